@@ -1,0 +1,7 @@
+// autograd/ops.h - every differentiable primitive, one include per family. Layers in nn/ are
+// compositions of these and need no backward of their own.
+#pragma once
+#include "autograd/elementwise.h"
+#include "autograd/variable.h"
+#include "autograd/views.h"
+// families added by their authors, one line each:

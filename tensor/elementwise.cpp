@@ -1,0 +1,417 @@
+// tensor/elementwise.cpp - CPU kernels for tensor/elementwise.h.
+//
+// All elementwise work goes through one strided loop (for_each_row): operands are expanded to the output
+// shape, adjacent dims that are contiguous for every operand are merged, and the loop runs over "rows"
+// of the last merged dim with one stride per operand (0 for a broadcast operand). Rows are split over
+// threads with OpenMP when the work is large enough to pay for it.
+#include "tensor/elementwise.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace dl {
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
+  if (n <= 0) return;
+  int nt = omp_get_max_threads();
+  if (n < 2 * grain || nt == 1 || omp_in_parallel()) {
+    f(0, n);
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(nt, (n + grain - 1) / grain);
+#pragma omp parallel for num_threads(chunks) schedule(static)
+  for (int64_t c = 0; c < chunks; c++) f(n * c / chunks, n * (c + 1) / chunks);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; i++) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " +
+           std::to_string(i) + ": " + std::to_string(da) + " vs " + std::to_string(db) + ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+namespace {
+
+constexpr int kMaxOps = 4;
+
+// Operands viewed with the output's shape; merged dims; strides per operand (in elements).
+struct StridedLoop {
+  Shape shape;                             // merged shape
+  std::vector<std::array<int64_t, kMaxOps>> strides;  // per dim, per operand
+  int nops = 0;
+};
+
+StridedLoop make_loop(const Shape& shape, std::initializer_list<const Tensor*> ops) {
+  StridedLoop L;
+  L.nops = (int)ops.size();
+  std::vector<std::array<int64_t, kMaxOps>> st(shape.size());
+  int k = 0;
+  for (const Tensor* t : ops) {
+    for (size_t d = 0; d < shape.size(); d++) st[d][k] = shape[d] == 1 ? 0 : t->strides()[d];
+    k++;
+  }
+  // drop size-1 dims, then merge dim d into d+1 when every operand is contiguous across the pair
+  for (size_t d = 0; d < shape.size(); d++) {
+    if (shape[d] == 1) continue;
+    if (!L.shape.empty()) {
+      bool mergeable = true;
+      for (int o = 0; o < L.nops; o++)
+        if (L.strides.back()[o] != st[d][o] * shape[d]) mergeable = false;
+      if (mergeable) {
+        L.shape.back() *= shape[d];
+        L.strides.back() = st[d];
+        continue;
+      }
+    }
+    L.shape.push_back(shape[d]);
+    L.strides.push_back(st[d]);
+  }
+  if (L.shape.empty()) {
+    L.shape.push_back(1);
+    L.strides.push_back({0, 0, 0, 0});
+  }
+  return L;
+}
+
+// Calls row(ptr_offsets, inner_len, inner_strides) for every row of the last merged dim.
+template <class Row> void for_each_row(const StridedLoop& L, Row&& row) {
+  int64_t nd = (int64_t)L.shape.size(), inner = L.shape.back();
+  int64_t rows = shape_numel(L.shape) / std::max<int64_t>(inner, 1);
+  if (inner == 0 || rows == 0) return;
+  const auto& is = L.strides.back();
+  parallel_for(rows, std::max<int64_t>(1, 32768 / inner), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      std::array<int64_t, kMaxOps> off{0, 0, 0, 0};
+      int64_t rem = r;
+      for (int64_t d = nd - 2; d >= 0; d--) {
+        int64_t i = rem % L.shape[d];
+        rem /= L.shape[d];
+        for (int o = 0; o < L.nops; o++) off[o] += i * L.strides[d][o];
+      }
+      row(off, inner, is);
+    }
+  });
+}
+
+template <class T, class F> Tensor binary_map(const Tensor& a, const Tensor& b, const char* op, F f) {
+  if (a.dtype() != b.dtype())
+    fail(std::string(op) + ": dtypes differ (" + dtype_name(a.dtype()) + " vs " + dtype_name(b.dtype()) + ")");
+  Shape s = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::empty(s, a.dtype());
+  Tensor ea = a.expand(s), eb = b.expand(s);
+  StridedLoop L = make_loop(s, {&out, &ea, &eb});
+  T *po = out.data<T>(), *pa = ea.data<T>(), *pb = eb.data<T>();
+  for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
+    T* o = po + off[0];
+    const T *x = pa + off[1], *y = pb + off[2];
+    if (st[1] == 1 && st[2] == 1) {
+      for (int64_t i = 0; i < n; i++) o[i] = f(x[i], y[i]);
+    } else if (st[1] == 1 && st[2] == 0) {
+      T yv = y[0];
+      for (int64_t i = 0; i < n; i++) o[i] = f(x[i], yv);
+    } else if (st[1] == 0 && st[2] == 1) {
+      T xv = x[0];
+      for (int64_t i = 0; i < n; i++) o[i] = f(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; i++) o[i] = f(x[i * st[1]], y[i * st[2]]);
+    }
+  });
+  return out;
+}
+
+template <class T, class F> Tensor unary_map(const Tensor& a, F f) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  StridedLoop L = make_loop(a.shape(), {&out, &a});
+  T *po = out.data<T>(), *pa = a.data<T>();
+  for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
+    T* o = po + off[0];
+    const T* x = pa + off[1];
+    if (st[1] == 1)
+      for (int64_t i = 0; i < n; i++) o[i] = f(x[i]);
+    else
+      for (int64_t i = 0; i < n; i++) o[i] = f(x[i * st[1]]);
+  });
+  return out;
+}
+
+bool on_device(const Tensor& t) { return t.device() != Device::cpu; }
+
+Tensor device_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+  Shape s = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = Tensor::empty(s, a.dtype(), a.device());
+  require_backend(a.device(), name).binary(op, a.expand(s).contiguous(), b.expand(s).contiguous(), out);
+  return out;
+}
+
+}  // namespace
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.device() != Device::cpu || src.device() != Device::cpu) {
+    if (dst.device() != src.device()) fail("copy_: devices differ; use to(device)");
+    if (!dst.is_contiguous() || !src.is_contiguous() || dst.shape() != src.shape() || dst.dtype() != src.dtype())
+      fail("copy_: on a device, both tensors must be contiguous with equal shape and dtype");
+    require_backend(dst.device(), "copy_").copy_on_device(dst.raw_data(), src.raw_data(), dst.numel() * dtype_size(dst.dtype()));
+    return;
+  }
+  Tensor s = src.dtype() == dst.dtype() ? src : src.to(dst.dtype());
+  Tensor e = s.expand(dst.shape());
+  StridedLoop L = make_loop(dst.shape(), {&dst, &e});
+  dispatch_all(dst.dtype(), "copy_", [&]<class T>() {
+    T *pd = dst.data<T>(), *ps = e.data<T>();
+    for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
+      T* d = pd + off[0];
+      const T* x = ps + off[1];
+      if (st[0] == 1 && st[1] == 1) std::memcpy(d, x, n * sizeof(T));
+      else
+        for (int64_t i = 0; i < n; i++) d[i * st[0]] = x[i * st[1]];
+    });
+  });
+}
+
+// ---- binary ----
+#define DL_BINARY(NAME, OPENUM, EXPR)                                                       \
+  Tensor NAME(const Tensor& a, const Tensor& b) {                                           \
+    if (on_device(a) || on_device(b)) return device_binary(BinaryOp::OPENUM, a, b, #NAME);  \
+    return dispatch_all(a.dtype(), #NAME, [&]<class T>() {                                  \
+      return binary_map<T>(a, b, #NAME, [](T x, T y) { return (T)(EXPR); });               \
+    });                                                                                     \
+  }
+DL_BINARY(add, add, x + y)
+DL_BINARY(sub, sub, x - y)
+DL_BINARY(mul, mul, x * y)
+DL_BINARY(div, div, x / y)
+#undef DL_BINARY
+
+#define DL_BINARY_CPU(NAME, EXPR)                                             \
+  Tensor NAME(const Tensor& a, const Tensor& b) {                             \
+    return dispatch_all(a.dtype(), #NAME, [&]<class T>() {                    \
+      return binary_map<T>(a, b, #NAME, [](T x, T y) { return (T)(EXPR); }); \
+    });                                                                       \
+  }
+DL_BINARY_CPU(pow, std::pow(x, y))
+DL_BINARY_CPU(maximum, x > y ? x : y)
+DL_BINARY_CPU(minimum, x < y ? x : y)
+DL_BINARY_CPU(eq, x == y)
+DL_BINARY_CPU(ne, x != y)
+DL_BINARY_CPU(lt, x < y)
+DL_BINARY_CPU(le, x <= y)
+DL_BINARY_CPU(gt, x > y)
+DL_BINARY_CPU(ge, x >= y)
+#undef DL_BINARY_CPU
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype()) fail("where: dtypes of a and b differ");
+  Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor c = cond.to(a.dtype());
+  Tensor out = Tensor::empty(s, a.dtype());
+  Tensor ec = c.expand(s), ea = a.expand(s), eb = b.expand(s);
+  StridedLoop L = make_loop(s, {&out, &ec, &ea, &eb});
+  dispatch_all(a.dtype(), "where", [&]<class T>() {
+    T *po = out.data<T>(), *pc = ec.data<T>(), *pa = ea.data<T>(), *pb = eb.data<T>();
+    for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
+      for (int64_t i = 0; i < n; i++)
+        po[off[0] + i] = pc[off[1] + i * st[1]] != 0 ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+    });
+  });
+  return out;
+}
+
+// ---- scalar ----
+Tensor add_scalar(const Tensor& a, double s) {
+  return dispatch_all(a.dtype(), "add_scalar", [&]<class T>() { return unary_map<T>(a, [s](T x) { return (T)(x + s); }); });
+}
+Tensor mul_scalar(const Tensor& a, double s) {
+  return dispatch_all(a.dtype(), "mul_scalar", [&]<class T>() { return unary_map<T>(a, [s](T x) { return (T)(x * s); }); });
+}
+Tensor pow_scalar(const Tensor& a, double p) {
+  return dispatch_float(a.dtype(), "pow_scalar", [&]<class T>() {
+    if (p == 2.0) return unary_map<T>(a, [](T x) { return x * x; });
+    return unary_map<T>(a, [p](T x) { return (T)std::pow(x, (T)p); });
+  });
+}
+Tensor rpow_scalar(double base, const Tensor& a) {
+  return dispatch_float(a.dtype(), "rpow_scalar", [&]<class T>() { return unary_map<T>(a, [base](T x) { return (T)std::pow((T)base, x); }); });
+}
+Tensor clamp(const Tensor& a, double lo, double hi) {
+  if (lo > hi) fail("clamp: lo " + std::to_string(lo) + " > hi " + std::to_string(hi));
+  return dispatch_all(a.dtype(), "clamp", [&]<class T>() {
+    return unary_map<T>(a, [lo, hi](T x) { return x < (T)lo ? (T)lo : (x > (T)hi ? (T)hi : x); });
+  });
+}
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
+  broadcast_shapes(a.shape(), mask.shape(), "masked_fill");
+  if (broadcast_shapes(a.shape(), mask.shape(), "masked_fill") != a.shape())
+    fail("masked_fill: mask " + shape_str(mask.shape()) + " must broadcast to the input " + shape_str(a.shape()));
+  return where(mask, full({}, value, a.dtype()), a);
+}
+
+// ---- unary ----
+template <class T> static T gelu_erf(T x) { return (T)0.5 * x * ((T)1 + std::erf(x * (T)M_SQRT1_2)); }
+template <class T> static T gelu_tanh(T x) {
+  const T k = (T)0.7978845608028654;  // sqrt(2/pi)
+  return (T)0.5 * x * ((T)1 + std::tanh(k * (x + (T)0.044715 * x * x * x)));
+}
+template <class T> static T softplus_f(T x) { return x > (T)20 ? x : std::log1p(std::exp(x)); }  // torch's threshold 20
+template <class T> static T sigmoid_f(T x) { return (T)1 / ((T)1 + std::exp(-x)); }
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  if (on_device(x)) {
+    Tensor xc = x.contiguous(), out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    require_backend(x.device(), "unary").unary(op, xc, out);
+    return out;
+  }
+  return dispatch_float(x.dtype(), "unary", [&]<class T>() {
+    switch (op) {
+      case UnaryOp::neg: return unary_map<T>(x, [](T v) { return -v; });
+      case UnaryOp::exp: return unary_map<T>(x, [](T v) { return std::exp(v); });
+      case UnaryOp::log: return unary_map<T>(x, [](T v) { return std::log(v); });
+      case UnaryOp::sqrt: return unary_map<T>(x, [](T v) { return std::sqrt(v); });
+      case UnaryOp::rsqrt: return unary_map<T>(x, [](T v) { return (T)1 / std::sqrt(v); });
+      case UnaryOp::abs: return unary_map<T>(x, [](T v) { return std::abs(v); });
+      case UnaryOp::tanh: return unary_map<T>(x, [](T v) { return std::tanh(v); });
+      case UnaryOp::sigmoid: return unary_map<T>(x, [](T v) { return sigmoid_f(v); });
+      case UnaryOp::relu: return unary_map<T>(x, [](T v) { return v > 0 ? v : (T)0; });
+      case UnaryOp::gelu_erf: return unary_map<T>(x, [](T v) { return gelu_erf(v); });
+      case UnaryOp::gelu_tanh: return unary_map<T>(x, [](T v) { return gelu_tanh(v); });
+      case UnaryOp::silu: return unary_map<T>(x, [](T v) { return v * sigmoid_f(v); });
+      case UnaryOp::softplus: return unary_map<T>(x, [](T v) { return softplus_f(v); });
+    }
+    fail("unary: unknown op");
+  });
+}
+Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::log, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
+Tensor gelu(const Tensor& x, bool t) { return unary(t ? UnaryOp::gelu_tanh : UnaryOp::gelu_erf, x); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
+Tensor softplus(const Tensor& x) { return unary(UnaryOp::softplus, x); }
+Tensor elu(const Tensor& x, double alpha) {
+  return dispatch_float(x.dtype(), "elu", [&]<class T>() {
+    return unary_map<T>(x, [alpha](T v) { return v > 0 ? v : (T)alpha * std::expm1(v); });
+  });
+}
+Tensor sign(const Tensor& x) {
+  return dispatch_all(x.dtype(), "sign", [&]<class T>() { return unary_map<T>(x, [](T v) { return (T)((v > 0) - (v < 0)); }); });
+}
+Tensor sin(const Tensor& x) {
+  return dispatch_float(x.dtype(), "sin", [&]<class T>() { return unary_map<T>(x, [](T v) { return std::sin(v); }); });
+}
+Tensor cos(const Tensor& x) {
+  return dispatch_float(x.dtype(), "cos", [&]<class T>() { return unary_map<T>(x, [](T v) { return std::cos(v); }); });
+}
+
+// The derivative of each unary op, written where a reader can check it against the forward above.
+Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy) {
+  if (on_device(x)) fail("unary_backward: not implemented on device yet");
+  return dispatch_float(x.dtype(), "unary_backward", [&]<class T>() -> Tensor {
+    auto with_x = [&](auto f) { return binary_map<T>(x, dy, "unary_backward", f); };
+    auto with_y = [&](auto f) { return binary_map<T>(y, dy, "unary_backward", f); };
+    switch (op) {
+      case UnaryOp::neg: return with_x([](T, T g) { return -g; });
+      case UnaryOp::exp: return with_y([](T v, T g) { return g * v; });                        // d exp = exp
+      case UnaryOp::log: return with_x([](T v, T g) { return g / v; });                        // d log = 1/x
+      case UnaryOp::sqrt: return with_y([](T v, T g) { return g * (T)0.5 / v; });             // 1/(2 sqrt x)
+      case UnaryOp::rsqrt: return with_y([](T v, T g) { return g * (T)-0.5 * v * v * v; });   // -x^-1.5 / 2
+      case UnaryOp::abs: return with_x([](T v, T g) { return g * (T)((v > 0) - (v < 0)); });  // sign(x)
+      case UnaryOp::tanh: return with_y([](T v, T g) { return g * ((T)1 - v * v); });         // 1 - y^2
+      case UnaryOp::sigmoid: return with_y([](T v, T g) { return g * v * ((T)1 - v); });      // y (1 - y)
+      case UnaryOp::relu: return with_x([](T v, T g) { return v > 0 ? g : (T)0; });
+      case UnaryOp::gelu_erf:  // d/dx [x Phi(x)] = Phi(x) + x phi(x)
+        return with_x([](T v, T g) {
+          T cdf = (T)0.5 * ((T)1 + std::erf(v * (T)M_SQRT1_2));
+          T pdf = std::exp((T)-0.5 * v * v) * (T)0.3989422804014327;
+          return g * (cdf + v * pdf);
+        });
+      case UnaryOp::gelu_tanh:  // u = k (x + c x^3): d = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) k (1 + 3 c x^2)
+        return with_x([](T v, T g) {
+          const T k = (T)0.7978845608028654, c = (T)0.044715;
+          T t = std::tanh(k * (v + c * v * v * v));
+          return g * ((T)0.5 * ((T)1 + t) + (T)0.5 * v * ((T)1 - t * t) * k * ((T)1 + (T)3 * c * v * v));
+        });
+      case UnaryOp::silu:  // d [x s(x)] = s (1 + x (1 - s))
+        return with_x([](T v, T g) {
+          T s = sigmoid_f(v);
+          return g * s * ((T)1 + v * ((T)1 - s));
+        });
+      case UnaryOp::softplus: return with_x([](T v, T g) { return v > (T)20 ? g : g * sigmoid_f(v); });
+    }
+    fail("unary_backward: unknown op");
+  });
+}
+
+void add_(const Tensor& dst, const Tensor& src) {
+  if (dst.device() != Device::cpu) {
+    copy_into(dst, add(dst, src));
+    return;
+  }
+  broadcast_shapes(dst.shape(), src.shape(), "add_");
+  Tensor s = src.dtype() == dst.dtype() ? src : src.to(dst.dtype());
+  Tensor e = s.expand(dst.shape());
+  StridedLoop L = make_loop(dst.shape(), {&dst, &e});
+  dispatch_all(dst.dtype(), "add_", [&]<class T>() {
+    T *pd = dst.data<T>(), *ps = e.data<T>();
+    for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
+      T* d = pd + off[0];
+      const T* x = ps + off[1];
+      if (st[0] == 1 && st[1] == 1)
+        for (int64_t i = 0; i < n; i++) d[i] += x[i];
+      else
+        for (int64_t i = 0; i < n; i++) d[i * st[0]] += x[i * st[1]];
+    });
+  });
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  if (broadcast_shapes(shape, g.shape(), "sum_to") != g.shape())
+    fail("sum_to: cannot reduce " + shape_str(g.shape()) + " to " + shape_str(shape));
+  Tensor out = zeros(shape, g.dtype(), g.device());
+  if (g.device() != Device::cpu) fail("sum_to: not implemented on device yet");
+  // out viewed with g's shape has stride 0 on every broadcast dim; accumulate row by row.
+  // Rows of the output are disjoint only if the reduced dims are not the innermost; to stay race-free
+  // we parallelise over output elements when the last dim is kept, else run serially.
+  Tensor ov = out.expand(g.shape());
+  Tensor gc = g.contiguous();
+  StridedLoop L = make_loop(g.shape(), {&ov, &gc});
+  dispatch_all(g.dtype(), "sum_to", [&]<class T>() {
+    T *po = ov.data<T>(), *pg = gc.data<T>();
+    int64_t nd = (int64_t)L.shape.size(), inner = L.shape.back(), rows = shape_numel(L.shape) / std::max<int64_t>(inner, 1);
+    const auto& is = L.strides.back();
+    for (int64_t r = 0; r < rows; r++) {
+      int64_t oo = 0, og = 0, rem = r;
+      for (int64_t d = nd - 2; d >= 0; d--) {
+        int64_t i = rem % L.shape[d];
+        rem /= L.shape[d];
+        oo += i * L.strides[d][0];
+        og += i * L.strides[d][1];
+      }
+      T* o = po + oo;
+      const T* x = pg + og;
+      if (is[0] == 0) {
+        T acc = 0;
+        for (int64_t i = 0; i < inner; i++) acc += x[i * is[1]];
+        o[0] += acc;
+      } else {
+        for (int64_t i = 0; i < inner; i++) o[i * is[0]] += x[i * is[1]];
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace dl

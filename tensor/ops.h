@@ -1,0 +1,6 @@
+// tensor/ops.h - every tensor-level op (no autograd), one include per family.
+// Each family header states its broadcasting and shape rules; autograd/ops.h wraps them with gradients.
+#pragma once
+#include "tensor/elementwise.h"
+#include "tensor/tensor.h"
+// families added by their authors, one line each:
