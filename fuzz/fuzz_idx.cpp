@@ -1,0 +1,27 @@
+// fuzz/fuzz_idx.cpp - libFuzzer target for the IDX and CIFAR-10 binary readers (not part of the CMake build).
+//
+// Build and run (from the repository root), e.g. for 20 s:
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. fuzz/fuzz_idx.cpp tasks/image.cpp -lz \
+//       -o /tmp/fuzz_idx
+//   /tmp/fuzz_idx -max_total_time=20 -max_len=8192
+// parse_idx must return an array whose data size is the product of its dims, or throw DataError.
+#include <cstddef>
+#include <cstdint>
+
+#include "tasks/image.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    const dl::tasks::IdxArray a = dl::tasks::parse_idx(data, size, "fuzz.idx");
+    size_t count = 1;
+    for (uint32_t d : a.dims) count *= d;
+    if (a.dims.empty() || count != a.data.size()) __builtin_trap();
+  } catch (const dl::tasks::DataError&) {
+  }
+  try {
+    const dl::tasks::ImageSet s = dl::tasks::parse_cifar10_batch(data, size, "fuzz.bin");
+    if (s.pixels.size() != s.size() * 1024) __builtin_trap();
+  } catch (const dl::tasks::DataError&) {
+  }
+  return 0;
+}
