@@ -190,11 +190,16 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t num_merges) {
     freq.push_back(c);
   }
 
+  // Pair counts are built once and then updated only for the words a merge touches, which keeps training
+  // on the 6 MB Brown text to seconds; the result is the same as recounting everything after each merge.
+  std::unordered_map<uint64_t, int64_t> pair_counts;
+  auto count_pairs = [&](size_t w, int64_t sign) {
+    for (size_t k = 0; k + 1 < words[w].size(); ++k) pair_counts[pair_key(words[w][k], words[w][k + 1])] += sign * freq[w];
+  };
+  for (size_t w = 0; w < words.size(); ++w) count_pairs(w, +1);
+
   BpeTokenizer tok;
   for (int32_t m = 0; m < num_merges; ++m) {
-    std::unordered_map<uint64_t, int64_t> pair_counts;
-    for (size_t w = 0; w < words.size(); ++w)
-      for (size_t k = 0; k + 1 < words[w].size(); ++k) pair_counts[pair_key(words[w][k], words[w][k + 1])] += freq[w];
     uint64_t best = 0;
     int64_t best_count = 0;
     for (const auto& [key, c] : pair_counts)
@@ -203,7 +208,12 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t num_merges) {
     const auto a = static_cast<int32_t>(best >> 32), b = static_cast<int32_t>(best & 0xffffffffu);
     const int32_t new_id = bpe_first_merge_id + m;
     tok.merges_.emplace_back(a, b);
-    for (auto& word : words) {
+    for (size_t w = 0; w < words.size(); ++w) {
+      auto& word = words[w];
+      bool has_pair = false;
+      for (size_t k = 0; k + 1 < word.size() && !has_pair; ++k) has_pair = word[k] == a && word[k + 1] == b;
+      if (!has_pair) continue;
+      count_pairs(w, -1);
       size_t out = 0;
       for (size_t k = 0; k < word.size(); ++k) {
         if (k + 1 < word.size() && word[k] == a && word[k + 1] == b) {
@@ -214,7 +224,9 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, int32_t num_merges) {
         }
       }
       word.resize(out);
+      count_pairs(w, +1);
     }
+    if (m % 64 == 63) std::erase_if(pair_counts, [](const auto& kv) { return kv.second == 0; });  // zeros never win
   }
   tok.rebuild_tables();
   return tok;
