@@ -5,3 +5,5 @@
 #include "autograd/variable.h"
 #include "autograd/views.h"
 // families added by their authors, one line each:
+#include "autograd/reduce.h"
+#include "autograd/nn_ops.h"

@@ -4,3 +4,5 @@
 #include "tensor/elementwise.h"
 #include "tensor/tensor.h"
 // families added by their authors, one line each:
+#include "tensor/reduce.h"
+#include "tensor/nn_kernels.h"
