@@ -1,0 +1,280 @@
+// tensor/nn_kernels_loss.cpp - CPU kernels for the losses declared in tensor/nn_kernels.h.
+// Shape letters: R rows (every dim but the last), C classes (the last dim).
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tensor/elementwise.h"
+#include "tensor/nn_kernels.h"
+
+namespace dl {
+
+const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::none: return "none";
+    case Reduction::mean: return "mean";
+    case Reduction::sum: return "sum";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int64_t kLossChunk = 4096;  // elements (or rows) per partial of a reduced loss
+
+// Validate (logits (..., C), target (...)) and return C; names op, both shapes and any bad class index.
+int64_t check_class_target(const Tensor& x, const Tensor& t, int64_t ignore_index, const char* op) {
+  if (!x.defined() || !t.defined()) fail(std::string(op) + ": undefined input");
+  if (x.device() != Device::cpu || t.device() != Device::cpu) fail(std::string(op) + ": implemented for CPU tensors only");
+  dispatch_float(x.dtype(), op, []<class T>() {});
+  if (x.dim() < 1) fail(std::string(op) + ": input must have a class dim (..., C), got a scalar");
+  Shape want(x.shape().begin(), x.shape().end() - 1);
+  if (t.shape() != want)
+    fail(std::string(op) + ": target has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) +
+         " (the input " + shape_str(x.shape()) + " without its last, class, dim)");
+  if (t.dtype() != DType::i64) fail(std::string(op) + ": target must be i64 class indices, got " + dtype_name(t.dtype()));
+  int64_t C = x.size(-1);
+  Tensor tc = t.contiguous();
+  const int64_t* pt = tc.data<int64_t>();
+  for (int64_t r = 0; r < tc.numel(); r++)
+    if (pt[r] != ignore_index && (pt[r] < 0 || pt[r] >= C))
+      fail(std::string(op) + ": target value " + std::to_string(pt[r]) + " at flat index " + std::to_string(r) +
+           " is out of range for " + std::to_string(C) + " classes (input " + shape_str(x.shape()) + ", ignore_index " +
+           std::to_string(ignore_index) + ")");
+  return C;
+}
+
+// The per-row factor g_r that multiplies d loss_r: dy / count, dy, or dy[r].
+struct RowScale {
+  const Tensor* dy;
+  Reduction red;
+  double k = 1.0;
+  Tensor dyc;
+  RowScale(const Tensor& d, Reduction r, double count) : dy(&d), red(r) {
+    if (r == Reduction::none) dyc = d.to(DType::f64).contiguous();
+    else k = d.item() / (r == Reduction::mean ? count : 1.0);
+  }
+  double operator()(int64_t r) const { return red == Reduction::none ? dyc.data<double>()[r] : k; }
+};
+
+Tensor reduce_rows(const std::vector<double>& rowloss, const Shape& row_shape, DType dt, Reduction red, double count) {
+  if (red == Reduction::none) return from_vector(rowloss, row_shape).to(dt);
+  double s = ordered_sum((int64_t)rowloss.size(), kLossChunk, [&](int64_t i0, int64_t i1) {
+    double a = 0;
+    for (int64_t i = i0; i < i1; i++) a += rowloss[i];
+    return a;
+  });
+  return scalar_tensor(red == Reduction::mean ? s / count : s, dt);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// cross_entropy, one pass per row: m = max(x), lse = m + log sum exp(x - m),
+//   loss = lse - (1 - s) x_t - s mean(x)
+CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, double ls, Reduction red) {
+  const char* op = "cross_entropy";
+  int64_t C = check_class_target(logits, target, ignore_index, op);
+  if (!(ls >= 0.0 && ls < 1.0)) fail(std::string(op) + ": label_smoothing must be in [0, 1), got " + std::to_string(ls));
+  int64_t R = target.numel();
+  Tensor xc = logits.contiguous(), tc = target.contiguous();
+  CrossEntropyOut o;
+  o.lse = Tensor::empty(target.shape(), logits.dtype());
+  std::vector<double> rowloss(R, 0.0);
+  const int64_t* pt = tc.data<int64_t>();
+  dispatch_float(logits.dtype(), op, [&]<class T>() {
+    const T* px = xc.data<T>();
+    T* pl = o.lse.data<T>();
+    parallel_for(R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        const T* xr = px + r * C;
+        T m = xr[0];
+        for (int64_t c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        double s = 0, sx = 0;
+        for (int64_t c = 0; c < C; c++) s += std::exp(xr[c] - m), sx += xr[c];
+        double lse = (double)m + std::log(s);
+        pl[r] = (T)lse;
+        if (pt[r] != ignore_index) rowloss[r] = lse - (1.0 - ls) * (double)xr[pt[r]] - ls * sx / (double)C;
+      }
+    });
+  });
+  for (int64_t r = 0; r < R; r++) o.count += pt[r] != ignore_index;
+  o.loss = reduce_rows(rowloss, target.shape(), logits.dtype(), red, (double)o.count);
+  return o;
+}
+
+// d loss_r / d x_j = softmax_j - q_j,  q = (1 - s) onehot(t) + s / C;  dx = g_r (softmax - q), 0 on ignored rows
+Tensor cross_entropy_backward(const Tensor& dy, const Tensor& logits, const Tensor& target, const Tensor& lse,
+                              int64_t ignore_index, double ls, Reduction red, int64_t count) {
+  int64_t C = logits.size(-1), R = target.numel();
+  Tensor xc = logits.contiguous(), tc = target.contiguous(), lc = lse.contiguous();
+  Tensor dx = Tensor::empty(logits.shape(), logits.dtype());
+  RowScale g(dy, red, (double)count);
+  const int64_t* pt = tc.data<int64_t>();
+  dispatch_float(logits.dtype(), "cross_entropy backward", [&]<class T>() {
+    const T *px = xc.data<T>(), *pl = lc.data<T>();
+    T* pd = dx.data<T>();
+    parallel_for(R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        T* dr = pd + r * C;
+        if (pt[r] == ignore_index || (red == Reduction::mean && count == 0)) {
+          for (int64_t c = 0; c < C; c++) dr[c] = 0;
+          continue;
+        }
+        const T* xr = px + r * C;
+        T gr = (T)g(r), l = pl[r], off = (T)(ls / (double)C);
+        for (int64_t c = 0; c < C; c++) dr[c] = gr * (std::exp(xr[c] - l) - off);
+        dr[pt[r]] -= gr * (T)(1.0 - ls);
+      }
+    });
+  });
+  return dx;
+}
+
+// nll_loss: loss_r = -logp[r, t_r];  d/dlogp[r, t_r] = -g_r
+CrossEntropyOut nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index, Reduction red) {
+  int64_t C = check_class_target(logp, target, ignore_index, "nll_loss");
+  int64_t R = target.numel();
+  Tensor xc = logp.contiguous(), tc = target.contiguous();
+  const int64_t* pt = tc.data<int64_t>();
+  std::vector<double> rowloss(R, 0.0);
+  CrossEntropyOut o;
+  dispatch_float(logp.dtype(), "nll_loss", [&]<class T>() {
+    const T* px = xc.data<T>();
+    for (int64_t r = 0; r < R; r++)
+      if (pt[r] != ignore_index) rowloss[r] = -(double)px[r * C + pt[r]], o.count++;
+  });
+  o.loss = reduce_rows(rowloss, target.shape(), logp.dtype(), red, (double)o.count);
+  return o;
+}
+
+Tensor nll_loss_backward(const Tensor& dy, const Shape& logp_shape, DType dtype, const Tensor& target, int64_t ignore_index,
+                         Reduction red, int64_t count) {
+  Tensor dx = zeros(logp_shape, dtype), tc = target.contiguous();
+  int64_t C = logp_shape.back(), R = target.numel();
+  RowScale g(dy, red, (double)count);
+  const int64_t* pt = tc.data<int64_t>();
+  dispatch_float(dtype, "nll_loss backward", [&]<class T>() {
+    T* pd = dx.data<T>();
+    if (red == Reduction::mean && count == 0) return;
+    for (int64_t r = 0; r < R; r++)
+      if (pt[r] != ignore_index) pd[r * C + pt[r]] = (T)(-g(r));
+  });
+  return dx;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pointwise losses: one fused pass over p, t (and m), loss and gradients per element.
+namespace {
+
+template <class T> inline double pw_loss(PointwiseLoss k, T p, T t) {
+  double d = (double)p - (double)t;
+  switch (k) {
+    case PointwiseLoss::mse: return d * d;
+    case PointwiseLoss::l1: return std::abs(d);
+    case PointwiseLoss::bce_logits:  // stable: never exponentiates a positive number
+      return std::max((double)p, 0.0) - (double)p * (double)t + std::log1p(std::exp(-std::abs((double)p)));
+  }
+  return 0;
+}
+template <class T> inline T pw_dpred(PointwiseLoss k, T p, T t) {
+  switch (k) {
+    case PointwiseLoss::mse: return (T)2 * (p - t);
+    case PointwiseLoss::l1: return (T)((p > t) - (p < t));  // sign(p - t), 0 at p == t like PyTorch
+    case PointwiseLoss::bce_logits: return (T)1 / ((T)1 + std::exp(-p)) - t;
+  }
+  return 0;
+}
+template <class T> inline T pw_dtarget(PointwiseLoss k, T p, T t) { return k == PointwiseLoss::bce_logits ? -p : -pw_dpred(k, p, t); }
+
+const char* pw_name(PointwiseLoss k) {
+  switch (k) {
+    case PointwiseLoss::mse: return "mse_loss";
+    case PointwiseLoss::l1: return "l1_loss";
+    case PointwiseLoss::bce_logits: return "binary_cross_entropy_with_logits";
+  }
+  return "?";
+}
+
+// contiguous pred, target and (expanded) mask in pred's dtype
+struct PwInputs {
+  Tensor p, t, m;
+};
+PwInputs pw_inputs(PointwiseLoss kind, const Tensor& pred, const Tensor& target, const Tensor& mask) {
+  const char* op = pw_name(kind);
+  if (!pred.defined() || !target.defined()) fail(std::string(op) + ": undefined input");
+  if (pred.device() != Device::cpu) fail(std::string(op) + ": implemented for CPU tensors only");
+  dispatch_float(pred.dtype(), op, []<class T>() {});
+  if (target.shape() != pred.shape())
+    fail(std::string(op) + ": target has shape " + shape_str(target.shape()) + ", expected the input's shape " + shape_str(pred.shape()));
+  if (target.dtype() != pred.dtype())
+    fail(std::string(op) + ": target dtype " + dtype_name(target.dtype()) + " differs from the input's " + dtype_name(pred.dtype()));
+  PwInputs r{pred.contiguous(), target.contiguous(), Tensor()};
+  if (mask.defined()) {
+    if (broadcast_shapes(pred.shape(), mask.shape(), op) != pred.shape())
+      fail(std::string(op) + ": mask of shape " + shape_str(mask.shape()) + " does not broadcast to the input " + shape_str(pred.shape()));
+    r.m = mask.to(pred.dtype()).expand(pred.shape()).contiguous();
+  }
+  return r;
+}
+
+}  // namespace
+
+PointwiseLossOut pointwise_loss(PointwiseLoss kind, const Tensor& pred, const Tensor& target, const Tensor& mask, Reduction red) {
+  PwInputs in = pw_inputs(kind, pred, target, mask);
+  int64_t n = pred.numel();
+  PointwiseLossOut o;
+  dispatch_float(pred.dtype(), pw_name(kind), [&]<class T>() {
+    const T *pp = in.p.data<T>(), *pt = in.t.data<T>(), *pm = mask.defined() ? in.m.data<T>() : nullptr;
+    if (red == Reduction::none) {
+      o.loss = Tensor::empty(pred.shape(), pred.dtype());
+      T* pl = o.loss.data<T>();
+      parallel_for(n, 32768, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; i++) pl[i] = (T)(pw_loss(kind, pp[i], pt[i]) * (pm ? (double)pm[i] : 1.0));
+      });
+      return;
+    }
+    double s = ordered_sum(n, kLossChunk, [&](int64_t i0, int64_t i1) {
+      double a = 0;
+      if (pm)
+        for (int64_t i = i0; i < i1; i++) a += pm[i] != 0 ? pw_loss(kind, pp[i], pt[i]) * (double)pm[i] : 0.0;
+      else
+        for (int64_t i = i0; i < i1; i++) a += pw_loss(kind, pp[i], pt[i]);
+      return a;
+    });
+    o.count = !pm ? (double)n : ordered_sum(n, kLossChunk, [&](int64_t i0, int64_t i1) {
+      double a = 0;
+      for (int64_t i = i0; i < i1; i++) a += pm[i];
+      return a;
+    });
+    o.loss = scalar_tensor(red == Reduction::mean ? s / o.count : s, pred.dtype());
+  });
+  return o;
+}
+
+// dpred = g_i m_i dl/dp, dtarget = g_i m_i dl/dt with g_i = dy / count (mean), dy (sum) or dy_i (none)
+PairGrads pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Tensor& pred, const Tensor& target, const Tensor& mask,
+                                  Reduction red, double count, bool need_dp, bool need_dt) {
+  PwInputs in = pw_inputs(kind, pred, target, mask);
+  int64_t n = pred.numel();
+  RowScale g(dy, red, count);
+  PairGrads o;
+  if (need_dp) o.dpred = Tensor::empty(pred.shape(), pred.dtype());
+  if (need_dt) o.dtarget = Tensor::empty(pred.shape(), pred.dtype());
+  dispatch_float(pred.dtype(), pw_name(kind), [&]<class T>() {
+    const T *pp = in.p.data<T>(), *pt = in.t.data<T>(), *pm = mask.defined() ? in.m.data<T>() : nullptr;
+    T* dp = need_dp ? o.dpred.data<T>() : nullptr;
+    T* dt = need_dt ? o.dtarget.data<T>() : nullptr;
+    bool empty_mean = red == Reduction::mean && count == 0;  // nothing selected: no gradient (not NaN)
+    parallel_for(n, 32768, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; i++) {
+        T gi = empty_mean ? (T)0 : (T)(g(i) * (pm ? (double)pm[i] : 1.0));
+        if (dp) dp[i] = gi == (T)0 ? (T)0 : gi * pw_dpred(kind, pp[i], pt[i]);
+        if (dt) dt[i] = gi == (T)0 ? (T)0 : gi * pw_dtarget(kind, pp[i], pt[i]);
+      }
+    });
+  });
+  return o;
+}
+
+}  // namespace dl
