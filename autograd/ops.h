@@ -7,3 +7,8 @@
 // families added by their authors, one line each:
 #include "autograd/reduce.h"
 #include "autograd/nn_ops.h"
+#include "autograd/linalg.h"
+#include "autograd/shape_ops.h"
+#include "autograd/indexing.h"
+#include "autograd/fft.h"
+#include "autograd/conv.h"

@@ -6,3 +6,8 @@
 // families added by their authors, one line each:
 #include "tensor/reduce.h"
 #include "tensor/nn_kernels.h"
+#include "tensor/linalg.h"
+#include "tensor/shape_ops.h"
+#include "tensor/indexing.h"
+#include "tensor/fft.h"
+#include "tensor/conv.h"

@@ -1,0 +1,292 @@
+// tensor/linalg.cpp - matmul / linear on OpenBLAS. The strategy (fold batch into M or K, pass transposed
+// layouts as CblasTrans, loop only when unavoidable) is described in linalg.h.
+#include "tensor/linalg.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "tensor/backend.h"
+#include "tensor/elementwise.h"
+
+namespace dl {
+
+template <>
+void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                 int64_t ldb, float beta, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+              (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+template <>
+void gemm<double>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+                  const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+              (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
+namespace {
+
+// How cblas (row-major) can read an (R, C) matrix with strides (rs, cs): rows contiguous -> NoTrans with
+// ld = rs; columns contiguous -> Trans with ld = cs (the storage is then the C x R matrix). A size-1 dim
+// leaves its stride free. False when neither holds (e.g. an expanded, stride-0 operand).
+bool blas_layout(int64_t R, int64_t C, int64_t rs, int64_t cs, bool& trans, int64_t& ld) {
+  if ((C == 1 || cs == 1) && (R == 1 || rs >= std::max<int64_t>(C, 1))) {
+    trans = false;
+    ld = R == 1 ? std::max<int64_t>(C, 1) : rs;
+    return true;
+  }
+  if ((R == 1 || rs == 1) && (C == 1 || cs >= std::max<int64_t>(R, 1))) {
+    trans = true;
+    ld = C == 1 ? std::max<int64_t>(R, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+// Do these (size, stride) dims, outer to inner, walk memory as ONE dim? Then give its size and stride.
+bool merge_dims(const std::vector<std::pair<int64_t, int64_t>>& dims, int64_t& size, int64_t& stride) {
+  size = 1;
+  stride = 1;
+  bool any = false;
+  int64_t in_size = 0, in_stride = 0;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    auto [n, s] = *it;
+    if (n == 1) continue;
+    if (!any) stride = s;
+    else if (s != in_stride * in_size) return false;
+    any = true;
+    in_size = n;
+    in_stride = s;
+    size *= n;
+  }
+  return true;
+}
+
+bool last2_blas_ok(const Tensor& t) {
+  bool tr;
+  int64_t ld;
+  return blas_layout(t.size(-2), t.size(-1), t.strides()[t.dim() - 2], t.strides()[t.dim() - 1], tr, ld);
+}
+
+Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
+
+template <class T>
+void gemm_strided(int64_t M, int64_t N, int64_t K, const T* A, int64_t ars, int64_t acs, const T* B, int64_t brs,
+                  int64_t bcs, T beta, T* C, int64_t ldc) {
+  bool ta, tb;
+  int64_t lda, ldb;
+  if (!blas_layout(M, K, ars, acs, ta, lda) || !blas_layout(K, N, brs, bcs, tb, ldb))
+    fail("matmul: internal error, operand layout not usable by BLAS");
+  gemm<T>(ta, tb, M, N, K, (T)1, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace
+
+void matmul_into(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool accumulate) {
+  if (a_in.dim() < 2 || b_in.dim() < 2 || out.dim() < 2)
+    fail("matmul_into: operands must be at least 2-D, got a " + shape_str(a_in.shape()) + ", b " + shape_str(b_in.shape()) +
+         ", out " + shape_str(out.shape()));
+  if (a_in.dtype() != b_in.dtype() || out.dtype() != a_in.dtype())
+    fail(std::string("matmul: dtypes differ (a ") + dtype_name(a_in.dtype()) + ", b " + dtype_name(b_in.dtype()) + ", out " +
+         dtype_name(out.dtype()) + ")");
+  if (!out.is_contiguous()) fail("matmul_into: out must be contiguous, got shape " + shape_str(out.shape()));
+  int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
+  if (b_in.size(-2) != K || out.size(-2) != M || out.size(-1) != N)
+    fail("matmul: shapes a " + shape_str(a_in.shape()) + " @ b " + shape_str(b_in.shape()) + " -> out " + shape_str(out.shape()) +
+         " do not chain");
+  Shape full = broadcast_shapes(batch_of(a_in), batch_of(b_in), "matmul");
+  Shape bo = batch_of(out);
+  if (broadcast_shapes(bo, full, "matmul") != full)
+    fail("matmul_into: out batch " + shape_str(bo) + " does not broadcast to the batch " + shape_str(full));
+  if (M == 0 || N == 0) return;
+  const int64_t nb = shape_numel(full);
+  if (nb == 0 || K == 0) {
+    if (!accumulate) Tensor(out).zero_();
+    return;
+  }
+  // Only a slice BLAS cannot read at all is copied; transposed slices pass as CblasTrans.
+  Tensor a = last2_blas_ok(a_in) ? a_in : a_in.contiguous();
+  Tensor b = last2_blas_ok(b_in) ? b_in : b_in.contiguous();
+  const int64_t nd = (int64_t)full.size();
+  Shape fa = full, fb = full, fo = full;
+  fa.insert(fa.end(), {M, K});
+  fb.insert(fb.end(), {K, N});
+  fo.insert(fo.end(), {M, N});
+  Tensor ea = a.expand(fa), eb = b.expand(fb), eo = out.expand(fo);
+  const Shape &sa = ea.strides(), &sb = eb.strides(), &so = eo.strides();
+  const bool reduce = shape_numel(bo) < nb;
+
+  dispatch_float(a.dtype(), "matmul", [&]<class T>() {
+    const T *pa = ea.data<T>(), *pb = eb.data<T>();
+    T* po = eo.data<T>();
+    const T beta0 = accumulate ? (T)1 : (T)0;
+    if (nb == 1) {
+      gemm_strided<T>(M, N, K, pa, sa[nd], sa[nd + 1], pb, sb[nd], sb[nd + 1], beta0, po, N);
+      return;
+    }
+    // Fold batch into M: b shared by every batch element, a's batch dims and M walk memory as one dim.
+    bool b_shared = true;
+    for (int64_t d = 0; d < nd; d++)
+      if (full[d] > 1 && sb[d] != 0) b_shared = false;
+    if (!reduce && b_shared) {
+      std::vector<std::pair<int64_t, int64_t>> dims;
+      for (int64_t d = 0; d < nd; d++) dims.push_back({full[d], sa[d]});
+      dims.push_back({M, sa[nd]});
+      int64_t Mf, sm;
+      bool tr;
+      int64_t ld;
+      if (merge_dims(dims, Mf, sm) && blas_layout(Mf, K, sm, sa[nd + 1], tr, ld)) {
+        gemm_strided<T>(Mf, N, K, pa, sm, sa[nd + 1], pb, sb[nd], sb[nd + 1], beta0, po, N);
+        return;
+      }
+    }
+    // Fold batch into K: out is the sum over the whole batch, so sum_b A_b B_b = [A_1 .. A_nb] [B_1; ..; B_nb].
+    if (shape_numel(bo) == 1) {
+      std::vector<std::pair<int64_t, int64_t>> da, db;
+      for (int64_t d = 0; d < nd; d++) {
+        da.push_back({full[d], sa[d]});
+        db.push_back({full[d], sb[d]});
+      }
+      da.push_back({K, sa[nd + 1]});
+      db.push_back({K, sb[nd]});
+      int64_t Ka, ska, Kb, skb, lda, ldb;
+      bool ta, tb;
+      if (merge_dims(da, Ka, ska) && merge_dims(db, Kb, skb) && blas_layout(M, Ka, sa[nd], ska, ta, lda) &&
+          blas_layout(Kb, N, skb, sb[nd + 1], tb, ldb)) {
+        gemm_strided<T>(M, N, Ka, pa, sa[nd], ska, pb, skb, sb[nd + 1], beta0, po, N);
+        return;
+      }
+    }
+    // One sgemm per batch element. Reduced out slices are zeroed once, then every product adds in.
+    T beta = beta0;
+    if (reduce && !accumulate) {
+      Tensor(out).zero_();
+      beta = (T)1;
+    }
+    std::vector<int64_t> idx(nd, 0);
+    int64_t oa = 0, ob = 0, oo = 0;
+    for (int64_t i = 0; i < nb; i++) {
+      gemm_strided<T>(M, N, K, pa + oa, sa[nd], sa[nd + 1], pb + ob, sb[nd], sb[nd + 1], beta, po + oo, N);
+      for (int64_t d = nd - 1; d >= 0; d--) {  // odometer over the batch
+        oa += sa[d], ob += sb[d], oo += so[d];
+        if (++idx[d] < full[d]) break;
+        oa -= sa[d] * full[d], ob -= sb[d] * full[d], oo -= so[d] * full[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 0 || b.dim() == 0)
+    fail("matmul: both operands need at least 1 dim, got a " + shape_str(a.shape()) + " and b " + shape_str(b.shape()));
+  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  if (a2.size(-1) != b2.size(-2))
+    fail("matmul: inner dims differ: a " + shape_str(a.shape()) + " has K = " + std::to_string(a2.size(-1)) + ", b " +
+         shape_str(b.shape()) + " has K = " + std::to_string(b2.size(-2)));
+  Shape full;
+  try {
+    full = broadcast_shapes(batch_of(a2), batch_of(b2), "matmul");
+  } catch (const ShapeError&) {
+    fail("matmul: batch dims of a " + shape_str(a.shape()) + " and b " + shape_str(b.shape()) + " do not broadcast");
+  }
+  int64_t M = a2.size(-2), N = b2.size(-1), K = a2.size(-1);
+  Shape os = full;
+  os.insert(os.end(), {M, N});
+  Tensor out;
+  if (a.device() != Device::cpu || b.device() != Device::cpu) {
+    if (a.device() != b.device()) fail("matmul: operands on different devices");
+    int64_t nb = shape_numel(full);
+    Shape fa = full, fb = full;
+    fa.insert(fa.end(), {M, K});
+    fb.insert(fb.end(), {K, N});
+    out = Tensor::empty(os, a.dtype(), a.device());
+    require_backend(a.device(), "matmul")
+        .matmul(a2.expand(fa).contiguous().reshape({nb, M, K}), b2.expand(fb).contiguous().reshape({nb, K, N}),
+                out.view({nb, M, N}));
+  } else {
+    out = Tensor::empty(os, a.dtype());
+    matmul_into(out, a2, b2, false);
+  }
+  if (a.dim() == 1) out = out.squeeze(-2);
+  if (b.dim() == 1) out = out.squeeze(-1);
+  return out;
+}
+
+MatmulGrads matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dy, bool need_a, bool need_b) {
+  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  Tensor dy2 = dy;  // undo the squeezes of the forward, in reverse order
+  if (b.dim() == 1) dy2 = dy2.unsqueeze(-1);
+  if (a.dim() == 1) dy2 = dy2.unsqueeze(dy2.dim() - 1);
+  MatmulGrads g;
+  if (need_a) {  // da = dy @ b^T, summed over a's broadcast batch dims by matmul_into's reduction
+    Tensor da = Tensor::empty(a2.shape(), a.dtype());
+    matmul_into(da, dy2, b2.transpose(-1, -2), false);
+    g.da = da.view(a.shape());
+  }
+  if (need_b) {  // db = a^T @ dy
+    Tensor db = Tensor::empty(b2.shape(), b.dtype());
+    matmul_into(db, a2.transpose(-1, -2), dy2, false);
+    g.db = db.view(b.shape());
+  }
+  return g;
+}
+
+static void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  if (w.dim() != 2 || x.dim() < 1 || x.size(-1) != w.size(1))
+    fail("linear: x " + shape_str(x.shape()) + " and weight " + shape_str(w.shape()) +
+         " do not match (expected weight (out, in) with in = x's last dim)");
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != w.size(0)))
+    fail("linear: bias " + shape_str(bias.shape()) + " expected [" + std::to_string(w.size(0)) + "]");
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  check_linear(x, w, bias);
+  if (x.device() != Device::cpu) {
+    Tensor y = matmul(x, w.transpose(0, 1));
+    return bias.defined() ? add(y, bias) : y;
+  }
+  Shape ys = x.shape();
+  ys.back() = w.size(0);
+  Tensor y = Tensor::empty(ys, x.dtype());
+  if (bias.defined()) copy_into(y, bias);  // the bias is the sgemm's beta = 1 starting value
+  Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x, y2 = x.dim() == 1 ? y.unsqueeze(0) : y;
+  matmul_into(y2, x2, w.transpose(0, 1), bias.defined());
+  return y;
+}
+
+LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, bool need_x, bool need_w, bool need_b) {
+  LinearGrads g;
+  int64_t out = w.size(0);
+  Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x, dy2 = x.dim() == 1 ? dy.unsqueeze(0) : dy;
+  if (need_x) {  // dx = dy @ w: rows folded into M
+    g.dx = Tensor::empty(x.shape(), x.dtype());
+    matmul_into(x.dim() == 1 ? g.dx.unsqueeze(0) : g.dx, dy2, w, false);
+  }
+  if (need_w) {  // dw = sum over rows of dy^T x: rows folded into K, one sgemm
+    g.dw = Tensor::empty(w.shape(), w.dtype());
+    matmul_into(g.dw, dy2.transpose(-1, -2), x2, false);
+  }
+  if (need_b) {  // db = dy^T 1 (a gemv over all rows)
+    Tensor dyc = dy.contiguous();
+    int64_t R = dyc.numel() / std::max<int64_t>(out, 1);
+    g.db = zeros({out}, dy.dtype());
+    if (R > 0 && out > 0) {
+      dispatch_float(dy.dtype(), "linear_backward", [&]<class T>() {
+        std::vector<T> one(R, (T)1);
+        if constexpr (std::is_same_v<T, float>)
+          cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)out, 1.f, dyc.data<T>(), (blasint)out, one.data(), 1, 0.f,
+                      g.db.data<T>(), 1);
+        else
+          cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)out, 1.0, dyc.data<T>(), (blasint)out, one.data(), 1, 0.0,
+                      g.db.data<T>(), 1);
+      });
+    }
+  }
+  return g;
+}
+
+}  // namespace dl
