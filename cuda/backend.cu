@@ -321,10 +321,12 @@ class CudaBackend final : public Backend {
       }
       plans_.clear();
     }
+    // Basic layout (null embeds): `batch` rows of n reals <-> `batch` rows of n/2 + 1 complex numbers.
     FftPlans p;
     bool f32 = t == DType::f32;
-    DL_CUDA_CHECK(cufftPlan1d(&p.forward, (int)n, f32 ? CUFFT_R2C : CUFFT_D2Z, (int)batch));
-    cufftResult r = cufftPlan1d(&p.inverse, (int)n, f32 ? CUFFT_C2R : CUFFT_Z2D, (int)batch);
+    int len = (int)n;
+    DL_CUDA_CHECK(cufftPlanMany(&p.forward, 1, &len, nullptr, 1, 0, nullptr, 1, 0, f32 ? CUFFT_R2C : CUFFT_D2Z, (int)batch));
+    cufftResult r = cufftPlanMany(&p.inverse, 1, &len, nullptr, 1, 0, nullptr, 1, 0, f32 ? CUFFT_C2R : CUFFT_Z2D, (int)batch);
     if (r != CUFFT_SUCCESS) cufftDestroy(p.forward);
     DL_CUDA_CHECK(r);
     return plans_.emplace(key, p).first->second;

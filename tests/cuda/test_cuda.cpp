@@ -1,8 +1,8 @@
 // tests/cuda/test_cuda.cpp - the CUDA backend agrees with the CPU, op by op.
 //
-// The CPU is the reference. Where tensor/ has the CPU kernel (fill, every unary op, add/sub/mul/div) the
-// test runs it on the same input; for matmul, sum_last, softmax_last and fft_conv it computes the obvious
-// float64 loop here (naive matmul, row sums, softmax, direct causal convolution).
+// The CPU is the reference. Where tensor/ has the CPU kernel (fill, every unary op, add/sub/mul/div, sum,
+// softmax) the test runs it on the same input; for matmul and fft_conv it computes the obvious float64
+// loop here (naive batched matmul, direct causal convolution).
 // Every test skips with "no CUDA device" when the build has no CUDA backend or the machine no GPU, except
 // NoDeviceErrorNamesTheOp, which runs exactly then and checks the error a user sees.
 #include <gtest/gtest.h>
@@ -192,16 +192,15 @@ TEST(Cuda, SumLastMatchesCpu) {
   for (DType t : {DType::f32, DType::f64}) {
     for (const Shape& s : kRowShapes) {
       Tensor x = randn(s, g, t);
-      Tensor X = x.to(DType::f64), expected = zeros({s[0]}, DType::f64);
-      for (int64_t r = 0; r < s[0]; r++) {
-        double acc = 0;
-        for (int64_t c = 0; c < s[1]; c++) acc += X.data<double>()[r * s[1] + c];
-        expected.data<double>()[r] = acc;
-      }
+      Tensor expected = sum(x, {-1});  // the CPU kernel (tensor/reduce.cpp)
       Tensor out = Tensor::empty({s[0]}, t, Device::cuda);
       gpu().sum_last(dev(x), out);
       // both accumulate in f64, so only the final rounding to f32 differs
-      EXPECT_TRUE(all_close(host(out), expected.to(t), agree(t), "sum_last " + shape_str(s) + " " + dtype_name(t)));
+      std::string what = "sum_last " + shape_str(s) + " " + dtype_name(t);
+      EXPECT_TRUE(all_close(host(out), expected, agree(t), what));
+      if (t == DType::f32) {  // the Tensor-level op reaches the backend for f32 (tensor/reduce.cpp's seam)
+        EXPECT_TRUE(all_close(host(sum(dev(x), {-1})), expected, agree(t), "sum(x, {-1}) on device, " + what));
+      }
     }
   }
 }
@@ -212,20 +211,14 @@ TEST(Cuda, SoftmaxLastMatchesCpu) {
   for (DType t : {DType::f32, DType::f64}) {
     for (const Shape& s : kRowShapes) {
       Tensor x = normal(s, 0.0, 30.0, g, t);  // large logits: exp(x) alone would overflow f32
-      Tensor X = x.to(DType::f64), expected = Tensor::empty(s, DType::f64);
-      const double* px = X.data<double>();
-      double* pe = expected.data<double>();
-      for (int64_t r = 0; r < s[0]; r++) {
-        const double* row = px + r * s[1];
-        double m = -INFINITY, sum = 0;
-        for (int64_t c = 0; c < s[1]; c++) m = std::max(m, row[c]);
-        for (int64_t c = 0; c < s[1]; c++) sum += std::exp(row[c] - m);
-        for (int64_t c = 0; c < s[1]; c++) pe[r * s[1] + c] = std::exp(row[c] - m) / sum;
-      }
+      Tensor expected = softmax(x, -1);      // the CPU kernel (tensor/nn_kernels.cpp)
       Tensor out = Tensor::empty(s, t, Device::cuda);
       gpu().softmax_last(dev(x), out);
-      Tensor y = host(out);
-      EXPECT_TRUE(all_close(y, expected.to(t), agree(t), "softmax_last " + shape_str(s) + " " + dtype_name(t)));
+      std::string what = "softmax_last " + shape_str(s) + " " + dtype_name(t);
+      EXPECT_TRUE(all_close(host(out), expected, agree(t), what));
+      if (t == DType::f32) {  // the Tensor-level op reaches the backend for f32 (tensor/nn_kernels.cpp's seam)
+        EXPECT_TRUE(all_close(host(softmax(dev(x), -1)), expected, agree(t), "softmax(x, -1) on device, " + what));
+      }
     }
   }
 }
@@ -270,8 +263,9 @@ TEST(Cuda, AllocatorReusesFreedBlocks) {
   SKIP_WITHOUT_CUDA();
   void* p = gpu().alloc(1000);
   gpu().free(p, 1000);
-  EXPECT_EQ(gpu().alloc(1000), p) << "a freed block of the same size should come back from the cache";
-  gpu().free(p, 1000);
+  void* q = gpu().alloc(1000);
+  EXPECT_EQ(q, p) << "a freed block of the same size should come back from the cache";
+  gpu().free(q, 1000);
   const void* first;
   {
     Tensor t = Tensor::empty({3, 1000}, DType::f32, Device::cuda);
