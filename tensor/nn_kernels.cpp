@@ -1,6 +1,7 @@
 // tensor/nn_kernels.cpp - CPU kernels for softmax, layer_norm/rms_norm, batch norm and dropout
 // (the losses live in nn_kernels_loss.cpp). Shape letters: A rows before the dim, C the dim, B after it.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/backend.h"
@@ -36,21 +37,28 @@ ACB acb(const Shape& s, int64_t dim) {
 // log_softmax: y = x - m - log(sum(exp(x - m)))
 // Fast path (dim is last, B == 1): one contiguous row per task. Plain path (B > 1): a strip of up to
 // kCols adjacent columns walked together along C, so loads stay contiguous.
+template <class T> inline T exp_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return exp_fast(v);  // vectorisable, see nn_kernels.h
+  else return std::exp(v);
+}
+
+// Fast path, one contiguous row: exp(x - m) goes to y first (a store-only loop, which vectorises; a
+// loop that both calls exp and accumulates does not), then y is summed in kLanes partials in T (for rows
+// of a few thousand that costs < 1e-6 relative). log_softmax uses y as the scratch for exp.
 template <class T, bool Log> void softmax_row(const T* x, T* y, int64_t C) {
   T m = x[0];
-  for (int64_t c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
-  double s = 0;
+#pragma omp simd reduction(max : m)
+  for (int64_t c = 0; c < C; c++) m = x[c] > m ? x[c] : m;
+#pragma omp simd
+  for (int64_t c = 0; c < C; c++) y[c] = exp_t(x[c] - m);
+  T s = lane_sum<T>(C, [&](int64_t c) { return y[c]; });
   if (Log) {
-    for (int64_t c = 0; c < C; c++) s += std::exp(x[c] - m);
-    T lse = m + (T)std::log(s);
+    T lse = m + std::log(s);
+#pragma omp simd
     for (int64_t c = 0; c < C; c++) y[c] = x[c] - lse;
   } else {
-    for (int64_t c = 0; c < C; c++) {
-      T e = std::exp(x[c] - m);
-      y[c] = e;
-      s += e;
-    }
-    T inv = (T)(1.0 / s);
+    T inv = (T)1 / s;
+#pragma omp simd
     for (int64_t c = 0; c < C; c++) y[c] *= inv;
   }
 }
@@ -61,20 +69,19 @@ template <class T, bool Log> void softmax_strip(const T* x, T* y, int64_t C, int
   for (int64_t c = 1; c < C; c++)
     for (int64_t j = 0; j < nb; j++) m[j] = x[c * B + j] > m[j] ? x[c * B + j] : m[j];
   for (int64_t c = 0; c < C; c++)
-    for (int64_t j = 0; j < nb; j++) s[j] += std::exp(x[c * B + j] - m[j]);
+    for (int64_t j = 0; j < nb; j++) s[j] += exp_t(x[c * B + j] - m[j]);
   for (int64_t j = 0; j < nb; j++) s[j] = Log ? (double)m[j] + std::log(s[j]) : 1.0 / s[j];
   for (int64_t c = 0; c < C; c++)
     for (int64_t j = 0; j < nb; j++)
-      y[c * B + j] = Log ? x[c * B + j] - (T)s[j] : (T)(std::exp(x[c * B + j] - m[j]) * s[j]);
+      y[c * B + j] = Log ? x[c * B + j] - (T)s[j] : (T)(exp_t(x[c * B + j] - m[j]) * s[j]);
 }
 
 // softmax backward:     dx = y (dy - sum(dy y))          (from dy_i/dx_j = y_i (delta_ij - y_j))
 // log_softmax backward: dx = dy - exp(y) sum(dy)         (from dy_i/dx_j = delta_ij - softmax_j)
 template <class T, bool Log> void softmax_bwd_row(const T* y, const T* dy, T* dx, int64_t C) {
-  double s = 0;
-  for (int64_t c = 0; c < C; c++) s += Log ? (double)dy[c] : (double)dy[c] * y[c];
-  T st = (T)s;
-  for (int64_t c = 0; c < C; c++) dx[c] = Log ? dy[c] - std::exp(y[c]) * st : y[c] * (dy[c] - st);
+  T s = lane_sum<T>(C, [&](int64_t c) { return Log ? dy[c] : dy[c] * y[c]; });
+#pragma omp simd
+  for (int64_t c = 0; c < C; c++) dx[c] = Log ? dy[c] - exp_t(y[c]) * s : y[c] * (dy[c] - s);
 }
 template <class T, bool Log> void softmax_bwd_strip(const T* y, const T* dy, T* dx, int64_t C, int64_t B, int64_t nb) {
   double s[kCols] = {};
@@ -83,7 +90,7 @@ template <class T, bool Log> void softmax_bwd_strip(const T* y, const T* dy, T* 
   for (int64_t c = 0; c < C; c++)
     for (int64_t j = 0; j < nb; j++) {
       int64_t i = c * B + j;
-      dx[i] = Log ? dy[i] - std::exp(y[i]) * (T)s[j] : y[i] * (dy[i] - (T)s[j]);
+      dx[i] = Log ? dy[i] - exp_t(y[i]) * (T)s[j] : y[i] * (dy[i] - (T)s[j]);
     }
 }
 
@@ -200,11 +207,14 @@ template <bool Center> NormOut norm_fwd(const Tensor& x, const Tensor& w, const 
         T* yr = py + r * C;
         double mu = 0, v = 0;
         if (Center) {
+#pragma omp simd reduction(+ : mu)
           for (int64_t c = 0; c < C; c++) mu += xr[c];
           mu /= (double)C;
         }
+#pragma omp simd reduction(+ : v)
         for (int64_t c = 0; c < C; c++) v += ((double)xr[c] - mu) * ((double)xr[c] - mu);  // two-pass variance
         T rstd = (T)(1.0 / std::sqrt(v / (double)C + eps)), m = (T)mu;
+#pragma omp simd
         for (int64_t c = 0; c < C; c++) {
           T h = (xr[c] - m) * rstd;
           yr[c] = (pw ? h * pw[c] : h) + (pb ? pb[c] : (T)0);
@@ -240,12 +250,14 @@ NormGrads norm_bwd(const Tensor& dy, const Tensor& x, const Tensor& mean, const 
           const T *xr = px + r * C, *gr = pg + r * C;
           T m = Center ? pm[r] : (T)0, rs = pr[r];
           double s1 = 0, s2 = 0;  // sum(dxhat), sum(dxhat xhat)
+#pragma omp simd reduction(+ : s1, s2)
           for (int64_t c = 0; c < C; c++) {
             double dh = pw ? (double)gr[c] * pw[c] : (double)gr[c];
             s1 += dh;
             s2 += dh * (double)((xr[c] - m) * rs);
           }
           T a = Center ? (T)(s1 / (double)C) : (T)0, bb = (T)(s2 / (double)C);
+#pragma omp simd
           for (int64_t c = 0; c < C; c++) {
             T dh = pw ? gr[c] * pw[c] : gr[c];
             pd[r * C + c] = rs * (dh - a - (xr[c] - m) * rs * bb);
@@ -257,6 +269,7 @@ NormGrads norm_bwd(const Tensor& dy, const Tensor& x, const Tensor& mean, const 
       std::vector<double> s = row_chunk_sums(R, 2 * C, [&](int64_t r, double* acc) {
         const T *xr = px + r * C, *gr = pg + r * C;
         T m = Center ? pm[r] : (T)0, rs = pr[r];
+#pragma omp simd
         for (int64_t c = 0; c < C; c++) {
           acc[c] += (double)gr[c] * (double)((xr[c] - m) * rs);
           acc[C + c] += (double)gr[c];

@@ -14,6 +14,8 @@
 //
 // What it is not: a home for composite layers (attention, MLP): those are compositions in nn/.
 #pragma once
+#include <cstdint>
+#include <bit>
 #include <functional>
 
 #include "tensor/tensor.h"
@@ -99,7 +101,46 @@ PairGrads pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Te
                                   const Tensor& mask, Reduction reduction, double count, bool need_dpred,
                                   bool need_dtarget);
 
-// ---- helper shared by the kernels ----
+// ---- helpers shared by the kernels ----
+// exp for float32 without a libm call, so loops over it vectorise (#pragma omp simd): exp(x) = 2^n exp(r),
+// n = round(x / ln 2) (by adding and subtracting 1.5 * 2^23: floorf does not vectorise under the default
+// -ftrapping-math), r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 split in two so r is exact), exp(r) by the
+// Cephes expf polynomial. Relative error < 2e-7 (~2 ulp) on [-87.3, 88.3]; 0 below -87.3 (where expf is
+// denormal or 0); clamped to exp(88.3) above (our uses only exponentiate x - max <= 0). NaN stays NaN.
+// The float64 kernels use std::exp.
+inline float exp_fast(float x) {
+  float xc = x < -87.3f ? -87.3f : x;
+  xc = xc > 88.3f ? 88.3f : xc;
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 127) << 23;  // 2^n as a float: n is in [-126, 127]
+  float y = e * std::bit_cast<float>(bits);
+  return x < -87.3f ? 0.0f : y;  // exact zeros for masked (-inf) scores
+}
+
+// sum over c < n of f(c) in kLanes independent partials, so the loop vectorises without reassociation
+// flags (f must be cheap: loads and arithmetic).
+template <class T, class F> inline T lane_sum(int64_t n, F&& f) {
+  constexpr int kLanes = 16;
+  T acc[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes) {
+#pragma omp simd
+    for (int j = 0; j < kLanes; j++) acc[j] += f(c + j);
+  }
+  T s = 0;
+  for (; c < n; c++) s += f(c);
+  for (int j = 0; j < kLanes; j++) s += acc[j];
+  return s;
+}
+
 // sum over [0, n) of partial(i0, i1), cut into fixed chunks of `chunk` and added in order (deterministic).
 double ordered_sum(int64_t n, int64_t chunk, const std::function<double(int64_t, int64_t)>& partial);
 

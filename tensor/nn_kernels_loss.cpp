@@ -2,6 +2,7 @@
 // Shape letters: R rows (every dim but the last), C classes (the last dim).
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/elementwise.h"
@@ -19,6 +20,11 @@ const char* reduction_name(Reduction r) {
 }
 
 namespace {
+
+template <class T> inline T exp_fast_t(T v) {  // vectorisable exp for float rows (nn_kernels.h)
+  if constexpr (std::is_same_v<T, float>) return exp_fast(v);
+  else return std::exp(v);
+}
 
 constexpr int64_t kLossChunk = 4096;  // elements (or rows) per partial of a reduced loss
 
@@ -90,8 +96,8 @@ CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& target, int64_
         const T* xr = px + r * C;
         T m = xr[0];
         for (int64_t c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        double s = 0, sx = 0;
-        for (int64_t c = 0; c < C; c++) s += std::exp(xr[c] - m), sx += xr[c];
+        double s = lane_sum<T>(C, [&](int64_t c) { return exp_fast_t(xr[c] - m); });
+        double sx = lane_sum<T>(C, [&](int64_t c) { return xr[c]; });
         double lse = (double)m + std::log(s);
         pl[r] = (T)lse;
         if (pt[r] != ignore_index) rowloss[r] = lse - (1.0 - ls) * (double)xr[pt[r]] - ls * sx / (double)C;
@@ -123,7 +129,8 @@ Tensor cross_entropy_backward(const Tensor& dy, const Tensor& logits, const Tens
         }
         const T* xr = px + r * C;
         T gr = (T)g(r), l = pl[r], off = (T)(ls / (double)C);
-        for (int64_t c = 0; c < C; c++) dr[c] = gr * (std::exp(xr[c] - l) - off);
+#pragma omp simd
+        for (int64_t c = 0; c < C; c++) dr[c] = gr * (exp_fast_t(xr[c] - l) - off);
         dr[pt[r]] -= gr * (T)(1.0 - ls);
       }
     });
