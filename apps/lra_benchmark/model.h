@@ -1,0 +1,83 @@
+// apps/lra_benchmark/model.h - the one backbone every LRA model shares, with its heads.
+//
+//   input    tokens (B, L) -> Embedding(vocab + 1, D)          (+1: the [mask] id used by masked SPT)
+//            or features (B, L, F) -> Linear(F + 1, D)        (+1: the mask channel of masked SPT; 0 otherwise)
+//            + sinusoidal or learned positions when the model is a Transformer with pos = sinusoidal/learned
+//   blocks   N x [ x = x + dropout(mixer(norm(x), mask)) ;  Transformer only: x = x + dropout(ffn(norm(x))) ]
+//            (pre-norm; with prenorm = false the norm is applied after the residual sum instead)
+//            mixer = a registry SequenceLayer: "attention" (Transformer), "s4", "s4d", "dlr"
+//   final    norm
+//   heads    classify: masked mean pool (or last real position) -> Linear(D, classes)
+//            retrieval (two sequences, one shared encoder): [a, b, a*b, a-b] -> Linear(4D, D) -> GELU -> Linear(D, classes)
+//            pretrain: Linear(D, vocab) for token objectives, Linear(D, F) for continuous (L1) objectives
+// Causal self-pretraining makes the mixers causal (attention with a causal mask, S4/DLR unidirectional) for
+// both phases, so fine-tuning runs the architecture that was pretrained (Amos et al. 2023, Sec. 3).
+// The pretraining head is named "pretrain_head.*" and is left out of the fine-tuning load explicitly.
+#pragma once
+#include <memory>
+
+#include "config.h"
+#include "nn/layers.h"
+#include "nn/registry.h"
+
+namespace lra {
+
+using dl::Generator;
+using dl::Tensor;
+using dl::Var;
+
+struct TaskShape {
+  int vocab = 0;          // token vocabulary (0 when continuous)
+  int features = 0;       // per-position features (0 when tokens)
+  int classes = 0;
+  int max_len = 0;
+  bool two_tower = false; // retrieval
+};
+
+struct Inputs {
+  Tensor tokens;    // (B, L) i64, or undefined
+  Tensor features;  // (B, L, F+1) f32, or undefined
+  Tensor mask;      // (B, L) f32, 1 = real position
+};
+
+class Block : public dl::nn::Module {
+ public:
+  Block(const CellConfig& c, bool causal, Generator& g);
+  std::string type_name() const override { return "Block"; }
+  Var forward(const Var& x, const Tensor& mask);
+
+ private:
+  Var norm(const std::shared_ptr<dl::nn::Module>& n, const Var& x);
+  bool prenorm_, batchnorm_;
+  std::shared_ptr<dl::nn::Module> norm1_, norm2_;
+  std::shared_ptr<dl::nn::SequenceLayer> mixer_;
+  std::shared_ptr<dl::nn::FeedForward> ffn_;
+  std::shared_ptr<dl::nn::Dropout> drop_;
+};
+
+class LraModel : public dl::nn::Module {
+ public:
+  LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g);
+  std::string type_name() const override { return "LraModel"; }
+
+  Var encode(const Inputs& in);                         // (B, L, D) after the final norm
+  Var classify(const Inputs& a, const Inputs* b = nullptr);  // (B, classes); b for two-tower tasks
+  Var pretrain_logits(const Var& h);                    // (B, L, vocab) or (B, L, F)
+  static Var pool(const Var& h, const Tensor& mask, const std::string& how);  // (B, D)
+  int64_t pretrain_head_params() const { return pretrain_head_->num_parameters(); }  // not part of the fine-tuned model
+
+  CellConfig cfg;
+  TaskShape shape;
+
+ private:
+  std::shared_ptr<dl::nn::Embedding> embed_;
+  std::shared_ptr<dl::nn::Linear> in_proj_;
+  Var pos_;  // learned positions (L, D) or undefined
+  Tensor sinusoid_;
+  std::shared_ptr<dl::nn::ModuleList<Block>> blocks_;
+  std::shared_ptr<dl::nn::Module> final_norm_;
+  std::shared_ptr<dl::nn::Linear> head_, head2_, pretrain_head_;
+  std::shared_ptr<dl::nn::Dropout> drop_;
+};
+
+}  // namespace lra

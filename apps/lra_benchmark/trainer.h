@@ -1,0 +1,36 @@
+// apps/lra_benchmark/trainer.h - one cell of the table: (task, model, regime) trained end to end.
+//
+//   scratch      fine-tune `steps` steps from random weights
+//   spt-causal   pretrain `pretrain_steps` on the TRAINING split with next-token prediction (causal mixers),
+//   spt-masked   or with masked denoising (mask_prob; CE on masked tokens, L1 on masked continuous positions),
+//                then drop the pretraining head, load the backbone into a fresh model (an explicit partial
+//                load: head.* may be missing) and fine-tune as scratch does.
+// Each phase checkpoints to <cell>/<phase>/ every checkpoint_every steps (model, AdamW moments, step, RNGs,
+// data position, learning curve), so a killed run resumes from its last checkpoint and continues exactly.
+// A finished cell writes <cell>/result.json last (atomically); a sweep with --resume skips such cells.
+#pragma once
+#include <string>
+
+#include "config.h"
+#include "report.h"
+#include "tasks/dataset.h"
+
+namespace lra {
+
+struct RunOptions {
+  std::string out = "runs/lra";
+  bool resume = false;
+  bool quiet = false;      // no progress bar (tests)
+  int threads = 0;         // 0: leave OpenMP's default
+};
+
+// Train and evaluate one cell; returns its result (also written to <cell>/result.json).
+CellResult run_cell(const CellConfig& c, const RunOptions& o);
+
+// Evaluate a saved model (the fine-tuned model.safetensors of a cell) on a split: returns accuracy.
+double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, const std::string& split);
+
+// The task's data for a config, generated once per process and shared by the cells of a sweep.
+const dl::tasks::TaskData& task_data(const CellConfig& c);
+
+}  // namespace lra
