@@ -1,0 +1,89 @@
+// nn/attention.h - multi-head scaled dot-product attention as a readable composition of primitives.
+//
+// Shape letters: B batch, T query time, S key time (S = T for self-attention), C channels (d_model),
+// NH heads, HS head size, C = NH * HS.
+//
+//   q, k, v = x Wq^T + bq, m Wk^T + bk, m Wv^T + bv     (B, T, C), (B, S, C)    m = x, or the memory
+//   split heads                                        (B, NH, T, HS), (B, NH, S, HS)
+//   [rotary]  q, k = R q, R k                          (positions.h)
+//   scores  = q k^T / sqrt(HS) [+ bias]                (B, NH, T, S)
+//   allowed = key_mask[b, s] != 0  and  (causal: s <= t)  and  (window w: |t - s| <= w)
+//   scores  = allowed ? scores : -1e9                  (a large finite value, so a row with nothing allowed
+//                                                       stays finite: it averages v instead of giving NaN)
+//   weights = softmax(scores, over S)                  returned on request
+//   weights = dropout(weights)                         training only
+//   y       = weights v                                (B, NH, T, HS)
+//   out     = merge_heads(y) Wo^T + bo                 (B, T, C)
+//
+// Parameters as torch.nn.MultiheadAttention: in_proj_weight (3C, C) = [Wq; Wk; Wv], in_proj_bias (3C),
+// out_proj.weight (C, C), out_proj.bias (C). key_mask is (B, S): 1 for real positions, 0 for padding
+// (the opposite sign of torch's key_padding_mask).
+//
+// Local (windowed) attention for long sequences (Path-X): each query t attends to keys |t - s| <= w. The
+// sequence is cut into blocks of w; block i's queries need only keys in blocks i-1, i, i+1, so scores are
+// (B, NH, T/w, w, 3w): memory O(T w) instead of O(T^2). It equals full attention with a band mask
+// (tests/nn/test_attention.cpp).
+//
+// The fused twin (one primitive, online softmax, no T x S matrix) is nn/fused_attention.h; both agree in tests.
+#pragma once
+#include "nn/layers.h"
+#include "nn/registry.h"
+
+namespace dl::nn {
+
+Var split_heads(const Var& x, int64_t heads);  // (B, T, C) -> (B, NH, T, HS)
+Var merge_heads(const Var& x);                 // (B, NH, T, HS) -> (B, T, C)
+
+struct SDPAOptions {
+  Tensor key_mask;         // (B, S), 1 = real, or undefined
+  bool causal = false;     // s <= t (T == S)
+  int64_t window = 0;      // > 0: |t - s| <= window (band mask; full T x S matrix)
+  Var bias;                // added to the scores, broadcast to (B, NH, T, S) (T5's relative bias), or undefined
+  bool scale = true;       // divide by sqrt(HS) (T5 does not)
+  double dropout = 0;      // on the weights, when training
+  bool training = false;
+  Generator* gen = nullptr;
+};
+// q (B, NH, T, HS), k/v (B, NH, S, HS) -> (B, NH, T, HS); *weights = softmax weights (B, NH, T, S) if asked.
+Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const SDPAOptions& o, Var* weights = nullptr);
+
+// Block-wise local attention (see above): q, k, v (B, NH, T, HS), key_mask (B, T) or undefined.
+Var local_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, int64_t window, bool causal);
+
+// The allowed-mask as 0/1 of dtype `dt`, shape (B or 1, 1, T, S); validates key_mask's shape (names `op`).
+Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S, bool causal, int64_t window,
+                         DType dt, const char* op);
+
+struct AttentionOptions {
+  int64_t heads = 1;
+  double dropout = 0;   // on attention weights
+  bool causal = false;
+  bool rotary = false;  // RoPE on q and k (self-attention)
+  int64_t window = 0;   // > 0: block-wise local attention
+  bool fused = false;   // use nn/fused_attention.h when no weights, dropout, window or bias are involved
+};
+
+class MultiheadAttention : public SequenceLayer {
+ public:
+  MultiheadAttention(int64_t d_model, const AttentionOptions& opt, Generator& g);
+  std::string type_name() const override { return "MultiheadAttention"; }
+  std::string extra_repr() const override;
+  bool is_causal() const override { return opt.causal; }
+  // Self-attention: x (B, T, C), key_mask (B, T) or undefined -> (B, T, C).
+  Var forward(const Var& x, const Tensor& key_mask) override;
+  // The same, also returning the attention weights (B, NH, T, T) (composed path; no window).
+  Var forward_with_weights(const Var& x, const Tensor& key_mask, Var* weights);
+  // Cross-attention: queries from x (B, T, C), keys/values from memory (B, S, C), memory_mask (B, S).
+  Var cross(const Var& x, const Var& memory, const Tensor& memory_mask, Var* weights = nullptr);
+
+  Var in_proj_weight, in_proj_bias;
+  std::shared_ptr<Linear> out_proj;
+  AttentionOptions opt;
+  int64_t d_model;
+
+ private:
+  Var attend(const Var& x, const Var& memory, const Tensor& mask, bool self, Var* weights);
+  Generator* gen_;
+};
+
+}  // namespace dl::nn
