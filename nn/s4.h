@@ -1,0 +1,98 @@
+// nn/s4.h - S4: the structured state space layer with a diagonal-plus-low-rank (DPLR) state matrix
+// (Gu, Goel, Re 2022, "Efficiently Modeling Long Sequences with Structured State Spaces"). The diagonal
+// variant is nn/s4d.h. Shape letters: B batch, H channels, N state, N2 = N/2 conjugate pairs, L length,
+// Lk = the kernel length C tilde currently refers to (>= L), M = Lk/2 + 1 FFT nodes.
+//
+// From the math to the code:
+//   1. A = Lambda - P P^* (HiPPO-LegS in its diagonalised NPLR form, rank 1; nn/hippo.h), per channel h.
+//      Lambda = -exp(inv_A_real) + i A_imag; B, P, C complex; dt = exp(log_dt).        [S4Kernel: parameters]
+//   2. bilinear discretisation: Abar = (I - dt/2 A)^{-1}(I + dt/2 A), Bbar = (I - dt/2 A)^{-1} dt B.
+//   3. kernel K[l] = C Abar^l Bbar, l < Lk. Its truncated generating function at the roots of unity
+//      z = omega^m = exp(-2 pi i m/Lk) is  Khat(z) = sum_l K[l] z^l = C (I - Abar^Lk)(I - Abar z)^{-1} Bbar,
+//      so with "C tilde" = C (I - Abar^Lk) (stored as the parameter kernel.C, as the official code does)
+//         Khat(z) = Ct (I - Abar z)^{-1} Bbar = 2 dt/(1+z) * Ct (g(z) - dt A)^{-1} B,  g(z) = 2(1-z)/(1+z).
+//                                                                               [S4Kernel::setup_C, double_length]
+//   4. (g - dt Lambda + dt P P^*)^{-1} by Woodbury: with Cauchy sums r_ab(z) = dt sum_n a_n b_n/(g - dt Lambda_n)
+//      (+ the conjugate modes), Khat = 2/(1+z) [r_CB - r_CP r_QB / (1 + r_QP)], Q = conj P.
+//      Multiplying numerator and denominator by (1+z) removes the pole at z = -1:
+//         s_ab = dt sum_n [a b / (2(1-z) - (1+z) dt Lambda_n) + conj(a b)/(2(1-z) - (1+z) dt conj Lambda_n)]
+//         Khat = 2 [s_CB - (1+z) s_CP s_QB / (1 + (1+z) s_QP)].                  [s4_dplr_kernel forward]
+//   5. K = irfft(Khat, Lk)[:L]; then y = K * u + D u by FFT (nn/ssm_ops.h ssm_conv), GELU, dropout,
+//      output_linear + GLU, as nn/s4d.h.
+//   Lengths that change: a longer L doubles Lk (Ct <- Ct (I + Abar^Lk), no gradient) until Lk >= L; a shorter
+//   L truncates the length-Lk kernel (its first L taps do not depend on Lk).
+// The naive twin (naive_kernel) builds the dense (N, N) Abar in float64 and multiplies powers; the recurrent
+// mode (ssm_recurrent) steps x_k = Abar x_{k-1} + Bbar u_k, y_k = Re(C x_k) + D u_k with the dense matrices.
+// Parameter names follow state-spaces/s4's SSMKernelDPLR: kernel.log_dt, kernel.inv_A_real, kernel.A_imag,
+// kernel.B, kernel.P, kernel.C (= C tilde), buffer kernel.l_kernel; D; output_linear.
+// What it is not: rank > 1, the Cauchy CUDA kernel, or the O(N) DPLR step (the step here is dense, O(N^2)).
+#pragma once
+#include "nn/layers.h"
+#include "nn/registry.h"
+#include "nn/ssm_ops.h"
+#include "nn/zoo_common.h"
+
+namespace dl::nn {
+
+// The fused DPLR kernel primitive: K (Cc, H, Lk) from log_dt (H), inv_A_real (H, N2), A_imag (H, N2),
+// B (H, N2, 2), P (1, H, N2, 2), Ct (Cc, H, N2, 2). Forward and backward in float64 (formulas in s4.cpp).
+Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, const Var& B, const Var& P, const Var& Ct,
+                   int64_t Lk);
+
+struct S4KernelOptions {
+  int64_t d_state = 64;
+  double dt_min = 1e-3, dt_max = 1e-1;
+  int64_t channels = 1;
+};
+
+class S4Kernel : public Module {
+ public:
+  S4Kernel(int64_t H, const S4KernelOptions& opt, Generator& g);
+  std::string type_name() const override { return "S4Kernel"; }
+  std::string extra_repr() const override;
+  Var forward(int64_t L);         // K (channels, H, L); may grow l_kernel first
+  void ensure_length(int64_t L);  // set up / double C tilde until l_kernel >= L
+  int64_t l_kernel() const { return l_kernel_; }
+  Tensor naive_kernel(int64_t L) const;  // float64 (channels, H, L) from dense powers; needs l_kernel > 0
+
+  struct StepParams {  // per channel h: dense Abar (n, n), Bbar (n), C (channels, n); n = 2 N2
+    std::vector<std::vector<cplx>> dA, dB, C;
+  };
+  StepParams step_params() const;
+  std::vector<std::string> ssm_parameter_names() const { return {"log_dt", "inv_A_real", "A_imag", "B", "P"}; }
+
+  Var log_dt, inv_A_real, A_imag, B, P, C;
+  int64_t H, N2;
+  S4KernelOptions opt;
+
+ private:
+  void setup_C(int64_t L, bool double_length);
+  int64_t l_kernel_ = 0;
+};
+
+struct S4Options {
+  S4KernelOptions kernel;
+  bool bidirectional = false;
+  double dropout = 0.0;
+};
+
+class S4 : public SequenceLayer {
+ public:
+  S4(int64_t d_model, const S4Options& opt, Generator& g);
+  static std::shared_ptr<S4> from_config(int64_t d_model, const LayerConfig& cfg, Generator& g);
+  std::string type_name() const override { return "S4"; }
+  Var forward(const Var& x, const Tensor& mask) override;
+  bool is_causal() const override { return !opt.bidirectional; }
+  Var ssm(const Var& u);                       // y = K * u + D u, (B, L, H)
+  Tensor ssm_recurrent(const Tensor& u) const;  // the same by the dense recurrence, float64
+  std::vector<std::string> ssm_parameter_names() const;
+
+  std::shared_ptr<S4Kernel> kernel;
+  Var D;
+  std::shared_ptr<Dropout> drop;
+  std::shared_ptr<Linear> output_linear;
+  S4Options opt;
+  int64_t H;
+};
+
+}  // namespace dl::nn

@@ -1,0 +1,46 @@
+// nn/s4d_minimal.h - a minimal S4D for teaching, after state-spaces/s4's models/s4/s4d.py (Gu et al. 2022,
+// "On the Parameterization and Initialization of Diagonal State Space Models"). The full layer is nn/s4d.h.
+// Shape letters: B batch, H channels, N state (N2 = N/2 stored modes), L length.
+//
+// The whole model in five lines of math (each line is one block of MinimalS4DKernel::forward / S4DMinimal::forward):
+//   A_n = -exp(log_A_real_n) + i A_imag_n        S4D-Lin init: A_n = -1/2 + i pi n
+//   dt  = exp(log_dt)                            log_dt ~ U[log 1e-3, log 1e-1]
+//   ZOH: Abar = exp(dt A), Bbar = (exp(dt A) - 1)/A   (B = 1, folded into C)
+//   K[h, l] = 2 Re sum_n C_n Bbar_n Abar_n^l     (a Vandermonde product; the 2 Re adds the conjugate modes)
+//   y = K * u + D u (FFT convolution, nn/ssm_ops.h), then GELU and output_linear + GLU
+// Unlike every other kernel in the zoo, this one is COMPOSED from real autograd primitives (exp, cos, sin,
+// mul, sum): complex numbers are written out as (re, im) pairs. It materialises (H, N2, L) tensors, so it is
+// for reading and for small L; nn/s4d.h's fused kernel is the one to train with, and tests/zoo checks that the
+// two agree. Parameter names as s4d.py: kernel.log_dt, kernel.log_A_real, kernel.A_imag, kernel.C, D,
+// output_linear (a Linear here, where s4d.py has a 1x1 Conv1d: weight (2H, H) instead of (2H, H, 1)).
+#pragma once
+#include "nn/layers.h"
+#include "nn/registry.h"
+#include "nn/zoo_common.h"
+
+namespace dl::nn {
+
+class MinimalS4DKernel : public Module {
+ public:
+  MinimalS4DKernel(int64_t H, int64_t N, Generator& g, double dt_min = 1e-3, double dt_max = 1e-1);
+  std::string type_name() const override { return "MinimalS4DKernel"; }
+  Var forward(int64_t L) const;  // K (H, L)
+  Var log_dt, log_A_real, A_imag, C;
+};
+
+class S4DMinimal : public SequenceLayer {
+ public:
+  S4DMinimal(int64_t d_model, int64_t d_state, Generator& g, double dropout = 0.0);
+  static std::shared_ptr<S4DMinimal> from_config(int64_t d_model, const LayerConfig& cfg, Generator& g);
+  std::string type_name() const override { return "S4DMinimal"; }
+  Var forward(const Var& x, const Tensor& mask) override;  // (B, L, H) -> (B, L, H)
+  bool is_causal() const override { return true; }
+
+  std::shared_ptr<MinimalS4DKernel> kernel;
+  Var D;
+  std::shared_ptr<Dropout> drop;
+  std::shared_ptr<Linear> output_linear;
+  int64_t H;
+};
+
+}  // namespace dl::nn
