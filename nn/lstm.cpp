@@ -1,0 +1,149 @@
+// nn/lstm.cpp - LSTM cells (fused and composed) and the multi-layer LSTM (math in nn/lstm.h).
+#include "nn/lstm.h"
+
+#include <cmath>
+
+#include "autograd/linalg.h"
+#include "autograd/shape_ops.h"
+
+namespace dl::nn {
+
+namespace {
+
+inline double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+struct LstmCellNode : Node {
+  Tensor gates, c;  // saved inputs (contiguous); the activations are recomputed in backward
+  const char* name() const override { return "lstm_cell_fused"; }
+  void release() override { gates = c = Tensor(); }
+  std::vector<Tensor> apply(const Tensor& dy_) override {
+    const int64_t B = c.size(0), Hd = c.size(1);
+    Tensor dy = dy_.contiguous();
+    Tensor dgates = Tensor::empty({B, 4 * Hd}, gates.dtype()), dc = Tensor::empty({B, Hd}, c.dtype());
+    dispatch_float(gates.dtype(), "lstm_cell_fused", [&]<class T>() {
+      const T *pg = gates.data<T>(), *pc = c.data<T>(), *pdy = dy.data<T>();
+      T *pdg = dgates.data<T>(), *pdc = dc.data<T>();
+      for (int64_t b = 0; b < B; b++)
+        for (int64_t j = 0; j < Hd; j++) {
+          const T* gr = pg + b * 4 * Hd;
+          const double i = sigm(gr[j]), f = sigm(gr[Hd + j]), g = std::tanh((double)gr[2 * Hd + j]), o = sigm(gr[3 * Hd + j]);
+          const double cp = pc[b * Hd + j], cn = f * cp + i * g, tc = std::tanh(cn);
+          const double dh = pdy[(b * 2 + 0) * Hd + j];
+          const double dcn = pdy[(b * 2 + 1) * Hd + j] + dh * o * (1 - tc * tc);  // h = o tanh(c)
+          T* dg = pdg + b * 4 * Hd;
+          dg[j] = (T)(dcn * g * i * (1 - i));               // di = dc g
+          dg[Hd + j] = (T)(dcn * cp * f * (1 - f));         // df = dc c_prev
+          dg[2 * Hd + j] = (T)(dcn * i * (1 - g * g));      // dg = dc i
+          dg[3 * Hd + j] = (T)(dh * tc * o * (1 - o));      // do = dh tanh(c)
+          pdc[b * Hd + j] = (T)(dcn * f);                   // c = f c_prev + ...
+        }
+    });
+    return {needs_grad(0) ? dgates : Tensor(), needs_grad(1) ? dc : Tensor()};
+  }
+};
+
+}  // namespace
+
+Var lstm_cell_fused(const Var& gates, const Var& c) {
+  if (gates.dim() != 2 || c.dim() != 2 || gates.size(0) != c.size(0) || gates.size(1) != 4 * c.size(1))
+    fail("lstm_cell_fused: expected gates (B, 4Hd) and c (B, Hd), found " + shape_str(gates.shape()) + " and " + shape_str(c.shape()));
+  const int64_t B = c.size(0), Hd = c.size(1);
+  Tensor g = gates.data().contiguous(), cc = c.data().to(g.dtype()).contiguous();
+  Tensor out = Tensor::empty({B, 2, Hd}, g.dtype());
+  dispatch_float(g.dtype(), "lstm_cell_fused", [&]<class T>() {
+    const T *pg = g.data<T>(), *pc = cc.data<T>();
+    T* po = out.data<T>();
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t j = 0; j < Hd; j++) {
+        const T* gr = pg + b * 4 * Hd;
+        const double i = sigm(gr[j]), f = sigm(gr[Hd + j]), gg = std::tanh((double)gr[2 * Hd + j]), o = sigm(gr[3 * Hd + j]);
+        const double cn = f * pc[b * Hd + j] + i * gg;
+        po[(b * 2 + 0) * Hd + j] = (T)(o * std::tanh(cn));
+        po[(b * 2 + 1) * Hd + j] = (T)cn;
+      }
+  });
+  if (!any_requires_grad({gates, c})) return Var(out);
+  auto n = std::make_shared<LstmCellNode>();
+  n->gates = g, n->c = cc;
+  return record(n, out, {gates, c});
+}
+
+Var lstm_cell_composed(const Var& gates, const Var& c) {
+  const int64_t Hd = c.size(1);
+  Var i = sigmoid(narrow(gates, 1, 0, Hd)), f = sigmoid(narrow(gates, 1, Hd, Hd));
+  Var g = tanh(narrow(gates, 1, 2 * Hd, Hd)), o = sigmoid(narrow(gates, 1, 3 * Hd, Hd));
+  Var cn = f * c + i * g;                    // (B, Hd)
+  Var h = o * tanh(cn);                      // (B, Hd)
+  return stack({h, cn}, 1);                  // (B, 2, Hd)
+}
+
+LSTM::LSTM(int64_t in, int64_t hid, const LSTMOptions& o, Generator& g) : opt(o), input_size(in), hidden_size(hid), gen(&g) {
+  if (o.num_layers < 1) fail("LSTM: num_layers must be >= 1, found " + std::to_string(o.num_layers));
+  const double a = 1.0 / std::sqrt((double)hid);
+  for (int64_t k = 0; k < o.num_layers; k++) {
+    const std::string s = std::to_string(k);
+    const int64_t fin = k == 0 ? in : hid;
+    Layer l;
+    l.w_ih = register_parameter("weight_ih_l" + s, uniform({4 * hid, fin}, -a, a, g));
+    l.w_hh = register_parameter("weight_hh_l" + s, uniform({4 * hid, hid}, -a, a, g));
+    l.b_ih = register_parameter("bias_ih_l" + s, uniform({4 * hid}, -a, a, g));
+    l.b_hh = register_parameter("bias_hh_l" + s, uniform({4 * hid}, -a, a, g));
+    if (o.layer_norm) {
+      l.ln_ih = register_module("ln_ih_l" + s, std::make_shared<LayerNorm>(4 * hid));
+      l.ln_hh = register_module("ln_hh_l" + s, std::make_shared<LayerNorm>(4 * hid));
+      l.ln_c = register_module("ln_c_l" + s, std::make_shared<LayerNorm>(hid));
+    }
+    layers.push_back(l);
+  }
+}
+
+std::string LSTM::extra_repr() const {
+  return "input=" + std::to_string(input_size) + ", hidden=" + std::to_string(hidden_size) + ", layers=" +
+         std::to_string(opt.num_layers) + (opt.layer_norm ? ", layer_norm" : "") + (opt.fused ? ", fused cell" : "");
+}
+
+std::shared_ptr<LSTM> LSTM::from_config(int64_t d_model, const LayerConfig& cfg, Generator& g) {
+  const std::string L = "lstm";
+  check_config_keys(cfg, L, {"num_layers", "layer_norm", "fused", "dropout"});
+  LSTMOptions o;
+  o.num_layers = cfg_int(cfg, L, "num_layers", 1);
+  if (o.num_layers < 1) config_error(L, "num_layers", "must be >= 1", std::to_string(o.num_layers));
+  o.layer_norm = cfg_bool(cfg, L, "layer_norm", false);
+  o.fused = cfg_bool(cfg, L, "fused", true);
+  o.dropout = cfg_float(cfg, L, "dropout", 0.0);
+  if (o.dropout < 0 || o.dropout >= 1) config_error(L, "dropout", "must be in [0, 1)", std::to_string(o.dropout));
+  return std::make_shared<LSTM>(d_model, d_model, o, g);
+}
+
+Var LSTM::forward(const Var& x, const Tensor& mask) {
+  check_sequence_input(opt.layer_norm ? "lstm (layer_norm)" : "lstm", x, input_size);
+  const int64_t B = x.size(0), L = x.size(1), Hd = hidden_size;
+  Var seq = apply_mask(x, mask);  // (B, L, I)
+  for (size_t k = 0; k < layers.size(); k++) {
+    const Layer& l = layers[k];
+    if (k > 0) seq = dropout(seq, opt.dropout, is_training(), *gen);
+    // input projection of every step at once: (B, L, 4Hd)
+    Var xg = opt.layer_norm ? l.ln_ih->forward(linear(seq, l.w_ih)) + l.b_ih : linear(seq, l.w_ih, l.b_ih);
+    Var h(zeros({B, Hd}, x.dtype())), c(zeros({B, Hd}, x.dtype()));
+    std::vector<Var> outs;
+    for (int64_t t = 0; t < L; t++) {
+      Var gates;
+      if (opt.layer_norm) {
+        gates = select(xg, 1, t) + l.ln_hh->forward(linear(h, l.w_hh)) + l.b_hh;  // (B, 4Hd)
+        Var i = sigmoid(narrow(gates, 1, 0, Hd)), f = sigmoid(narrow(gates, 1, Hd, Hd));
+        Var g = tanh(narrow(gates, 1, 2 * Hd, Hd)), o = sigmoid(narrow(gates, 1, 3 * Hd, Hd));
+        c = f * c + i * g;
+        h = o * tanh(l.ln_c->forward(c));
+      } else {
+        gates = select(xg, 1, t) + linear(h, l.w_hh, l.b_hh);                      // (B, 4Hd)
+        Var hc = opt.fused ? lstm_cell_fused(gates, c) : lstm_cell_composed(gates, c);  // (B, 2, Hd)
+        h = select(hc, 1, 0), c = select(hc, 1, 1);
+      }
+      outs.push_back(h);
+    }
+    seq = stack(outs, 1);  // (B, L, Hd)
+  }
+  return seq;
+}
+
+}  // namespace dl::nn
