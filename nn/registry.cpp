@@ -2,12 +2,37 @@
 #include "nn/registry.h"
 
 // layer headers, one include per layer file:
+#include "nn/conv_seq.h"
+#include "nn/dlr.h"
+#include "nn/lstm.h"
+#include "nn/s4.h"
+#include "nn/s4d.h"
+#include "nn/s4d_minimal.h"
 
 namespace dl::nn {
 
 const std::vector<LayerEntry>& layer_registry() {
   static const std::vector<LayerEntry> entries = {
       // {"name", "one-line summary", [](int64_t d, const LayerConfig& c, Generator& g) { return ...; }},
+      // state-space family (nn/s4d.h, nn/s4.h, nn/dlr.h)
+      {"s4", "S4 with a DPLR (HiPPO-LegS) state matrix, Cauchy kernel (Gu et al. 2022)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return S4::from_config(d, c, g); }},
+      {"s4d", "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real init (Gu et al. 2022)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return S4D::from_config(d, c, g); }},
+      {"s4d_minimal", "minimal teaching S4D (S4D-Lin, ZOH, composed kernel)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return S4DMinimal::from_config(d, c, g); }},
+      {"dlr", "diagonal linear RNN, omega init (Gupta et al. 2022)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return DLR::from_config(d, c, g); }},
+      // recurrent family (nn/lstm.h)
+      {"lstm", "LSTM as torch.nn.LSTM (fused cell), optional layer norm",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return LSTM::from_config(d, c, g); }},
+      // convolution family (nn/conv_seq.h)
+      {"lightconv", "lightweight convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("lightconv", d, c, g); }},
+      {"dynamicconv", "dynamic convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("dynamicconv", d, c, g); }},
+      {"dilatedconv", "dilated depthwise-separable convolution in a GLU block (Tay et al. 2021)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("dilatedconv", d, c, g); }},
   };
   return entries;
 }
