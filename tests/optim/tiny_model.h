@@ -3,6 +3,8 @@
 //   y = tanh(x W1^T + b1) W2^T + b2        x (B, I), W1 (H, I), W2 (O, H): torch.nn.Linear's layout and names
 // The one missing primitive, x W^T, is a small naive Node here (test-only; the real one is tensor/linalg.h).
 #pragma once
+#include <cmath>
+
 #include "autograd/ops.h"
 #include "nn/init.h"
 #include "nn/module.h"
