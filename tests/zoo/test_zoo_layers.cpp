@@ -8,6 +8,7 @@
 #include "nn/s4.h"
 #include "nn/s4d.h"
 #include "nn/s4d_minimal.h"
+#include "nn/ssm_block.h"
 #include "op_harness.h"
 
 using namespace dl;
@@ -189,4 +190,21 @@ TEST(Zoo, SsmGroupNamesAreParameters) {
   check(s4d, s4d.ssm_parameter_names());
   check(s4, s4.ssm_parameter_names());
   EXPECT_EQ(s4d.ssm_parameter_names(), (std::vector<std::string>{"kernel.log_dt", "kernel.inv_A_real", "kernel.A_imag", "kernel.B"}));
+}
+
+TEST(SSMBlock, PreAndPostNormWithLayerAndBatchNorm) {
+  for (std::string norm : {"layer", "batch"})
+    for (bool pre : {true, false}) {
+      Generator g(21);
+      auto core = make_layer("s4d", 4, LayerConfig{{"d_state", 8}}, g);
+      SSMBlock block(core, 4, norm, pre, 0.0, g);
+      Var x(randn({2, 10, 4}, g), true);
+      Var y = block.forward(x, Tensor());
+      EXPECT_EQ(y.shape(), (Shape{2, 10, 4}));
+      y.backward(ones(y.shape()));
+      EXPECT_TRUE(x.grad().defined());
+      bool named = false;
+      for (auto& [n, p] : block.named_parameters()) named |= n == "layer.kernel.log_dt";
+      EXPECT_TRUE(named) << norm;
+    }
 }
