@@ -1,6 +1,7 @@
 // autograd/nn_ops.h - differentiable fused NN primitives: softmax, log_softmax, layer_norm, rms_norm,
-// batch_norm_train, dropout and the losses (kernels in tensor/nn_kernels.h). Each is fused for speed and
-// has a composed twin checked against it in tests/autograd/test_nn_ops.cpp.
+// batch_norm_train, dropout and the losses (kernels in tensor/nn_kernels.h). The fused ones (softmax,
+// log_softmax, the three norms, cross_entropy) are checked against their composition from primitives in
+// tests/autograd/test_nn_ops.cpp (NnOpsAgree).
 //
 // Gradient formulas (C = normalised/class dim, sums and means over it unless said otherwise):
 //   softmax       y = exp(x - lse)                    dx = y (dy - sum(dy y))
