@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -202,6 +204,21 @@ struct PhaseResult {
   double seconds = 0;
 };
 
+// Drop the rows of `phase` after `step` (they were written after the checkpoint a resumed run restarts from).
+static void truncate_metrics_csv(const std::string& csv, const std::string& phase, int step) {
+  std::ifstream in(csv);
+  if (!in) return;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    bool drop = f.size() > 2 && f[1] == phase && std::atoi(f[2].c_str()) > step;
+    if (!drop) kept += line + "\n";
+  }
+  write_text_atomic(csv, kept);
+}
+
 static optim::Schedule schedule_for(const CellConfig& c, int steps) {
   optim::ScheduleConfig sc;
   sc.kind = c.schedule == "cosine" ? "warmup_cosine" : c.schedule == "linear" ? "warmup_linear_decay" : "linear_warmup";
@@ -219,7 +236,9 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
   optim::GroupingOptions go;
   go.lr = lr;
   go.weight_decay = c.weight_decay;
-  go.rules = {optim::s4_rule(c.ssm_lr)};  // S4/S4D/DLR's A, B, dt: their own lr, no weight decay (Gu et al.)
+  // S4/S4D/DLR's A, B, dt (and DLR's Lambda): their own lr and no weight decay, as the S4 repo does
+  go.rules = {optim::s4_rule(c.ssm_lr, {"kernel.log_dt", "kernel.inv_dt", "kernel.inv_A_real", "kernel.log_A_real", "kernel.A_real",
+                                        "kernel.A_imag", "kernel.B", "kernel.P", "kernel.Lambda"})};
   go.no_decay_norm_bias_embed = true;
   optim::AdamWOptions ao;
   ao.lr = lr;
@@ -243,6 +262,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
       st.restore_rng("dropout", dropout_gen);
       curve.clear();
       for (auto& p : json::parse(st.extra.at("curve"))) curve.push_back({p.at(0), p.at(1), p.at(2), p.at(3), p.at(4)});
+      truncate_metrics_csv(csv, phase, start);  // rows logged after the checkpoint will be logged again
       if (!o.quiet) std::cerr << label << ": resumed from step " << start << " (" << dir << ")\n";
     }
   }
@@ -298,6 +318,8 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
     }
     bar.update(done, loss_ema, acc);
     if ((c.checkpoint_every > 0 && done % c.checkpoint_every == 0) || done == steps) save(done);
+    if (o.stop_after >= 0 && r.steps_run >= o.stop_after && done < steps)
+      throw Interrupted(label + ": stopped after " + std::to_string(r.steps_run) + " steps (stop_after)");
   }
   bar.finish();
   r.final_loss = loss_ema;

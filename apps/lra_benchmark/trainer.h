@@ -22,6 +22,11 @@ struct RunOptions {
   bool resume = false;
   bool quiet = false;      // no progress bar (tests)
   int threads = 0;         // 0: leave OpenMP's default
+  int stop_after = -1;     // tests: stop (throw Interrupted) after this many steps in this process, as a kill would
+};
+
+struct Interrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Train and evaluate one cell; returns its result (also written to <cell>/result.json).

@@ -1,0 +1,175 @@
+// tests/apps/test_lra_benchmark.cpp - a miniature LRA sweep through the app's own code path (seconds):
+// config errors, the results table and JSON, skipping finished cells, and exact resume of a stopped cell.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config.h"
+#include "report.h"
+#include "tensor/safetensors.h"
+#include "trainer.h"
+
+using namespace lra;
+namespace fs = std::filesystem;
+
+static std::string temp_dir(const std::string& name) {
+  std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A preset file small enough for a unit test: ListOps with 64 examples of length <= 64, 2 layers of width 16.
+static std::string write_mini_preset(const std::string& dir) {
+  std::string path = dir + "/mini.json";
+  std::ofstream(path) << R"({
+    "tasks": ["listops"], "models": ["transformer", "s4d"], "regimes": ["scratch", "spt-masked"],
+    "defaults": {"d_model": 16, "layers": 1, "heads": 2, "d_state": 8, "dropout": 0.1, "batch": 8,
+                 "steps": 6, "warmup": 2, "eval_every": 3, "eval_batches": 2, "checkpoint_every": 3,
+                 "pretrain_steps": 4, "seq_len": 64, "train_size": 64, "val_size": 16, "test_size": 16}
+  })";
+  return path;
+}
+
+static std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(LraConfig, UnknownFieldIsNamedWithTheKnownOnes) {
+  std::string d = temp_dir("cfg_unknown");
+  std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"lrr": 0.1}})";
+  try {
+    load_preset(d + "/bad.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("unknown field 'lrr'"), std::string::npos) << m;
+    EXPECT_NE(m.find("bad.json"), std::string::npos) << m;
+    EXPECT_NE(m.find("ssm_lr"), std::string::npos) << m;  // lists known fields
+  }
+}
+
+TEST(LraConfig, WrongTypeNamesFieldExpectedAndFound) {
+  std::string d = temp_dir("cfg_type");
+  std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"steps": "many"}})";
+  try {
+    load_preset(d + "/bad.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("'steps' must be an integer, found string"), std::string::npos) << m;
+  }
+}
+
+TEST(LraConfig, UnknownModelAndPresetAreClear) {
+  std::string d = temp_dir("cfg_model");
+  std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["rnn9"], "regimes": ["scratch"]})";
+  EXPECT_THROW(load_preset(d + "/bad.json"), ConfigError);
+  try {
+    load_preset("no_such_preset");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("known presets"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LraConfig, ResolutionOrderLaterWins) {
+  std::string d = temp_dir("cfg_order");
+  std::ofstream(d + "/p.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"],
+      "defaults": {"lr": 0.1, "steps": 10}, "tasks_cfg": {"listops": {"lr": 0.2}}, "models_cfg": {"s4d": {"lr": 0.3}},
+      "cells_cfg": {"listops/s4d": {"steps": 20}}})";
+  Preset p = load_preset(d + "/p.json");
+  CellConfig c = resolve_cell(p, "listops", "s4d", "scratch", {});
+  EXPECT_DOUBLE_EQ(c.lr, 0.3);
+  EXPECT_EQ(c.steps, 20);
+  c = resolve_cell(p, "listops", "s4d", "scratch", {"lr=0.5", "norm=batch"});
+  EXPECT_DOUBLE_EQ(c.lr, 0.5);
+  EXPECT_EQ(c.norm, "batch");
+  EXPECT_THROW(resolve_cell(p, "listops", "s4d", "scratch", {"lr"}), ConfigError);
+}
+
+TEST(LraConfig, ShippedPresetsLoad) {
+  for (auto& name : preset_names()) EXPECT_NO_THROW(load_preset(name)) << name;
+  EXPECT_FALSE(preset_names().empty());
+}
+
+TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
+  std::string d = temp_dir("sweep");
+  Preset p = load_preset(write_mini_preset(d));
+  RunOptions o;
+  o.out = d + "/out";
+  o.quiet = true;
+  for (auto& m : p.models)
+    for (auto& r : p.regimes) {
+      CellResult res = run_cell(resolve_cell(p, "listops", m, r, {}), o);
+      EXPECT_GE(res.test_acc, 0.0);
+      EXPECT_LE(res.test_acc, 1.0);
+      EXPECT_GT(res.params, 0);
+    }
+  write_reports(o.out, "mini");
+  std::string md = slurp(o.out + "/results.md");
+  for (auto& m : p.models) EXPECT_NE(md.find("| listops | " + m + " | spt-masked |"), std::string::npos) << md;
+  auto all = json::parse(slurp(o.out + "/results.json"));
+  ASSERT_EQ(all.size(), 4u);
+  for (auto& r : all) {
+    EXPECT_TRUE(r.contains("val_acc") && r.contains("curve") && r.contains("config"));
+    if (r["regime"] == "spt-masked") EXPECT_GT(r["pretrain_final_loss"].get<double>(), 0.0);
+  }
+  std::string csv = slurp(o.out + "/metrics.csv");
+  EXPECT_NE(csv.find("pretrain"), std::string::npos);
+  EXPECT_NE(csv.find("finetune"), std::string::npos);
+  // a finished cell's model evaluates to the same test accuracy it reported
+  CellConfig c = resolve_cell(p, "listops", "s4d", "scratch", {});
+  double acc = evaluate_checkpoint(c, cell_dir(o.out, "listops", "s4d", "scratch") + "/model.safetensors", "test");
+  bool found = false;
+  for (auto& r : all)
+    if (r["model"] == "s4d" && r["regime"] == "scratch") {
+      EXPECT_DOUBLE_EQ(acc, r["test_acc"].get<double>());
+      found = true;
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
+  std::string d = temp_dir("resume");
+  Preset p = load_preset(write_mini_preset(d));
+  CellConfig c = resolve_cell(p, "listops", "transformer", "spt-masked", {});
+  RunOptions whole;
+  whole.out = d + "/whole";
+  whole.quiet = true;
+  CellResult a = run_cell(c, whole);
+
+  RunOptions part = whole;
+  part.out = d + "/part";
+  part.stop_after = 3;  // stops inside pretraining (4 steps), after its checkpoint at step 3
+  EXPECT_THROW(run_cell(c, part), Interrupted);
+  part.resume = true;
+  part.stop_after = 3;  // finishes pretraining, then stops inside fine-tuning at its step 3
+  EXPECT_THROW(run_cell(c, part), Interrupted);
+  part.stop_after = -1;
+  CellResult b = run_cell(c, part);
+
+  EXPECT_EQ(a.test_acc, b.test_acc);
+  EXPECT_EQ(a.val_acc, b.val_acc);
+  ASSERT_EQ(a.curve.size(), b.curve.size());
+  for (size_t i = 0; i < a.curve.size(); i++) EXPECT_EQ(a.curve[i].loss, b.curve[i].loss) << i;
+  dl::TensorFile fa = dl::load_safetensors(cell_dir(whole.out, "listops", "transformer", "spt-masked") + "/model.safetensors");
+  dl::TensorFile fb = dl::load_safetensors(cell_dir(part.out, "listops", "transformer", "spt-masked") + "/model.safetensors");
+  ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
+  for (auto& [n, t] : fa.tensors) {
+    const dl::Tensor& u = fb.at(n);
+    ASSERT_EQ(t.shape(), u.shape()) << n;
+    EXPECT_EQ(0, std::memcmp(t.raw_data(), u.raw_data(), t.numel() * dl::dtype_size(t.dtype()))) << n << " differs after resume";
+  }
+  // the metrics log has each evaluation once, not the replayed ones twice
+  std::string csv = slurp(cell_dir(part.out, "listops", "transformer", "spt-masked") + "/metrics.csv");
+  std::string csv_whole = slurp(cell_dir(whole.out, "listops", "transformer", "spt-masked") + "/metrics.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), std::count(csv_whole.begin(), csv_whole.end(), '\n'));
+}
