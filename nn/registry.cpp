@@ -4,6 +4,7 @@
 // layer headers, one include per layer file:
 #include "nn/conv_seq.h"
 #include "nn/dlr.h"
+#include "nn/fnet.h"
 #include "nn/lstm.h"
 #include "nn/s4.h"
 #include "nn/s4d.h"
@@ -33,6 +34,9 @@ const std::vector<LayerEntry>& layer_registry() {
        [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("dynamicconv", d, c, g); }},
       {"dilatedconv", "dilated depthwise-separable convolution in a GLU block (Tay et al. 2021)",
        [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("dilatedconv", d, c, g); }},
+      // Fourier mixing family (nn/fnet.h)
+      {"fnet", "FNet token mixing y = Re(FFT2(x)) over (L, H), no parameters (Lee-Thorp et al. 2021)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return FNet::from_config(d, c, g); }},
   };
   return entries;
 }
