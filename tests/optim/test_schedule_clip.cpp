@@ -84,7 +84,9 @@ TEST(Schedule, UnknownFactorListsTheKnownOnes) {
   }
   EXPECT_THROW(inverse_sqrt(0), ShapeError);
   EXPECT_THROW(warmup_cosine(10, 10), ShapeError);
-  EXPECT_THROW(make_schedule({"cosine"}), ShapeError);
+  ScheduleConfig bad;
+  bad.kind = "cosine";
+  EXPECT_THROW(make_schedule(bad), ShapeError);
 }
 
 TEST(Schedule, MakeScheduleByName) {
