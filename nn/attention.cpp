@@ -113,6 +113,17 @@ MultiheadAttention::MultiheadAttention(int64_t d, const AttentionOptions& o, Gen
   out_proj->bias.mutable_data().zero_();
 }
 
+std::shared_ptr<MultiheadAttention> MultiheadAttention::from_config(int64_t d, const LayerConfig& c, Generator& g) {
+  AttentionOptions o;
+  o.heads = cfg_int(c, "attention", "heads", 4);
+  o.dropout = cfg_float(c, "attention", "dropout", 0.0);
+  o.rotary = cfg_bool(c, "attention", "rotary", false);
+  o.causal = cfg_bool(c, "attention", "causal", false);
+  o.window = cfg_int(c, "attention", "window", 0);
+  o.fused = cfg_bool(c, "attention", "fused", false);
+  return std::make_shared<MultiheadAttention>(d, o, g);
+}
+
 std::string MultiheadAttention::extra_repr() const {
   std::string s = "d_model=" + std::to_string(d_model) + ", heads=" + std::to_string(opt.heads);
   if (opt.causal) s += ", causal";

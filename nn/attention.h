@@ -66,6 +66,8 @@ struct AttentionOptions {
 class MultiheadAttention : public SequenceLayer {
  public:
   MultiheadAttention(int64_t d_model, const AttentionOptions& opt, Generator& g);
+  // registry "attention": heads [4], dropout [0], rotary [false], causal [false], window [0], fused [false]
+  static std::shared_ptr<MultiheadAttention> from_config(int64_t d_model, const LayerConfig& c, Generator& g);
   std::string type_name() const override { return "MultiheadAttention"; }
   std::string extra_repr() const override;
   bool is_causal() const override { return opt.causal; }

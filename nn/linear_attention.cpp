@@ -51,14 +51,24 @@ Tensor orthogonal_random_features(int64_t m, int64_t hs, Generator& g) {
   return W.to(DType::f32);
 }
 
-Var favor_features(const Var& x0, const Tensor& W, bool is_query) {
+Var favor_features(const Var& x0, const Tensor& W, bool is_query, const Tensor& key_mask) {
   const int64_t m = W.size(0), hs = W.size(1);
   if (x0.size(-1) != hs) fail("favor_features: head size " + std::to_string(x0.size(-1)) + " != projection width " + std::to_string(hs));
   Var x = x0 * std::pow((double)hs, -0.25);
   Var wx = matmul(x, Var(W.to(x.dtype()).transpose(0, 1)));  // (B, NH, T, m)
   Var sq = sum(x * x, {-1}, true) * 0.5;                      // |x'|^2 / 2: (B, NH, T, 1)
   // the stabiliser c is a constant for the gradient: it cancels in num / den
-  Tensor c = is_query ? amax(wx.data(), {-1}, true) : amax(wx.data(), {-2, -1}, true);
+  Tensor c;
+  if (is_query) {
+    c = amax(wx.data(), {-1}, true);
+  } else {
+    c = amax(wx.data(), {-2, -1}, true);
+    if (key_mask.defined()) {  // (B, T) -> (B, 1, T, 1); padded rows cannot win the max
+      Tensor pad = eq(key_mask.to(c.dtype()).reshape({c.size(0), 1, wx.size(2), 1}), zeros({}, c.dtype()));
+      Tensor c_real = amax(masked_fill(wx.data(), pad, -1e30), {-2, -1}, true);
+      c = where(lt(c_real, full({}, -1e29, c.dtype())), c, c_real);  // an all-padding row keeps the plain max
+    }
+  }
   return exp(wx - sq - Var(c)) * (1.0 / std::sqrt((double)m));
 }
 
@@ -73,17 +83,27 @@ LinearAttention::LinearAttention(int64_t d, int64_t h, const std::string& feat, 
   out_proj = register_module("out_proj", std::make_shared<Linear>(d, d, g));
 }
 
+std::shared_ptr<LinearAttention> LinearAttention::from_config(int64_t d, const LayerConfig& c, Generator& g) {
+  return std::make_shared<LinearAttention>(d, cfg_int(c, "linear_attention", "heads", 4), cfg_str(c, "linear_attention", "feature", "elu"),
+                                           cfg_bool(c, "linear_attention", "causal", false), g);
+}
+
+std::shared_ptr<Performer> Performer::from_config(int64_t d, const LayerConfig& c, Generator& g) {
+  return std::make_shared<Performer>(d, cfg_int(c, "performer", "heads", 4), cfg_int(c, "performer", "features", 64),
+                                     cfg_bool(c, "performer", "causal", false), g);
+}
+
 std::string LinearAttention::extra_repr() const {
   return "heads=" + std::to_string(heads) + ", feature=" + feature + (causal ? ", causal" : "");
 }
 
-Var LinearAttention::phi(const Var& x, bool) const { return feature == "elu" ? elu(x) + 1.0 : relu(x); }
+Var LinearAttention::phi(const Var& x, bool, const Tensor&) const { return feature == "elu" ? elu(x) + 1.0 : relu(x); }
 
 Var LinearAttention::forward(const Var& x, const Tensor& mask) {
   Var q = split_heads(q_proj->forward(x), heads);  // (B, NH, T, HS)
   Var k = split_heads(k_proj->forward(x), heads);
   Var v = split_heads(v_proj->forward(x), heads);
-  Var y = linear_attention(phi(q, true), phi(k, false), v, mask, causal);  // (B, NH, T, HS)
+  Var y = linear_attention(phi(q, true, mask), phi(k, false, mask), v, mask, causal);  // (B, NH, T, HS)
   return out_proj->forward(merge_heads(y));
 }
 
@@ -95,9 +115,9 @@ Performer::Performer(int64_t d, int64_t h, int64_t m_, bool causal_, Generator& 
 
 void Performer::redraw(Generator& g) { buffer("feature_projection").copy_(orthogonal_random_features(m, q_proj->out_features / heads, g)); }
 
-Var Performer::phi(const Var& x, bool is_query) const {
+Var Performer::phi(const Var& x, bool is_query, const Tensor& mask) const {
   for (auto& [n, t] : named_buffers())
-    if (n == "feature_projection") return favor_features(x, t, is_query);
+    if (n == "feature_projection") return favor_features(x, t, is_query, mask);
   fail("Performer: feature_projection buffer missing");
 }
 

@@ -22,8 +22,8 @@
 //          W (m, HS) rows: block-orthogonal Gaussian directions (QR of Gaussian HS x HS blocks) with norms
 //          drawn from the chi distribution with HS degrees of freedom, so each row is marginally N(0, I) and
 //          E[phi(q)^T phi(k)] = exp(q.k / sqrt(HS)) exactly (positive random features, lower variance than
-//          sin/cos). c is a detached stabiliser (the max over features for queries, over time and features
-//          for keys) that cancels between numerator and denominator.
+//          sin/cos). c is a detached stabiliser (the max over features for queries, over real time steps
+//          and features for keys) that cancels between numerator and denominator (up to eps).
 // Parameters: q_proj, k_proj, v_proj, out_proj (Linear C -> C); Performer adds the buffer
 // feature_projection (m, HS), redrawn by redraw(g).
 #pragma once
@@ -37,13 +37,16 @@ Var linear_attention(const Var& phi_q, const Var& phi_k, const Var& v, const Ten
 
 // W (m, HS): block-orthogonal Gaussian rows with chi-distributed norms.
 Tensor orthogonal_random_features(int64_t m, int64_t hs, Generator& g);
-// FAVOR+ positive features of x (B, NH, T, HS) for projection W (m, HS): (B, NH, T, m).
-Var favor_features(const Var& x, const Tensor& W, bool is_query);
+// FAVOR+ positive features of x (B, NH, T, HS) for projection W (m, HS): (B, NH, T, m). For keys, the
+// stabiliser is the max over real positions only (key_mask (B, T), or undefined), so padding cannot move it.
+Var favor_features(const Var& x, const Tensor& W, bool is_query, const Tensor& key_mask = Tensor());
 
 class LinearAttention : public SequenceLayer {
  public:
   // feature: "elu" or "relu"
   LinearAttention(int64_t d_model, int64_t heads, const std::string& feature, bool causal, Generator& g);
+  // registry "linear_attention": heads [4], feature ["elu"|"relu"], causal [false]
+  static std::shared_ptr<LinearAttention> from_config(int64_t d_model, const LayerConfig& c, Generator& g);
   std::string type_name() const override { return "LinearAttention"; }
   std::string extra_repr() const override;
   bool is_causal() const override { return causal; }
@@ -55,18 +58,20 @@ class LinearAttention : public SequenceLayer {
   bool causal;
 
  protected:
-  virtual Var phi(const Var& x, bool is_query) const;
+  virtual Var phi(const Var& x, bool is_query, const Tensor& mask) const;
 };
 
 class Performer : public LinearAttention {
  public:
   Performer(int64_t d_model, int64_t heads, int64_t m, bool causal, Generator& g);
+  // registry "performer": heads [4], features (m) [64], causal [false]
+  static std::shared_ptr<Performer> from_config(int64_t d_model, const LayerConfig& c, Generator& g);
   std::string type_name() const override { return "Performer"; }
   void redraw(Generator& g);  // draw a new feature_projection
   int64_t m;
 
  protected:
-  Var phi(const Var& x, bool is_query) const override;
+  Var phi(const Var& x, bool is_query, const Tensor& mask) const override;
 };
 
 }  // namespace dl::nn
