@@ -3,12 +3,15 @@
 
 // layer headers, one include per layer file:
 #include "nn/conv_seq.h"
+#include "nn/attention.h"
 #include "nn/dlr.h"
 #include "nn/fnet.h"
+#include "nn/linear_attention.h"
 #include "nn/lstm.h"
 #include "nn/s4.h"
 #include "nn/s4d.h"
 #include "nn/s4d_minimal.h"
+#include "nn/transformer.h"
 
 namespace dl::nn {
 
@@ -37,6 +40,15 @@ const std::vector<LayerEntry>& layer_registry() {
       // Fourier mixing family (nn/fnet.h)
       {"fnet", "FNet token mixing y = Re(FFT2(x)) over (L, H), no parameters (Lee-Thorp et al. 2021)",
        [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return FNet::from_config(d, c, g); }},
+      // attention family (nn/attention.h, nn/linear_attention.h, nn/transformer.h)
+      {"attention", "multi-head softmax attention; heads, dropout, rotary, causal, window, fused",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return MultiheadAttention::from_config(d, c, g); }},
+      {"linear_attention", "linear attention, phi = elu+1 or relu, causal by prefix sums (Katharopoulos et al. 2020)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return LinearAttention::from_config(d, c, g); }},
+      {"performer", "Performer FAVOR+ positive orthogonal random features, m = features (Choromanski et al. 2021)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return Performer::from_config(d, c, g); }},
+      {"mixer", "MLP-Mixer token-mixing block over max_len positions (Tolstikhin et al. 2021)",
+       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return MixerBlock::from_config(d, c, g); }},
   };
   return entries;
 }
