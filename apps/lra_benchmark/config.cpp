@@ -1,13 +1,23 @@
 // apps/lra_benchmark/config.cpp - preset loading and type-checked overrides (see config.h).
 #include "config.h"
 
+#include "nn/registry.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 namespace lra {
 
-const std::vector<std::string> kModels = {"transformer", "s4", "s4d", "dlr"};
+const std::vector<std::string> kPaperModels = {"transformer", "s4", "s4d", "dlr"};
+
+// Every registry layer is a model too ("transformer" is the registry's "attention" plus a feed-forward block).
+std::vector<std::string> model_names() {
+  std::vector<std::string> names = {"transformer"};
+  for (auto& e : dl::nn::layer_registry())
+    if (e.name != "attention") names.push_back(e.name);
+  return names;
+}
 const std::vector<std::string> kRegimes = {"scratch", "spt-causal", "spt-masked"};
 
 // One list of every field, visited by to_json and apply, so the two can never disagree.
@@ -21,7 +31,7 @@ template <class C, class F> static void for_each_field(C& c, F&& f) {
   f("eval_batches", c.eval_batches), f("test_batches", c.test_batches);
   f("lr", c.lr), f("ssm_lr", c.ssm_lr), f("weight_decay", c.weight_decay), f("clip", c.clip), f("schedule", c.schedule);
   f("pretrain_steps", c.pretrain_steps), f("pretrain_lr", c.pretrain_lr), f("mask_prob", c.mask_prob);
-  f("seed", c.seed), f("checkpoint_every", c.checkpoint_every);
+  f("seed", c.seed), f("checkpoint_every", c.checkpoint_every), f("layer_cfg", c.layer_cfg);
 }
 
 json CellConfig::to_json() const {
@@ -110,7 +120,8 @@ Preset load_preset(const std::string& name_or_path) {
   p.name = std::filesystem::path(p.path).stem().string();
   p.description = p.raw.value("description", "");
   p.tasks = string_list(p.raw, "tasks", p.path, nullptr);
-  p.models = string_list(p.raw, "models", p.path, &kModels);
+  const std::vector<std::string> models = model_names();
+  p.models = string_list(p.raw, "models", p.path, &models);
   p.regimes = string_list(p.raw, "regimes", p.path, &kRegimes);
   for (auto& k : {"defaults", "tasks_cfg", "models_cfg", "cells_cfg"})
     if (p.raw.contains(k) && !p.raw[k].is_object()) throw ConfigError(p.path + ": '" + k + "' must be an object");
@@ -153,7 +164,12 @@ CellConfig resolve_cell(const Preset& p, const std::string& task, const std::str
   c.task = task;
   c.model = model;
   c.regime = regime;
-  if (std::find(kModels.begin(), kModels.end(), model) == kModels.end()) throw ConfigError("unknown model '" + model + "'");
+  const std::vector<std::string> models = model_names();
+  if (std::find(models.begin(), models.end(), model) == models.end()) {
+    std::string known;
+    for (auto& m : models) known += (known.empty() ? "" : ", ") + m;
+    throw ConfigError("unknown model '" + model + "' (known: " + known + ")");
+  }
   if (std::find(kRegimes.begin(), kRegimes.end(), regime) == kRegimes.end()) throw ConfigError("unknown regime '" + regime + "'");
   auto positive = [&](const char* name, double v) {
     if (v <= 0) throw ConfigError(c.key() + ": field '" + std::string(name) + "' must be > 0, found " + std::to_string(v));
@@ -161,6 +177,18 @@ CellConfig resolve_cell(const Preset& p, const std::string& task, const std::str
   positive("d_model", c.d_model), positive("layers", c.layers), positive("batch", c.batch), positive("steps", c.steps);
   positive("lr", c.lr);
   if (c.mask_prob <= 0 || c.mask_prob >= 1) throw ConfigError(c.key() + ": mask_prob must be in (0, 1)");
+  if (c.schedule != "constant" && c.schedule != "linear" && c.schedule != "cosine")
+    throw ConfigError(c.key() + ": schedule must be \"constant\", \"linear\" or \"cosine\", found \"" + c.schedule + "\"");
+  if (c.pool != "mean" && c.pool != "last") throw ConfigError(c.key() + ": pool must be \"mean\" or \"last\", found \"" + c.pool + "\"");
+  if (c.pos != "rotary" && c.pos != "sinusoidal" && c.pos != "learned" && c.pos != "none")
+    throw ConfigError(c.key() + ": pos must be rotary, sinusoidal, learned or none, found \"" + c.pos + "\"");
+  if (!c.layer_cfg.empty()) {
+    try {
+      if (!json::parse(c.layer_cfg).is_object()) throw ConfigError("");
+    } catch (...) {
+      throw ConfigError(c.key() + ": layer_cfg must be a JSON object in a string, e.g. \"{\\\"kernel_size\\\": 7}\", found " + c.layer_cfg);
+    }
+  }
   if (c.norm != "layer" && c.norm != "batch") throw ConfigError(c.key() + ": norm must be \"layer\" or \"batch\", found \"" + c.norm + "\"");
   if (c.model == "transformer" && c.d_model % c.heads != 0)
     throw ConfigError(c.key() + ": d_model " + std::to_string(c.d_model) + " is not divisible by heads " + std::to_string(c.heads));

@@ -46,6 +46,7 @@ struct CellConfig {
   double pretrain_lr = 1e-3, mask_prob = 0.15;
   // run
   int seed = 0, checkpoint_every = 100;
+  std::string layer_cfg;  // extra registry-layer options as a JSON object, merged over the defaults the app passes
 
   json to_json() const;
   void apply(const json& j, const std::string& where);  // where: "preset tiny.json tasks_cfg.listops" etc.
@@ -65,7 +66,8 @@ Preset load_preset(const std::string& name_or_path);
 CellConfig resolve_cell(const Preset& p, const std::string& task, const std::string& model, const std::string& regime,
                         const std::vector<std::string>& overrides);
 
-extern const std::vector<std::string> kModels;   // transformer, s4, s4d, dlr
+extern const std::vector<std::string> kPaperModels;  // transformer, s4, s4d, dlr: the models the paper compares
+std::vector<std::string> model_names();              // kPaperModels' transformer + every registry layer
 extern const std::vector<std::string> kRegimes;  // scratch, spt-causal, spt-masked
 
 }  // namespace lra

@@ -63,7 +63,9 @@ int main(int argc, char** argv) {
     if (*list) {
       std::cout << "tasks:\n";
       for (auto& t : dl::tasks::task_registry()) std::cout << "  " << t.name << "  - " << t.description << "\n";
-      std::cout << "models: transformer, s4, s4d, dlr\nregimes: scratch, spt-causal, spt-masked\npresets:";
+      std::cout << "models (the paper's: transformer, s4, s4d, dlr; any registry layer works):";
+      for (auto& m : model_names()) std::cout << " " << m;
+      std::cout << "\nregimes: scratch, spt-causal, spt-masked\npresets:";
       for (auto& p : preset_names()) std::cout << " " << p;
       std::cout << "\nlayers (nn/registry.cpp):\n";
       for (auto& l : dl::nn::layer_registry()) std::cout << "  " << l.name << "  - " << l.summary << "\n";

@@ -10,16 +10,23 @@ namespace lra {
 using namespace dl;
 using nn::LayerConfig;
 
-// The registry layer and its config for each model name.
+static bool is_ssm(const std::string& m) { return m == "s4" || m == "s4d" || m == "s4d_minimal" || m == "dlr"; }
+
+// The registry layer and its config for each model name; `layer_cfg` (JSON) is merged last.
 static std::pair<std::string, LayerConfig> mixer_spec(const CellConfig& c, bool causal) {
+  std::string name = c.model == "transformer" ? "attention" : c.model;
+  LayerConfig l = LayerConfig::object();
   if (c.model == "transformer") {
-    LayerConfig l = {{"heads", c.heads}, {"dropout", c.dropout}, {"causal", causal}, {"rotary", c.pos == "rotary"}};
+    l = {{"heads", c.heads}, {"dropout", c.dropout}, {"causal", causal}, {"rotary", c.pos == "rotary"}};
     if (c.window > 0) l["window"] = c.window;
-    return {"attention", l};
+  } else if (c.model == "s4d_minimal") {
+    l = {{"d_state", c.d_state}, {"dropout", c.dropout}};
+  } else if (is_ssm(c.model)) {
+    // bidirectional unless the regime is causal (Amos et al.: causal SPT makes S4 unidirectional)
+    l = {{"d_state", c.d_state}, {"dropout", c.dropout}, {"bidirectional", !causal}};
   }
-  // state-space models: bidirectional unless the regime is causal (Amos et al.: causal SPT makes S4 unidirectional)
-  LayerConfig l = {{"d_state", c.d_state}, {"dropout", c.dropout}, {"bidirectional", !causal}};
-  return {c.model, l};
+  if (!c.layer_cfg.empty()) l.update(LayerConfig::parse(c.layer_cfg));
+  return {name, l};
 }
 
 static std::shared_ptr<nn::Module> make_norm(const CellConfig& c) {
@@ -31,7 +38,7 @@ Block::Block(const CellConfig& c, bool causal, Generator& g) : prenorm_(c.prenor
   auto [name, lc] = mixer_spec(c, causal);
   mixer_ = register_module("mixer", nn::make_layer(name, c.d_model, lc, g));
   norm1_ = register_module("norm1", make_norm(c));
-  if (c.model == "transformer") {
+  if (!is_ssm(c.model) && c.ffn_mult > 0) {  // SSM blocks carry their own GLU output projection instead
     norm2_ = register_module("norm2", make_norm(c));
     ffn_ = register_module("ffn", std::make_shared<nn::FeedForward>(c.d_model, c.d_model * c.ffn_mult, c.dropout, g));
   }

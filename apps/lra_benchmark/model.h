@@ -3,9 +3,11 @@
 //   input    tokens (B, L) -> Embedding(vocab + 1, D)          (+1: the [mask] id used by masked SPT)
 //            or features (B, L, F) -> Linear(F + 1, D)        (+1: the mask channel of masked SPT; 0 otherwise)
 //            + sinusoidal or learned positions when the model is a Transformer with pos = sinusoidal/learned
-//   blocks   N x [ x = x + dropout(mixer(norm(x), mask)) ;  Transformer only: x = x + dropout(ffn(norm(x))) ]
+//   blocks   N x [ x = x + dropout(mixer(norm(x), mask)) ;  x = x + dropout(ffn(norm(x))) ]
 //            (pre-norm; with prenorm = false the norm is applied after the residual sum instead)
-//            mixer = a registry SequenceLayer: "attention" (Transformer), "s4", "s4d", "dlr"
+//            mixer = a registry SequenceLayer: "attention" (Transformer), "s4", "s4d", "dlr", or any other
+//            registry layer by name (layer_cfg passes its options); the ffn sub-block is left out for the
+//            state-space models, whose layer ends in its own GLU projection (as in the S4 repo's LRA models)
 //   final    norm
 //   heads    classify: masked mean pool (or last real position) -> Linear(D, classes)
 //            retrieval (two sequences, one shared encoder): [a, b, a*b, a-b] -> Linear(4D, D) -> GELU -> Linear(D, classes)

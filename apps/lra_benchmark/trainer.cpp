@@ -222,7 +222,7 @@ static void truncate_metrics_csv(const std::string& csv, const std::string& phas
 static optim::Schedule schedule_for(const CellConfig& c, int steps) {
   optim::ScheduleConfig sc;
   sc.kind = c.schedule == "cosine" ? "warmup_cosine" : c.schedule == "linear" ? "warmup_linear_decay" : "linear_warmup";
-  sc.warmup = c.warmup;
+  sc.warmup = std::min(c.warmup, steps / 2);  // one warmup setting serves both phases; never more than half a phase
   sc.total = steps;
   return optim::make_schedule(sc);
 }
@@ -253,6 +253,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
   tasks::Batcher batcher(data.train, bc);
 
   int start = 0;
+  double loss_ema = 0;  // the smoothed training loss shown and logged; part of the saved state
   std::string label = "[" + c.key() + "] " + phase;
   if (o.resume) {
     if (auto ck = optim::latest_checkpoint(dir)) {
@@ -263,6 +264,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
       curve.clear();
       for (auto& p : json::parse(st.extra.at("curve"))) curve.push_back({p.at(0), p.at(1), p.at(2), p.at(3), p.at(4)});
       truncate_metrics_csv(csv, phase, start);  // rows logged after the checkpoint will be logged again
+      loss_ema = std::stod(st.extra.at("loss_ema"));
       if (!o.quiet) std::cerr << label << ": resumed from step " << start << " (" << dir << ")\n";
     }
   }
@@ -275,6 +277,9 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
     json cj = json::array();
     for (auto& p : curve) cj.push_back({p.phase, p.step, p.loss, p.accuracy, p.lr});
     st.extra["curve"] = cj.dump();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", loss_ema);  // round-trips exactly
+    st.extra["loss_ema"] = buf;
     optim::save_checkpoint(dir, m, opt, st);
   };
   auto log_point = [&](const CurvePoint& p) {
@@ -285,7 +290,6 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
   m.train();
   Progress bar(label, steps, start);
   auto t0 = Clock::now();
-  double loss_ema = 0;
   PhaseResult r;
   for (int step = start; step < steps; step++) {
     optim::apply_schedule(opt, sched, step);
@@ -307,7 +311,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
     opt.zero_grad();
     double lv = loss.item();
     if (!std::isfinite(lv)) throw std::runtime_error(label + ": loss is " + std::to_string(lv) + " at step " + std::to_string(step) + " (lower lr?)");
-    loss_ema = step == start ? lv : 0.95 * loss_ema + 0.05 * lv;
+    loss_ema = step == 0 ? lv : 0.95 * loss_ema + 0.05 * lv;
     r.steps_run++;
     int done = step + 1;
     bool eval_now = (c.eval_every > 0 && done % c.eval_every == 0) || done == steps;
