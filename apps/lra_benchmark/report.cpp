@@ -40,10 +40,11 @@ CellResult CellResult::from_json(const json& j) {
   return r;
 }
 
-Progress::Progress(std::string label, int total, int start)
-    : label_(std::move(label)), total_(total), start_(start), tty_(isatty(2)), t0_(std::chrono::steady_clock::now()), last_print_(t0_) {}
+Progress::Progress(std::string label, int total, int start, bool quiet)
+    : label_(std::move(label)), total_(total), start_(start), tty_(isatty(2)), quiet_(quiet), t0_(std::chrono::steady_clock::now()), last_print_(t0_) {}
 
 void Progress::update(int step, double loss, double acc) {
+  if (quiet_) return;
   auto now = std::chrono::steady_clock::now();
   double since = std::chrono::duration<double>(now - last_print_).count();
   bool last = step >= total_;
@@ -63,7 +64,7 @@ void Progress::update(int step, double loss, double acc) {
 }
 
 void Progress::finish() {
-  if (tty_) std::cerr << "\n";
+  if (tty_ && !quiet_) std::cerr << "\n";
 }
 
 std::string cell_dir(const std::string& out, const std::string& task, const std::string& model, const std::string& regime) {

@@ -38,14 +38,14 @@ struct CellResult {
 // A one-line progress bar on stderr: redrawn in place on a terminal, a plain line every `every` steps otherwise.
 class Progress {
  public:
-  Progress(std::string label, int total, int start = 0);
+  Progress(std::string label, int total, int start = 0, bool quiet = false);
   void update(int step, double loss, double acc = -1);
   void finish();
 
  private:
   std::string label_;
   int total_, start_;
-  bool tty_;
+  bool tty_, quiet_;
   std::chrono::steady_clock::time_point t0_, last_print_;
 };
 

@@ -288,7 +288,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
   };
 
   m.train();
-  Progress bar(label, steps, start);
+  Progress bar(label, steps, start, o.quiet);
   auto t0 = Clock::now();
   PhaseResult r;
   for (int step = start; step < steps; step++) {
