@@ -52,19 +52,22 @@ class TransformerClassifier(nn.Module):
 
 
 class S4DKernel(nn.Module):
-    """S4D-Lin kernel as state-spaces/s4 models/s4/s4d.py (ZOH, Vandermonde)."""
+    """S4D-Lin kernel as state-spaces/s4 models/s4/s4d.py (ZOH, Vandermonde), with B kept as a trainable
+    complex parameter (init 1) as the full S4D kernel and our nn/s4d.h do (s4d.py folds B = 1 into C), so the
+    parameter counts match."""
 
     def __init__(self, H, N, dt_min=1e-3, dt_max=1e-1):
         super().__init__()
         log_dt = torch.rand(H) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
         self.log_dt = nn.Parameter(log_dt)
+        self.B = nn.Parameter(torch.view_as_real(torch.ones(H, N // 2, dtype=torch.cfloat)))
         self.C = nn.Parameter(torch.view_as_real(torch.randn(H, N // 2, dtype=torch.cfloat)))
         self.log_A_real = nn.Parameter(torch.log(0.5 * torch.ones(H, N // 2)))
         self.A_imag = nn.Parameter(math.pi * torch.arange(N // 2).float().repeat(H, 1))
 
     def forward(self, L):
         dt = torch.exp(self.log_dt)
-        C = torch.view_as_complex(self.C)
+        C = torch.view_as_complex(self.C) * torch.view_as_complex(self.B)
         A = -torch.exp(self.log_A_real) + 1j * self.A_imag
         dtA = A * dt[:, None]
         K = dtA[:, :, None] * torch.arange(L)

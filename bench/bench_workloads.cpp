@@ -1,0 +1,470 @@
+// bench/bench_workloads.cpp - the four reference training steps of issue 7, built from our nn modules with the
+// shapes and parameter counts of bench/torch_workloads.py (its PyTorch twin), plus a length-scaling table.
+//
+//   bench_workloads transformer_listops [--len 512] [--steps 5] [--warmup 2] [--threads 2] [--attention packed]
+//   bench_workloads scaling [--steps 2] [--batch 4] [--max-len 4096]
+//
+// One step = zero_grad, forward, loss, backward, AdamW step (lr 1e-3, wd 0.01), fp32, fixed seed, timed after warm-up;
+// the median is reported. Output: one JSON line with the same fields as torch_workloads.py plus
+//   model_gflop   model FLOPs per step (analytic, see flops_* below), gflops = model_gflop / median step time,
+//   minflt_per_step  minor page faults per timed step (getrusage ru_minflt deltas; 0 means no fresh pages were touched),
+//   alloc_peak_mb    the caching allocator's peak bytes in use.
+// Run one workload per process: peak_rss_mb is the process's ru_maxrss.
+//
+// FLOP model (fwd + bwd = 3x fwd; counts multiply-adds as 2):
+//   dense      6 * P_mm * tokens       P_mm = weights used in matmuls (Linear/in_proj/LSTM weights, GPT's tied
+//                                      output head; embedding lookups, norms and biases excluded)
+//   attention  12 * B * T^2 * C * layers   (q k^T and p v: 2 * 2 B T^2 C forward, twice that backward; the causal
+//                                      GPT is counted in full, as both implementations compute the full square)
+//   s4d FFT    3 * 2 * 5 (2L) log2(2L) / 2 * B * H * layers  (forward: an rfft and an irfft of length 2L per (b, h),
+//                                      ~2.5 n log2 n each; backward twice that); the kernel's Vandermonde is ignored
+//   lstm       dense only (W_ih over all steps, W_hh per step, the head)
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "autograd/ops.h"
+#include "nn/attention.h"
+#include "nn/fused_attention.h"
+#include "nn/layers.h"
+#include "nn/linear_attention.h"
+#include "nn/lstm.h"
+#include "nn/qkv_attention.h"
+#include "nn/s4d.h"
+#include "optim/adam.h"
+#include "tensor/allocator.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+using namespace dl;
+using namespace dl::nn;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// Models, each the twin of the class of the same name in torch_workloads.py.
+
+Tensor sinusoidal(int64_t T, int64_t D) {  // pe[t, 2i] = sin(t / 10000^(2i/D)), pe[t, 2i+1] = cos(...)
+  std::vector<float> pe(T * D);
+  for (int64_t t = 0; t < T; t++)
+    for (int64_t i = 0; i < D; i += 2) {
+      float ang = (float)t / std::pow(10000.0f, (float)i / (float)D);
+      pe[t * D + i] = std::sin(ang);
+      if (i + 1 < D) pe[t * D + i + 1] = std::cos(ang);
+    }
+  return from_vector(pe, {T, D});
+}
+
+// Self-attention on MultiheadAttention's parameters through the packed-qkv primitive (nn/qkv_attention.h):
+// the same map as MultiheadAttention::forward without a mask (q, k, v = x in_proj^T + in_proj_bias, split heads,
+// attention with dropout on the weights, merge heads, out_proj), with one sgemm for the three projections and no
+// (B, NH, T, T) tensor. `packed = false` runs MultiheadAttention's composed path instead (the plain twin).
+struct SelfAttention : SequenceLayer {
+  std::shared_ptr<MultiheadAttention> mha;
+  bool packed;
+  Generator* gen;
+  SelfAttention(int64_t d, const AttentionOptions& o, bool packed, Generator& g) : packed(packed), gen(&g) {
+    mha = register_module("mha", std::make_shared<MultiheadAttention>(d, o, g));
+  }
+  std::string type_name() const override { return "SelfAttention"; }
+  Var forward(const Var& x, const Tensor& mask) override {
+    if (!packed) return mha->forward(x, mask);
+    Var qkv = linear(x, mha->in_proj_weight, mha->in_proj_bias);  // (B, T, 3C)
+    return mha->out_proj->forward(qkv_attention(qkv, mha->opt.heads, mha->opt.causal, mha->opt.dropout, is_training(), *gen));
+  }
+};
+
+enum class Attn { packed, composed, fused };
+Attn parse_attn(const std::string& s) {
+  if (s == "packed") return Attn::packed;
+  if (s == "composed") return Attn::composed;
+  if (s == "fused") return Attn::fused;
+  fail("bench_workloads: --attention must be packed, composed or fused, found " + s);
+}
+
+// torch.nn.TransformerEncoderLayer(d, heads, ffn, dropout, activation="gelu", batch_first=True, norm_first=True):
+//   x = x + drop(self_attn(ln1(x)));  x = x + drop(linear2(drop(gelu(linear1(ln2(x))))))
+struct EncoderLayer : Module {
+  std::shared_ptr<SelfAttention> self_attn;
+  std::shared_ptr<Linear> linear1, linear2;
+  std::shared_ptr<LayerNorm> norm1, norm2;
+  std::shared_ptr<Dropout> drop;
+  EncoderLayer(int64_t d, int64_t heads, int64_t ffn, double p, Attn attn, Generator& g) {
+    AttentionOptions o;
+    o.heads = heads;
+    o.dropout = p;
+    o.fused = attn == Attn::fused;  // MultiheadAttention uses it only where no dropout is involved
+    self_attn = register_module("self_attn", std::make_shared<SelfAttention>(d, o, attn == Attn::packed, g));
+    linear1 = register_module("linear1", std::make_shared<Linear>(d, ffn, g));
+    linear2 = register_module("linear2", std::make_shared<Linear>(ffn, d, g));
+    norm1 = register_module("norm1", std::make_shared<LayerNorm>(d));
+    norm2 = register_module("norm2", std::make_shared<LayerNorm>(d));
+    drop = register_module("dropout", std::make_shared<Dropout>(p, g));
+  }
+  std::string type_name() const override { return "EncoderLayer"; }
+  Var forward(const Var& x) {
+    Var h = x + drop->forward(self_attn->forward(norm1->forward(x), Tensor()));
+    return h + drop->forward(linear2->forward(drop->forward(gelu(linear1->forward(norm2->forward(h))))));
+  }
+};
+
+struct TransformerClassifier : Module {
+  std::shared_ptr<Embedding> emb;
+  Tensor pe;
+  std::shared_ptr<ModuleList<EncoderLayer>> layers;
+  std::shared_ptr<LayerNorm> ln;
+  std::shared_ptr<Linear> head;
+  TransformerClassifier(int64_t vocab, int64_t d, int64_t heads, int64_t nl, int64_t ffn, int64_t classes, int64_t T, double p,
+                        Attn attn, Generator& g) {
+    emb = register_module("emb", std::make_shared<Embedding>(vocab, d, g));
+    pe = sinusoidal(T, d);
+    layers = register_module("layers", std::make_shared<ModuleList<EncoderLayer>>());
+    for (int64_t i = 0; i < nl; i++) layers->push_back(std::make_shared<EncoderLayer>(d, heads, ffn, p, attn, g));
+    ln = register_module("ln", std::make_shared<LayerNorm>(d));
+    head = register_module("head", std::make_shared<Linear>(d, classes, g));
+  }
+  std::string type_name() const override { return "TransformerClassifier"; }
+  Var forward(const Tensor& x) {
+    Var h = emb->forward(x) + Var(pe.narrow(0, 0, x.size(1)));  // (B, T, C)
+    for (auto& l : layers->items()) h = l->forward(h);
+    return head->forward(mean(ln->forward(h), {1}));  // (B, classes)
+  }
+};
+
+// S4DBlock: x + drop(glu(out(drop(gelu(ssm(norm(x))))))); our S4D layer holds ssm, gelu, dropout, output_linear, glu.
+struct S4DBlock : Module {
+  std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<S4D> s4d;
+  std::shared_ptr<Dropout> drop;
+  S4DBlock(int64_t H, int64_t N, double p, Generator& g) {
+    norm = register_module("norm", std::make_shared<LayerNorm>(H));
+    S4DOptions o;
+    o.kernel.d_state = N;
+    o.dropout = p;
+    s4d = register_module("s4d", std::make_shared<S4D>(H, o, g));
+    drop = register_module("drop", std::make_shared<Dropout>(p, g));
+  }
+  std::string type_name() const override { return "S4DBlock"; }
+  Var forward(const Var& x) { return x + drop->forward(s4d->forward(norm->forward(x), Tensor())); }
+};
+
+struct S4DClassifier : Module {
+  std::shared_ptr<Embedding> emb;
+  std::shared_ptr<ModuleList<S4DBlock>> layers;
+  std::shared_ptr<LayerNorm> ln;
+  std::shared_ptr<Linear> head;
+  S4DClassifier(int64_t vocab, int64_t H, int64_t N, int64_t nl, int64_t classes, double p, Generator& g) {
+    emb = register_module("emb", std::make_shared<Embedding>(vocab, H, g));
+    layers = register_module("layers", std::make_shared<ModuleList<S4DBlock>>());
+    for (int64_t i = 0; i < nl; i++) layers->push_back(std::make_shared<S4DBlock>(H, N, p, g));
+    ln = register_module("ln", std::make_shared<LayerNorm>(H));
+    head = register_module("head", std::make_shared<Linear>(H, classes, g));
+  }
+  std::string type_name() const override { return "S4DClassifier"; }
+  Var forward(const Tensor& x) {
+    Var h = emb->forward(x);
+    for (auto& l : layers->items()) h = l->forward(h);
+    return head->forward(mean(ln->forward(h), {1}));
+  }
+};
+
+struct LSTMBits : Module {
+  std::shared_ptr<LSTM> lstm;
+  std::shared_ptr<Linear> head;
+  LSTMBits(int64_t in, int64_t hidden, int64_t classes, Generator& g) {
+    lstm = register_module("lstm", std::make_shared<LSTM>(in, hidden, LSTMOptions{}, g));
+    head = register_module("head", std::make_shared<Linear>(hidden, classes, g));
+  }
+  std::string type_name() const override { return "LSTMBits"; }
+  Var forward(const Var& x) {
+    Var h = lstm->forward(x, Tensor());  // (B, L, Hd)
+    return head->forward(select(h, 1, x.size(1) - 1));
+  }
+};
+
+// nanoGPT's block: x + drop(c_proj(attn(ln_1(x)))), x + drop(mlp_proj(gelu(c_fc(ln_2(x))))); causal, dropout on
+// the attention weights.
+struct GPTBlock : Module {
+  std::shared_ptr<LayerNorm> ln_1, ln_2;
+  std::shared_ptr<Linear> c_attn, c_proj, c_fc, mlp_proj;
+  std::shared_ptr<Dropout> drop;
+  int64_t heads;
+  double p;
+  Attn attn;
+  Generator* gen;
+  GPTBlock(int64_t d, int64_t heads, double p, Attn attn, Generator& g) : heads(heads), p(p), attn(attn), gen(&g) {
+    ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(d));
+    ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(d));
+    c_attn = register_module("c_attn", std::make_shared<Linear>(d, 3 * d, g));
+    c_proj = register_module("c_proj", std::make_shared<Linear>(d, d, g));
+    c_fc = register_module("c_fc", std::make_shared<Linear>(d, 4 * d, g));
+    mlp_proj = register_module("mlp_proj", std::make_shared<Linear>(4 * d, d, g));
+    drop = register_module("drop", std::make_shared<Dropout>(p, g));
+  }
+  std::string type_name() const override { return "GPTBlock"; }
+  Var forward(const Var& x) {
+    const int64_t C = x.size(2);
+    Var qkv = c_attn->forward(ln_1->forward(x));  // (B, T, 3C)
+    if (attn == Attn::packed) {
+      Var h = x + drop->forward(c_proj->forward(qkv_attention(qkv, heads, true, p, is_training(), *gen)));
+      return h + drop->forward(mlp_proj->forward(gelu(c_fc->forward(ln_2->forward(h)))));
+    }
+    Var q = split_heads(narrow(qkv, 2, 0, C), heads), k = split_heads(narrow(qkv, 2, C, C), heads),
+        v = split_heads(narrow(qkv, 2, 2 * C, C), heads);  // (B, NH, T, HS)
+    Var y;
+    if (attn == Attn::fused && !(is_training() && p > 0)) {
+      y = fused_attention(q, k, v, Tensor(), true);
+    } else {
+      SDPAOptions o;
+      o.causal = true;
+      o.dropout = p;
+      o.training = is_training();
+      o.gen = gen;
+      y = scaled_dot_product_attention(q, k, v, o);
+    }
+    Var h = x + drop->forward(c_proj->forward(merge_heads(y)));
+    return h + drop->forward(mlp_proj->forward(gelu(c_fc->forward(ln_2->forward(h)))));
+  }
+};
+
+struct GPT : Module {
+  std::shared_ptr<Embedding> wte, wpe;
+  std::shared_ptr<ModuleList<GPTBlock>> h;
+  std::shared_ptr<LayerNorm> ln_f;
+  GPT(int64_t vocab, int64_t T, int64_t d, int64_t heads, int64_t nl, double p, Attn attn, Generator& g) {
+    wte = register_module("wte", std::make_shared<Embedding>(vocab, d, g));
+    wpe = register_module("wpe", std::make_shared<Embedding>(T, d, g));
+    h = register_module("h", std::make_shared<ModuleList<GPTBlock>>());
+    for (int64_t i = 0; i < nl; i++) h->push_back(std::make_shared<GPTBlock>(d, heads, p, attn, g));
+    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(d));
+    wte->weight.mutable_data().copy_(normal({vocab, d}, 0.0, 0.02, g));
+    wpe->weight.mutable_data().copy_(normal({T, d}, 0.0, 0.01, g));
+  }
+  std::string type_name() const override { return "GPT"; }
+  Var forward(const Tensor& x) {
+    const int64_t T = x.size(1);
+    Var z = wte->forward(x) + wpe->forward(arange(T));  // (B, T, C)
+    for (auto& b : h->items()) z = b->forward(z);
+    return matmul(ln_f->forward(z), transpose(wte->weight, 0, 1));  // tied head: (B, T, vocab)
+  }
+};
+
+// ---------------------------------------------------------------------------------------------------
+struct Workload {
+  std::shared_ptr<Module> model;
+  std::function<Var()> loss;  // forward + loss
+  int64_t tokens = 0;
+  double flops = 0;  // model FLOPs per step
+};
+
+int64_t matmul_params(const Module& m) {  // weights that go through sgemm (2-D, not embeddings)
+  int64_t n = 0;
+  for (auto& [name, v] : m.named_parameters())
+    if (v.dim() == 2 && name.find("emb.") == std::string::npos && name.find("wte.") == std::string::npos &&
+        name.find("wpe.") == std::string::npos && name.find("kernel.") == std::string::npos)
+      n += v.numel();
+  return n;
+}
+
+Workload build(const std::string& name, int64_t L, Attn fused) {
+  static Generator g(0);
+  g.manual_seed(0);
+  Generator dg(1);
+  Workload w;
+  if (name == "transformer_listops") {
+    const int64_t B = 32, C = 128, NL = 4;
+    auto m = std::make_shared<TransformerClassifier>(20, C, 4, NL, 512, 10, L, 0.1, fused, g);
+    Tensor x = randint(0, 20, {B, L}, dg), y = randint(0, 10, {B}, dg);
+    w.model = m;
+    w.loss = [m, x, y] { return cross_entropy(m->forward(x), y); };
+    w.tokens = B * L;
+    w.flops = 6.0 * matmul_params(*m) * w.tokens + 12.0 * B * L * L * C * NL;
+  } else if (name == "s4d") {
+    const int64_t B = 32, H = 128, NL = 4;
+    auto m = std::make_shared<S4DClassifier>(256, H, 64, NL, 10, 0.1, g);
+    Tensor x = randint(0, 256, {B, L}, dg), y = randint(0, 10, {B}, dg);
+    w.model = m;
+    w.loss = [m, x, y] { return cross_entropy(m->forward(x), y); };
+    w.tokens = B * L;
+    const double n = 2.0 * L;
+    w.flops = 6.0 * matmul_params(*m) * w.tokens + 3.0 * 2.0 * 2.5 * n * std::log2(n) * B * H * NL;
+  } else if (name == "lstm_bits") {
+    const int64_t B = 64;
+    auto m = std::make_shared<LSTMBits>(8, 256, 2, g);
+    Tensor x = randn({B, L, 8}, dg), y = randint(0, 2, {B}, dg);
+    w.model = m;
+    w.loss = [m, x, y] { return cross_entropy(m->forward(Var(x)), y); };
+    w.tokens = B * L;
+    w.flops = 6.0 * matmul_params(*m) * w.tokens;
+  } else if (name == "gpt_char") {
+    const int64_t B = 32, C = 128, NL = 4, V = 256;
+    auto m = std::make_shared<GPT>(V, L, C, 4, NL, 0.1, fused, g);
+    Tensor xy = randint(0, V, {B, L + 1}, dg);
+    Tensor x = xy.narrow(1, 0, L).contiguous(), t = xy.narrow(1, 1, L).contiguous().reshape({B * L});
+    w.model = m;
+    w.loss = [m, x, t, B, L, V] { return cross_entropy(reshape(m->forward(x), {B * L, V}), t); };
+    w.tokens = B * L;
+    w.flops = 6.0 * (matmul_params(*m) + V * C) * w.tokens + 12.0 * B * L * L * C * NL;
+  } else {
+    fail("bench_workloads: unknown workload '" + name + "' (transformer_listops, s4d, lstm_bits, gpt_char, scaling)");
+  }
+  w.model->train();
+  return w;
+}
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+long minflt() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return r.ru_minflt;
+}
+double peak_rss_mb() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return r.ru_maxrss / 1024.0;
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct StepStats {
+  double ms = 0, loss = 0, minflt_per_step = 0;
+};
+
+// warm-up steps, then `steps` timed steps of zero_grad / forward / backward / AdamW.
+StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int warmup, int steps) {
+  optim::AdamWOptions ao;
+  ao.lr = 1e-3;
+  ao.weight_decay = 0.01;
+  optim::AdamW opt(model.parameters(), ao);
+  std::vector<double> times;
+  StepStats s;
+  long f0 = 0;
+  for (int i = 0; i < warmup + steps; i++) {
+    if (i == warmup) f0 = minflt();
+    double t0 = now_s();
+    opt.zero_grad();
+    Var loss = loss_fn();
+    loss.backward();
+    opt.step();
+    double dt = now_s() - t0;
+    if (i >= warmup) times.push_back(dt);
+    s.loss = loss.item();
+  }
+  s.ms = 1000.0 * median(times);
+  s.minflt_per_step = steps > 0 ? (double)(minflt() - f0) / steps : 0;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Scaling: one block (pre-LN mixer + residual, d 128, 4 heads, batch `batch`) per kind, time per step vs length.
+struct MixerBlock : Module {
+  std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<SequenceLayer> mixer;
+  MixerBlock(std::shared_ptr<SequenceLayer> m, int64_t d) {
+    norm = register_module("norm", std::make_shared<LayerNorm>(d));
+    mixer = register_module("mixer", m);
+  }
+  std::string type_name() const override { return "MixerBlock"; }
+  Var forward(const Var& x) { return x + mixer->forward(norm->forward(x), Tensor()); }
+};
+
+int run_scaling(int steps, int64_t batch, int64_t max_len) {
+  const int64_t d = 128;
+  const std::vector<std::string> kinds = {"attention", "fused_attention", "qkv_attention", "linear_attention", "s4d"};
+  std::printf("{\"scaling\": {\"batch\": %lld, \"d_model\": %lld, \"heads\": 4, \"rows\": [\n", (long long)batch, (long long)d);
+  bool first = true;
+  for (int64_t L = 256; L <= max_len; L *= 2) {
+    for (const auto& kind : kinds) {
+      Generator g(0), dg(1);
+      std::shared_ptr<SequenceLayer> m;
+      if (kind == "attention" || kind == "fused_attention" || kind == "qkv_attention") {
+        AttentionOptions o;
+        o.heads = 4;
+        o.fused = kind == "fused_attention";
+        m = std::make_shared<SelfAttention>(d, o, kind == "qkv_attention", g);
+      } else if (kind == "linear_attention") {
+        m = std::make_shared<LinearAttention>(d, 4, "elu", false, g);
+      } else {
+        S4DOptions o;
+        o.kernel.d_state = 64;
+        m = std::make_shared<S4D>(d, o, g);
+      }
+      auto block = std::make_shared<MixerBlock>(m, d);
+      block->train();
+      Tensor x = randn({batch, L, d}, dg);
+      auto loss1 = [&] {
+        Var y = block->forward(Var(x));
+        return mean(y * y);
+      };
+      StepStats s = time_steps(*block, loss1, 1, steps);
+      std::printf("%s  {\"kind\": \"%s\", \"len\": %lld, \"ms_per_step\": %.2f}", first ? "" : ",\n", kind.c_str(), (long long)L, s.ms);
+      std::fflush(stdout);
+      first = false;
+    }
+  }
+  std::printf("\n]}}\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string name;
+  int64_t len = 0, batch = 2, max_len = 4096;
+  int steps = 5, warmup = 2, threads = 2;
+  Attn attn = Attn::packed;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) fail("bench_workloads: " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--len") len = std::stoll(next());
+    else if (a == "--steps") steps = std::stoi(next());
+    else if (a == "--warmup") warmup = std::stoi(next());
+    else if (a == "--threads") threads = std::stoi(next());
+    else if (a == "--batch") batch = std::stoll(next());
+    else if (a == "--max-len") max_len = std::stoll(next());
+    else if (a == "--attention") attn = parse_attn(next());
+    else if (a == "-h" || a == "--help") {
+      std::printf("usage: bench_workloads {transformer_listops|s4d|lstm_bits|gpt_char|scaling} [--len L] [--steps N] "
+                  "[--warmup N] [--threads N] [--attention packed|composed|fused] [--batch B --max-len L (scaling)]\n");
+      return 0;
+    } else if (!a.empty() && a[0] != '-' && name.empty()) name = a;
+    else fail("bench_workloads: unknown argument " + a);
+  }
+  if (name.empty()) fail("bench_workloads: name a workload (transformer_listops, s4d, lstm_bits, gpt_char, scaling)");
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  if (name == "scaling") return run_scaling(std::max(1, steps == 5 ? 2 : steps), batch, max_len);
+
+  static const std::pair<const char*, int64_t> kDefaultLen[] = {
+      {"transformer_listops", 512}, {"s4d", 1024}, {"lstm_bits", 100}, {"gpt_char", 256}};
+  if (len == 0)
+    for (auto& [n, l] : kDefaultLen)
+      if (name == n) len = l;
+  Workload w = build(name, len, attn);
+  StepStats s = time_steps(*w.model, w.loss, warmup, steps);
+  const double gflop = w.flops / 1e9;
+  std::printf("{\"workload\": \"%s\", \"len\": %lld, \"params\": %lld, \"ms_per_step\": %.2f, \"tokens_per_s\": %.1f, "
+              "\"peak_rss_mb\": %.1f, \"loss\": %.6f, \"model_gflop\": %.2f, \"gflops\": %.1f, \"minflt_per_step\": %.0f, "
+              "\"alloc_peak_mb\": %.1f, \"attention\": \"%s\", \"threads\": %d}\n",
+              name.c_str(), (long long)len, (long long)w.model->num_parameters(), s.ms, w.tokens / (s.ms / 1000.0),
+              peak_rss_mb(), s.loss, gflop, gflop / (s.ms / 1000.0), s.minflt_per_step,
+              host_allocator_stats().peak_bytes_in_use / 1048576.0,
+              attn == Attn::packed ? "packed" : attn == Attn::composed ? "composed" : "fused", threads);
+  return 0;
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# bench/run_vs_torch.sh - our training steps against PyTorch's, side by side, on this machine.
+#
+#   bench/run_vs_torch.sh [-n REPEATS] [-s STEPS] [-b BUILD_DIR] [-o RESULTS.jsonl] [workload[:len] ...]
+#   e.g. bench/run_vs_torch.sh -n 3 transformer_listops s4d lstm_bits gpt_char transformer_listops:1024
+#
+# For each repeat and workload, three processes run back to back (alternating, so slow drifts of the machine's
+# load hit all three alike):
+#   ours        bench_workloads out of the box (one thread pool, so no OMP_WAIT_POLICY needed; docs/performance.md)
+#   torch       bench/torch_workloads.py out of the box
+#   torch_best  the same with its best setting found: jemalloc preloaded keeping its memory (retain, no decay) and
+#               backing it with transparent huge pages (thp:always), OMP_WAIT_POLICY=PASSIVE
+# and the table shows the medians over repeats of ms/step, tokens/s and peak RSS, and the ratios.
+# OPENBLAS_CORETYPE=Haswell stays set for every run (older OpenBLAS builds misbehave on these processors).
+# Dependencies: python3 with python3-torch (Debian); optional: libjemalloc2 (apt) for torch_best (without it,
+# torch_best runs with only OMP_WAIT_POLICY=PASSIVE and says so).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REPEATS=3
+STEPS=5
+BUILD=build-perf
+OUT=""
+while getopts "n:s:b:o:h" opt; do
+  case $opt in
+    n) REPEATS=$OPTARG ;;
+    s) STEPS=$OPTARG ;;
+    b) BUILD=$OPTARG ;;
+    o) OUT=$OPTARG ;;
+    *) sed -n 2,16p "$0"; exit 0 ;;
+  esac
+done
+shift $((OPTIND - 1))
+WORKLOADS=("$@")
+[ ${#WORKLOADS[@]} -eq 0 ] && WORKLOADS=(transformer_listops s4d lstm_bits gpt_char)
+
+BIN=$BUILD/bench_workloads
+[ -x "$BIN" ] || { echo "run_vs_torch: $BIN not built (cmake --build $BUILD --target bench_workloads)" >&2; exit 1; }
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
+JEMALLOC=""
+for p in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/libjemalloc.so.2; do [ -e "$p" ] && JEMALLOC=$p && break; done
+[ -z "$JEMALLOC" ] && echo "run_vs_torch: libjemalloc2 not installed; torch_best runs without it (apt-get install libjemalloc2)" >&2
+JE_CONF="retain:true,dirty_decay_ms:-1,muzzy_decay_ms:-1,thp:always,metadata_thp:always"
+
+OUT=${OUT:-$(mktemp /tmp/run_vs_torch.XXXXXX.jsonl)}
+: > "$OUT"
+run() {  # run <variant> <workload> <len> <command...>: append the JSON line, tagged with the variant
+  local variant=$1 wl=$2 len=$3
+  shift 3
+  local line
+  if line=$("$@" 2>/tmp/run_vs_torch.err | tail -1) && [ -n "$line" ]; then
+    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['variant']='$variant'; print(json.dumps(d))" >> "$OUT"
+  else
+    echo "{\"variant\": \"$variant\", \"workload\": \"$wl\", \"len\": ${len:-0}, \"failed\": true}" >> "$OUT"
+    echo "run_vs_torch: $variant $wl failed: $(tail -2 /tmp/run_vs_torch.err)" >&2
+  fi
+}
+
+echo "# $(date -u '+%F %T UTC'); $(nproc) cpus; load $(cut -d' ' -f1-3 /proc/loadavg); repeats $REPEATS; steps $STEPS; results $OUT" >&2
+for r in $(seq 1 "$REPEATS"); do
+  for spec in "${WORKLOADS[@]}"; do
+    wl=${spec%%:*}
+    len=""
+    [[ $spec == *:* ]] && len=${spec##*:}
+    largs=()
+    [ -n "$len" ] && largs=(--len "$len")
+    echo "# repeat $r: $spec (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+    run ours "$wl" "$len" "$BIN" "$wl" --steps "$STEPS" "${largs[@]}"
+    run torch "$wl" "$len" /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
+    if [ -n "$JEMALLOC" ]; then
+      run torch_best "$wl" "$len" env LD_PRELOAD="$JEMALLOC" MALLOC_CONF="$JE_CONF" OMP_WAIT_POLICY=PASSIVE \
+        /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
+    else
+      run torch_best "$wl" "$len" env OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
+    fi
+  done
+done
+
+python3 - "$OUT" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+keys = []
+for r in rows:
+    if r.get("failed"): continue
+    k = (r["workload"], r.get("len", 0))
+    if k not in keys: keys.append(k)
+def med(wl, ln, variant, field):
+    v = [r[field] for r in rows if r["workload"] == wl and r.get("len", 0) == ln and r["variant"] == variant
+         and not r.get("failed") and field in r]
+    return statistics.median(v) if v else None
+def f(x, fmt="{:.0f}"):
+    return fmt.format(x) if x is not None else "-"
+print("| workload | len | params ours/torch | ours ms | torch best ms | torch ms | best/ours | torch/ours | ours tok/s "
+      "| ours GFLOP/s | ours peak MB | best peak MB | torch peak MB | ours minflt/step |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for wl, ln in keys:
+    if not ln:
+        ln = next((r.get("len") for r in rows if r["workload"] == wl and r.get("len")), 0)
+    o, b, t = (med(wl, ln, v, "ms_per_step") for v in ("ours", "torch_best", "torch"))
+    po, pt = med(wl, ln, "ours", "params"), med(wl, ln, "torch", "params")
+    ratio = lambda a: f(a / o if a and o else None, "{:.2f}x")
+    print(f"| {wl} | {ln} | {f(po)}/{f(pt)} | {f(o)} | {f(b)} | {f(t)} | {ratio(b)} | {ratio(t)} | "
+          f"{f(med(wl, ln, 'ours', 'tokens_per_s'))} | {f(med(wl, ln, 'ours', 'gflops'), '{:.1f}')} | "
+          f"{f(med(wl, ln, 'ours', 'peak_rss_mb'))} | {f(med(wl, ln, 'torch_best', 'peak_rss_mb'))} | "
+          f"{f(med(wl, ln, 'torch', 'peak_rss_mb'))} | {f(med(wl, ln, 'ours', 'minflt_per_step'))} |")
+EOF
