@@ -1,0 +1,223 @@
+// nn/qkv_attention.cpp - the packed-qkv attention primitive on sgemm (math in the header).
+#include "nn/qkv_attention.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <cmath>
+
+#include "tensor/nn_kernels.h"
+
+namespace dl::nn {
+
+namespace {
+
+struct Dims {
+  int64_t B, T, C, NH, HS;
+};
+
+// The dropout mask: keep(b, h, t, s) = mix32(key(row) ^ s * golden) >= thr, row = (b NH + h) T + t.
+// A counter-based hash, so the backward regenerates the forward's mask without storing it.
+inline uint32_t row_key(uint64_t seed, uint64_t row) {  // splitmix64 of (seed, row)
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (row + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (uint32_t)(z ^ (z >> 31));
+}
+inline uint32_t mix32(uint32_t x) {  // "lowbias32" (C. Wellons): a full-avalanche 32-bit mixer, vectorises
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+struct Drop {
+  bool on = false;
+  uint64_t seed = 0, thr = 0;  // keep when the 32-bit hash >= thr = p 2^32
+  float r = 1;                 // 1 / (1 - p)
+};
+Drop make_drop(double p, bool on, uint64_t seed) {
+  Drop d;
+  d.on = on && p > 0;
+  d.seed = seed;
+  d.thr = (uint64_t)std::llround(p * 4294967296.0);
+  d.r = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.f;
+  return d;
+}
+// m[s] = keep ? r : 0 for s < n
+inline void mask_row(const Drop& dr, uint64_t row, float* m, int64_t n) {
+  const uint32_t key = row_key(dr.seed, row);
+  const uint64_t thr = dr.thr;
+  const float r = dr.r;
+#pragma omp simd
+  for (int64_t s = 0; s < n; s++) m[s] = (uint64_t)mix32(key ^ ((uint32_t)s * 0x9E3779B9U)) >= thr ? r : 0.f;
+}
+
+// Runs f(bh, thread scratch) over the B NH pairs on OpenMP threads, with OpenBLAS single-threaded meanwhile.
+template <class F> void over_pairs(const Dims& d, int64_t scratch_floats, F&& f) {
+  const int nt = omp_get_max_threads();
+  Tensor scratch = Tensor::empty({nt, scratch_floats});  // from the caching allocator: no fresh pages per step
+  float* base = scratch.data<float>();
+  const int blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+#pragma omp parallel num_threads(nt)
+  {
+    float* mine = base + omp_get_thread_num() * scratch_floats;
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < d.B * d.NH; bh++) f(bh, mine);
+  }
+  openblas_set_num_threads(blas_threads);
+}
+
+// Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved.
+void forward_pair(const float* qkv, float* out, float* L, float* S, float* M, const Dims& d, int64_t bh, bool causal,
+                  const Drop& dr) {
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
+  const float* Q = qkv + b * T * ld + h * HS;
+  const float *K = Q + C, *V = Q + 2 * C;
+  const float c = (float)(1.0 / std::sqrt((double)HS));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T, (blasint)HS, c, Q, (blasint)ld, K, (blasint)ld,
+              0.f, S, (blasint)T);
+  for (int64_t t = 0; t < T; t++) {
+    float* s = S + t * T;
+    const int64_t n = causal ? t + 1 : T;  // masked scores give exact zeros, as exp of the composed -1e9 fill does
+    float m = s[0];
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) s[j] = exp_fast(s[j] - m);
+    const float sum = lane_sum<float>(n, [&](int64_t j) { return s[j]; });
+    const float inv = 1.f / sum;
+    L[bh * T + t] = m + std::log(sum);
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) s[j] *= inv;
+    if (dr.on) {
+      mask_row(dr, bh * T + t, M, n);
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) s[j] *= M[j];
+    }
+    for (int64_t j = n; j < T; j++) s[j] = 0.f;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, 1.f, S, (blasint)T, V, (blasint)ld,
+              0.f, out + b * T * C + h * HS, (blasint)C);
+}
+
+// Backward of one (b, h); P and Pd are recomputed from Q, K, L and the hash.
+void backward_pair(const float* qkv, const float* L, const float* dO, float* dqkv, float* P, float* X, float* M, const Dims& d,
+                   int64_t bh, bool causal, const Drop& dr) {
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
+  const float* Q = qkv + b * T * ld + h * HS;
+  const float *K = Q + C, *V = Q + 2 * C;
+  const float* G = dO + b * T * C + h * HS;  // dO, leading dimension C
+  float* dQ = dqkv + b * T * ld + h * HS;
+  float *dK = dQ + C, *dV = dQ + 2 * C;
+  const float c = (float)(1.0 / std::sqrt((double)HS));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T, (blasint)HS, c, Q, (blasint)ld, K, (blasint)ld,
+              0.f, P, (blasint)T);
+  for (int64_t t = 0; t < T; t++) {  // P = exp(S - L); X = Pd = P M
+    float *p = P + t * T, *x = X + t * T;
+    const int64_t n = causal ? t + 1 : T;
+    const float Lt = L[bh * T + t];
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
+    for (int64_t j = n; j < T; j++) p[j] = 0.f;
+    if (dr.on) {
+      mask_row(dr, bh * T + t, M, n);
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) x[j] = p[j] * M[j];
+      for (int64_t j = n; j < T; j++) x[j] = 0.f;
+    }
+  }
+  const float* Pd = dr.on ? X : P;
+  // dV = Pd^T dO
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, 1.f, Pd, (blasint)T, G, (blasint)C,
+              0.f, dV, (blasint)ld);
+  // X = dPd = dO V^T
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T, (blasint)HS, 1.f, G, (blasint)C, V, (blasint)ld,
+              0.f, X, (blasint)T);
+  for (int64_t t = 0; t < T; t++) {  // dP = dPd M;  dS = P (dP - sum_s P dP)
+    float *p = P + t * T, *x = X + t * T;
+    const int64_t n = causal ? t + 1 : T;
+    if (dr.on) {
+      mask_row(dr, bh * T + t, M, n);
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) x[j] *= M[j];
+    }
+    const float D = lane_sum<float>(n, [&](int64_t j) { return x[j] * p[j]; });
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) x[j] = p[j] * (x[j] - D);
+    for (int64_t j = n; j < T; j++) x[j] = 0.f;
+  }
+  // dQ = c dS K,  dK = c dS^T Q
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, c, X, (blasint)T, K, (blasint)ld,
+              0.f, dQ, (blasint)ld);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, c, X, (blasint)T, Q, (blasint)ld,
+              0.f, dK, (blasint)ld);
+}
+
+struct QKVAttentionNode : Node {
+  Tensor qkv, L;  // qkv (B, T, 3C) contiguous; L (B, NH, T)
+  Dims d{};
+  bool causal = false;
+  Drop drop;
+  const char* name() const override { return "qkv_attention"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    if (!qkv.defined()) fail("qkv_attention: backward called twice without retain_graph");
+    Tensor g = dy.to(DType::f32).contiguous();
+    Tensor dqkv = Tensor::empty(qkv.shape());
+    const float *pq = qkv.data<float>(), *pl = L.data<float>(), *pg = g.data<float>();
+    float* pd = dqkv.data<float>();
+    const int64_t T = d.T;
+    over_pairs(d, 2 * T * T + T, [&](int64_t bh, float* scratch) {
+      backward_pair(pq, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, d, bh, causal, drop);
+    });
+    return {dqkv};
+  }
+  void release() override { qkv = L = Tensor(); }
+};
+
+}  // namespace
+
+Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g) {
+  if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
+    fail("qkv_attention: expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
+         shape_str(qkv.shape()));
+  if (qkv.dtype() != DType::f32 || qkv.data().device() != Device::cpu)
+    fail(std::string("qkv_attention: implemented for f32 CPU tensors (use the composed attention otherwise), found ") +
+         dtype_name(qkv.dtype()));
+  if (!(p >= 0 && p <= 1)) fail("qkv_attention: dropout p must be in [0, 1], found " + std::to_string(p));
+  Dims d{qkv.size(0), qkv.size(1), qkv.size(2) / 3, heads, qkv.size(2) / 3 / heads};
+  const bool dropping = training && p > 0;
+  Drop dr = make_drop(p, dropping, dropping ? g.next_u64() : 0);
+  Tensor x = qkv.data().contiguous();
+  Tensor out = Tensor::empty({d.B, d.T, d.C}), L = Tensor::empty({d.B, d.NH, d.T});
+  const float* px = x.data<float>();
+  float *po = out.data<float>(), *pl = L.data<float>();
+  const int64_t T = d.T;
+  over_pairs(d, T * T + T, [&](int64_t bh, float* scratch) { forward_pair(px, po, pl, scratch, scratch + T * T, d, bh, causal, dr); });
+  if (!any_requires_grad({qkv})) return Var(out);
+  auto n = std::make_shared<QKVAttentionNode>();
+  n->qkv = x, n->L = L, n->d = d, n->causal = causal, n->drop = dr;
+  return record(n, out, {qkv});
+}
+
+Tensor qkv_attention_mask(uint64_t seed, int64_t B, int64_t NH, int64_t T, double p) {
+  Drop dr = make_drop(p, true, seed);
+  Tensor m = Tensor::empty({B, NH, T, T});
+  float* pm = m.data<float>();
+  for (int64_t row = 0; row < B * NH * T; row++) {
+    if (dr.on) mask_row(dr, row, pm + row * T, T);
+    else
+      for (int64_t s = 0; s < T; s++) pm[row * T + s] = 1.f;
+  }
+  return m;
+}
+
+uint64_t qkv_attention_next_seed(const Generator& g) {
+  Generator c = g;
+  return c.next_u64();
+}
+
+}  // namespace dl::nn
