@@ -5,6 +5,7 @@
 // of the last merged dim with one stride per operand (0 for a broadcast operand). Rows are split over
 // threads with OpenMP when the work is large enough to pay for it.
 #include "tensor/elementwise.h"
+#include "tensor/nn_kernels.h"
 
 #include <omp.h>
 
@@ -113,13 +114,16 @@ template <class T, class F> Tensor binary_map(const Tensor& a, const Tensor& b, 
   for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
     T* o = po + off[0];
     const T *x = pa + off[1], *y = pb + off[2];
-    if (st[1] == 1 && st[2] == 1) {
+    if (st[1] == 1 && st[2] == 1) {  // omp simd: out is a fresh tensor, so no overlap with x, y
+#pragma omp simd
       for (int64_t i = 0; i < n; i++) o[i] = f(x[i], y[i]);
     } else if (st[1] == 1 && st[2] == 0) {
       T yv = y[0];
+#pragma omp simd
       for (int64_t i = 0; i < n; i++) o[i] = f(x[i], yv);
     } else if (st[1] == 0 && st[2] == 1) {
       T xv = x[0];
+#pragma omp simd
       for (int64_t i = 0; i < n; i++) o[i] = f(xv, y[i]);
     } else {
       for (int64_t i = 0; i < n; i++) o[i] = f(x[i * st[1]], y[i * st[2]]);
@@ -135,8 +139,10 @@ template <class T, class F> Tensor unary_map(const Tensor& a, F f) {
   for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
     T* o = po + off[0];
     const T* x = pa + off[1];
-    if (st[1] == 1)
+    if (st[1] == 1) {
+#pragma omp simd
       for (int64_t i = 0; i < n; i++) o[i] = f(x[i]);
+    }
     else
       for (int64_t i = 0; i < n; i++) o[i] = f(x[i * st[1]]);
   });
@@ -255,7 +261,16 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
 }
 
 // ---- unary ----
-template <class T> static T gelu_erf(T x) { return (T)0.5 * x * ((T)1 + std::erf(x * (T)M_SQRT1_2)); }
+// erf_t: erf_fast for float32 (vectorises; tensor/nn_kernels.h), std::erf for float64 (the plain twin).
+template <class T> static inline T erf_t(T x) {
+  if constexpr (std::is_same_v<T, float>) return erf_fast(x);
+  else return std::erf(x);
+}
+template <class T> static inline T exp_t(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_fast(x);
+  else return std::exp(x);
+}
+template <class T> static T gelu_erf(T x) { return (T)0.5 * x * ((T)1 + erf_t(x * (T)M_SQRT1_2)); }
 template <class T> static T gelu_tanh(T x) {
   const T k = (T)0.7978845608028654;  // sqrt(2/pi)
   return (T)0.5 * x * ((T)1 + std::tanh(k * (x + (T)0.044715 * x * x * x)));
@@ -332,9 +347,26 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor
       case UnaryOp::sigmoid: return with_y([](T v, T g) { return g * v * ((T)1 - v); });      // y (1 - y)
       case UnaryOp::relu: return with_x([](T v, T g) { return v > 0 ? g : (T)0; });
       case UnaryOp::gelu_erf:  // d/dx [x Phi(x)] = Phi(x) + x phi(x)
+        if (x.is_contiguous() && dy.is_contiguous() && x.shape() == dy.shape() && x.dtype() == dy.dtype()) {
+          // the same formula as below in one flat loop: GCC does not inline this lambda into binary_map's row
+          // loop, so that loop makes a call per element and does not vectorise
+          Tensor dx = Tensor::empty(x.shape(), x.dtype());
+          const T *px = x.data<T>(), *pg = dy.data<T>();
+          T* pd = dx.data<T>();
+          parallel_for(x.numel(), 32768, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+            for (int64_t i = i0; i < i1; i++) {
+              const T v = px[i];
+              const T cdf = (T)0.5 * ((T)1 + erf_t(v * (T)M_SQRT1_2));
+              const T pdf = exp_t((T)-0.5 * v * v) * (T)0.3989422804014327;
+              pd[i] = pg[i] * (cdf + v * pdf);
+            }
+          });
+          return dx;
+        }
         return with_x([](T v, T g) {
-          T cdf = (T)0.5 * ((T)1 + std::erf(v * (T)M_SQRT1_2));
-          T pdf = std::exp((T)-0.5 * v * v) * (T)0.3989422804014327;
+          T cdf = (T)0.5 * ((T)1 + erf_t(v * (T)M_SQRT1_2));
+          T pdf = exp_t((T)-0.5 * v * v) * (T)0.3989422804014327;
           return g * (cdf + v * pdf);
         });
       case UnaryOp::gelu_tanh:  // u = k (x + c x^3): d = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) k (1 + 3 c x^2)
@@ -368,8 +400,10 @@ void add_(const Tensor& dst, const Tensor& src) {
     for_each_row(L, [&](const auto& off, int64_t n, const auto& st) {
       T* d = pd + off[0];
       const T* x = ps + off[1];
-      if (st[0] == 1 && st[1] == 1)
+      if (st[0] == 1 && st[1] == 1) {
+#pragma omp simd
         for (int64_t i = 0; i < n; i++) d[i] += x[i];
+      }
       else
         for (int64_t i = 0; i < n; i++) d[i * st[0]] += x[i * st[1]];
     });
@@ -382,9 +416,10 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
     fail("sum_to: cannot reduce " + shape_str(g.shape()) + " to " + shape_str(shape));
   Tensor out = zeros(shape, g.dtype(), g.device());
   if (g.device() != Device::cpu) fail("sum_to: not implemented on device yet");
-  // out viewed with g's shape has stride 0 on every broadcast dim; accumulate row by row.
-  // Rows of the output are disjoint only if the reduced dims are not the innermost; to stay race-free
-  // we parallelise over output elements when the last dim is kept, else run serially.
+  // out viewed with g's shape has stride 0 on every broadcast dim; accumulate row by row, rows in order, so the
+  // result is the same for any thread count:
+  //   inner dim kept (is[0] != 0): threads own disjoint ranges of inner positions, hence disjoint outputs;
+  //   inner dim reduced: each row's sum goes to its own slot in parallel, then the slots are added in row order.
   Tensor ov = out.expand(g.shape());
   Tensor gc = g.contiguous();
   StridedLoop L = make_loop(g.shape(), {&ov, &gc});
@@ -392,22 +427,47 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
     T *po = ov.data<T>(), *pg = gc.data<T>();
     int64_t nd = (int64_t)L.shape.size(), inner = L.shape.back(), rows = shape_numel(L.shape) / std::max<int64_t>(inner, 1);
     const auto& is = L.strides.back();
-    for (int64_t r = 0; r < rows; r++) {
-      int64_t oo = 0, og = 0, rem = r;
+    auto row_offsets = [&](int64_t r, int64_t& oo, int64_t& og) {
+      oo = 0, og = 0;
+      int64_t rem = r;
       for (int64_t d = nd - 2; d >= 0; d--) {
         int64_t i = rem % L.shape[d];
         rem /= L.shape[d];
         oo += i * L.strides[d][0];
         og += i * L.strides[d][1];
       }
-      T* o = po + oo;
-      const T* x = pg + og;
-      if (is[0] == 0) {
-        T acc = 0;
-        for (int64_t i = 0; i < inner; i++) acc += x[i * is[1]];
-        o[0] += acc;
-      } else {
-        for (int64_t i = 0; i < inner; i++) o[i * is[0]] += x[i * is[1]];
+    };
+    if (is[0] != 0) {
+      parallel_for(inner, std::max<int64_t>(16, 32768 / std::max<int64_t>(rows, 1)), [&](int64_t i0, int64_t i1) {
+        for (int64_t r = 0; r < rows; r++) {
+          int64_t oo, og;
+          row_offsets(r, oo, og);
+          T* o = po + oo;
+          const T* x = pg + og;
+          if (is[0] == 1 && is[1] == 1) {
+#pragma omp simd
+            for (int64_t i = i0; i < i1; i++) o[i] += x[i];
+          } else {
+            for (int64_t i = i0; i < i1; i++) o[i * is[0]] += x[i * is[1]];
+          }
+        }
+      });
+    } else {
+      std::vector<T> part(rows);
+      parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(inner, 1)), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; r++) {
+          int64_t oo, og;
+          row_offsets(r, oo, og);
+          const T* x = pg + og;
+          T acc = 0;
+          for (int64_t i = 0; i < inner; i++) acc += x[i * is[1]];
+          part[r] = acc;
+        }
+      });
+      for (int64_t r = 0; r < rows; r++) {
+        int64_t oo, og;
+        row_offsets(r, oo, og);
+        po[oo] += part[r];
       }
     }
   });

@@ -125,6 +125,18 @@ inline float exp_fast(float x) {
   return x < -87.3f ? 0.0f : y;  // exact zeros for masked (-inf) scores
 }
 
+// erf for float32 without a libm call, so GELU loops vectorise: Abramowitz & Stegun 7.1.26,
+//   erf(|x|) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-x^2),  t = 1 / (1 + 0.3275911 |x|),
+// absolute error < 1.5e-7 (plus exp_fast's 2e-7 relative), odd in x. The float64 kernels use std::erf;
+// tests/perf_paths checks the two agree.
+inline float erf_fast(float x) {
+  float ax = x < 0 ? -x : x;
+  float t = 1.0f / (1.0f + 0.3275911f * ax);
+  float y = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
+  float r = 1.0f - y * exp_fast(-ax * ax);
+  return x < 0 ? -r : r;
+}
+
 // sum over c < n of f(c) in kLanes independent partials, so the loop vectorises without reassociation
 // flags (f must be cheap: loads and arithmetic).
 template <class T, class F> inline T lane_sum(int64_t n, F&& f) {
