@@ -1,6 +1,8 @@
 // autograd/variable.cpp - Var, the graph recorder and the backward engine.
 #include "autograd/variable.h"
 
+#include "autograd/slice_grad.h"
+
 #include <algorithm>
 #include <atomic>
 #include <sstream>
@@ -122,6 +124,18 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
     if (n->released)
       fail(std::string("backward: the graph through '") + n->name() +
            "' was already freed by an earlier backward; call the first backward with retain_graph=true");
+    // slice nodes (narrow, select) add straight into their input's pending gradient (autograd/slice_grad.h)
+    auto* sn = n->next.size() == 1 && n->next[0] ? dynamic_cast<SliceGradNode*>(n) : nullptr;
+    if (sn) {
+      Pending& p = grads[n->next[0].get()];
+      if (sn->accumulate_slice(dy, p.g, p.owned)) {
+        if (!retain_graph && n->sequence != 0) {
+          n->release();
+          n->released = true;
+        }
+        continue;
+      }
+    }
     std::vector<Tensor> gin = n->apply(dy);
     if (!retain_graph && n->sequence != 0) {
       n->release();

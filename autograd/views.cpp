@@ -1,6 +1,8 @@
 // autograd/views.cpp - forward and backward of the view primitives (formulas in the header).
 #include "autograd/views.h"
 
+#include "autograd/slice_grad.h"
+
 namespace dl {
 
 namespace {
@@ -26,7 +28,7 @@ struct PermuteNode : Node {
 };
 
 // narrow and select: scatter dy into a zero tensor of the input's shape
-struct NarrowNode : Node {
+struct NarrowNode : SliceGradNode {
   Shape in_shape;
   int64_t dim, start, length;
   bool is_select = false;
@@ -36,6 +38,18 @@ struct NarrowNode : Node {
     Tensor part = dx.narrow(dim, start, length);
     copy_into(part, is_select ? dy.unsqueeze(dim) : dy);
     return {dx};
+  }
+  bool accumulate_slice(const Tensor& dy, Tensor& g, bool& owned) override {  // autograd/slice_grad.h
+    if (dy.device() != Device::cpu) return false;
+    if (!g.defined()) {
+      g = zeros(in_shape, dy.dtype(), dy.device());
+      owned = true;
+    } else if (!owned) {
+      g = g.clone();
+      owned = true;
+    }
+    add_(g.narrow(dim, start, length), is_select ? dy.unsqueeze(dim) : dy);
+    return true;
   }
 };
 
