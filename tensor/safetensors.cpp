@@ -62,7 +62,9 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& src) {
   f.source = src;
   size_t data_size = bytes.size() - 8 - n;
   const char* base = bytes.data() + 8 + n;
-  for (auto& [name, v] : h.items()) {
+  for (auto& item : h.items()) {
+    const std::string name = item.key();  // a plain variable: lambdas below capture it (clang rejects bindings)
+    const json& v = item.value();
     if (name == "__metadata__") {
       if (!v.is_object()) throw err("__metadata__ is not an object");
       for (auto& [k, val] : v.items()) {
