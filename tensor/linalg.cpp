@@ -3,8 +3,11 @@
 #include "tensor/linalg.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
+#include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "tensor/backend.h"
@@ -12,17 +15,63 @@
 
 namespace dl {
 
+// One thread pool: OpenBLAS is set to one thread once, and a large product is cut into as many column or row
+// panels as OpenMP has threads, each panel one single-threaded sgemm on its own core. Two pools (OpenMP's and
+// OpenBLAS's pthreads) on two cores fight whenever one spins while the other works (docs/performance.md);
+// with one, the elementwise kernels and the products hand the cores to each other without a context switch.
+// Panels are cut at multiples of kPanel so the micro-kernels see full tiles; each output element is computed
+// by one sgemm over the whole K, so the cut does not change the sums. Inside an OpenMP region (a kernel that
+// parallelises over its own batch) the call runs whole on the calling thread.
+namespace {
+constexpr int64_t kPanel = 64;
+constexpr double kSplitWork = 1 << 20;  // M N K below this: one call (the fork costs more than it saves)
+std::once_flag g_blas_once;
+
+template <class T>
+void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+               T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
+template <class T>
+void gemm_panels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+                 T beta, T* C, int64_t ldc) {
+  std::call_once(g_blas_once, [] { openblas_set_num_threads(1); });
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool by_rows = M >= N;
+  const int64_t units = ((by_rows ? M : N) + kPanel - 1) / kPanel;
+  const int parts = (int)std::min<int64_t>(nt, units);
+  if (parts < 2 || (double)M * N * K < kSplitWork) {
+    blas_call<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#pragma omp parallel for num_threads(parts) schedule(static)
+  for (int p = 0; p < parts; p++) {
+    const int64_t total = by_rows ? M : N;
+    const int64_t i0 = std::min(total, units * p / parts * kPanel), i1 = std::min(total, units * (p + 1) / parts * kPanel);
+    if (i1 <= i0) continue;
+    if (by_rows)  // rows i0..i1 of op(A) and C
+      blas_call<T>(ta, tb, i1 - i0, N, K, alpha, ta ? A + i0 : A + i0 * lda, lda, B, ldb, beta, C + i0 * ldc, ldc);
+    else  // columns i0..i1 of op(B) and C
+      blas_call<T>(ta, tb, M, i1 - i0, K, alpha, A, lda, tb ? B + i0 * ldb : B + i0, ldb, beta, C + i0, ldc);
+  }
+}
+}  // namespace
+
 template <>
 void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
                  int64_t ldb, float beta, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-              (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+  gemm_panels<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 template <>
 void gemm<double>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
                   const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-              (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+  gemm_panels<double>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 namespace {
@@ -158,7 +207,22 @@ void matmul_into(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool
         return;
       }
     }
-    // One sgemm per batch element. Reduced out slices are zeroed once, then every product adds in.
+    // One sgemm per batch element. Small products run side by side, one batch element per thread (out slices
+    // are distinct when out is not a reduction); large ones go one at a time, each cut into panels by gemm.
+    if (!reduce && (double)M * N * K < kSplitWork && !omp_in_parallel() && omp_get_max_threads() > 1) {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < nb; i++) {
+        int64_t oa = 0, ob = 0, oo = 0, rem = i;
+        for (int64_t d = nd - 1; d >= 0; d--) {
+          const int64_t k = rem % full[d];
+          rem /= full[d];
+          oa += k * sa[d], ob += k * sb[d], oo += k * so[d];
+        }
+        gemm_strided<T>(M, N, K, pa + oa, sa[nd], sa[nd + 1], pb + ob, sb[nd], sb[nd + 1], beta0, po + oo, N);
+      }
+      return;
+    }
+    // Reduced out slices are zeroed once, then every product adds in.
     T beta = beta0;
     if (reduce && !accumulate) {
       Tensor(out).zero_();
@@ -277,12 +341,21 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, 
     if (R > 0 && out > 0) {
       dispatch_float(dy.dtype(), "linear_backward", [&]<class T>() {
         std::vector<T> one(R, (T)1);
-        if constexpr (std::is_same_v<T, float>)
-          cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)out, 1.f, dyc.data<T>(), (blasint)out, one.data(), 1, 0.f,
-                      g.db.data<T>(), 1);
-        else
-          cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)out, 1.0, dyc.data<T>(), (blasint)out, one.data(), 1, 0.0,
-                      g.db.data<T>(), 1);
+        // OpenBLAS runs single-threaded (see gemm_panels): the columns are cut in kPanel-aligned halves, one
+        // gemv per thread, so the dy read (memory-bound) uses both cores.
+        const int64_t units = (out + kPanel - 1) / kPanel;
+        const int parts = (double)R * out < kSplitWork || omp_in_parallel() ? 1 : (int)std::min<int64_t>(omp_get_max_threads(), units);
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+        for (int p = 0; p < parts; p++) {
+          const int64_t j0 = std::min(out, units * p / parts * kPanel), j1 = std::min(out, units * (p + 1) / parts * kPanel);
+          if (j1 <= j0) continue;
+          if constexpr (std::is_same_v<T, float>)
+            cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.f, dyc.data<T>() + j0, (blasint)out, one.data(),
+                        1, 0.f, g.db.data<T>() + j0, 1);
+          else
+            cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.0, dyc.data<T>() + j0, (blasint)out, one.data(),
+                        1, 0.0, g.db.data<T>() + j0, 1);
+        }
       });
     }
   }

@@ -15,8 +15,9 @@
 //     merge with its M dim into one stride, (B, T, C) @ (C, D) is ONE sgemm of (B*T, C) @ (C, D).
 //   - fold batch into K: when out is summed over the whole batch (dW = sum_b X_b^T dY_b) and both operands'
 //     batch dims merge with their K dim, it is ONE sgemm with K' = B*K.
-//   - otherwise one sgemm per batch element, in a serial loop (OpenBLAS threads each call itself; calling
-//     sgemm from inside an OpenMP region would oversubscribe the two cores).
+//   - otherwise one sgemm per batch element: small ones side by side on the OpenMP threads, large ones in turn.
+// Threads: OpenBLAS runs single-threaded; gemm() cuts a large product into row or column panels, one per
+// OpenMP thread (one thread pool for the whole library; see gemm_panels in linalg.cpp for why).
 #pragma once
 #include "tensor/tensor.h"
 
@@ -44,7 +45,7 @@ struct LinearGrads {
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, bool need_x, bool need_w, bool need_b);
 
 // Raw row-major GEMM for kernels in other files (conv): C (M, N) = alpha op(A) op(B) + beta C.
-// Must not be called from inside an OpenMP parallel region.
+// Inside an OpenMP parallel region it runs single-threaded on the calling thread.
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
           int64_t ldb, T beta, T* C, int64_t ldc);
