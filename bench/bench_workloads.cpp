@@ -8,7 +8,9 @@
 // the median is reported. Output: one JSON line with the same fields as torch_workloads.py plus
 //   model_gflop   model FLOPs per step (analytic, see flops_* below), gflops = model_gflop / median step time,
 //   minflt_per_step  minor page faults per timed step (getrusage ru_minflt deltas; 0 means no fresh pages were touched),
-//   alloc_peak_mb    the caching allocator's peak bytes in use.
+//   alloc_peak_mb    the caching allocator's peak bytes in use,
+//   cpu_ms_per_step  user + system CPU time per timed step, all threads (spinning OpenMP workers count; with
+//                    --threads 1 it is a load-independent proxy for the work, useful on a busy machine).
 // Run one workload per process: peak_rss_mb is the process's ru_maxrss.
 //
 // FLOP model (fwd + bwd = 3x fwd; counts multiply-adds as 2):
@@ -328,6 +330,11 @@ long minflt() {
   getrusage(RUSAGE_SELF, &r);
   return r.ru_minflt;
 }
+double cpu_s() {  // user + system time of the whole process (all threads)
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return r.ru_utime.tv_sec + r.ru_stime.tv_sec + 1e-6 * (r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
 double peak_rss_mb() {
   rusage r{};
   getrusage(RUSAGE_SELF, &r);
@@ -340,7 +347,7 @@ double median(std::vector<double> v) {
 }
 
 struct StepStats {
-  double ms = 0, loss = 0, minflt_per_step = 0;
+  double ms = 0, loss = 0, minflt_per_step = 0, cpu_ms = 0;
 };
 
 // warm-up steps, then `steps` timed steps of zero_grad / forward / backward / AdamW.
@@ -352,8 +359,9 @@ StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int war
   std::vector<double> times;
   StepStats s;
   long f0 = 0;
+  double c0 = 0;
   for (int i = 0; i < warmup + steps; i++) {
-    if (i == warmup) f0 = minflt();
+    if (i == warmup) f0 = minflt(), c0 = cpu_s();
     double t0 = now_s();
     opt.zero_grad();
     Var loss = loss_fn();
@@ -365,6 +373,7 @@ StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int war
   }
   s.ms = 1000.0 * median(times);
   s.minflt_per_step = steps > 0 ? (double)(minflt() - f0) / steps : 0;
+  s.cpu_ms = steps > 0 ? 1000.0 * (cpu_s() - c0) / steps : 0;
   return s;
 }
 
@@ -461,10 +470,10 @@ int main(int argc, char** argv) {
   const double gflop = w.flops / 1e9;
   std::printf("{\"workload\": \"%s\", \"len\": %lld, \"params\": %lld, \"ms_per_step\": %.2f, \"tokens_per_s\": %.1f, "
               "\"peak_rss_mb\": %.1f, \"loss\": %.6f, \"model_gflop\": %.2f, \"gflops\": %.1f, \"minflt_per_step\": %.0f, "
-              "\"alloc_peak_mb\": %.1f, \"attention\": \"%s\", \"threads\": %d}\n",
+              "\"alloc_peak_mb\": %.1f, \"cpu_ms_per_step\": %.1f, \"attention\": \"%s\", \"threads\": %d}\n",
               name.c_str(), (long long)len, (long long)w.model->num_parameters(), s.ms, w.tokens / (s.ms / 1000.0),
               peak_rss_mb(), s.loss, gflop, gflop / (s.ms / 1000.0), s.minflt_per_step,
-              host_allocator_stats().peak_bytes_in_use / 1048576.0,
+              host_allocator_stats().peak_bytes_in_use / 1048576.0, s.cpu_ms,
               attn == Attn::packed ? "packed" : attn == Attn::composed ? "composed" : "fused", threads);
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tensor/nn_kernels.h"
@@ -71,6 +72,38 @@ template <class F> void over_pairs(const Dims& d, int64_t scratch_floats, F&& f)
   openblas_set_num_threads(blas_threads);
 }
 
+// The three product shapes of one (b, h), T x T matrices with leading dimension T. Causal: cut into row blocks
+// of kCausalBlock, each product skips the all-zero upper triangle beyond its block (about half the work).
+constexpr int64_t kCausalBlock = 64;
+// S = alpha A B^T, A and B (T, HS) with leading dims lda, ldb; causal rows t0..t1 only need columns < t1.
+void scores(const float* A, const float* B, float* S, const Dims& d, bool causal, float alpha, int64_t lda = 0, int64_t ldb = 0) {
+  const int64_t T = d.T, blk = causal ? kCausalBlock : T;
+  lda = lda ? lda : 3 * d.C, ldb = ldb ? ldb : 3 * d.C;
+  for (int64_t t0 = 0; t0 < T; t0 += blk) {
+    const int64_t t1 = std::min(T, t0 + blk), n = causal ? t1 : T;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(t1 - t0), (blasint)n, (blasint)d.HS, alpha, A + t0 * lda,
+                (blasint)lda, B, (blasint)ldb, 0.f, S + t0 * T, (blasint)T);
+  }
+}
+// Y = alpha X W: X (T, T), W (T, HS) with leading dim ldw, Y (T, HS) with leading dim ldy; causal row t0..t1 sums s < t1.
+void rows_times(const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal, float alpha) {
+  const int64_t T = d.T, blk = causal ? kCausalBlock : T;
+  for (int64_t t0 = 0; t0 < T; t0 += blk) {
+    const int64_t t1 = std::min(T, t0 + blk), n = causal ? t1 : T;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(t1 - t0), (blasint)d.HS, (blasint)n, alpha, X + t0 * T,
+                (blasint)T, W, (blasint)ldw, 0.f, Y + t0 * ldy, (blasint)ldy);
+  }
+}
+// Y = alpha X^T W: X (T, T), W (T, HS); causal output rows s0..s1 sum over t >= s0.
+void cols_times(const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal, float alpha) {
+  const int64_t T = d.T, blk = causal ? kCausalBlock : T;
+  for (int64_t s0 = 0; s0 < T; s0 += blk) {
+    const int64_t s1 = std::min(T, s0 + blk), t0 = causal ? s0 : 0;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)(s1 - s0), (blasint)d.HS, (blasint)(T - t0), alpha,
+                X + t0 * T + s0, (blasint)T, W + t0 * ldw, (blasint)ldw, 0.f, Y + s0 * ldy, (blasint)ldy);
+  }
+}
+
 // Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved.
 void forward_pair(const float* qkv, float* out, float* L, float* S, float* M, const Dims& d, int64_t bh, bool causal,
                   const Drop& dr) {
@@ -78,8 +111,7 @@ void forward_pair(const float* qkv, float* out, float* L, float* S, float* M, co
   const float* Q = qkv + b * T * ld + h * HS;
   const float *K = Q + C, *V = Q + 2 * C;
   const float c = (float)(1.0 / std::sqrt((double)HS));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T, (blasint)HS, c, Q, (blasint)ld, K, (blasint)ld,
-              0.f, S, (blasint)T);
+  scores(Q, K, S, d, causal, c);
   for (int64_t t = 0; t < T; t++) {
     float* s = S + t * T;
     const int64_t n = causal ? t + 1 : T;  // masked scores give exact zeros, as exp of the composed -1e9 fill does
@@ -100,8 +132,7 @@ void forward_pair(const float* qkv, float* out, float* L, float* S, float* M, co
     }
     for (int64_t j = n; j < T; j++) s[j] = 0.f;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, 1.f, S, (blasint)T, V, (blasint)ld,
-              0.f, out + b * T * C + h * HS, (blasint)C);
+  rows_times(S, V, ld, out + b * T * C + h * HS, C, d, causal, 1.f);  // O = Pd V
 }
 
 // Backward of one (b, h); P and Pd are recomputed from Q, K, L and the hash.
@@ -114,8 +145,7 @@ void backward_pair(const float* qkv, const float* L, const float* dO, float* dqk
   float* dQ = dqkv + b * T * ld + h * HS;
   float *dK = dQ + C, *dV = dQ + 2 * C;
   const float c = (float)(1.0 / std::sqrt((double)HS));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T, (blasint)HS, c, Q, (blasint)ld, K, (blasint)ld,
-              0.f, P, (blasint)T);
+  scores(Q, K, P, d, causal, c);
   for (int64_t t = 0; t < T; t++) {  // P = exp(S - L); X = Pd = P M
     float *p = P + t * T, *x = X + t * T;
     const int64_t n = causal ? t + 1 : T;
@@ -131,12 +161,8 @@ void backward_pair(const float* qkv, const float* L, const float* dO, float* dqk
     }
   }
   const float* Pd = dr.on ? X : P;
-  // dV = Pd^T dO
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, 1.f, Pd, (blasint)T, G, (blasint)C,
-              0.f, dV, (blasint)ld);
-  // X = dPd = dO V^T
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T, (blasint)HS, 1.f, G, (blasint)C, V, (blasint)ld,
-              0.f, X, (blasint)T);
+  cols_times(Pd, G, C, dV, ld, d, causal, 1.f);  // dV = Pd^T dO
+  scores(G, V, X, d, causal, 1.f, C, ld);         // X = dPd = dO V^T
   for (int64_t t = 0; t < T; t++) {  // dP = dPd M;  dS = P (dP - sum_s P dP)
     float *p = P + t * T, *x = X + t * T;
     const int64_t n = causal ? t + 1 : T;
@@ -150,11 +176,8 @@ void backward_pair(const float* qkv, const float* L, const float* dO, float* dqk
     for (int64_t j = 0; j < n; j++) x[j] = p[j] * (x[j] - D);
     for (int64_t j = n; j < T; j++) x[j] = 0.f;
   }
-  // dQ = c dS K,  dK = c dS^T Q
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, c, X, (blasint)T, K, (blasint)ld,
-              0.f, dQ, (blasint)ld);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)HS, (blasint)T, c, X, (blasint)T, Q, (blasint)ld,
-              0.f, dK, (blasint)ld);
+  rows_times(X, K, ld, dQ, ld, d, causal, c);  // dQ = c dS K
+  cols_times(X, Q, ld, dK, ld, d, causal, c);  // dK = c dS^T Q
 }
 
 struct QKVAttentionNode : Node {

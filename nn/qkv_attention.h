@@ -19,7 +19,8 @@
 //   S = c Q K^T, so                         dQ = c dS K,   dK = c dS^T Q
 // Work is split over the B * NH pairs with OpenMP (each thread owns its pair's rows of dqkv: no races, and the
 // result does not depend on the thread count); sgemm runs single-threaded inside, so the two thread pools never
-// run at once. Scratch per thread: two T x T float matrices (at T = 512 they stay in L2).
+// run at once. Scratch per thread: two T x T float matrices (at T = 512 they stay in L2). Causal: the products
+// run on row blocks of 64 and skip the all-zero upper triangle beyond each block (about half the work).
 // What it is not: cross-attention, key padding masks, an additive bias, or returned weights (use nn/attention.h).
 #pragma once
 #include "autograd/ops.h"
