@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # bench/run_vs_torch.sh - our training steps against PyTorch's, side by side, on this machine.
 #
-#   bench/run_vs_torch.sh [-n REPEATS] [-s STEPS] [-x OOTB_REPEATS] [-t] [-b BUILD_DIR] [-o RESULTS.jsonl] [workload[:len] ...]
+#   bench/run_vs_torch.sh [-n REPEATS] [-s STEPS] [-x OOTB_REPEATS] [-t] [-p] [-b BUILD_DIR] [-o RESULTS.jsonl] [workload[:len] ...]
 #   e.g. bench/run_vs_torch.sh -n 3 transformer_listops s4d lstm_bits gpt_char transformer_listops:1024
 #
 # For each repeat and workload, three processes run back to back (alternating, so slow drifts of the machine's
 # load hit all three alike):
-#   ours        bench_workloads out of the box (one thread pool, so no OMP_WAIT_POLICY needed; docs/performance.md)
+#   ours        bench_workloads with OMP_WAIT_POLICY=PASSIVE (-p: out of the box). On a machine shared with other jobs
+#               libgomp's spinning workers lose their core to them; PASSIVE costs ~nothing on a quiet machine.
 #   torch       bench/torch_workloads.py out of the box
 #   torch_best  the same with its best setting found: jemalloc preloaded keeping its memory (retain, no decay) and
 #               backing it with transparent huge pages (thp:always), OMP_WAIT_POLICY=PASSIVE
@@ -25,8 +26,10 @@ BUILD=build-perf
 OUT=""
 OOTB=1000000
 SKIP_LONG=0
-while getopts "n:s:x:tb:o:h" opt; do
+OURS_ENV=(OMP_WAIT_POLICY=PASSIVE)
+while getopts "n:s:x:tpb:o:h" opt; do
   case $opt in
+    p) OURS_ENV=() ;;
     n) REPEATS=$OPTARG ;;
     x) OOTB=$OPTARG ;;
     t) SKIP_LONG=1 ;;
@@ -71,7 +74,7 @@ for r in $(seq 1 "$REPEATS"); do
     largs=()
     [ -n "$len" ] && largs=(--len "$len")
     echo "# repeat $r: $spec (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    run ours "$wl" "$len" "$BIN" "$wl" --steps "$STEPS" "${largs[@]}"
+    run ours "$wl" "$len" env "${OURS_ENV[@]}" "$BIN" "$wl" --steps "$STEPS" "${largs[@]}"
     [ "$SKIP_LONG" = 1 ] && [ -n "$len" ] && [ "$len" -ge 2000 ] && continue
     [ "$r" -le "$OOTB" ] && run torch "$wl" "$len" /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
     if [ -n "$JEMALLOC" ]; then
