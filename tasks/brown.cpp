@@ -18,14 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw DataError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // Runs a shell command, returning its exit status and its combined output.
 int run_command(const std::string& command, std::string& output) {
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");

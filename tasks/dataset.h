@@ -20,6 +20,9 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The whole file as bytes; DataError naming the path when it cannot be opened. Every loader reads through it.
+std::string read_file(const std::string& path);
+
 struct Example {
   std::vector<int32_t> tokens;   // token ids (empty when the example is continuous)
   std::vector<int32_t> tokens2;  // second sequence for two-tower tasks (Retrieval), else empty

@@ -117,14 +117,6 @@ int32_t token_id(std::string_view tok, const std::string& where) {
                   "' (expected a digit 0-9, [MIN, [MAX, [MED, [SM, ], or a parenthesis)");
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw DataError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 std::vector<ListOpsSample> generate_listops(const ListOpsConfig& config, int64_t count) {

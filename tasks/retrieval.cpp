@@ -36,14 +36,6 @@ Dataset pair_dataset(const std::string& name, std::vector<Example> examples, int
   return d;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw DataError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 std::vector<Example> make_retrieval_pairs(const std::vector<LabeledText>& docs, int64_t count, int32_t chunk_len,

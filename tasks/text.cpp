@@ -81,14 +81,6 @@ std::vector<Example> crops_of(const std::vector<LabeledText>& docs, int32_t per_
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw DataError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 void TextTask::recrop_train(std::mt19937_64& rng) {
