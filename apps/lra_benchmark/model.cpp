@@ -2,6 +2,7 @@
 #include "model.h"
 
 #include "nn/init.h"
+#include "nn/positions.h"
 
 #include <cmath>
 
@@ -63,25 +64,12 @@ Var Block::forward(const Var& x0, const Tensor& mask) {
   return x;
 }
 
-// sinusoidal positions (Vaswani et al. 2017): PE[t, 2i] = sin(t / 10000^(2i/D)), PE[t, 2i+1] = cos(...)
-static Tensor sinusoid_table(int64_t L, int64_t D) {
-  Tensor pe = zeros({L, D});
-  float* p = pe.data<float>();
-  for (int64_t t = 0; t < L; t++)
-    for (int64_t i = 0; i < D; i += 2) {
-      double ang = t / std::pow(10000.0, (double)i / D);
-      p[t * D + i] = (float)std::sin(ang);
-      if (i + 1 < D) p[t * D + i + 1] = (float)std::cos(ang);
-    }
-  return pe;
-}
-
 LraModel::LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g) : cfg(c), shape(t) {
   int64_t D = c.d_model;
   if (t.vocab > 0) embed_ = register_module("embed", std::make_shared<nn::Embedding>(t.vocab + 1, D, g));
   else in_proj_ = register_module("in_proj", std::make_shared<nn::Linear>(t.features + 1, D, g));
   if (c.model == "transformer" && c.pos == "learned") pos_ = register_parameter("pos", nn::init::normal({t.max_len, D}, 0.02, g));
-  if (c.model == "transformer" && c.pos == "sinusoidal") sinusoid_ = sinusoid_table(t.max_len, D);
+  if (c.model == "transformer" && c.pos == "sinusoidal") sinusoid_ = nn::sinusoidal_table(t.max_len, D);
   blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
   for (int i = 0; i < c.layers; i++) blocks_->push_back(std::make_shared<Block>(c, causal, g));
   final_norm_ = register_module("final_norm", make_norm(c));

@@ -204,6 +204,18 @@ struct PhaseResult {
   double seconds = 0;
 };
 
+// A learning curve as saved in a checkpoint's training state: [[phase, step, loss, accuracy, lr], ...].
+static std::string curve_to_json(const std::vector<CurvePoint>& curve) {
+  json cj = json::array();
+  for (auto& p : curve) cj.push_back({p.phase, p.step, p.loss, p.accuracy, p.lr});
+  return cj.dump();
+}
+static std::vector<CurvePoint> curve_from_json(const std::string& text) {
+  std::vector<CurvePoint> curve;
+  for (auto& p : json::parse(text)) curve.push_back({p.at(0), p.at(1), p.at(2), p.at(3), p.at(4)});
+  return curve;
+}
+
 // Drop the rows of `phase` after `step` (they were written after the checkpoint a resumed run restarts from).
 static void truncate_metrics_csv(const std::string& csv, const std::string& phase, int step) {
   std::ifstream in(csv);
@@ -261,8 +273,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
       start = (int)st.step;
       batcher.set_position(tasks::DataPosition::from_string(st.data_position));
       st.restore_rng("dropout", dropout_gen);
-      curve.clear();
-      for (auto& p : json::parse(st.extra.at("curve"))) curve.push_back({p.at(0), p.at(1), p.at(2), p.at(3), p.at(4)});
+      curve = curve_from_json(st.extra.at("curve"));
       truncate_metrics_csv(csv, phase, start);  // rows logged after the checkpoint will be logged again
       loss_ema = std::stod(st.extra.at("loss_ema"));
       if (!o.quiet) std::cerr << label << ": resumed from step " << start << " (" << dir << ")\n";
@@ -274,9 +285,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
     st.step = step;
     st.data_position = batcher.position().to_string();
     st.save_rng("dropout", dropout_gen);
-    json cj = json::array();
-    for (auto& p : curve) cj.push_back({p.phase, p.step, p.loss, p.accuracy, p.lr});
-    st.extra["curve"] = cj.dump();
+    st.extra["curve"] = curve_to_json(curve);
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", loss_ema);  // round-trips exactly
     st.extra["loss_ema"] = buf;
@@ -370,8 +379,7 @@ CellResult run_cell(const CellConfig& c, const RunOptions& o) {
       if (auto ck = optim::latest_checkpoint(cdir + "/pretrain")) {
         TensorFile f = load_safetensors(ck->state_path);
         auto it = f.metadata.find("extra.curve");
-        if (it != f.metadata.end())
-          for (auto& p : json::parse(it->second)) curve_pre.push_back({p.at(0), p.at(1), p.at(2), p.at(3), p.at(4)});
+        if (it != f.metadata.end()) curve_pre = curve_from_json(it->second);
       }
     }
     res.pretrain_final_loss = curve_pre.empty() ? -1 : curve_pre.back().loss;
