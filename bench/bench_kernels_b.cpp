@@ -1,9 +1,14 @@
 // bench/bench_kernels_b.cpp - matmul/linear against a direct cblas_sgemm call of the same size, and batched
 // rfft/irfft throughput. Counters: GFLOP/s (2 M N K per product), ratio_to_sgemm (our GFLOP/s over the direct
 // call's, measured in the same process just before), GB/s for the FFTs (bytes read + written).
+// The direct call is OpenBLAS at its best on this machine: its own thread pool with one thread per core. Our matmul
+// runs OpenBLAS single-threaded and cuts large products into panels over the OpenMP threads (tensor/linalg.cpp), so
+// the baseline switches OpenBLAS to all cores for its calls and back to one thread before ours run.
 // Run: OPENBLAS_CORETYPE=Haswell OMP_WAIT_POLICY=PASSIVE ./build/bench_kernels_b
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+
+#include <omp.h>
 
 #include <chrono>
 
@@ -11,7 +16,16 @@
 
 using namespace dl;
 
+extern "C" void openblas_set_num_threads(int);
+
+// Scope in which OpenBLAS uses one thread per core (the direct baseline); ours runs with it back at 1 thread.
+struct BlasAllCores {
+  BlasAllCores() { openblas_set_num_threads(omp_get_max_threads()); }
+  ~BlasAllCores() { openblas_set_num_threads(1); }
+};
+
 static double sgemm_seconds(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C) {
+  BlasAllCores all;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.f, A, (int)K, B, (int)N, 0.f, C, (int)N);
   int reps = 0;
   auto t0 = std::chrono::steady_clock::now();
@@ -28,6 +42,7 @@ static double sgemm_seconds(int64_t M, int64_t N, int64_t K, const float* A, con
 static void BM_SgemmDirect(benchmark::State& st) {
   int64_t M = st.range(0), K = st.range(1), N = st.range(2);
   Tensor a = randn({M, K}), b = randn({K, N}), c = Tensor::empty({M, N});
+  BlasAllCores all;
   for (auto _ : st) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.f, a.data<float>(), (int)K, b.data<float>(),
                 (int)N, 0.f, c.data<float>(), (int)N);
