@@ -102,11 +102,13 @@ Var LraModel::pool(const Var& h, const Tensor& mask, const std::string& how) {
   int64_t B = h.size(0), L = h.size(1);
   Tensor m = mask.defined() ? mask : ones({B, L});
   if (how == "last") {  // the last real position of each sequence
+    Tensor mc = m.to(DType::f32).contiguous();
+    const float* pm = mc.data<float>();
     std::vector<int64_t> idx(B);
     for (int64_t b = 0; b < B; b++) {
       int64_t last = 0;
       for (int64_t l = 0; l < L; l++)
-        if (m.at({b, l}) != 0) last = l;
+        if (pm[b * L + l] != 0) last = l;
       idx[b] = b * L + last;
     }
     return index_select(reshape(h, {B * L, h.size(2)}), 0, from_vector(idx, {B}));

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "config.h"
+#include "model.h"
 #include "report.h"
 #include "tensor/safetensors.h"
 #include "trainer.h"
@@ -172,4 +173,24 @@ TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
   std::string csv = slurp(cell_dir(part.out, "listops", "transformer", "spt-masked") + "/metrics.csv");
   std::string csv_whole = slurp(cell_dir(whole.out, "listops", "transformer", "spt-masked") + "/metrics.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), std::count(csv_whole.begin(), csv_whole.end(), '\n'));
+}
+
+// The two pooling heads on a padded batch: "last" picks each sequence's last real position, "mean" averages only
+// the real positions (padding must not leak into either).
+TEST(LraModelPool, LastAndMeanIgnorePadding) {
+  using namespace dl;
+  // h[b, l, :] = (100 b + l, -(100 b + l)); sequence 0 has 3 real positions of 4, sequence 1 all 4, sequence 2 one.
+  std::vector<float> hv, mv = {1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0};
+  for (int b = 0; b < 3; b++)
+    for (int l = 0; l < 4; l++) hv.insert(hv.end(), {100.f * b + l, -(100.f * b + l)});
+  Var h(from_vector(hv, {3, 4, 2}));
+  Tensor mask = from_vector(mv, {3, 4});
+  Tensor last = LraModel::pool(h, mask, "last").data();
+  EXPECT_EQ(last.at({0, 0}), 2.0);
+  EXPECT_EQ(last.at({1, 0}), 103.0);
+  EXPECT_EQ(last.at({2, 1}), -200.0);
+  Tensor mean = LraModel::pool(h, mask, "mean").data();
+  EXPECT_NEAR(mean.at({0, 0}), 1.0, 1e-6);    // (0 + 1 + 2) / 3
+  EXPECT_NEAR(mean.at({1, 1}), -101.5, 1e-6); // -(100 + 101 + 102 + 103) / 4
+  EXPECT_NEAR(mean.at({2, 0}), 200.0, 1e-6);
 }
