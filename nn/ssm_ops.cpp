@@ -2,10 +2,13 @@
 #include "nn/ssm_ops.h"
 
 #include <fftw3.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 namespace dl::nn {
 
@@ -37,6 +40,7 @@ static Tensor tensor_from(const std::vector<double>& v, const Shape& s, DType dt
 }
 
 // ---------------------------------------------------------------------------------------------------
+// The plain convolution (the reference twin): float64, one 1-D transform per (b, h) row read with stride H.
 // FFTW plans (double precision), created once per length under a lock; executing a plan on other
 // fftw_malloc'd arrays of the same length is thread-safe.
 namespace {
@@ -106,7 +110,7 @@ static void check_conv_args(const Tensor& u, const Tensor& k, const Tensor& D) {
     fail("ssm_conv: D must be (" + std::to_string(H) + "), found " + shape_str(D.shape()));
 }
 
-Var ssm_conv(const Var& u, const Var& k, const Var& D) {
+Var ssm_conv_plain(const Var& u, const Var& k, const Var& D) {
   Tensor Dt = D.defined() ? D.data() : Tensor();
   check_conv_args(u.data(), k.data(), Dt);
   const int64_t B = u.size(0), L = u.size(1), H = u.size(2), Cc = k.size(0), n = 2 * L;
@@ -207,6 +211,255 @@ std::vector<Tensor> SsmConvNode::apply(const Tensor& dy_) {
   std::vector<Tensor> g = {need_u ? du.to(dtype) : Tensor(), need_k ? dk.to(dtype) : Tensor()};
   if (D.defined()) g.push_back(need_D ? dD.to(dtype) : Tensor());
   return g;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The fast convolution: float32, kRows channels at a time, batched FFTW plans.
+// A block (b, h0 .. h0+R) is gathered from the (B, L, H) layout into R contiguous zero-padded rows (each read
+// of u[b, t, h0 : h0+R] is one 64-byte cache line), transformed by one batched plan, multiplied by the kernel
+// spectra (computed once per h, not per (b, h)) and transformed back. The FFT length n is the smallest
+// 2^a 3^b 5^c 7^d >= 2L: any n >= 2L has no wrap-around, and these sizes keep FFTW on its fast codelets.
+namespace {
+
+constexpr int64_t kRows = 16;  // 16 floats = one cache line of u[b, t, :]
+using cf = std::complex<float>;  // layout-compatible with fftwf_complex
+
+int64_t fft_size(int64_t m) {
+  for (int64_t n = m;; n++) {
+    int64_t r = n;
+    for (int64_t p : {2, 3, 5, 7})
+      while (r % p == 0) r /= p;
+    if (r == 1) return n;
+  }
+}
+
+enum class Dir { r2c, c2r };
+
+// Real rows are ld = n + 16 floats apart: with n a power of two, rows exactly n apart would share cache sets
+// and the gather (one element into each of 16 rows per t) would evict itself.
+int64_t row_stride(int64_t n) { return n + 16; }
+
+// A plan for `rows` rows (n reals, row_stride(n) apart <-> n/2+1 bins, contiguous), cached per (dir, n, rows)
+// under a lock (FFTW's planner is not thread safe; executing a plan on other arrays of the same alignment is).
+fftwf_plan batched_plan(Dir dir, int n, int rows, float* x, cf* Xc) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int>, fftwf_plan> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  fftwf_plan& p = cache[{(int)dir, n, rows}];
+  const int hn = n / 2 + 1, ld = (int)row_stride(n);
+  fftwf_complex* X = reinterpret_cast<fftwf_complex*>(Xc);
+  if (!p)
+    p = dir == Dir::r2c ? fftwf_plan_many_dft_r2c(1, &n, rows, x, nullptr, 1, ld, X, nullptr, 1, hn, FFTW_ESTIMATE)
+                        : fftwf_plan_many_dft_c2r(1, &n, rows, X, nullptr, 1, hn, x, nullptr, 1, ld,
+                                                  FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+  if (!p) fail("ssm_conv: FFTW could not make a plan for n = " + std::to_string(n));
+  return p;
+}
+
+// Per-thread scratch: kRows real rows x (n, ld apart) and their spectra X (n/2+1 bins), FFTW-aligned.
+struct RowBlock {
+  int64_t n, hn, ld;
+  float* x;
+  cf* X;
+  explicit RowBlock(int64_t n_)
+      : n(n_), hn(n_ / 2 + 1), ld(row_stride(n_)), x(fftwf_alloc_real(kRows * row_stride(n_))),
+        X(reinterpret_cast<cf*>(fftwf_alloc_complex(kRows * (n_ / 2 + 1)))) {}
+  ~RowBlock() {
+    fftwf_free(x);
+    fftwf_free(X);
+  }
+  RowBlock(const RowBlock&) = delete;
+  RowBlock& operator=(const RowBlock&) = delete;
+  float* row(int64_t r) { return x + r * ld; }
+  cf* bins(int64_t r) { return X + r * hn; }
+  fftwf_complex* fX() { return reinterpret_cast<fftwf_complex*>(X); }
+  void r2c(int64_t R) { fftwf_execute_dft_r2c(batched_plan(Dir::r2c, (int)n, (int)R, x, X), x, fX()); }  // keeps x
+  void c2r(int64_t R) { fftwf_execute_dft_c2r(batched_plan(Dir::c2r, (int)n, (int)R, x, X), fX(), x); }  // destroys X
+  // row r <- src[(b L + t) H + h0 + r] for t < L, zero for t in [L, n)
+  void gather(const float* src, int64_t b, int64_t h0, int64_t R, int64_t L, int64_t H) {
+    for (int64_t t = 0; t < L; t++) {
+      const float* s = src + (b * L + t) * H + h0;
+      for (int64_t r = 0; r < R; r++) x[r * ld + t] = s[r];
+    }
+    for (int64_t r = 0; r < R; r++) std::fill(row(r) + L, row(r) + n, 0.0f);
+  }
+};
+
+// FK[h] = rfft(Kfull[h], n) / n (the 1/n of every later irfft folded in), (H, n/2+1) bins;
+// Kfull = K0 in [0, L), K1 reversed at the end (lag -(i+1) is index n-1-i), zeros between.
+std::vector<cf> kernel_spectra(const float* k, int64_t Cc, int64_t H, int64_t L, int64_t n) {
+  const int64_t hn = n / 2 + 1, nblk = (H + kRows - 1) / kRows;
+  std::vector<cf> FK(H * hn);
+#pragma omp parallel if (H * n > 16384)
+  {
+    RowBlock s(n);
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+      const int64_t h0 = blk * kRows, R = std::min(kRows, H - h0);
+      for (int64_t r = 0; r < R; r++) {
+        float* x = s.row(r);
+        std::fill(x, x + n, 0.0f);
+        std::copy(k + (h0 + r) * L, k + (h0 + r) * L + L, x);
+        if (Cc == 2)
+          for (int64_t i = 0; i < L; i++) x[n - 1 - i] += k[(H + h0 + r) * L + i];
+      }
+      s.r2c(R);
+      for (int64_t r = 0; r < R; r++)
+        for (int64_t m = 0; m < hn; m++) FK[(h0 + r) * hn + m] = s.bins(r)[m] / (float)n;
+    }
+  }
+  return FK;
+}
+
+// X[m] *= F[m] (conj_f: X[m] *= conj(F[m])) over hn bins
+// (written out: std::complex's operator* checks for NaN/inf and does not vectorise)
+void mul_bins(cf* X, const cf* F, int64_t hn, bool conj_f) {
+  const float sgn = conj_f ? -1.0f : 1.0f;
+  for (int64_t m = 0; m < hn; m++) {
+    const float a = X[m].real(), b = X[m].imag(), c = F[m].real(), d = sgn * F[m].imag();
+    X[m] = cf(a * c - b * d, a * d + b * c);
+  }
+}
+
+struct FastConvNode : Node {
+  Tensor u, D;         // float32 (B, L, H) and (H) (or undefined)
+  std::vector<cf> FK;  // kernel spectra / n, (H, n/2+1)
+  DType u_dtype, k_dtype, D_dtype;
+  int64_t B, L, H, Cc, n;
+  const char* name() const override { return "ssm_conv"; }
+  std::vector<Tensor> apply(const Tensor& dy_) override;
+  void release() override {
+    u = D = Tensor();
+    FK = {};
+  }
+};
+
+}  // namespace
+
+Var ssm_conv_fast(const Var& u, const Var& k, const Var& D) {
+  Tensor Dt = D.defined() ? D.data() : Tensor();
+  check_conv_args(u.data(), k.data(), Dt);
+  const int64_t B = u.size(0), L = u.size(1), H = u.size(2), Cc = k.size(0), n = fft_size(2 * L), hn = n / 2 + 1;
+  const int64_t nblk = (H + kRows - 1) / kRows;
+  Tensor uf = u.data().to(DType::f32).contiguous(), kf = k.data().to(DType::f32).contiguous();
+  Tensor Df = Dt.defined() ? Dt.to(DType::f32).contiguous() : Tensor();
+  std::vector<cf> FK = kernel_spectra(kf.data<float>(), Cc, H, L, n);
+  Tensor y = Tensor::empty({B, L, H}, DType::f32);
+  const float *pu = uf.data<float>(), *pD = Df.defined() ? Df.data<float>() : nullptr;
+  float* py = y.data<float>();
+#pragma omp parallel if (B * H * L > 16384)
+  {
+    RowBlock s(n);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < B * nblk; i++) {
+      const int64_t b = i / nblk, h0 = (i % nblk) * kRows, R = std::min(kRows, H - h0);
+      s.gather(pu, b, h0, R, L, H);
+      s.r2c(R);  // U
+      for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), FK.data() + (h0 + r) * hn, hn, false);  // Y = U FK / n
+      s.c2r(R);
+      for (int64_t t = 0; t < L; t++) {  // y = irfft(Y)[:L] + D u
+        const int64_t o = (b * L + t) * H + h0;
+        for (int64_t r = 0; r < R; r++) py[o + r] = s.row(r)[t] + (pD ? pD[h0 + r] * pu[o + r] : 0.0f);
+      }
+    }
+  }
+  Tensor out = y.to(u.dtype());
+  std::vector<Var> ins = {u, k};
+  if (D.defined()) ins.push_back(D);
+  if (!any_requires_grad(ins)) return Var(out);
+  auto node = std::make_shared<FastConvNode>();
+  node->u = uf, node->D = Df, node->FK = std::move(FK);
+  node->u_dtype = u.dtype(), node->k_dtype = k.dtype(), node->D_dtype = D.defined() ? D.dtype() : DType::f32;
+  node->B = B, node->L = L, node->H = H, node->Cc = Cc, node->n = n;
+  return record(node, out, ins);
+}
+
+// Backward per block: DY = rfft(dy); du = irfft(conj(FK) DY) + D dy; the spectrum of dKfull, sum_b conj(U) DY,
+// is summed over b in per-thread accumulators (no races) and transformed back once per h at the end.
+std::vector<Tensor> FastConvNode::apply(const Tensor& dy_) {
+  const int64_t hn = n / 2 + 1, nblk = (H + kRows - 1) / kRows;
+  Tensor dyf = dy_.to(DType::f32).contiguous();
+  const float *pdy = dyf.data<float>(), *pu = u.data<float>(), *pD = D.defined() ? D.data<float>() : nullptr;
+  const bool need_u = needs_grad(0), need_k = needs_grad(1), need_D = D.defined() && needs_grad(2);
+  Tensor du = need_u ? Tensor::empty({B, L, H}, DType::f32) : Tensor();
+  Tensor dk = need_k ? Tensor::empty({Cc, H, L}, DType::f32) : Tensor();
+  float* pdu = need_u ? du.data<float>() : nullptr;
+  float* pdk = need_k ? dk.data<float>() : nullptr;
+  const bool par = B * H * L > 16384;
+  const int nt = par ? omp_get_max_threads() : 1;
+  std::vector<cf> G(need_k ? nt * H * hn : 0);        // per thread: sum_b conj(U) DY, (H, n/2+1)
+  std::vector<double> dD(need_D ? nt * H : 0, 0.0);  // per thread: sum_{b,t} dy u, (H)
+#pragma omp parallel if (par)
+  {
+    const int tid = omp_get_thread_num();
+    RowBlock s(n), su(n);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < B * nblk; i++) {
+      const int64_t b = i / nblk, h0 = (i % nblk) * kRows, R = std::min(kRows, H - h0);
+      s.gather(pdy, b, h0, R, L, H);
+      s.r2c(R);  // DY (s.x still holds dy)
+      if (need_k || need_D) su.gather(pu, b, h0, R, L, H);
+      if (need_k) {
+        su.r2c(R);  // U
+        for (int64_t r = 0; r < R; r++) {
+          cf *g = G.data() + (tid * H + h0 + r) * hn, *U = su.bins(r), *DY = s.bins(r);
+          for (int64_t m = 0; m < hn; m++) {  // g += conj(U) DY
+            const float a = U[m].real(), b = U[m].imag(), c = DY[m].real(), d = DY[m].imag();
+            g[m] += cf(a * c + b * d, a * d - b * c);
+          }
+        }
+      }
+      if (need_D)
+        for (int64_t r = 0; r < R; r++) {
+          double acc = 0;
+          for (int64_t t = 0; t < L; t++) acc += (double)s.row(r)[t] * su.row(r)[t];
+          dD[tid * H + h0 + r] += acc;
+        }
+      if (need_u) {
+        for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), FK.data() + (h0 + r) * hn, hn, true);  // conj(FK) DY / n
+        s.c2r(R);
+        for (int64_t t = 0; t < L; t++) {
+          const int64_t o = (b * L + t) * H + h0;
+          for (int64_t r = 0; r < R; r++) pdu[o + r] = s.row(r)[t] + (pD ? pD[h0 + r] * pdy[o + r] : 0.0f);
+        }
+      }
+    }
+    if (need_k) {  // dKfull[h] = irfft(sum over threads of G[h]) / n; K0 = dKfull[:L], K1[i] = dKfull[n-1-i]
+#pragma omp for schedule(static)
+      for (int64_t blk = 0; blk < nblk; blk++) {
+        const int64_t h0 = blk * kRows, R = std::min(kRows, H - h0);
+        for (int64_t r = 0; r < R; r++)
+          for (int64_t m = 0; m < hn; m++) {
+            cf acc = 0;
+            for (int th = 0; th < nt; th++) acc += G[(th * H + h0 + r) * hn + m];
+            s.bins(r)[m] = acc / (float)n;
+          }
+        s.c2r(R);
+        for (int64_t r = 0; r < R; r++) {
+          const float* g = s.row(r);
+          std::copy(g, g + L, pdk + (h0 + r) * L);
+          if (Cc == 2)
+            for (int64_t i = 0; i < L; i++) pdk[(H + h0 + r) * L + i] = g[n - 1 - i];
+        }
+      }
+    }
+  }
+  std::vector<Tensor> g = {need_u ? du.to(u_dtype) : Tensor(), need_k ? dk.to(k_dtype) : Tensor()};
+  if (D.defined()) {
+    Tensor gD;
+    if (need_D) {
+      std::vector<double> sum(H, 0.0);
+      for (int th = 0; th < nt; th++)
+        for (int64_t h = 0; h < H; h++) sum[h] += dD[th * H + h];
+      gD = tensor_from(sum, {H}, D_dtype);
+    }
+    g.push_back(gD);
+  }
+  return g;
+}
+
+Var ssm_conv(const Var& u, const Var& k, const Var& D) {
+  return u.dtype() == DType::f32 ? ssm_conv_fast(u, k, D) : ssm_conv_plain(u, k, D);
 }
 
 Tensor ssm_conv_direct(const Tensor& u_, const Tensor& k_, const Tensor& D_) {

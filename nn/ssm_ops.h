@@ -22,6 +22,12 @@
 //     du[s] = sum_t dy[t] Kfull[t-s] + D dy[s]       dKfull[j] = sum_b sum_t dy[t] u[t-j]
 //     dD[h] = sum_{b,t} dy[b, t, h] u[b, t, h]
 //   Kfull (length 2L) holds K0 in [0, L) and K1 reversed in [L, 2L), as state-spaces/s4's bidirectional option.
+//   Two implementations of the same map, tested to agree (tests/perf_paths/test_ssm_fast_conv.cpp):
+//     ssm_conv_plain  the reference: float64, one 1-D FFT per (b, h) row read with stride H from (B, L, H).
+//     ssm_conv_fast   float32 (as PyTorch runs it): blocks of 16 channels gathered into contiguous rows and
+//                     transformed by batched fftwf plans; the kernel's spectrum once per h (not per (b, h));
+//                     dK's spectrum sum_b conj(U) DY accumulated per thread, one inverse FFT per h.
+//   ssm_conv picks fast for float32 u and plain otherwise (float64 callers asked for float64 accuracy).
 //
 // ---- diag_ssm_kernel (S4D, Gu et al. 2022 "On the Parameterization and Initialization of Diagonal SSMs") ----
 //   A = -exp(a_re) + i A_imag, dt = exp(log_dt), dtA = dt A
@@ -45,6 +51,8 @@ using cplx = std::complex<double>;
 // ---- the convolution ----
 // u (B, L, H); k (Cc, H, L) with Cc = 1 (causal) or 2 (bidirectional); D (H) or an undefined Var.
 Var ssm_conv(const Var& u, const Var& k, const Var& D);
+Var ssm_conv_fast(const Var& u, const Var& k, const Var& D);   // float32 inside
+Var ssm_conv_plain(const Var& u, const Var& k, const Var& D);  // float64 inside, the reference
 // The slow, obvious twin: a double loop over t and s, float64. Same arguments and result as ssm_conv.
 Tensor ssm_conv_direct(const Tensor& u, const Tensor& k, const Tensor& D);
 
