@@ -127,14 +127,8 @@ int32_t brown_class5(char letter) {
 std::vector<std::vector<std::string>> parse_brown_tagged(std::string_view content, const std::string& file_name) {
   std::vector<std::vector<std::string>> paragraphs;
   std::vector<std::string> current;
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < content.size()) {
-    size_t end = content.find('\n', pos);
-    if (end == std::string_view::npos) end = content.size();
-    const std::string_view line = content.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
+  Lines lines(content);
+  for (std::string_view line; lines.next(line);) {
     bool blank = true;
     size_t i = 0;
     while (i < line.size()) {
@@ -145,7 +139,7 @@ std::vector<std::vector<std::string>> parse_brown_tagged(std::string_view conten
       blank = false;
       const std::string_view token = line.substr(start, i - start);
       const size_t slash = token.rfind('/');
-      const std::string where = file_name + ":" + std::to_string(line_no);
+      const std::string where = lines.where(file_name);
       if (slash == std::string_view::npos)
         throw DataError(where + ": expected a word/tag token, found '" + std::string(token.substr(0, 60)) + "' (no '/')");
       if (slash + 1 == token.size())

@@ -14,4 +14,15 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+bool Lines::next(std::string_view& line) {
+  if (pos_ >= content_.size()) return false;
+  size_t end = content_.find('\n', pos_);
+  if (end == std::string_view::npos) end = content_.size();
+  line = content_.substr(pos_, end - pos_);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  pos_ = end + 1;
+  ++number_;
+  return true;
+}
+
 }  // namespace dl::tasks

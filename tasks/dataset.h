@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dl::tasks {
@@ -22,6 +23,24 @@ struct DataError : std::runtime_error {
 
 // The whole file as bytes; DataError naming the path when it cannot be opened. Every loader reads through it.
 std::string read_file(const std::string& path);
+
+// The lines of a file's content, numbered from 1, each without its '\n' and a trailing '\r' (files written on
+// Windows). Every line-oriented loader walks its file with it:
+//   Lines lines(content);
+//   for (std::string_view line; lines.next(line);) { ... lines.where(file_name) ... }   // "file:line"
+class Lines {
+ public:
+  explicit Lines(std::string_view content) : content_(content) {}
+  bool next(std::string_view& line);
+  int64_t number() const { return number_; }  // of the line last returned; 0 before the first
+  bool at_end() const { return pos_ >= content_.size(); }
+  std::string where(const std::string& file_name) const { return file_name + ":" + std::to_string(number_); }
+
+ private:
+  std::string_view content_;
+  size_t pos_ = 0;
+  int64_t number_ = 0;
+};
 
 struct Example {
   std::vector<int32_t> tokens;   // token ids (empty when the example is continuous)

@@ -195,24 +195,17 @@ void write_listops_tsv(const std::string& path, const std::vector<ListOpsSample>
 
 std::vector<ListOpsSample> parse_listops_tsv(std::string_view content, const std::string& file_name) {
   std::vector<ListOpsSample> samples;
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < content.size()) {
-    size_t end = content.find('\n', pos);
-    if (end == std::string_view::npos) end = content.size();
-    std::string_view line = content.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const std::string where = file_name + ":" + std::to_string(line_no);
-    if (line_no == 1) {
+  Lines lines(content);
+  for (std::string_view line; lines.next(line);) {
+    const std::string where = lines.where(file_name);
+    if (lines.number() == 1) {
       if (line != "Source\tTarget")
         throw DataError(where + ": expected the header 'Source<TAB>Target', found '" +
                         std::string(line.substr(0, 60)) + "'");
       continue;
     }
     if (line.empty()) {
-      if (pos >= content.size()) break;  // a blank last line
+      if (lines.at_end()) break;  // a blank last line
       throw DataError(where + ": empty line");
     }
     const size_t tab = line.find('\t');
@@ -228,7 +221,7 @@ std::vector<ListOpsSample> parse_listops_tsv(std::string_view content, const std
     if (s.length == 0) throw DataError(where + ": empty Source");
     samples.push_back(std::move(s));
   }
-  if (line_no == 0) throw DataError(file_name + ":1: empty file, expected the header 'Source<TAB>Target'");
+  if (lines.number() == 0) throw DataError(file_name + ":1: empty file, expected the header 'Source<TAB>Target'");
   return samples;
 }
 

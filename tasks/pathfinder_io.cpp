@@ -56,17 +56,11 @@ std::string read_text_file(const fs::path& path) {
 
 std::vector<PathfinderMetaRecord> parse_pathfinder_metadata(std::string_view text, const std::string& file_name) {
   std::vector<PathfinderMetaRecord> records;
-  size_t pos = 0;
-  int64_t line_no = 0;
   std::vector<int64_t> blank_lines;  // blank lines are fine only if nothing follows them
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const std::string where = file_name + ":" + std::to_string(line_no) + ": ";
+  Lines lines(text);
+  for (std::string_view line; lines.next(line);) {
+    const int64_t line_no = lines.number();
+    const std::string where = lines.where(file_name) + ": ";
     const std::vector<std::string_view> f = split_fields(line);
     if (f.empty()) {
       blank_lines.push_back(line_no);

@@ -108,17 +108,10 @@ TaskData make_retrieval(const RetrievalConfig& config) {
 
 std::vector<AanPair> parse_aan_tsv(std::string_view content, const std::string& file_name) {
   std::vector<AanPair> pairs;
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < content.size()) {
-    size_t end = content.find('\n', pos);
-    if (end == std::string_view::npos) end = content.size();
-    std::string_view line = content.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  Lines lines(content);
+  for (std::string_view line; lines.next(line);) {
     if (line.empty()) continue;
-    const std::string where = file_name + ":" + std::to_string(line_no);
+    const std::string where = lines.where(file_name);
     std::vector<std::string_view> cols;
     for (size_t start = 0;;) {
       const size_t tab = line.find('\t', start);

@@ -115,16 +115,10 @@ std::string gloss_definition(std::string_view gloss) {
 
 std::vector<WordnetSynset> parse_wordnet_data(std::string_view content, const std::string& file_name) {
   std::vector<WordnetSynset> out;
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < content.size()) {
-    size_t end = content.find('\n', pos);
-    if (end == std::string_view::npos) end = content.size();
-    const std::string_view line = content.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
+  Lines lines(content);
+  for (std::string_view line; lines.next(line);) {
     if (line.empty() || line.substr(0, 2) == "  ") continue;  // license header
-    const std::string where = file_name + ":" + std::to_string(line_no);
+    const std::string where = lines.where(file_name);
     const size_t bar = line.find(" | ");
     if (bar == std::string_view::npos) throw DataError(where + ": synset line without ' | ' before the gloss");
     std::istringstream fields{std::string(line.substr(0, bar))};
