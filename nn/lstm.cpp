@@ -1,10 +1,18 @@
 // nn/lstm.cpp - LSTM cells (fused and composed) and the multi-layer LSTM (math in nn/lstm.h).
 #include "nn/lstm.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
+#include "tensor/elementwise.h"
+#include "tensor/linalg.h"
+#include "tensor/nn_kernels.h"
+#include "tensor/reduce.h"
 
 namespace dl::nn {
 
@@ -42,7 +50,153 @@ struct LstmCellNode : Node {
   }
 };
 
+// ---- the whole layer as one node (f32 CPU) ----
+// Float32 activations without libm, so the cell loops vectorise (exp_fast: relative error < 2e-7, nn_kernels.h):
+//   sigmoid(x) = 1 / (1 + e^-x)          absolute error < 2e-7
+//   tanh(x) = 2 sigmoid(2x) - 1          absolute error < 5e-7 (relative error grows as tanh(x) -> 0)
+inline float sigmoid_fast(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
+inline float tanh_fast(float x) { return 2.0f * sigmoid_fast(2.0f * x) - 1.0f; }
+
+// Hidden units [j0, j1) owned by thread p of nt: whole 16-float vectors, as even as that allows.
+struct Units {
+  int64_t j0, j1;
+};
+Units units_of(int64_t Hd, int p, int nt) {
+  const int64_t v = (Hd + 15) / 16;
+  return {std::min(Hd, v * p / nt * 16), std::min(Hd, v * (p + 1) / nt * 16)};
+}
+
+// Threads for the time loop. Each step is a (B, Hd) @ (Hd, 4Hd) product and the cell, too small to fork per
+// step; instead the threads split the hidden units once and meet at one barrier per step. Small layers run
+// on one thread (the barrier would cost more than the work).
+int loop_threads(int64_t B, int64_t Hd) {
+  if ((double)B * Hd * 4 * Hd < (1 << 20)) return 1;
+  return (int)std::clamp<int64_t>(std::min<int64_t>(omp_get_max_threads(), Hd / 16), 1, 64);
+}
+
+// Time-major buffers (row t of a (L, B, .) buffer is step t, contiguous (B, .)):
+//   x (L, B, I)        the input
+//   act (L, B, 4Hd)    the activated gates i, f, g, o of each step
+//   h, c (L+1, B, Hd)  row 0 the zero initial state, row t+1 = h_t, c_t
+struct LstmSequenceNode : Node {
+  Tensor x, w_ih, w_hh, act, h, c;
+  int64_t B = 0, L = 0, I = 0, Hd = 0;
+  const char* name() const override { return "lstm_sequence"; }
+  void release() override { x = w_ih = w_hh = act = h = c = Tensor(); }
+
+  // Backward through time, t = L-1 .. 0 (dy = upstream of h_t, dh_rec = what h_t fed into step t+1):
+  //   dh = dy_t + dh_rec,  dh_rec = dG_{t+1} W_hh          (in the forward: gates_{t+1} += h_t W_hh^T)
+  //   dc = dc_next + dh o (1 - tanh(c_t)^2),  dc_next <- dc f
+  //   dG_t = (dc g i(1-i), dc c_{t-1} f(1-f), dc i (1-g^2), dh tanh(c_t) o(1-o))   (pre-activation gates)
+  // and then, over all steps at once (one sgemm each, K = L B):
+  //   dW_hh = dG^T H_prev,  dW_ih = dG^T X,  dx = dG W_ih,  db_ih = db_hh = column sums of dG.
+  std::vector<Tensor> apply(const Tensor& dy_) override {
+    const int64_t G4 = 4 * Hd;
+    Tensor dy = dy_.contiguous();  // (B, L, Hd)
+    Tensor dG = Tensor::empty({L, B, G4}), dh_rec = zeros({B, Hd}), dc_next = zeros({B, Hd});
+    const float *pdy = dy.data<float>(), *pact = act.data<float>(), *pc = c.data<float>(), *pw = w_hh.data<float>();
+    float *pdG = dG.data<float>(), *pdh = dh_rec.data<float>(), *pdc = dc_next.data<float>();
+    const int nt = loop_threads(B, Hd);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+      const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
+      for (int64_t t = L - 1; t >= 0 && u.j1 > u.j0; t--) {
+        if (t < L - 1)  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
+          gemm<float>(false, false, B, u.j1 - u.j0, G4, 1.f, pdG + (t + 1) * B * G4, G4, pw + u.j0, Hd, 0.f, pdh + u.j0, Hd);
+        for (int64_t b = 0; b < B; b++) {
+          const float *a = pact + (t * B + b) * G4, *cp = pc + (t * B + b) * Hd, *cn = cp + B * Hd;
+          const float* dyr = pdy + (b * L + t) * Hd;
+          float *dg = pdG + (t * B + b) * G4, *dhr = pdh + b * Hd, *dcr = pdc + b * Hd;
+#pragma omp simd
+          for (int64_t j = u.j0; j < u.j1; j++) {
+            const float i = a[j], f = a[Hd + j], g = a[2 * Hd + j], o = a[3 * Hd + j], tc = tanh_fast(cn[j]);
+            const float dh = dyr[j] + dhr[j];
+            const float dc = dcr[j] + dh * o * (1 - tc * tc);
+            dg[j] = dc * g * i * (1 - i);
+            dg[Hd + j] = dc * cp[j] * f * (1 - f);
+            dg[2 * Hd + j] = dc * i * (1 - g * g);
+            dg[3 * Hd + j] = dh * tc * o * (1 - o);
+            dcr[j] = dc * f;
+          }
+        }
+#pragma omp barrier
+      }
+    }
+    const int64_t LB = L * B;
+    Tensor dx, dw_ih, dw_hh, db_ih, db_hh;
+    if (needs_grad(0)) {  // dx (L B, I) = dG @ W_ih, back to (B, L, I)
+      dx = Tensor::empty({L, B, I});
+      gemm<float>(false, false, LB, I, G4, 1.f, pdG, G4, w_ih.data<float>(), I, 0.f, dx.data<float>(), I);
+      dx = dx.transpose(0, 1).contiguous();
+    }
+    if (needs_grad(1)) {
+      dw_ih = Tensor::empty({G4, I});
+      gemm<float>(true, false, G4, I, LB, 1.f, pdG, G4, x.data<float>(), I, 0.f, dw_ih.data<float>(), I);
+    }
+    if (needs_grad(2)) {  // h rows 0..L-1 are h_{t-1} for t = 0..L-1
+      dw_hh = Tensor::empty({G4, Hd});
+      gemm<float>(true, false, G4, Hd, LB, 1.f, pdG, G4, h.data<float>(), Hd, 0.f, dw_hh.data<float>(), Hd);
+    }
+    if (needs_grad(3) || needs_grad(4)) {
+      Tensor db = sum(dG.view({LB, G4}), {0});
+      if (needs_grad(3)) db_ih = db;
+      if (needs_grad(4)) db_hh = needs_grad(3) ? db.clone() : db;
+    }
+    return {dx, dw_ih, dw_hh, db_ih, db_hh};
+  }
+};
+
 }  // namespace
+
+Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_ih, const Var& b_hh) {
+  const int64_t B = x.size(0), L = x.size(1), I = x.size(2), Hd = w_hh.size(1), G4 = 4 * Hd;
+  if (x.dim() != 3 || w_ih.shape() != Shape{G4, I} || w_hh.shape() != Shape{G4, Hd} || b_ih.shape() != Shape{G4} ||
+      b_hh.shape() != Shape{G4})
+    fail("lstm_sequence: expected x (B, L, I), W_ih (4Hd, I), W_hh (4Hd, Hd), biases (4Hd), found x " + shape_str(x.shape()) +
+         ", W_ih " + shape_str(w_ih.shape()) + ", W_hh " + shape_str(w_hh.shape()));
+  for (const Var* v : {&x, &w_ih, &w_hh, &b_ih, &b_hh})
+    if (v->dtype() != DType::f32 || v->data().device() != Device::cpu)
+      fail("lstm_sequence: implemented for f32 CPU tensors (the per-step LSTM path covers the rest)");
+  auto n = std::make_shared<LstmSequenceNode>();
+  n->B = B, n->L = L, n->I = I, n->Hd = Hd;
+  n->x = x.data().transpose(0, 1).contiguous();  // (L, B, I)
+  n->w_ih = w_ih.data().contiguous(), n->w_hh = w_hh.data().contiguous();
+  n->act = Tensor::empty({L, B, G4}), n->h = zeros({L + 1, B, Hd}), n->c = zeros({L + 1, B, Hd});
+  float *pa = n->act.data<float>(), *ph = n->h.data<float>(), *pc = n->c.data<float>();
+  const float* pw = n->w_hh.data<float>();
+  // act = X W_ih^T + b_ih + b_hh for all steps: one sgemm of (L B, I) @ (I, 4Hd)
+  Tensor bias = add(b_ih.data(), b_hh.data()).contiguous();
+  for (int64_t r = 0; r < L * B; r++) std::memcpy(pa + r * G4, bias.data<float>(), G4 * sizeof(float));
+  gemm<float>(false, true, L * B, G4, I, 1.f, n->x.data<float>(), I, n->w_ih.data<float>(), I, 1.f, pa, G4);
+  const int nt = loop_threads(B, Hd);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
+    for (int64_t t = 0; t < L && u.j1 > u.j0; t++) {
+      float* at = pa + t * B * G4;
+      const float* hp = ph + t * B * Hd;  // h_{t-1}
+      for (int64_t q = 0; q < 4; q++)     // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh[q Hd + j0 : q Hd + j1, :]^T
+        gemm<float>(false, true, B, u.j1 - u.j0, Hd, 1.f, hp, Hd, pw + (q * Hd + u.j0) * Hd, Hd, 1.f, at + q * Hd + u.j0, G4);
+      for (int64_t b = 0; b < B; b++) {
+        float* a = at + b * G4;
+        const float* cp = pc + (t * B + b) * Hd;
+        float *cn = pc + ((t + 1) * B + b) * Hd, *hn = ph + ((t + 1) * B + b) * Hd;
+#pragma omp simd
+        for (int64_t j = u.j0; j < u.j1; j++) {
+          const float i = sigmoid_fast(a[j]), f = sigmoid_fast(a[Hd + j]), g = tanh_fast(a[2 * Hd + j]),
+                      o = sigmoid_fast(a[3 * Hd + j]);
+          cn[j] = f * cp[j] + i * g;
+          hn[j] = o * tanh_fast(cn[j]);
+          a[j] = i, a[Hd + j] = f, a[2 * Hd + j] = g, a[3 * Hd + j] = o;
+        }
+      }
+#pragma omp barrier
+    }
+  }
+  Tensor y = n->h.narrow(0, 1, L).transpose(0, 1).contiguous();  // (B, L, Hd)
+  if (!any_requires_grad({x, w_ih, w_hh, b_ih, b_hh})) return Var(y);
+  return record(n, y, {x, w_ih, w_hh, b_ih, b_hh});
+}
 
 Var lstm_cell_fused(const Var& gates, const Var& c) {
   if (gates.dim() != 2 || c.dim() != 2 || gates.size(0) != c.size(0) || gates.size(1) != 4 * c.size(1))
@@ -99,17 +253,19 @@ LSTM::LSTM(int64_t in, int64_t hid, const LSTMOptions& o, Generator& g) : opt(o)
 
 std::string LSTM::extra_repr() const {
   return "input=" + std::to_string(input_size) + ", hidden=" + std::to_string(hidden_size) + ", layers=" +
-         std::to_string(opt.num_layers) + (opt.layer_norm ? ", layer_norm" : "") + (opt.fused ? ", fused cell" : "");
+         std::to_string(opt.num_layers) + (opt.layer_norm ? ", layer_norm" : "") + (opt.sequence ? ", sequence node" : "") +
+         (opt.fused ? ", fused cell" : "");
 }
 
 std::shared_ptr<LSTM> LSTM::from_config(int64_t d_model, const LayerConfig& cfg, Generator& g) {
   const std::string L = "lstm";
-  check_config_keys(cfg, L, {"num_layers", "layer_norm", "fused", "dropout"});
+  check_config_keys(cfg, L, {"num_layers", "layer_norm", "fused", "sequence", "dropout"});
   LSTMOptions o;
   o.num_layers = cfg_int(cfg, L, "num_layers", 1);
   if (o.num_layers < 1) config_error(L, "num_layers", "must be >= 1", std::to_string(o.num_layers));
   o.layer_norm = cfg_bool(cfg, L, "layer_norm", false);
   o.fused = cfg_bool(cfg, L, "fused", true);
+  o.sequence = cfg_bool(cfg, L, "sequence", true);
   o.dropout = cfg_float(cfg, L, "dropout", 0.0);
   if (o.dropout < 0 || o.dropout >= 1) config_error(L, "dropout", "must be in [0, 1)", std::to_string(o.dropout));
   return std::make_shared<LSTM>(d_model, d_model, o, g);
@@ -123,6 +279,10 @@ Var LSTM::forward(const Var& x, const Tensor& mask) {
     const Layer& l = layers[k];
     if (k > 0) seq = dropout(seq, opt.dropout, is_training(), *gen);
     // input projection of every step at once: (B, L, 4Hd)
+    if (opt.sequence && !opt.layer_norm && seq.dtype() == DType::f32 && seq.data().device() == Device::cpu) {
+      seq = lstm_sequence(seq, l.w_ih, l.w_hh, l.b_ih, l.b_hh);  // (B, L, Hd)
+      continue;
+    }
     Var xg = opt.layer_norm ? l.ln_ih->forward(linear(seq, l.w_ih)) + l.b_ih : linear(seq, l.w_ih, l.b_ih);
     Var h(zeros({B, Hd}, x.dtype())), c(zeros({B, Hd}, x.dtype()));
     std::vector<Var> outs;

@@ -8,7 +8,13 @@
 //   c_t = f c_{t-1} + i g,   h_t = o tanh(c_t)
 // The input projection of all L steps is one matmul (B*L rows) before the time loop; the loop only does the
 // (B, Hd) @ (Hd, 4Hd) recurrent product and the cell.
-// Two cells compute the pointwise part: lstm_cell_fused (one Node; forward and backward written out below) and
+// Fast path, lstm_sequence: the whole layer as one node (f32 CPU, no layer norm). Time-major buffers; the input
+// projection of all steps is one sgemm, each step is the recurrent sgemm plus a vectorised cell (sigmoid/tanh
+// from exp_fast, absolute error < 5e-7), the threads split the hidden units once for the whole loop; backward
+// runs the recurrence the same way and then forms dW_hh = dG^T H_prev, dW_ih = dG^T X, dx = dG W_ih as one
+// sgemm each over all L B rows. The per-step graph below is its reference twin (LSTMOptions::sequence = false);
+// tests/perf_paths/test_lstm_fast.cpp checks they agree.
+// Per-step path: two cells compute the pointwise part: lstm_cell_fused (one Node; forward and backward written out below) and
 // lstm_cell_composed (sigmoid/tanh/mul/add primitives). tests/zoo checks values and gradients agree.
 //   fused backward (dh, dc_out = upstream of h_t and c_t; tc = tanh(c_t)):
 //     dc = dc_out + dh o (1 - tc^2);  do = dh tc;  di = dc g;  dg = dc i;  df = dc c_{t-1};  dc_{t-1} = dc f
@@ -24,6 +30,9 @@
 
 namespace dl::nn {
 
+// x (B, L, I) -> h (B, L, Hd), zero initial states; f32 CPU only.
+Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_ih, const Var& b_hh);
+
 // gates (B, 4Hd), c (B, Hd) -> (B, 2, Hd) holding [h_t, c_t].
 Var lstm_cell_fused(const Var& gates, const Var& c);
 Var lstm_cell_composed(const Var& gates, const Var& c);
@@ -31,7 +40,8 @@ Var lstm_cell_composed(const Var& gates, const Var& c);
 struct LSTMOptions {
   int64_t num_layers = 1;
   bool layer_norm = false;
-  bool fused = true;     // use lstm_cell_fused (ignored by the layer-norm variant, which is composed)
+  bool sequence = true;  // lstm_sequence where it applies (f32 CPU, no layer norm); false: the per-step graph
+  bool fused = true;     // per-step graph: lstm_cell_fused, else composed (the layer-norm variant is always composed)
   double dropout = 0.0;  // between layers, as torch.nn.LSTM
 };
 
