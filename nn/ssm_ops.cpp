@@ -315,6 +315,7 @@ std::vector<cf> kernel_spectra(const float* k, int64_t Cc, int64_t H, int64_t L,
 // (written out: std::complex's operator* checks for NaN/inf and does not vectorise)
 void mul_bins(cf* X, const cf* F, int64_t hn, bool conj_f) {
   const float sgn = conj_f ? -1.0f : 1.0f;
+#pragma omp simd
   for (int64_t m = 0; m < hn; m++) {
     const float a = X[m].real(), b = X[m].imag(), c = F[m].real(), d = sgn * F[m].imag();
     X[m] = cf(a * c - b * d, a * d + b * c);
@@ -403,6 +404,7 @@ std::vector<Tensor> FastConvNode::apply(const Tensor& dy_) {
         su.r2c(R);  // U
         for (int64_t r = 0; r < R; r++) {
           cf *g = G.data() + (tid * H + h0 + r) * hn, *U = su.bins(r), *DY = s.bins(r);
+#pragma omp simd
           for (int64_t m = 0; m < hn; m++) {  // g += conj(U) DY
             const float a = U[m].real(), b = U[m].imag(), c = DY[m].real(), d = DY[m].imag();
             g[m] += cf(a * c + b * d, a * d - b * c);
@@ -483,31 +485,58 @@ Tensor ssm_conv_direct(const Tensor& u_, const Tensor& k_, const Tensor& D_) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The Vandermonde core.
+// The Vandermonde core. Each channel walks l = 0 .. L-1 keeping only the current powers v[n] = exp(E[h, n] l),
+// as separate re/im arrays so every loop over n vectorises: advance() multiplies by exp(E) (v_{l+1} = v_l exp(E)),
+// anchor() restarts from exp(E l) computed directly every `chunk` steps (rounding grows with chunk, not with L).
+namespace {
+struct Powers {
+  const cplx* E;  // (N) modes of one channel
+  int64_t N;
+  std::vector<double> vr, vi, sr, si;  // v and the step exp(E)
+  Powers(const cplx* E_, int64_t N_) : E(E_), N(N_), vr(N_), vi(N_), sr(N_), si(N_) {
+    for (int64_t n = 0; n < N; n++) {
+      const cplx s = std::exp(E[n]);
+      sr[n] = s.real(), si[n] = s.imag();
+    }
+  }
+  void anchor(int64_t l) {
+    for (int64_t n = 0; n < N; n++) {
+      const cplx v = std::exp(E[n] * (double)l);
+      vr[n] = v.real(), vi[n] = v.imag();
+    }
+  }
+  void advance() {  // written out: std::complex's operator* checks for NaN/inf and does not vectorise
+#pragma omp simd
+    for (int64_t n = 0; n < N; n++) {
+      const double a = vr[n], b = vi[n];
+      vr[n] = a * sr[n] - b * si[n];
+      vi[n] = a * si[n] + b * sr[n];
+    }
+  }
+};
+}  // namespace
+
 void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale,
                          int64_t chunk, double* K) {
   chunk = std::max<int64_t>(1, std::min(chunk, L));
 #pragma omp parallel if (Cc * H * N * L > 16384)
   {
-    std::vector<cplx> V(N * chunk);  // (N, chunk) powers of one channel
+    std::vector<double> cr(Cc * N), ci(Cc * N);  // Ct of one channel, re and im
 #pragma omp for schedule(static)
     for (int64_t h = 0; h < H; h++) {
-      for (int64_t l0 = 0; l0 < L; l0 += chunk) {
-        const int64_t len = std::min(chunk, L - l0);
-        for (int64_t n = 0; n < N; n++) {  // V[n, j] = exp(E (l0 + j))
-          const cplx e = E[h * N + n], step = std::exp(e);
-          cplx v = std::exp(e * (double)l0);
-          for (int64_t j = 0; j < len; j++) V[n * chunk + j] = v, v *= step;
+      Powers p(E + h * N, N);
+      for (int64_t c = 0; c < Cc; c++)
+        for (int64_t n = 0; n < N; n++) cr[c * N + n] = Ct[(c * H + h) * N + n].real(), ci[c * N + n] = Ct[(c * H + h) * N + n].imag();
+      for (int64_t l = 0; l < L; l++) {
+        if (l % chunk == 0) p.anchor(l);
+        for (int64_t c = 0; c < Cc; c++) {  // K = scale Re(Ct . v)
+          const double *a = cr.data() + c * N, *b = ci.data() + c * N;
+          double acc = 0;
+#pragma omp simd reduction(+ : acc)
+          for (int64_t n = 0; n < N; n++) acc += a[n] * p.vr[n] - b[n] * p.vi[n];
+          K[(c * H + h) * L + l] = scale * acc;
         }
-        for (int64_t c = 0; c < Cc; c++)
-          for (int64_t j = 0; j < len; j++) {
-            double acc = 0;  // Re(Ct . V[:, j])
-            for (int64_t n = 0; n < N; n++) {
-              const cplx a = Ct[(c * H + h) * N + n], v = V[n * chunk + j];
-              acc += a.real() * v.real() - a.imag() * v.imag();
-            }
-            K[(c * H + h) * L + l0 + j] = scale * acc;
-          }
+        p.advance();
       }
     }
   }
@@ -518,35 +547,32 @@ void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64
   chunk = std::max<int64_t>(1, std::min(chunk, L));
 #pragma omp parallel if (Cc * H * N * L > 16384)
   {
-    std::vector<cplx> V(N * chunk);
+    // P = sum_l dK conj(v), Q = sum_l dK l conj(v), (Cc, N) each, re and im apart
+    std::vector<double> Pr(Cc * N), Pi(Cc * N), Qr(Cc * N), Qi(Cc * N);
 #pragma omp for schedule(static)
     for (int64_t h = 0; h < H; h++) {
-      std::vector<cplx> P(Cc * N, 0.0), Q(Cc * N, 0.0);  // sum_l dK conj(V), sum_l dK l conj(V)
-      for (int64_t l0 = 0; l0 < L; l0 += chunk) {
-        const int64_t len = std::min(chunk, L - l0);
-        for (int64_t n = 0; n < N; n++) {
-          const cplx e = E[h * N + n], step = std::exp(e);
-          cplx v = std::exp(e * (double)l0);
-          for (int64_t j = 0; j < len; j++) V[n * chunk + j] = v, v *= step;
-        }
-        for (int64_t c = 0; c < Cc; c++)
+      Powers p(E + h * N, N);
+      std::fill(Pr.begin(), Pr.end(), 0.0), std::fill(Pi.begin(), Pi.end(), 0.0);
+      std::fill(Qr.begin(), Qr.end(), 0.0), std::fill(Qi.begin(), Qi.end(), 0.0);
+      for (int64_t l = 0; l < L; l++) {
+        if (l % chunk == 0) p.anchor(l);
+        for (int64_t c = 0; c < Cc; c++) {
+          const double g = dK[(c * H + h) * L + l], gl = g * (double)l;
+          double *pr = Pr.data() + c * N, *pi = Pi.data() + c * N, *qr = Qr.data() + c * N, *qi = Qi.data() + c * N;
+#pragma omp simd
           for (int64_t n = 0; n < N; n++) {
-            cplx p = 0, q = 0;
-            for (int64_t j = 0; j < len; j++) {
-              const double g = dK[(c * H + h) * L + l0 + j];
-              const cplx vc = std::conj(V[n * chunk + j]);
-              p += g * vc;
-              q += (g * (double)(l0 + j)) * vc;
-            }
-            P[c * N + n] += p;
-            Q[c * N + n] += q;
+            pr[n] += g * p.vr[n], pi[n] -= g * p.vi[n];
+            qr[n] += gl * p.vr[n], qi[n] -= gl * p.vi[n];
           }
+        }
+        p.advance();
       }
       for (int64_t n = 0; n < N; n++) {
         cplx ge = 0;
         for (int64_t c = 0; c < Cc; c++) {
-          if (g_Ct) g_Ct[(c * H + h) * N + n] = scale * P[c * N + n];
-          ge += scale * std::conj(Ct[(c * H + h) * N + n]) * Q[c * N + n];
+          const int64_t i = c * N + n;
+          if (g_Ct) g_Ct[(c * H + h) * N + n] = scale * cplx(Pr[i], Pi[i]);
+          ge += scale * std::conj(Ct[(c * H + h) * N + n]) * cplx(Qr[i], Qi[i]);
         }
         if (g_E) g_E[h * N + n] = ge;
       }

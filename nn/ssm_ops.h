@@ -5,7 +5,7 @@
 //
 // Why fused: the kernel K[h, l] = 2 Re sum_n Ct[h, n] exp(E[h, n] l) is a sum over (H, N, L) complex terms.
 // Composed from real primitives (nn/s4d_minimal.cpp does exactly that, as the teaching twin) it
-// materialises (H, N2, L) tensors four times over; fused, it walks L in chunks, keeps O(H N chunk) memory,
+// materialises (H, N2, L) tensors four times over; fused, it walks L one step at a time, keeps O(H N) memory,
 // and is computed in float64 whatever the parameters' dtype. Each fused op has a test that it equals its
 // composed or naive twin (tests/zoo).
 //
@@ -57,8 +57,8 @@ Var ssm_conv_plain(const Var& u, const Var& k, const Var& D);  // float64 inside
 Tensor ssm_conv_direct(const Tensor& u, const Tensor& k, const Tensor& D);
 
 // ---- the Vandermonde core: K[c, h, l] = scale * Re sum_n Ct[c, h, n] exp(E[h, n] l) ----
-// Memory: one (N, chunk) block of powers per thread. Each block starts from exp(E l0) computed directly
-// and multiplies by exp(E) inside the block (rounding grows with chunk, not with L).
+// Memory: O(N) per thread, the powers exp(E l) of one l at a time. They are advanced by multiplying by exp(E)
+// and restarted from exp(E l0) computed directly every `chunk` steps (rounding grows with chunk, not with L).
 void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale,
                          int64_t chunk, double* K);
 // g_Ct[c, h, n] = scale sum_l dK conj(V),  g_E[h, n] = scale sum_c conj(Ct) sum_l dK l conj(V)
