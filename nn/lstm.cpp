@@ -12,7 +12,6 @@
 #include "tensor/elementwise.h"
 #include "tensor/linalg.h"
 #include "tensor/nn_kernels.h"
-#include "tensor/reduce.h"
 
 namespace dl::nn {
 
@@ -57,7 +56,8 @@ struct LstmCellNode : Node {
 inline float sigmoid_fast(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
 inline float tanh_fast(float x) { return 2.0f * sigmoid_fast(2.0f * x) - 1.0f; }
 
-// Hidden units [j0, j1) owned by thread p of nt: whole 16-float vectors, as even as that allows.
+// Hidden units [j0, j1) owned by thread p of nt: whole 16-float vectors, as even as that allows (never empty
+// while nt <= Hd / 16, which loop_threads ensures; every thread must reach every barrier).
 struct Units {
   int64_t j0, j1;
 };
@@ -89,18 +89,19 @@ struct LstmSequenceNode : Node {
   //   dc = dc_next + dh o (1 - tanh(c_t)^2),  dc_next <- dc f
   //   dG_t = (dc g i(1-i), dc c_{t-1} f(1-f), dc i (1-g^2), dh tanh(c_t) o(1-o))   (pre-activation gates)
   // and then, over all steps at once (one sgemm each, K = L B):
-  //   dW_hh = dG^T H_prev,  dW_ih = dG^T X,  dx = dG W_ih,  db_ih = db_hh = column sums of dG.
+  //   dW_hh = dG^T H_prev,  dW_ih = dG^T X,  dx = dG W_ih;
+  // db_ih = db_hh = the column sums of dG, added up in the loop (each thread owns its units' columns).
   std::vector<Tensor> apply(const Tensor& dy_) override {
     const int64_t G4 = 4 * Hd;
     Tensor dy = dy_.contiguous();  // (B, L, Hd)
-    Tensor dG = Tensor::empty({L, B, G4}), dh_rec = zeros({B, Hd}), dc_next = zeros({B, Hd});
+    Tensor dG = Tensor::empty({L, B, G4}), dh_rec = zeros({B, Hd}), dc_next = zeros({B, Hd}), db = zeros({G4});
     const float *pdy = dy.data<float>(), *pact = act.data<float>(), *pc = c.data<float>(), *pw = w_hh.data<float>();
-    float *pdG = dG.data<float>(), *pdh = dh_rec.data<float>(), *pdc = dc_next.data<float>();
+    float *pdG = dG.data<float>(), *pdh = dh_rec.data<float>(), *pdc = dc_next.data<float>(), *pdb = db.data<float>();
     const int nt = loop_threads(B, Hd);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
       const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
-      for (int64_t t = L - 1; t >= 0 && u.j1 > u.j0; t--) {
+      for (int64_t t = L - 1; t >= 0; t--) {
         if (t < L - 1)  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
           gemm<float>(false, false, B, u.j1 - u.j0, G4, 1.f, pdG + (t + 1) * B * G4, G4, pw + u.j0, Hd, 0.f, pdh + u.j0, Hd);
         for (int64_t b = 0; b < B; b++) {
@@ -117,6 +118,7 @@ struct LstmSequenceNode : Node {
             dg[2 * Hd + j] = dc * i * (1 - g * g);
             dg[3 * Hd + j] = dh * tc * o * (1 - o);
             dcr[j] = dc * f;
+            for (int64_t q = 0; q < 4; q++) pdb[q * Hd + j] += dg[q * Hd + j];
           }
         }
 #pragma omp barrier
@@ -137,11 +139,8 @@ struct LstmSequenceNode : Node {
       dw_hh = Tensor::empty({G4, Hd});
       gemm<float>(true, false, G4, Hd, LB, 1.f, pdG, G4, h.data<float>(), Hd, 0.f, dw_hh.data<float>(), Hd);
     }
-    if (needs_grad(3) || needs_grad(4)) {
-      Tensor db = sum(dG.view({LB, G4}), {0});
-      if (needs_grad(3)) db_ih = db;
-      if (needs_grad(4)) db_hh = needs_grad(3) ? db.clone() : db;
-    }
+    if (needs_grad(3)) db_ih = db;
+    if (needs_grad(4)) db_hh = needs_grad(3) ? db.clone() : db;
     return {dx, dw_ih, dw_hh, db_ih, db_hh};
   }
 };
@@ -161,8 +160,9 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
   n->B = B, n->L = L, n->I = I, n->Hd = Hd;
   n->x = x.data().transpose(0, 1).contiguous();  // (L, B, I)
   n->w_ih = w_ih.data().contiguous(), n->w_hh = w_hh.data().contiguous();
-  n->act = Tensor::empty({L, B, G4}), n->h = zeros({L + 1, B, Hd}), n->c = zeros({L + 1, B, Hd});
+  n->act = Tensor::empty({L, B, G4}), n->h = Tensor::empty({L + 1, B, Hd}), n->c = Tensor::empty({L + 1, B, Hd});
   float *pa = n->act.data<float>(), *ph = n->h.data<float>(), *pc = n->c.data<float>();
+  std::fill(ph, ph + B * Hd, 0.f), std::fill(pc, pc + B * Hd, 0.f);  // h_{-1} = c_{-1} = 0
   const float* pw = n->w_hh.data<float>();
   // act = X W_ih^T + b_ih + b_hh for all steps: one sgemm of (L B, I) @ (I, 4Hd)
   Tensor bias = add(b_ih.data(), b_hh.data()).contiguous();
@@ -172,7 +172,7 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
-    for (int64_t t = 0; t < L && u.j1 > u.j0; t++) {
+    for (int64_t t = 0; t < L; t++) {
       float* at = pa + t * B * G4;
       const float* hp = ph + t * B * Hd;  // h_{t-1}
       for (int64_t q = 0; q < 4; q++)     // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh[q Hd + j0 : q Hd + j1, :]^T
