@@ -221,7 +221,8 @@ std::vector<Tensor> SsmConvNode::apply(const Tensor& dy_) {
 // 2^a 3^b 5^c 7^d >= 2L: any n >= 2L has no wrap-around, and these sizes keep FFTW on its fast codelets.
 namespace {
 
-constexpr int64_t kRows = 16;  // 16 floats = one cache line of u[b, t, :]
+constexpr int64_t kRows = 16;   // 16 floats = one cache line of u[b, t, :]
+constexpr int64_t kAhead = 16;  // prefetch distance (in t) of the strided gathers and scatters
 using cf = std::complex<float>;  // layout-compatible with fftwf_complex
 
 int64_t fft_size(int64_t m) {
@@ -236,8 +237,10 @@ int64_t fft_size(int64_t m) {
 enum class Dir { r2c, c2r };
 
 // Real rows are ld = n + 16 floats apart: with n a power of two, rows exactly n apart would share cache sets
-// and the gather (one element into each of 16 rows per t) would evict itself.
+// and the gather (one element into each of 16 rows per t) would evict itself. Spectra are hld = n/2+1 rounded
+// up to 8 bins (64 bytes) apart: FFTW's SIMD codelets need every row of a batch aligned.
 int64_t row_stride(int64_t n) { return n + 16; }
+int64_t bins_stride(int64_t n) { return (n / 2 + 1 + 7) / 8 * 8; }
 
 // A plan for `rows` rows (n reals, row_stride(n) apart <-> n/2+1 bins, contiguous), cached per (dir, n, rows)
 // under a lock (FFTW's planner is not thread safe; executing a plan on other arrays of the same alignment is).
@@ -246,24 +249,24 @@ fftwf_plan batched_plan(Dir dir, int n, int rows, float* x, cf* Xc) {
   static std::map<std::tuple<int, int, int>, fftwf_plan> cache;
   std::lock_guard<std::mutex> lock(mu);
   fftwf_plan& p = cache[{(int)dir, n, rows}];
-  const int hn = n / 2 + 1, ld = (int)row_stride(n);
+  const int ld = (int)row_stride(n), hld = (int)bins_stride(n);
   fftwf_complex* X = reinterpret_cast<fftwf_complex*>(Xc);
   if (!p)
-    p = dir == Dir::r2c ? fftwf_plan_many_dft_r2c(1, &n, rows, x, nullptr, 1, ld, X, nullptr, 1, hn, FFTW_ESTIMATE)
-                        : fftwf_plan_many_dft_c2r(1, &n, rows, X, nullptr, 1, hn, x, nullptr, 1, ld,
+    p = dir == Dir::r2c ? fftwf_plan_many_dft_r2c(1, &n, rows, x, nullptr, 1, ld, X, nullptr, 1, hld, FFTW_ESTIMATE)
+                        : fftwf_plan_many_dft_c2r(1, &n, rows, X, nullptr, 1, hld, x, nullptr, 1, ld,
                                                   FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
   if (!p) fail("ssm_conv: FFTW could not make a plan for n = " + std::to_string(n));
   return p;
 }
 
-// Per-thread scratch: kRows real rows x (n, ld apart) and their spectra X (n/2+1 bins), FFTW-aligned.
+// Per-thread scratch: kRows real rows x (n reals, ld apart) and their spectra X (n/2+1 bins, hld apart), FFTW-aligned.
 struct RowBlock {
-  int64_t n, hn, ld;
+  int64_t n, hn, ld, hld;
   float* x;
   cf* X;
   explicit RowBlock(int64_t n_)
-      : n(n_), hn(n_ / 2 + 1), ld(row_stride(n_)), x(fftwf_alloc_real(kRows * row_stride(n_))),
-        X(reinterpret_cast<cf*>(fftwf_alloc_complex(kRows * (n_ / 2 + 1)))) {}
+      : n(n_), hn(n_ / 2 + 1), ld(row_stride(n_)), hld(bins_stride(n_)), x(fftwf_alloc_real(kRows * ld)),
+        X(reinterpret_cast<cf*>(fftwf_alloc_complex(kRows * hld))) {}
   ~RowBlock() {
     fftwf_free(x);
     fftwf_free(X);
@@ -271,17 +274,27 @@ struct RowBlock {
   RowBlock(const RowBlock&) = delete;
   RowBlock& operator=(const RowBlock&) = delete;
   float* row(int64_t r) { return x + r * ld; }
-  cf* bins(int64_t r) { return X + r * hn; }
+  cf* bins(int64_t r) { return X + r * hld; }
   fftwf_complex* fX() { return reinterpret_cast<fftwf_complex*>(X); }
   void r2c(int64_t R) { fftwf_execute_dft_r2c(batched_plan(Dir::r2c, (int)n, (int)R, x, X), x, fX()); }  // keeps x
   void c2r(int64_t R) { fftwf_execute_dft_c2r(batched_plan(Dir::c2r, (int)n, (int)R, x, X), fX(), x); }  // destroys X
   // row r <- src[(b L + t) H + h0 + r] for t < L, zero for t in [L, n)
+  // (the reads are H floats apart: prefetch a few t ahead, which the hardware does not do across pages)
   void gather(const float* src, int64_t b, int64_t h0, int64_t R, int64_t L, int64_t H) {
     for (int64_t t = 0; t < L; t++) {
       const float* s = src + (b * L + t) * H + h0;
+      if (t + kAhead < L) __builtin_prefetch(s + kAhead * H);
       for (int64_t r = 0; r < R; r++) x[r * ld + t] = s[r];
     }
     for (int64_t r = 0; r < R; r++) std::fill(row(r) + L, row(r) + n, 0.0f);
+  }
+  // dst[(b L + t) H + h0 + r] = row r [t] + D[h0 + r] skip[same index] for t < L (the rows alone without D)
+  void scatter(float* dst, const float* skip, const float* D, int64_t b, int64_t h0, int64_t R, int64_t L, int64_t H) {
+    for (int64_t t = 0; t < L; t++) {
+      const int64_t o = (b * L + t) * H + h0;
+      if (t + kAhead < L) __builtin_prefetch(dst + o + kAhead * H, 1), __builtin_prefetch(skip + o + kAhead * H);
+      for (int64_t r = 0; r < R; r++) dst[o + r] = x[r * ld + t] + (D ? D[h0 + r] * skip[o + r] : 0.0f);
+    }
   }
 };
 
@@ -311,14 +324,29 @@ std::vector<cf> kernel_spectra(const float* k, int64_t Cc, int64_t H, int64_t L,
   return FK;
 }
 
-// X[m] *= F[m] (conj_f: X[m] *= conj(F[m])) over hn bins
-// (written out: std::complex's operator* checks for NaN/inf and does not vectorise)
-void mul_bins(cf* X, const cf* F, int64_t hn, bool conj_f) {
+// Spectrum products over hn bins, on the interleaved (re, im) floats so that they vectorise (std::complex's
+// operator* checks for NaN/inf and does not).
+// X[m] *= F[m], or X[m] *= conj(F[m]) with conj_f
+void mul_bins(cf* Xc, const cf* Fc, int64_t hn, bool conj_f) {
+  float* X = reinterpret_cast<float*>(Xc);
+  const float* F = reinterpret_cast<const float*>(Fc);
   const float sgn = conj_f ? -1.0f : 1.0f;
 #pragma omp simd
   for (int64_t m = 0; m < hn; m++) {
-    const float a = X[m].real(), b = X[m].imag(), c = F[m].real(), d = sgn * F[m].imag();
-    X[m] = cf(a * c - b * d, a * d + b * c);
+    const float a = X[2 * m], b = X[2 * m + 1], c = F[2 * m], d = sgn * F[2 * m + 1];
+    X[2 * m] = a * c - b * d;
+    X[2 * m + 1] = a * d + b * c;
+  }
+}
+// G[m] += conj(U[m]) Y[m]
+void add_conj_product(cf* Gc, const cf* Uc, const cf* Yc, int64_t hn) {
+  float* G = reinterpret_cast<float*>(Gc);
+  const float *U = reinterpret_cast<const float*>(Uc), *Y = reinterpret_cast<const float*>(Yc);
+#pragma omp simd
+  for (int64_t m = 0; m < hn; m++) {
+    const float a = U[2 * m], b = U[2 * m + 1], c = Y[2 * m], d = Y[2 * m + 1];
+    G[2 * m] += a * c + b * d;
+    G[2 * m + 1] += a * d - b * c;
   }
 }
 
@@ -358,10 +386,7 @@ Var ssm_conv_fast(const Var& u, const Var& k, const Var& D) {
       s.r2c(R);  // U
       for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), FK.data() + (h0 + r) * hn, hn, false);  // Y = U FK / n
       s.c2r(R);
-      for (int64_t t = 0; t < L; t++) {  // y = irfft(Y)[:L] + D u
-        const int64_t o = (b * L + t) * H + h0;
-        for (int64_t r = 0; r < R; r++) py[o + r] = s.row(r)[t] + (pD ? pD[h0 + r] * pu[o + r] : 0.0f);
-      }
+      s.scatter(py, pu, pD, b, h0, R, L, H);  // y = irfft(Y)[:L] + D u
     }
   }
   Tensor out = y.to(u.dtype());
@@ -402,28 +427,20 @@ std::vector<Tensor> FastConvNode::apply(const Tensor& dy_) {
       if (need_k || need_D) su.gather(pu, b, h0, R, L, H);
       if (need_k) {
         su.r2c(R);  // U
-        for (int64_t r = 0; r < R; r++) {
-          cf *g = G.data() + (tid * H + h0 + r) * hn, *U = su.bins(r), *DY = s.bins(r);
-#pragma omp simd
-          for (int64_t m = 0; m < hn; m++) {  // g += conj(U) DY
-            const float a = U[m].real(), b = U[m].imag(), c = DY[m].real(), d = DY[m].imag();
-            g[m] += cf(a * c + b * d, a * d - b * c);
-          }
-        }
+        for (int64_t r = 0; r < R; r++) add_conj_product(G.data() + (tid * H + h0 + r) * hn, su.bins(r), s.bins(r), hn);
       }
       if (need_D)
         for (int64_t r = 0; r < R; r++) {
+          const float *dy = s.row(r), *ur = su.row(r);
           double acc = 0;
-          for (int64_t t = 0; t < L; t++) acc += (double)s.row(r)[t] * su.row(r)[t];
+#pragma omp simd reduction(+ : acc)
+          for (int64_t t = 0; t < L; t++) acc += (double)dy[t] * ur[t];
           dD[tid * H + h0 + r] += acc;
         }
       if (need_u) {
         for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), FK.data() + (h0 + r) * hn, hn, true);  // conj(FK) DY / n
         s.c2r(R);
-        for (int64_t t = 0; t < L; t++) {
-          const int64_t o = (b * L + t) * H + h0;
-          for (int64_t r = 0; r < R; r++) pdu[o + r] = s.row(r)[t] + (pD ? pD[h0 + r] * pdy[o + r] : 0.0f);
-        }
+        s.scatter(pdu, pdy, pD, b, h0, R, L, H);  // du = irfft(conj(FK) DY)[:L] + D dy
       }
     }
     if (need_k) {  // dKfull[h] = irfft(sum over threads of G[h]) / n; K0 = dKfull[:L], K1[i] = dKfull[n-1-i]
