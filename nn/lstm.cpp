@@ -113,12 +113,11 @@ struct LstmSequenceNode : Node {
             const float i = a[j], f = a[Hd + j], g = a[2 * Hd + j], o = a[3 * Hd + j], tc = tanh_fast(cn[j]);
             const float dh = dyr[j] + dhr[j];
             const float dc = dcr[j] + dh * o * (1 - tc * tc);
-            dg[j] = dc * g * i * (1 - i);
-            dg[Hd + j] = dc * cp[j] * f * (1 - f);
-            dg[2 * Hd + j] = dc * i * (1 - g * g);
-            dg[3 * Hd + j] = dh * tc * o * (1 - o);
+            const float di = dc * g * i * (1 - i), df = dc * cp[j] * f * (1 - f), dgg = dc * i * (1 - g * g),
+                        dO = dh * tc * o * (1 - o);
+            dg[j] = di, dg[Hd + j] = df, dg[2 * Hd + j] = dgg, dg[3 * Hd + j] = dO;
+            pdb[j] += di, pdb[Hd + j] += df, pdb[2 * Hd + j] += dgg, pdb[3 * Hd + j] += dO;
             dcr[j] = dc * f;
-            for (int64_t q = 0; q < 4; q++) pdb[q * Hd + j] += dg[q * Hd + j];
           }
         }
 #pragma omp barrier
