@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
@@ -163,10 +162,10 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
   float *pa = n->act.data<float>(), *ph = n->h.data<float>(), *pc = n->c.data<float>();
   std::fill(ph, ph + B * Hd, 0.f), std::fill(pc, pc + B * Hd, 0.f);  // h_{-1} = c_{-1} = 0
   const float* pw = n->w_hh.data<float>();
-  // act = X W_ih^T + b_ih + b_hh for all steps: one sgemm of (L B, I) @ (I, 4Hd)
-  Tensor bias = add(b_ih.data(), b_hh.data()).contiguous();
-  for (int64_t r = 0; r < L * B; r++) std::memcpy(pa + r * G4, bias.data<float>(), G4 * sizeof(float));
-  gemm<float>(false, true, L * B, G4, I, 1.f, n->x.data<float>(), I, n->w_ih.data<float>(), I, 1.f, pa, G4);
+  // act = X W_ih^T for all steps: one sgemm of (L B, I) @ (I, 4Hd); the cell adds b = b_ih + b_hh
+  gemm<float>(false, true, L * B, G4, I, 1.f, n->x.data<float>(), I, n->w_ih.data<float>(), I, 0.f, pa, G4);
+  Tensor bias = add(b_ih.data(), b_hh.data()).contiguous();  // (4Hd)
+  const float* pb = bias.data<float>();
   const int nt = loop_threads(B, Hd);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
@@ -182,8 +181,8 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
         float *cn = pc + ((t + 1) * B + b) * Hd, *hn = ph + ((t + 1) * B + b) * Hd;
 #pragma omp simd
         for (int64_t j = u.j0; j < u.j1; j++) {
-          const float i = sigmoid_fast(a[j]), f = sigmoid_fast(a[Hd + j]), g = tanh_fast(a[2 * Hd + j]),
-                      o = sigmoid_fast(a[3 * Hd + j]);
+          const float i = sigmoid_fast(a[j] + pb[j]), f = sigmoid_fast(a[Hd + j] + pb[Hd + j]),
+                      g = tanh_fast(a[2 * Hd + j] + pb[2 * Hd + j]), o = sigmoid_fast(a[3 * Hd + j] + pb[3 * Hd + j]);
           cn[j] = f * cp[j] + i * g;
           hn[j] = o * tanh_fast(cn[j]);
           a[j] = i, a[Hd + j] = f, a[2 * Hd + j] = g, a[3 * Hd + j] = o;

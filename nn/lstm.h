@@ -10,19 +10,20 @@
 // (B, Hd) @ (Hd, 4Hd) recurrent product and the cell.
 // Fast path, lstm_sequence: the whole layer as one node (f32 CPU, no layer norm). Time-major buffers; the input
 // projection of all steps is one sgemm, each step is the recurrent sgemm plus a vectorised cell (sigmoid/tanh
-// from exp_fast, absolute error < 5e-7), the threads split the hidden units once for the whole loop; backward
-// runs the recurrence the same way and then forms dW_hh = dG^T H_prev, dW_ih = dG^T X, dx = dG W_ih as one
-// sgemm each over all L B rows. The per-step graph below is its reference twin (LSTMOptions::sequence = false);
-// tests/perf_paths/test_lstm_fast.cpp checks they agree.
-// Per-step path: two cells compute the pointwise part: lstm_cell_fused (one Node; forward and backward written out below) and
-// lstm_cell_composed (sigmoid/tanh/mul/add primitives). tests/zoo checks values and gradients agree.
-//   fused backward (dh, dc_out = upstream of h_t and c_t; tc = tanh(c_t)):
+// from exp_fast, absolute error < 5e-7); the threads split the hidden units once for the whole loop and meet at
+// one barrier per step (no fork per step). Backward runs the recurrence the same way, then forms
+// dW_hh = dG^T H_prev, dW_ih = dG^T X, dx = dG W_ih as one sgemm each over all L B rows.
+// The per-step graph is its reference twin (LSTMOptions::sequence = false); tests/perf_paths/test_lstm_fast.cpp
+// checks the two agree. Per-step path: two cells compute the pointwise part: lstm_cell_fused (one Node; forward
+// and backward written out below) and lstm_cell_composed (sigmoid/tanh/mul/add primitives); tests/zoo checks
+// values and gradients agree.
+// lstm_cell_fused backward (dh, dc_out = upstream of h_t and c_t; tc = tanh(c_t)):
 //     dc = dc_out + dh o (1 - tc^2);  do = dh tc;  di = dc g;  dg = dc i;  df = dc c_{t-1};  dc_{t-1} = dc f
 //     d gates = (di i(1-i), df f(1-f), dg (1-g^2), do o(1-o))
 // Layer-norm variant: gates = LN_ih(x W_ih^T) + LN_hh(h W_hh^T) + b_ih + b_hh, h_t = o tanh(LN_c(c_t)), composed.
 // Parameter names as torch.nn.LSTM: weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k}; the LN variant
 // adds ln_ih_l{k}, ln_hh_l{k}, ln_c_l{k} (LayerNorm weight/bias). Init U(-1/sqrt(Hd), 1/sqrt(Hd)) as PyTorch.
-// What it is not: cuDNN-style fused whole-sequence kernels, bidirectional or projected (proj_size) LSTMs.
+// What it is not: bidirectional or projected (proj_size) LSTMs; no initial states (zeros) and no c_n output.
 #pragma once
 #include "nn/layers.h"
 #include "nn/registry.h"
