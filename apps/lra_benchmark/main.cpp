@@ -5,6 +5,7 @@
 //   lra_benchmark cell  --task listops --model s4d --regime spt-masked [--preset ..] [--set k=v]..
 //   lra_benchmark eval  --cell runs/lra/cells/listops__s4d__scratch [--split test]
 //   lra_benchmark list
+//   lra_benchmark speed [--preset ..] [--tasks ..] [--models ..] [--set k=v].. [--steps 5]   (steps/s, speed.h)
 // Results: <out>/results.{json,md}, metrics.csv, plots/, cells/<task>__<model>__<regime>/ (see report.h).
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "config.h"
 #include "nn/registry.h"
 #include "report.h"
+#include "speed.h"
 #include "tasks/registry.h"
 #include "tensor/safetensors.h"
 #include "trainer.h"
@@ -57,7 +59,9 @@ int main(int argc, char** argv) {
   eval->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
   eval->add_option("--split", split, "train, val or test")->capture_default_str();
   CLI::App* list = app.add_subcommand("list", "list tasks, models, regimes, presets and layers");
+  SpeedCommand speed(app);  // lra_benchmark speed: training steps/s per cell (speed.h)
   CLI11_PARSE(app, argc, argv);
+  if (speed.chosen()) return speed.run();
 
   try {
     if (*list) {

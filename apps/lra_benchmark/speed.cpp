@@ -1,0 +1,143 @@
+// apps/lra_benchmark/speed.cpp - steps/s of each cell's model (see speed.h).
+#include "speed.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/param_groups.h"
+#include "tasks/batching.h"
+#include "trainer.h"
+
+namespace lra {
+
+using namespace dl;
+using Clock = std::chrono::steady_clock;
+
+TaskShape task_shape(const CellConfig& c) {
+  const tasks::TaskData& d = task_data(c);  // the preset's own sizes: ListOps' longest example depends on them
+  // as shape_of in trainer.cpp: the longest sequence of any split (or the task's declared maximum)
+  TaskShape s;
+  s.vocab = d.train.vocab_size;
+  s.features = d.train.feature_dim;
+  s.classes = d.train.num_classes;
+  s.two_tower = !d.train.examples.front().tokens2.empty();
+  int64_t longest = d.train.max_len;
+  for (auto* ds : {&d.train, &d.val, &d.test})
+    for (auto& e : ds->examples)
+      longest = std::max({longest, tasks::example_length(e, ds->feature_dim), (int64_t)e.tokens2.size()});
+  s.max_len = (int)longest;
+  return s;
+}
+
+// One batch of random inputs, every position real: tokens in [0, vocab), or features with a zero mask channel.
+static Inputs random_inputs(const TaskShape& s, int64_t B, int64_t L, Generator& g) {
+  Inputs in;
+  in.mask = ones({B, L});
+  if (s.vocab > 0) {
+    in.tokens = randint(0, s.vocab, {B, L}, g);
+  } else {
+    in.features = zeros({B, L, s.features + 1});
+    in.features.narrow(2, 0, s.features).copy_(randn({B, L, s.features}, g));
+  }
+  return in;
+}
+
+// The fine-tuning optimizer of trainer.cpp's run_phase: AdamW; the SSM parameters get ssm_lr and no weight
+// decay; norms, biases and embeddings no weight decay.
+static optim::AdamW make_optimizer(LraModel& m, const CellConfig& c) {
+  optim::GroupingOptions go;
+  go.lr = c.lr;
+  go.weight_decay = c.weight_decay;
+  go.rules = {optim::s4_rule(c.ssm_lr, {"kernel.log_dt", "kernel.inv_dt", "kernel.inv_A_real", "kernel.log_A_real", "kernel.A_real",
+                                        "kernel.A_imag", "kernel.B", "kernel.P", "kernel.Lambda"})};
+  go.no_decay_norm_bias_embed = true;
+  optim::AdamWOptions ao;
+  ao.lr = c.lr;
+  ao.weight_decay = c.weight_decay;
+  return optim::AdamW(optim::make_param_groups(m, go), ao);
+}
+
+static double peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;  // Linux reports kilobytes
+}
+
+SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
+  omp_set_num_threads(o.threads);
+  SpeedResult r;
+  r.task = c.task, r.model = c.model, r.batch = c.batch;
+  r.shape = task_shape(c);
+  r.seq_len = r.shape.max_len;  // a batch of the longest sequences: the most a training step of this cell costs
+
+  Generator g((uint64_t)c.seed + 1);  // the fine-tuning model's seed, as run_cell
+  LraModel m(c, r.shape, c.regime == "spt-causal", g);
+  r.params = m.num_parameters() - m.pretrain_head_params();
+  optim::AdamW opt = make_optimizer(m, c);
+  m.train();
+
+  Inputs a = random_inputs(r.shape, c.batch, r.seq_len, g), b;
+  if (r.shape.two_tower) b = random_inputs(r.shape, c.batch, r.seq_len, g);
+  Tensor labels = randint(0, r.shape.classes, {c.batch}, g);
+
+  std::vector<double> ms;
+  for (int step = 0; step < o.warmup + o.steps; step++) {
+    auto t0 = Clock::now();
+    opt.zero_grad();
+    Var loss = cross_entropy(m.classify(a, r.shape.two_tower ? &b : nullptr), labels);
+    loss.backward();
+    if (c.clip > 0) optim::clip_grad_norm(m.parameters(true), c.clip);
+    opt.step();
+    loss.item();  // the trainer reads the loss every step
+    if (step >= o.warmup) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  r.ms_per_step = ms.empty() ? 0 : ms[ms.size() / 2];  // the median (the upper one of an even count)
+  r.steps_per_s = r.ms_per_step > 0 ? 1000.0 / r.ms_per_step : 0;
+  r.peak_rss_mb = peak_rss_mb();
+  return r;
+}
+
+json SpeedResult::to_json(const std::string& preset) const {
+  auto round2 = [](double x) { return std::round(x * 100) / 100; };
+  json s = {{"vocab", shape.vocab}, {"features", shape.features}, {"classes", shape.classes}, {"max_len", shape.max_len},
+            {"two_tower", shape.two_tower}};
+  return {{"preset", preset},       {"task", task},       {"model", model},
+          {"params", params},       {"batch", batch},     {"seq_len", seq_len},
+          {"ms_per_step", round2(ms_per_step)},           {"steps_per_s", round2(steps_per_s)},
+          {"peak_rss_mb", round2(peak_rss_mb)},           {"shape", s}};
+}
+
+// ---------------------------------------------------------------------------------------------
+SpeedCommand::SpeedCommand(CLI::App& app) {
+  cmd_ = app.add_subcommand("speed", "training steps/s of each task x model of a preset (scratch fine-tuning), one JSON line each");
+  cmd_->add_option("--preset,--config", preset_, "preset name (apps/lra_benchmark/presets) or a JSON file")->capture_default_str();
+  cmd_->add_option("--tasks", tasks_, "only these tasks")->delimiter(',');
+  cmd_->add_option("--models", models_, "only these models")->delimiter(',');
+  cmd_->add_option("--set", sets_, "override a field: --set batch=8 (repeatable)");
+  cmd_->add_option("--steps", opt_.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd_->add_option("--warmup", opt_.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd_->add_option("--threads", opt_.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+}
+
+int SpeedCommand::run() const {
+  try {
+    Preset p = load_preset(preset_);
+    for (auto& t : tasks_.empty() ? p.tasks : tasks_)
+      for (auto& m : models_.empty() ? p.models : models_)
+        std::cout << measure_speed(resolve_cell(p, t, m, "scratch", sets_), opt_).to_json(p.name).dump() << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "lra_benchmark speed: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace lra

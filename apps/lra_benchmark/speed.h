@@ -1,0 +1,62 @@
+// apps/lra_benchmark/speed.h - training steps per second of each cell's model, beside bench/torch_lra.py.
+//
+//   lra_benchmark speed [--preset tiny|small|FILE] [--tasks ..] [--models ..] [--set k=v].. [--steps 5] [--warmup 2]
+//                       [--threads 2]
+//
+// For every task x model of the preset (the scratch regime's fine-tuning configuration) it builds the LraModel the
+// trainer builds, feeds random inputs of the cell's batch size at the task's longest sequence (both towers for
+// retrieval; every position real, so the mask is all ones), and times full training steps as trainer.cpp's
+// run_phase takes them: zero grad, forward, cross-entropy, backward, gradient clipping, AdamW with the trainer's
+// parameter groups. After `warmup` untimed steps it prints one JSON line per cell:
+//   {"preset", "task", "model", "params", "batch", "seq_len", "ms_per_step" (median), "steps_per_s",
+//    "peak_rss_mb" (of the whole process so far: run one cell per process to compare cells), "shape"}
+// "shape" is the TaskShape (vocab, features, classes, max_len, two_tower) that bench/torch_lra.py takes as --shape,
+// since the PyTorch twin cannot read our datasets. The task's data is made as the trainer makes it (the preset's
+// sizes), since the shape depends on it (ListOps' longest example).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "model.h"
+
+namespace lra {
+
+struct SpeedOptions {
+  int steps = 5;    // timed steps
+  int warmup = 2;   // untimed steps first (allocator and FFT plans warm up)
+  int threads = 2;  // OpenMP threads
+};
+
+struct SpeedResult {
+  std::string task, model;
+  TaskShape shape;
+  int64_t params = 0;  // the fine-tuned model's (the pretraining head left out, as CellResult::params)
+  int batch = 0, seq_len = 0;
+  double ms_per_step = 0, steps_per_s = 0, peak_rss_mb = 0;
+  json to_json(const std::string& preset) const;
+};
+
+// The task's shape as the trainer computes it (trainer.cpp's shape_of).
+TaskShape task_shape(const CellConfig& c);
+
+// Time `o.steps` training steps of the cell's model after `o.warmup` untimed ones.
+SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o);
+
+// The `speed` subcommand: registers its options on `app`; main() calls run() when it was chosen.
+class SpeedCommand {
+ public:
+  explicit SpeedCommand(CLI::App& app);
+  SpeedCommand(const SpeedCommand&) = delete;  // CLI11 holds pointers to the members
+  bool chosen() const { return cmd_->parsed(); }
+  int run() const;  // prints one JSON line per cell; returns the exit status
+
+ private:
+  CLI::App* cmd_;
+  std::string preset_ = "tiny";
+  std::vector<std::string> tasks_, models_, sets_;
+  SpeedOptions opt_;
+};
+
+}  // namespace lra
