@@ -275,9 +275,13 @@ struct RowBlock {
   RowBlock& operator=(const RowBlock&) = delete;
   float* row(int64_t r) { return x + r * ld; }
   cf* bins(int64_t r) { return X + r * hld; }
-  fftwf_complex* fX() { return reinterpret_cast<fftwf_complex*>(X); }
-  void r2c(int64_t R) { fftwf_execute_dft_r2c(batched_plan(Dir::r2c, (int)n, (int)R, x, X), x, fX()); }  // keeps x
-  void c2r(int64_t R) { fftwf_execute_dft_c2r(batched_plan(Dir::c2r, (int)n, (int)R, x, X), fX(), x); }  // destroys X
+  // rows -> spectra in X, or in dst (rows hld bins apart, aligned as X); keeps x
+  void r2c(int64_t R, cf* dst = nullptr) {
+    fftwf_execute_dft_r2c(batched_plan(Dir::r2c, (int)n, (int)R, x, X), x, reinterpret_cast<fftwf_complex*>(dst ? dst : X));
+  }
+  void c2r(int64_t R) {  // spectra in X -> rows; destroys X
+    fftwf_execute_dft_c2r(batched_plan(Dir::c2r, (int)n, (int)R, x, X), reinterpret_cast<fftwf_complex*>(X), x);
+  }
   // row r <- src[(b L + t) H + h0 + r] for t < L, zero for t in [L, n)
   // (the reads are H floats apart: prefetch a few t ahead, which the hardware does not do across pages)
   void gather(const float* src, int64_t b, int64_t h0, int64_t R, int64_t L, int64_t H) {
@@ -326,16 +330,16 @@ std::vector<cf> kernel_spectra(const float* k, int64_t Cc, int64_t H, int64_t L,
 
 // Spectrum products over hn bins, on the interleaved (re, im) floats so that they vectorise (std::complex's
 // operator* checks for NaN/inf and does not).
-// X[m] *= F[m], or X[m] *= conj(F[m]) with conj_f
-void mul_bins(cf* Xc, const cf* Fc, int64_t hn, bool conj_f) {
-  float* X = reinterpret_cast<float*>(Xc);
-  const float* F = reinterpret_cast<const float*>(Fc);
+// out[m] = a[m] F[m], or a[m] conj(F[m]) with conj_f (out may be a)
+void mul_bins(cf* outc, const cf* ac, const cf* Fc, int64_t hn, bool conj_f) {
+  float* out = reinterpret_cast<float*>(outc);
+  const float *A = reinterpret_cast<const float*>(ac), *F = reinterpret_cast<const float*>(Fc);
   const float sgn = conj_f ? -1.0f : 1.0f;
 #pragma omp simd
   for (int64_t m = 0; m < hn; m++) {
-    const float a = X[2 * m], b = X[2 * m + 1], c = F[2 * m], d = sgn * F[2 * m + 1];
-    X[2 * m] = a * c - b * d;
-    X[2 * m + 1] = a * d + b * c;
+    const float a = A[2 * m], b = A[2 * m + 1], c = F[2 * m], d = sgn * F[2 * m + 1];
+    out[2 * m] = a * c - b * d;
+    out[2 * m + 1] = a * d + b * c;
   }
 }
 // G[m] += conj(U[m]) Y[m]
@@ -350,15 +354,21 @@ void add_conj_product(cf* Gc, const cf* Uc, const cf* Yc, int64_t hn) {
   }
 }
 
+cf* as_bins(const Tensor& t) { return reinterpret_cast<cf*>(t.data<float>()); }
+
 struct FastConvNode : Node {
-  Tensor u, D;         // float32 (B, L, H) and (H) (or undefined)
-  std::vector<cf> FK;  // kernel spectra / n, (H, n/2+1)
+  // The spectra of u, (B H, bins_stride(n), 2) floats (64-byte aligned as every tensor, so FFTW may write them
+  // directly), saved when K or D needs a gradient: the forward computes them anyway and the backward needs
+  // them for dK and dD (twice u's memory, one FFT per row less).
+  Tensor U;
+  Tensor D;  // float32 (H) or undefined
+  std::vector<cf> FK;          // kernel spectra / n, (H, n/2+1)
   DType u_dtype, k_dtype, D_dtype;
   int64_t B, L, H, Cc, n;
   const char* name() const override { return "ssm_conv"; }
   std::vector<Tensor> apply(const Tensor& dy_) override;
   void release() override {
-    u = D = Tensor();
+    U = D = Tensor();
     FK = {};
   }
 };
@@ -369,10 +379,14 @@ Var ssm_conv_fast(const Var& u, const Var& k, const Var& D) {
   Tensor Dt = D.defined() ? D.data() : Tensor();
   check_conv_args(u.data(), k.data(), Dt);
   const int64_t B = u.size(0), L = u.size(1), H = u.size(2), Cc = k.size(0), n = fft_size(2 * L), hn = n / 2 + 1;
-  const int64_t nblk = (H + kRows - 1) / kRows;
+  const int64_t nblk = (H + kRows - 1) / kRows, hld = bins_stride(n);
   Tensor uf = u.data().to(DType::f32).contiguous(), kf = k.data().to(DType::f32).contiguous();
   Tensor Df = Dt.defined() ? Dt.to(DType::f32).contiguous() : Tensor();
   std::vector<cf> FK = kernel_spectra(kf.data<float>(), Cc, H, L, n);
+  std::vector<Var> ins = {u, k};
+  if (D.defined()) ins.push_back(D);
+  const bool save_U = k.requires_grad() || (D.defined() && D.requires_grad());
+  Tensor U = save_U ? Tensor::empty({B * H, hld, 2}, DType::f32) : Tensor();
   Tensor y = Tensor::empty({B, L, H}, DType::f32);
   const float *pu = uf.data<float>(), *pD = Df.defined() ? Df.data<float>() : nullptr;
   float* py = y.data<float>();
@@ -382,68 +396,61 @@ Var ssm_conv_fast(const Var& u, const Var& k, const Var& D) {
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < B * nblk; i++) {
       const int64_t b = i / nblk, h0 = (i % nblk) * kRows, R = std::min(kRows, H - h0);
+      cf* Ub = U.defined() ? as_bins(U) + (b * H + h0) * hld : s.X;  // where this block's U goes
       s.gather(pu, b, h0, R, L, H);
-      s.r2c(R);  // U
-      for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), FK.data() + (h0 + r) * hn, hn, false);  // Y = U FK / n
+      s.r2c(R, Ub);
+      for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), Ub + r * hld, FK.data() + (h0 + r) * hn, hn, false);  // Y = U FK / n
       s.c2r(R);
       s.scatter(py, pu, pD, b, h0, R, L, H);  // y = irfft(Y)[:L] + D u
     }
   }
   Tensor out = y.to(u.dtype());
-  std::vector<Var> ins = {u, k};
-  if (D.defined()) ins.push_back(D);
   if (!any_requires_grad(ins)) return Var(out);
   auto node = std::make_shared<FastConvNode>();
-  node->u = uf, node->D = Df, node->FK = std::move(FK);
+  node->U = U, node->D = Df, node->FK = std::move(FK);
   node->u_dtype = u.dtype(), node->k_dtype = k.dtype(), node->D_dtype = D.defined() ? D.dtype() : DType::f32;
   node->B = B, node->L = L, node->H = H, node->Cc = Cc, node->n = n;
   return record(node, out, ins);
 }
 
-// Backward per block: DY = rfft(dy); du = irfft(conj(FK) DY) + D dy; the spectrum of dKfull, sum_b conj(U) DY,
+// Backward per block: DY = rfft(dy); du = irfft(conj(FK) DY) + D dy. The spectrum of dKfull, sum_b conj(U) DY,
 // is summed over b in per-thread accumulators (no races) and transformed back once per h at the end.
+// dD needs no pass of its own: D u is the lag-0 tap of the kernel, so dD[h] = dKfull[h, 0] = sum_{b,t} dy u.
 std::vector<Tensor> FastConvNode::apply(const Tensor& dy_) {
-  const int64_t hn = n / 2 + 1, nblk = (H + kRows - 1) / kRows;
+  const int64_t hn = n / 2 + 1, hld = bins_stride(n), nblk = (H + kRows - 1) / kRows;
   Tensor dyf = dy_.to(DType::f32).contiguous();
-  const float *pdy = dyf.data<float>(), *pu = u.data<float>(), *pD = D.defined() ? D.data<float>() : nullptr;
+  const float *pdy = dyf.data<float>(), *pD = D.defined() ? D.data<float>() : nullptr;
   const bool need_u = needs_grad(0), need_k = needs_grad(1), need_D = D.defined() && needs_grad(2);
+  const bool need_corr = need_k || need_D;  // both read dKfull
+  if (need_corr && !U.defined()) fail("ssm_conv: backward needs the spectra of u, which the forward did not save");
   Tensor du = need_u ? Tensor::empty({B, L, H}, DType::f32) : Tensor();
   Tensor dk = need_k ? Tensor::empty({Cc, H, L}, DType::f32) : Tensor();
+  Tensor dD = need_D ? Tensor::empty({H}, DType::f32) : Tensor();
   float* pdu = need_u ? du.data<float>() : nullptr;
   float* pdk = need_k ? dk.data<float>() : nullptr;
+  float* pdD = need_D ? dD.data<float>() : nullptr;
   const bool par = B * H * L > 16384;
   const int nt = par ? omp_get_max_threads() : 1;
-  std::vector<cf> G(need_k ? nt * H * hn : 0);        // per thread: sum_b conj(U) DY, (H, n/2+1)
-  std::vector<double> dD(need_D ? nt * H : 0, 0.0);  // per thread: sum_{b,t} dy u, (H)
+  std::vector<cf> G(need_corr ? nt * H * hn : 0);  // per thread: sum_b conj(U) DY, (H, n/2+1)
 #pragma omp parallel if (par)
   {
     const int tid = omp_get_thread_num();
-    RowBlock s(n), su(n);
+    RowBlock s(n);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < B * nblk; i++) {
       const int64_t b = i / nblk, h0 = (i % nblk) * kRows, R = std::min(kRows, H - h0);
       s.gather(pdy, b, h0, R, L, H);
-      s.r2c(R);  // DY (s.x still holds dy)
-      if (need_k || need_D) su.gather(pu, b, h0, R, L, H);
-      if (need_k) {
-        su.r2c(R);  // U
-        for (int64_t r = 0; r < R; r++) add_conj_product(G.data() + (tid * H + h0 + r) * hn, su.bins(r), s.bins(r), hn);
-      }
-      if (need_D)
-        for (int64_t r = 0; r < R; r++) {
-          const float *dy = s.row(r), *ur = su.row(r);
-          double acc = 0;
-#pragma omp simd reduction(+ : acc)
-          for (int64_t t = 0; t < L; t++) acc += (double)dy[t] * ur[t];
-          dD[tid * H + h0 + r] += acc;
-        }
+      s.r2c(R);  // DY
+      if (need_corr)
+        for (int64_t r = 0; r < R; r++)
+          add_conj_product(G.data() + (tid * H + h0 + r) * hn, as_bins(U) + (b * H + h0 + r) * hld, s.bins(r), hn);
       if (need_u) {
-        for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), FK.data() + (h0 + r) * hn, hn, true);  // conj(FK) DY / n
+        for (int64_t r = 0; r < R; r++) mul_bins(s.bins(r), s.bins(r), FK.data() + (h0 + r) * hn, hn, true);  // conj(FK) DY / n
         s.c2r(R);
         s.scatter(pdu, pdy, pD, b, h0, R, L, H);  // du = irfft(conj(FK) DY)[:L] + D dy
       }
     }
-    if (need_k) {  // dKfull[h] = irfft(sum over threads of G[h]) / n; K0 = dKfull[:L], K1[i] = dKfull[n-1-i]
+    if (need_corr) {  // dKfull[h] = irfft(sum over threads of G[h]) / n; K0 = dKfull[:L], K1[i] = dKfull[n-1-i]
 #pragma omp for schedule(static)
       for (int64_t blk = 0; blk < nblk; blk++) {
         const int64_t h0 = blk * kRows, R = std::min(kRows, H - h0);
@@ -456,24 +463,17 @@ std::vector<Tensor> FastConvNode::apply(const Tensor& dy_) {
         s.c2r(R);
         for (int64_t r = 0; r < R; r++) {
           const float* g = s.row(r);
+          if (pdD) pdD[h0 + r] = g[0];
+          if (!pdk) continue;
           std::copy(g, g + L, pdk + (h0 + r) * L);
           if (Cc == 2)
-            for (int64_t i = 0; i < L; i++) pdk[(H + h0 + r) * L + i] = g[n - 1 - i];
+            for (int64_t j = 0; j < L; j++) pdk[(H + h0 + r) * L + j] = g[n - 1 - j];
         }
       }
     }
   }
   std::vector<Tensor> g = {need_u ? du.to(u_dtype) : Tensor(), need_k ? dk.to(k_dtype) : Tensor()};
-  if (D.defined()) {
-    Tensor gD;
-    if (need_D) {
-      std::vector<double> sum(H, 0.0);
-      for (int th = 0; th < nt; th++)
-        for (int64_t h = 0; h < H; h++) sum[h] += dD[th * H + h];
-      gD = tensor_from(sum, {H}, D_dtype);
-    }
-    g.push_back(gD);
-  }
+  if (D.defined()) g.push_back(need_D ? dD.to(D_dtype) : Tensor());
   return g;
 }
 

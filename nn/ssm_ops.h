@@ -26,7 +26,8 @@
 //     ssm_conv_plain  the reference: float64, one 1-D FFT per (b, h) row read with stride H from (B, L, H).
 //     ssm_conv_fast   float32 (as PyTorch runs it): blocks of 16 channels gathered into contiguous rows and
 //                     transformed by batched fftwf plans; the kernel's spectrum once per h (not per (b, h));
-//                     dK's spectrum sum_b conj(U) DY accumulated per thread, one inverse FFT per h.
+//                     the spectra U saved by the forward; dK's spectrum sum_b conj(U) DY accumulated per thread,
+//                     one inverse FFT per h; dD = dKfull[h, 0] (D u is the kernel's lag-0 tap).
 //   ssm_conv picks fast for float32 u and plain otherwise (float64 callers asked for float64 accuracy).
 //
 // ---- diag_ssm_kernel (S4D, Gu et al. 2022 "On the Parameterization and Initialization of Diagonal SSMs") ----
