@@ -104,17 +104,37 @@ void cols_times(const float* X, const float* W, int64_t ldw, float* Y, int64_t l
   }
 }
 
-// Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved.
-void forward_pair(const float* qkv, float* out, float* L, float* S, float* M, const Dims& d, int64_t bh, bool causal,
-                  const Drop& dr) {
+// The composed path's fill for scores of padding keys: exp(-1e9 - max) is exactly 0 unless every key of the row is
+// padding; then every score is the fill and the row's weights are uniform (1/n over its n keys).
+constexpr float kPadScore = -1e9f;
+// The first real key of a sequence (T when it is all padding): row t has no real key among its n keys iff
+// first_real >= n. Such rows are recomputed as uniform in the backward: their L_t = -1e9 + log n rounds to -1e9
+// in float, so exp(S - L) would give 1 instead of 1/n.
+inline int64_t first_real(const float* km, int64_t T) {
+  int64_t f = 0;
+  while (km && f < T && km[f] == 0.f) f++;
+  return km ? f : 0;
+}
+// Scores of padding keys (km[s] == 0) replaced by kPadScore, s < n.
+inline void fill_padding(float* s, const float* km, int64_t n) {
+  if (!km) return;
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) s[j] = km[j] != 0.f ? s[j] : kPadScore;
+}
+
+// Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved. key_mask (B, T) or null.
+void forward_pair(const float* qkv, const float* key_mask, float* out, float* L, float* S, float* M, const Dims& d, int64_t bh,
+                  bool causal, const Drop& dr) {
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
   const float* Q = qkv + b * T * ld + h * HS;
   const float *K = Q + C, *V = Q + 2 * C;
   const float c = (float)(1.0 / std::sqrt((double)HS));
+  const float* km = key_mask ? key_mask + b * T : nullptr;
   scores(Q, K, S, d, causal, c);
   for (int64_t t = 0; t < T; t++) {
     float* s = S + t * T;
     const int64_t n = causal ? t + 1 : T;  // masked scores give exact zeros, as exp of the composed -1e9 fill does
+    fill_padding(s, km, n);
     float m = s[0];
 #pragma omp simd reduction(max : m)
     for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
@@ -136,8 +156,8 @@ void forward_pair(const float* qkv, float* out, float* L, float* S, float* M, co
 }
 
 // Backward of one (b, h); P and Pd are recomputed from Q, K, L and the hash.
-void backward_pair(const float* qkv, const float* L, const float* dO, float* dqkv, float* P, float* X, float* M, const Dims& d,
-                   int64_t bh, bool causal, const Drop& dr) {
+void backward_pair(const float* qkv, const float* key_mask, const float* L, const float* dO, float* dqkv, float* P, float* X,
+                   float* M, const Dims& d, int64_t bh, bool causal, const Drop& dr) {
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
   const float* Q = qkv + b * T * ld + h * HS;
   const float *K = Q + C, *V = Q + 2 * C;
@@ -145,13 +165,20 @@ void backward_pair(const float* qkv, const float* L, const float* dO, float* dqk
   float* dQ = dqkv + b * T * ld + h * HS;
   float *dK = dQ + C, *dV = dQ + 2 * C;
   const float c = (float)(1.0 / std::sqrt((double)HS));
+  const float* km = key_mask ? key_mask + b * T : nullptr;
+  const int64_t first = first_real(km, T);
   scores(Q, K, P, d, causal, c);
   for (int64_t t = 0; t < T; t++) {  // P = exp(S - L); X = Pd = P M
     float *p = P + t * T, *x = X + t * T;
     const int64_t n = causal ? t + 1 : T;
     const float Lt = L[bh * T + t];
+    fill_padding(p, km, n);
+    if (first >= n) {
+      std::fill(p, p + n, 1.f / (float)n);  // all keys padding: uniform, as in the forward
+    } else {
 #pragma omp simd
-    for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
+      for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
+    }
     for (int64_t j = n; j < T; j++) p[j] = 0.f;
     if (dr.on) {
       mask_row(dr, bh * T + t, M, n);
@@ -174,6 +201,10 @@ void backward_pair(const float* qkv, const float* L, const float* dO, float* dqk
     const float D = lane_sum<float>(n, [&](int64_t j) { return x[j] * p[j]; });
 #pragma omp simd
     for (int64_t j = 0; j < n; j++) x[j] = p[j] * (x[j] - D);
+    if (km) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) x[j] = km[j] != 0.f ? x[j] : 0.f;
+    }
     for (int64_t j = n; j < T; j++) x[j] = 0.f;
   }
   rows_times(X, K, ld, dQ, ld, d, causal, c);  // dQ = c dS K
@@ -181,7 +212,7 @@ void backward_pair(const float* qkv, const float* L, const float* dO, float* dqk
 }
 
 struct QKVAttentionNode : Node {
-  Tensor qkv, L;  // qkv (B, T, 3C) contiguous; L (B, NH, T)
+  Tensor qkv, L, key_mask;  // qkv (B, T, 3C) contiguous; L (B, NH, T); key_mask (B, T) f32 or undefined
   Dims d{};
   bool causal = false;
   Drop drop;
@@ -191,19 +222,20 @@ struct QKVAttentionNode : Node {
     Tensor g = dy.to(DType::f32).contiguous();
     Tensor dqkv = Tensor::empty(qkv.shape());
     const float *pq = qkv.data<float>(), *pl = L.data<float>(), *pg = g.data<float>();
+    const float* pk = key_mask.defined() ? key_mask.data<float>() : nullptr;
     float* pd = dqkv.data<float>();
     const int64_t T = d.T;
     over_pairs(d, 2 * T * T + T, [&](int64_t bh, float* scratch) {
-      backward_pair(pq, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, d, bh, causal, drop);
+      backward_pair(pq, pk, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, d, bh, causal, drop);
     });
     return {dqkv};
   }
-  void release() override { qkv = L = Tensor(); }
+  void release() override { qkv = L = key_mask = Tensor(); }
 };
 
 }  // namespace
 
-Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g) {
+Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask) {
   if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
     fail("qkv_attention: expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
          shape_str(qkv.shape()));
@@ -212,6 +244,10 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
          dtype_name(qkv.dtype()));
   if (!(p >= 0 && p <= 1)) fail("qkv_attention: dropout p must be in [0, 1], found " + std::to_string(p));
   Dims d{qkv.size(0), qkv.size(1), qkv.size(2) / 3, heads, qkv.size(2) / 3 / heads};
+  if (key_mask.defined() && key_mask.shape() != Shape{d.B, d.T})
+    fail("qkv_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({d.B, d.T}) + ", found " + shape_str(key_mask.shape()));
+  Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
+  const float* pk = km.defined() ? km.data<float>() : nullptr;
   const bool dropping = training && p > 0;
   Drop dr = make_drop(p, dropping, dropping ? g.next_u64() : 0);
   Tensor x = qkv.data().contiguous();
@@ -219,10 +255,10 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
   const float* px = x.data<float>();
   float *po = out.data<float>(), *pl = L.data<float>();
   const int64_t T = d.T;
-  over_pairs(d, T * T + T, [&](int64_t bh, float* scratch) { forward_pair(px, po, pl, scratch, scratch + T * T, d, bh, causal, dr); });
+  over_pairs(d, T * T + T, [&](int64_t bh, float* scratch) { forward_pair(px, pk, po, pl, scratch, scratch + T * T, d, bh, causal, dr); });
   if (!any_requires_grad({qkv})) return Var(out);
   auto n = std::make_shared<QKVAttentionNode>();
-  n->qkv = x, n->L = L, n->d = d, n->causal = causal, n->drop = dr;
+  n->qkv = x, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr;
   return record(n, out, {qkv});
 }
 
