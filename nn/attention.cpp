@@ -8,6 +8,7 @@
 #include "nn/fused_attention.h"
 #include "nn/init.h"
 #include "nn/positions.h"
+#include "nn/qkv_attention.h"
 
 namespace dl::nn {
 
@@ -121,6 +122,7 @@ std::shared_ptr<MultiheadAttention> MultiheadAttention::from_config(int64_t d, c
   o.causal = cfg_bool(c, "attention", "causal", false);
   o.window = cfg_int(c, "attention", "window", 0);
   o.fused = cfg_bool(c, "attention", "fused", false);
+  o.packed = cfg_bool(c, "attention", "packed", true);
   return std::make_shared<MultiheadAttention>(d, o, g);
 }
 
@@ -130,6 +132,7 @@ std::string MultiheadAttention::extra_repr() const {
   if (opt.rotary) s += ", rotary";
   if (opt.window) s += ", window=" + std::to_string(opt.window);
   if (opt.fused) s += ", fused";
+  if (!opt.packed) s += ", packed=false";
   return s;
 }
 
@@ -141,6 +144,10 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
   const int64_t B = x.size(0), S = mem.size(1);
   if (mask.defined() && mask.shape() != Shape{B, S})
     fail("MultiheadAttention: mask shape mismatch: expected (B, S) = " + shape_str({B, S}) + ", found " + shape_str(mask.shape()));
+  const bool dropping = is_training() && opt.dropout > 0;
+  const bool fused = opt.fused && !weights && !dropping;
+  if (self && opt.packed && !fused && !opt.window && !weights && x.dtype() == DType::f32 && x.data().device() == Device::cpu)
+    return out_proj->forward(packed_self_attention(x, mask));
   Var q = split_heads(linear(x, narrow(in_proj_weight, 0, 0, C), narrow(in_proj_bias, 0, 0, C)), opt.heads);  // (B, NH, T, HS)
   Var k = split_heads(linear(mem, narrow(in_proj_weight, 0, C, C), narrow(in_proj_bias, 0, C, C)), opt.heads);  // (B, NH, S, HS)
   Var v = split_heads(linear(mem, narrow(in_proj_weight, 0, 2 * C, C), narrow(in_proj_bias, 0, 2 * C, C)), opt.heads);
@@ -149,12 +156,11 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
     q = apply_rotary(q);
     k = apply_rotary(k);
   }
-  const bool dropping = is_training() && opt.dropout > 0;
   Var y;
   if (self && opt.window > 0) {
     if (weights) fail("MultiheadAttention: windowed attention does not return weights");
     y = local_attention(q, k, v, mask, opt.window, causal);
-  } else if (opt.fused && !weights && !dropping) {
+  } else if (fused) {
     y = fused_attention(q, k, v, mask, causal);
   } else {
     SDPAOptions o;
@@ -166,6 +172,19 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
     y = scaled_dot_product_attention(q, k, v, o, weights);
   }
   return out_proj->forward(merge_heads(y));  // (B, T, C)
+}
+
+// The same self-attention on the packed projection qkv = x W_in^T + b_in (B, T, 3C): one primitive runs the scores,
+// softmax, dropout and weighted sum per (b, h) on sgemm (nn/qkv_attention.h). Rotary positions turn q and k in place.
+Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask) {
+  const int64_t C = d_model;
+  Var qkv = linear(x, in_proj_weight, in_proj_bias);  // (B, T, 3C) = [q | k | v]
+  if (opt.rotary) {
+    Var q = merge_heads(apply_rotary(split_heads(narrow(qkv, 2, 0, C), opt.heads)));
+    Var k = merge_heads(apply_rotary(split_heads(narrow(qkv, 2, C, C), opt.heads)));
+    qkv = cat({q, k, narrow(qkv, 2, 2 * C, C)}, 2);
+  }
+  return qkv_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask);  // (B, T, C)
 }
 
 Var MultiheadAttention::forward(const Var& x, const Tensor& key_mask) { return attend(x, x, key_mask, true, nullptr); }

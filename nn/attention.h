@@ -61,12 +61,15 @@ struct AttentionOptions {
   bool rotary = false;  // RoPE on q and k (self-attention)
   int64_t window = 0;   // > 0: block-wise local attention
   bool fused = false;   // use nn/fused_attention.h when no weights, dropout, window or bias are involved
+  bool packed = true;   // otherwise use nn/qkv_attention.h (sgemm per head, no T x T tensor kept) for f32 CPU
+                        // self-attention without window or returned weights; false: always the composed path
 };
 
 class MultiheadAttention : public SequenceLayer {
  public:
   MultiheadAttention(int64_t d_model, const AttentionOptions& opt, Generator& g);
-  // registry "attention": heads [4], dropout [0], rotary [false], causal [false], window [0], fused [false]
+  // registry "attention": heads [4], dropout [0], rotary [false], causal [false], window [0], fused [false],
+  // packed [true]
   static std::shared_ptr<MultiheadAttention> from_config(int64_t d_model, const LayerConfig& c, Generator& g);
   std::string type_name() const override { return "MultiheadAttention"; }
   std::string extra_repr() const override;
@@ -85,6 +88,7 @@ class MultiheadAttention : public SequenceLayer {
 
  private:
   Var attend(const Var& x, const Var& memory, const Tensor& mask, bool self, Var* weights);
+  Var packed_self_attention(const Var& x, const Tensor& mask);
   Generator* gen_;
 };
 
