@@ -225,7 +225,7 @@ constexpr int64_t kRows = 16;   // 16 floats = one cache line of u[b, t, :]
 constexpr int64_t kAhead = 16;  // prefetch distance (in t) of the strided gathers and scatters
 using cf = std::complex<float>;  // layout-compatible with fftwf_complex
 
-int64_t fft_size(int64_t m) {
+int64_t fft_size(int64_t m) {  // the smallest 2^a 3^b 5^c 7^d >= m
   for (int64_t n = m;; n++) {
     int64_t r = n;
     for (int64_t p : {2, 3, 5, 7})
@@ -242,7 +242,7 @@ enum class Dir { r2c, c2r };
 int64_t row_stride(int64_t n) { return n + 16; }
 int64_t bins_stride(int64_t n) { return (n / 2 + 1 + 7) / 8 * 8; }
 
-// A plan for `rows` rows (n reals, row_stride(n) apart <-> n/2+1 bins, contiguous), cached per (dir, n, rows)
+// A plan for `rows` rows (n reals, row_stride(n) apart <-> n/2+1 bins, bins_stride(n) apart), cached per (dir, n, rows)
 // under a lock (FFTW's planner is not thread safe; executing a plan on other arrays of the same alignment is).
 fftwf_plan batched_plan(Dir dir, int n, int rows, float* x, cf* Xc) {
   static std::mutex mu;
