@@ -1,6 +1,8 @@
 // nn/s4.cpp - the DPLR kernel (Cauchy + Woodbury + irfft) with its backward, C tilde, naive and recurrent twins.
 #include "nn/s4.h"
 
+#include "tensor/fft.h"
+
 #include <fftw3.h>
 
 #include <cmath>
@@ -54,9 +56,7 @@ DplrIn unpack(const Tensor& log_dt, const Tensor& ar, const Tensor& ai, const Te
   return d;
 }
 
-std::mutex plan_mu;
-fftw_plan make_plan(int n, bool c2r) {
-  std::lock_guard<std::mutex> lock(plan_mu);
+fftw_plan make_plan(int n, bool c2r) {  // called with fftw_planner_mutex() held
   double* r = fftw_alloc_real(n);
   fftw_complex* c = fftw_alloc_complex(n / 2 + 1);
   fftw_plan p = c2r ? fftw_plan_dft_c2r_1d(n, c, r, FFTW_ESTIMATE) : fftw_plan_dft_r2c_1d(n, r, c, FFTW_ESTIMATE);
@@ -65,9 +65,8 @@ fftw_plan make_plan(int n, bool c2r) {
   return p;  // kept for the process (a handful of lengths)
 }
 fftw_plan plan_for(int n, bool c2r) {
-  static std::mutex mu;
   static std::map<std::pair<int, bool>, fftw_plan> cache;
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   auto key = std::make_pair(n, c2r);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;

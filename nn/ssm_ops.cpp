@@ -1,6 +1,8 @@
 // nn/ssm_ops.cpp - forward and backward of the fused state-space primitives (math in nn/ssm_ops.h).
 #include "nn/ssm_ops.h"
 
+#include "tensor/fft.h"
+
 #include <fftw3.h>
 #include <omp.h>
 
@@ -48,9 +50,8 @@ struct Plans {
   fftw_plan r2c, c2r;
 };
 Plans plans_for(int n) {
-  static std::mutex mu;
   static std::map<int, Plans> cache;
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   auto it = cache.find(n);
   if (it != cache.end()) return it->second;
   double* r = fftw_alloc_real(n);
@@ -245,9 +246,8 @@ int64_t bins_stride(int64_t n) { return (n / 2 + 1 + 7) / 8 * 8; }
 // A plan for `rows` rows (n reals, row_stride(n) apart <-> n/2+1 bins, bins_stride(n) apart), cached per (dir, n, rows)
 // under a lock (FFTW's planner is not thread safe; executing a plan on other arrays of the same alignment is).
 fftwf_plan batched_plan(Dir dir, int n, int rows, float* x, cf* Xc) {
-  static std::mutex mu;
   static std::map<std::tuple<int, int, int>, fftwf_plan> cache;
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   fftwf_plan& p = cache[{(int)dir, n, rows}];
   const int ld = (int)row_stride(n), hld = (int)bins_stride(n);
   fftwf_complex* X = reinterpret_cast<fftwf_complex*>(Xc);

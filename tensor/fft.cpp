@@ -13,18 +13,22 @@
 
 namespace dl {
 
+std::mutex& fftw_planner_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 namespace {
 
 enum class Kind { r2c, c2r };
 using PlanKey = std::tuple<int, int64_t, int64_t, int>;  // kind, n, howmany, dtype
-std::mutex g_plan_mu;
 std::map<PlanKey, void*> g_plans;  // never destroyed: a handful of plans, reused for the process's life
 
 // A plan for `howmany` contiguous rows of length n (real) / n/2+1 (complex), made on arrays with the
 // alignment every later call will have (16-byte aligned).
 template <class T> void* get_plan(Kind kind, int64_t n, int64_t howmany, T* in, T* out) {
   PlanKey key{(int)kind, n, howmany, (int)dtype_of<T>()};
-  std::lock_guard<std::mutex> lock(g_plan_mu);
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   auto it = g_plans.find(key);
   if (it != g_plans.end()) return it->second;
   int ni = (int)n, h = (int)(n / 2 + 1), hm = (int)howmany;
@@ -157,7 +161,7 @@ void check_n(int64_t n, const char* op) {
 }  // namespace
 
 size_t fft_plan_cache_size() {
-  std::lock_guard<std::mutex> lock(g_plan_mu);
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   return g_plans.size();
 }
 

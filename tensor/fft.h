@@ -25,9 +25,15 @@
 // new-array execute functions are, so rows are split into chunks run on both cores. FFTW_ESTIMATE
 // planning (never touches the arrays); all arrays handed to a plan are 16-byte aligned, as when it was made.
 #pragma once
+#include <mutex>
+
 #include "tensor/tensor.h"
 
 namespace dl {
+
+// FFTW's planner is global state and not thread safe: every plan made anywhere in the project (here, nn/ssm_ops,
+// nn/s4) is made while holding this one lock. Executing existing plans needs no lock.
+std::mutex& fftw_planner_mutex();
 
 Tensor rfft(const Tensor& x, int64_t n = -1);
 Tensor irfft(const Tensor& X, int64_t n = -1);
