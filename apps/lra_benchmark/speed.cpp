@@ -20,21 +20,8 @@ namespace lra {
 using namespace dl;
 using Clock = std::chrono::steady_clock;
 
-TaskShape task_shape(const CellConfig& c) {
-  const tasks::TaskData& d = task_data(c);  // the preset's own sizes: ListOps' longest example depends on them
-  // as shape_of in trainer.cpp: the longest sequence of any split (or the task's declared maximum)
-  TaskShape s;
-  s.vocab = d.train.vocab_size;
-  s.features = d.train.feature_dim;
-  s.classes = d.train.num_classes;
-  s.two_tower = !d.train.examples.front().tokens2.empty();
-  int64_t longest = d.train.max_len;
-  for (auto* ds : {&d.train, &d.val, &d.test})
-    for (auto& e : ds->examples)
-      longest = std::max({longest, tasks::example_length(e, ds->feature_dim), (int64_t)e.tokens2.size()});
-  s.max_len = (int)longest;
-  return s;
-}
+// The preset's own sizes: ListOps' longest example depends on them.
+TaskShape task_shape(const CellConfig& c) { return shape_of(task_data(c)); }
 
 // One batch of random inputs, every position real: tokens in [0, vocab), or features with a zero mask channel.
 static Inputs random_inputs(const TaskShape& s, int64_t B, int64_t L, Generator& g) {
@@ -47,21 +34,6 @@ static Inputs random_inputs(const TaskShape& s, int64_t B, int64_t L, Generator&
     in.features.narrow(2, 0, s.features).copy_(randn({B, L, s.features}, g));
   }
   return in;
-}
-
-// The fine-tuning optimizer of trainer.cpp's run_phase: AdamW; the SSM parameters get ssm_lr and no weight
-// decay; norms, biases and embeddings no weight decay.
-static optim::AdamW make_optimizer(LraModel& m, const CellConfig& c) {
-  optim::GroupingOptions go;
-  go.lr = c.lr;
-  go.weight_decay = c.weight_decay;
-  go.rules = {optim::s4_rule(c.ssm_lr, {"kernel.log_dt", "kernel.inv_dt", "kernel.inv_A_real", "kernel.log_A_real", "kernel.A_real",
-                                        "kernel.A_imag", "kernel.B", "kernel.P", "kernel.Lambda"})};
-  go.no_decay_norm_bias_embed = true;
-  optim::AdamWOptions ao;
-  ao.lr = c.lr;
-  ao.weight_decay = c.weight_decay;
-  return optim::AdamW(optim::make_param_groups(m, go), ao);
 }
 
 static double peak_rss_mb() {
@@ -80,7 +52,7 @@ SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
   Generator g((uint64_t)c.seed + 1);  // the fine-tuning model's seed, as run_cell
   LraModel m(c, r.shape, c.regime == "spt-causal", g);
   r.params = m.num_parameters() - m.pretrain_head_params();
-  optim::AdamW opt = make_optimizer(m, c);
+  optim::AdamW opt = make_optimizer(m, c, c.lr);  // the fine-tuning phase's
   m.train();
 
   Inputs a = random_inputs(r.shape, c.batch, r.seq_len, g), b;

@@ -51,7 +51,7 @@ const tasks::TaskData& task_data(const CellConfig& c) {
   return *slot;
 }
 
-static TaskShape shape_of(const tasks::TaskData& d) {
+TaskShape shape_of(const tasks::TaskData& d) {
   TaskShape s;
   s.vocab = d.train.vocab_size;
   s.features = d.train.feature_dim;
@@ -239,23 +239,27 @@ static optim::Schedule schedule_for(const CellConfig& c, int steps) {
   return optim::make_schedule(sc);
 }
 
-static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks::TaskData& data, const CellConfig& c,
-                             const std::string& dir, const RunOptions& o, Generator& dropout_gen, std::vector<CurvePoint>& curve,
-                             const std::string& csv) {
-  bool pretrain = phase == "pretrain";
-  int steps = pretrain ? c.pretrain_steps : c.steps;
-  double lr = pretrain ? c.pretrain_lr : c.lr;
+optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr) {
   optim::GroupingOptions go;
   go.lr = lr;
   go.weight_decay = c.weight_decay;
   // S4/S4D/DLR's A, B, dt (and DLR's Lambda): their own lr and no weight decay, as the S4 repo does
   go.rules = {optim::s4_rule(c.ssm_lr, {"kernel.log_dt", "kernel.inv_dt", "kernel.inv_A_real", "kernel.log_A_real", "kernel.A_real",
                                         "kernel.A_imag", "kernel.B", "kernel.P", "kernel.Lambda"})};
-  go.no_decay_norm_bias_embed = true;
+  go.no_decay_norm_bias_embed = true;  // norms, biases and embeddings: no weight decay
   optim::AdamWOptions ao;
   ao.lr = lr;
   ao.weight_decay = c.weight_decay;
-  optim::AdamW opt(optim::make_param_groups(m, go), ao);
+  return optim::AdamW(optim::make_param_groups(m, go), ao);
+}
+
+static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks::TaskData& data, const CellConfig& c,
+                             const std::string& dir, const RunOptions& o, Generator& dropout_gen, std::vector<CurvePoint>& curve,
+                             const std::string& csv) {
+  bool pretrain = phase == "pretrain";
+  int steps = pretrain ? c.pretrain_steps : c.steps;
+  double lr = pretrain ? c.pretrain_lr : c.lr;
+  optim::AdamW opt = make_optimizer(m, c, lr);
   optim::Schedule sched = schedule_for(c, steps);
 
   tasks::BatcherConfig bc;

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "config.h"
+#include "model.h"
+#include "optim/adam.h"
 #include "report.h"
 #include "tasks/dataset.h"
 
@@ -37,5 +39,13 @@ double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, c
 
 // The task's data for a config, generated once per process and shared by the cells of a sweep.
 const dl::tasks::TaskData& task_data(const CellConfig& c);
+
+// The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of
+// any split (the positions table's size).
+TaskShape shape_of(const dl::tasks::TaskData& d);
+
+// A phase's optimizer: AdamW at lr; the SSM parameters (A, B, dt, Lambda) get ssm_lr and no weight decay, norms,
+// biases and embeddings no weight decay.
+dl::optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr);
 
 }  // namespace lra
