@@ -54,11 +54,20 @@ Var norm_var(NormNode::Kind kind, const Var& x, const Var& w, const Var& b, cons
   return record(n, o.y, {x, w, b});
 }
 
+// Keeps the mask as bits (CPU) or as a tensor of 0 and 1/(1-p) (other devices).
 struct DropoutNode : Node {
   Tensor mask;
+  std::vector<uint64_t> bits;
+  double p = 0;
   const char* name() const override { return "dropout"; }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {mul(dy, mask)}; }
-  void release() override { mask = Tensor(); }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    if (mask.defined()) return {mul(dy, mask)};
+    return {apply_dropout_bits(dy.contiguous(), bits, p)};  // dx = dy * mask
+  }
+  void release() override {
+    mask = Tensor();
+    bits = {};
+  }
 };
 
 struct CrossEntropyNode : Node {
@@ -138,6 +147,15 @@ BatchNormResult batch_norm_train(const Var& x, const Var& w, const Var& b, doubl
 Var dropout(const Var& x, double p, bool training, Generator& g) {
   if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0.0) return x;
+  if (x.data().device() == Device::cpu) {  // the mask as bits: the same draw and mask as dropout_mask, 1/32 the memory
+    std::vector<uint64_t> bits = dropout_keep_bits(x.numel(), p, g);
+    Tensor y = apply_dropout_bits(x.data().contiguous(), bits, p);
+    if (!any_requires_grad({x})) return Var(y);
+    auto n = std::make_shared<DropoutNode>();
+    n->bits = std::move(bits);
+    n->p = p;
+    return record(n, y, {x});
+  }
   Tensor mask = dropout_mask(x.shape(), p, g, x.dtype());
   Tensor y = mul(x.data(), mask);
   if (!any_requires_grad({x})) return Var(y);

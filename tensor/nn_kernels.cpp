@@ -426,6 +426,50 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype) {
   return m;
 }
 
+std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
+  if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
+  constexpr int64_t kChunk = 4096;  // as dropout_mask: 64 whole words per chunk, so threads never share a word
+  std::vector<uint64_t> bits((n + 63) / 64, 0);
+  uint64_t base = g.next_u64();
+  uint64_t thr = (uint64_t)std::llround(p * 4294967296.0);
+  int64_t nch = (n + kChunk - 1) / kChunk;
+  parallel_for(nch, 4, [&](int64_t c0, int64_t c1) {
+    for (int64_t k = c0; k < c1; k++) {
+      Generator gk(base + (uint64_t)k);
+      int64_t i0 = k * kChunk, i1 = std::min(n, i0 + kChunk);
+      for (int64_t i = i0; i < i1; i += 2) {  // element i even: both halves land in the same word
+        uint64_t r = gk.next_u64();
+        uint64_t two = (uint64_t)((r & 0xffffffffull) >= thr) | (uint64_t)(i + 1 < i1 && (r >> 32) >= thr) << 1;
+        bits[i / 64] |= two << (i % 64);
+      }
+    }
+  });
+  return bits;
+}
+
+Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, double p) {
+  cpu_float(x, "dropout");
+  if (!x.is_contiguous()) fail("dropout: apply_dropout_bits needs a contiguous tensor");
+  const int64_t n = x.numel();
+  if ((int64_t)bits.size() * 64 < n) fail("dropout: " + std::to_string(bits.size()) + " mask words for " + std::to_string(n) + " elements");
+  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch_float(x.dtype(), "dropout", [&]<class T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    const T s = (T)scale;
+    parallel_for((n + 63) / 64, 256, [&](int64_t w0, int64_t w1) {
+      for (int64_t w = w0; w < w1; w++) {
+        const uint64_t word = bits[w];
+        const int64_t i0 = w * 64, m = std::min<int64_t>(64, n - i0);
+#pragma omp simd
+        for (int64_t j = 0; j < m; j++) py[i0 + j] = (word >> j) & 1 ? px[i0 + j] * s : (T)0;
+      }
+    });
+  });
+  return y;
+}
+
 double ordered_sum(int64_t n, int64_t chunk, const std::function<double(int64_t, int64_t)>& partial) {
   if (n <= 0) return 0.0;
   int64_t nch = (n + chunk - 1) / chunk;

@@ -59,6 +59,11 @@ NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Ten
 // fresh xoshiro256** seeded with base + chunk. Chunks are independent, so threads can fill them in any
 // order and the mask is the same for any thread count. Each u64 decides two elements (32 bits each).
 Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype = DType::f32);
+// The same mask for n elements as bits (bit i % 64 of word i / 64 set = element i kept), from the same draw of g:
+// what the dropout node keeps for its backward, 1/32 of a float mask's memory.
+std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g);
+// x * mask for the mask the bits describe (kept: x / (1 - p), dropped: 0); x is a contiguous CPU f32/f64 tensor.
+Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, double p);
 
 // ---- losses ----
 enum class Reduction { none, mean, sum };

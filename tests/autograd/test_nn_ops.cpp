@@ -166,6 +166,23 @@ TEST(Dropout, ForwardAndBackwardUseTheSameMask) {
   EXPECT_EQ(g1.state_string(), g2.state_string());  // both advanced by exactly one draw
 }
 
+// The node keeps its mask as bits (1/32 of the memory); it must be dropout_mask's mask, element for element, also
+// for a transposed (non-contiguous) f64 input of odd size spanning several 4096-element chunks.
+TEST(Dropout, BitMaskIsTheFloatMask) {
+  const double p = 0.4;
+  Var x(rand_f32({37, 301}, 23).to(DType::f64).transpose(0, 1), true);  // (301, 37), 11137 elements
+  Generator g1(11), g2(11), g3(11);
+  Var y = dropout(x, p, true, g1);
+  Tensor m = dropout_mask(x.shape(), p, g2, DType::f64);
+  EXPECT_TRUE(all_close(y.data(), mul(x.data(), m), Tol{0, 0}, "y == x * mask"));
+  Tensor dy = rand_f32(x.shape(), 24).to(DType::f64);
+  y.backward(dy);
+  EXPECT_TRUE(all_close(x.grad(), mul(dy, m), Tol{0, 0}, "dx == dy * mask"));
+  std::vector<uint64_t> bits = dropout_keep_bits(x.numel(), p, g3);
+  std::vector<float> mv = m.to_vector();
+  for (int64_t i = 0; i < x.numel(); i++) ASSERT_EQ((bits[i / 64] >> (i % 64)) & 1, mv[i] != 0.f ? 1u : 0u) << i;
+}
+
 TEST(Dropout, KeptFractionIsOneMinusP) {
   Generator g(8);
   for (double p : {0.1, 0.5, 0.9}) {
