@@ -17,22 +17,8 @@ struct Dims {
   int64_t B, T, C, NH, HS;
 };
 
-// The dropout mask: keep(b, h, t, s) = mix32(key(row) ^ s * golden) >= thr, row = (b NH + h) T + t.
-// A counter-based hash, so the backward regenerates the forward's mask without storing it.
-inline uint32_t row_key(uint64_t seed, uint64_t row) {  // splitmix64 of (seed, row)
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (row + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (uint32_t)(z ^ (z >> 31));
-}
-inline uint32_t mix32(uint32_t x) {  // "lowbias32" (C. Wellons): a full-avalanche 32-bit mixer, vectorises
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
+// The dropout mask: keep(b, h, t, s) = row_draw(row_key(seed, row), s) >= thr, row = (b NH + h) T + t
+// (tensor/nn_kernels.h). Counter-based, so the backward regenerates the forward's mask without storing it.
 
 struct Drop {
   bool on = false;
@@ -53,7 +39,7 @@ inline void mask_row(const Drop& dr, uint64_t row, float* m, int64_t n) {
   const uint64_t thr = dr.thr;
   const float r = dr.r;
 #pragma omp simd
-  for (int64_t s = 0; s < n; s++) m[s] = (uint64_t)mix32(key ^ ((uint32_t)s * 0x9E3779B9U)) >= thr ? r : 0.f;
+  for (int64_t s = 0; s < n; s++) m[s] = (uint64_t)row_draw(key, (uint32_t)s) >= thr ? r : 0.f;
 }
 
 // Runs f(bh, thread scratch) over the B NH pairs on OpenMP threads, with OpenBLAS single-threaded meanwhile.

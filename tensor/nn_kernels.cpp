@@ -1,5 +1,6 @@
 // tensor/nn_kernels.cpp - CPU kernels for softmax, layer_norm/rms_norm, batch norm and dropout
 // (the losses live in nn_kernels_loss.cpp). Shape letters: A rows before the dim, C the dim, B after it.
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -413,13 +414,10 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype) {
     int64_t nch = (n + kChunk - 1) / kChunk;
     parallel_for(nch, 4, [&](int64_t c0, int64_t c1) {
       for (int64_t k = c0; k < c1; k++) {
-        Generator gk(base + (uint64_t)k);
-        int64_t i0 = k * kChunk, i1 = std::min(n, i0 + kChunk);
-        for (int64_t i = i0; i < i1; i += 2) {
-          uint64_t r = gk.next_u64();
-          pm[i] = (r & 0xffffffffull) >= thr ? keep : (T)0;
-          if (i + 1 < i1) pm[i + 1] = (r >> 32) >= thr ? keep : (T)0;
-        }
+        const uint32_t key = row_key(base, (uint64_t)k);
+        const int64_t i0 = k * kChunk, len = std::min(n - i0, kChunk);
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++) pm[i0 + j] = (uint64_t)row_draw(key, (uint32_t)j) >= thr ? keep : (T)0;
       }
     });
   });
@@ -435,12 +433,14 @@ std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
   int64_t nch = (n + kChunk - 1) / kChunk;
   parallel_for(nch, 4, [&](int64_t c0, int64_t c1) {
     for (int64_t k = c0; k < c1; k++) {
-      Generator gk(base + (uint64_t)k);
-      int64_t i0 = k * kChunk, i1 = std::min(n, i0 + kChunk);
-      for (int64_t i = i0; i < i1; i += 2) {  // element i even: both halves land in the same word
-        uint64_t r = gk.next_u64();
-        uint64_t two = (uint64_t)((r & 0xffffffffull) >= thr) | (uint64_t)(i + 1 < i1 && (r >> 32) >= thr) << 1;
-        bits[i / 64] |= two << (i % 64);
+      const uint32_t key = row_key(base, (uint64_t)k);
+      const int64_t i0 = k * kChunk, m = std::min(n - i0, kChunk);
+      for (int64_t j0 = 0; j0 < m; j0 += 32) {  // 32 elements per half word
+        uint32_t b = 0;
+        const int64_t len = std::min<int64_t>(32, m - j0);
+#pragma omp simd reduction(| : b)
+        for (int64_t j = 0; j < len; j++) b |= (uint32_t)((uint64_t)row_draw(key, (uint32_t)(j0 + j)) >= thr) << j;
+        bits[(i0 + j0) / 64] |= (uint64_t)b << ((i0 + j0) % 64);
       }
     }
   });
@@ -460,10 +460,12 @@ Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, do
     const T s = (T)scale;
     parallel_for((n + 63) / 64, 256, [&](int64_t w0, int64_t w1) {
       for (int64_t w = w0; w < w1; w++) {
-        const uint64_t word = bits[w];
-        const int64_t i0 = w * 64, m = std::min<int64_t>(64, n - i0);
+        for (int64_t half = 0; half < 2; half++) {  // 32-bit halves: the per-lane variable shift vectorises
+          const uint32_t b = (uint32_t)(bits[w] >> (32 * half));
+          const int64_t i0 = w * 64 + 32 * half, m = std::clamp<int64_t>(n - i0, 0, 32);
 #pragma omp simd
-        for (int64_t j = 0; j < m; j++) py[i0 + j] = (word >> j) & 1 ? px[i0 + j] * s : (T)0;
+          for (int64_t j = 0; j < m; j++) py[i0 + j] = px[i0 + j] * (s * (T)((b >> j) & 1u));  // as x * mask
+        }
       }
     });
   });
