@@ -6,6 +6,7 @@
 //   <out>/metrics.csv             one row per evaluation of every cell (cell, phase, step, loss, accuracy, lr)
 //   <out>/plots/<task>.png        learning curves, scratch vs. SPT (when gnuplot is installed)
 //   <out>/cells/<task>__<model>__<regime>/{result.json, model.safetensors, state.safetensors, metrics.csv}
+//   <out>/cells/<...>/kernels.{dat,png}  the learned SSM kernels of the first block (S4, S4D, DLR; png with gnuplot)
 #pragma once
 #include <chrono>
 #include <nlohmann/json.hpp>

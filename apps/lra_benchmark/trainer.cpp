@@ -13,6 +13,9 @@
 #include <random>
 
 #include "model.h"
+#include "nn/dlr.h"
+#include "nn/s4.h"
+#include "nn/s4d.h"
 #include "optim/adam.h"
 #include "optim/checkpoint.h"
 #include "optim/clip.h"
@@ -345,6 +348,46 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
 }
 
 // ---------------------------------------------------------------------------------------------
+// The learned convolution kernel of the first block's state-space layer (S4, S4D, DLR), first channel direction:
+// K[h, l] for the first min(H, 4) channels and l < min(L, 512), one "l k_0 k_1 .." row per l, to
+// <cell>/kernels.dat, and plotted to <cell>/kernels.png when gnuplot is present. Other models: nothing.
+void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L) {
+  std::shared_ptr<nn::Module> mixer;
+  for (auto& [name, blocks] : m.named_children())
+    if (name == "blocks" && !blocks->named_children().empty())
+      for (auto& [cname, child] : blocks->named_children().front().second->named_children())
+        if (cname == "mixer") mixer = child;
+  NoGradGuard ng;
+  Tensor k;  // (channels, H, L)
+  if (auto s4d = std::dynamic_pointer_cast<nn::S4D>(mixer)) k = s4d->kernel->forward(L).data();
+  else if (auto s4 = std::dynamic_pointer_cast<nn::S4>(mixer)) k = s4->kernel->forward(L).data();
+  else if (auto dlr = std::dynamic_pointer_cast<nn::DLR>(mixer)) k = dlr->kernel->forward(L).data();
+  else return;
+  k = k.to(DType::f32).contiguous();
+  const int64_t H = k.size(1), n = std::min<int64_t>(k.size(2), 512), shown = std::min<int64_t>(H, 4);
+  const float* pk = k.data<float>();
+  std::ostringstream dat;
+  dat << "# lag l, then K[0, h, l] for h = 0.." << shown - 1 << " (first block, first direction)\n";
+  for (int64_t l = 0; l < n; l++) {
+    dat << l;
+    for (int64_t h = 0; h < shown; h++) dat << " " << pk[h * k.size(2) + l];
+    dat << "\n";
+  }
+  write_text_atomic(cdir + "/kernels.dat", dat.str());
+  if (!have_gnuplot()) return;
+  std::ostringstream gp;
+  gp << "set terminal pngcairo size 800,500 noenhanced\nset output '" << cdir << "/kernels.png'\n"
+     << "set title 'learned SSM kernels, block 0: " << m.cfg.key() << "'\nset xlabel 'lag l'\nset ylabel 'K[h, l]'\n"
+     << "set grid\nplot ";
+  for (int64_t h = 0; h < shown; h++)
+    gp << (h ? ", " : "") << "'" << cdir << "/kernels.dat' using 1:" << h + 2 << " with lines title 'channel " << h << "'";
+  gp << "\n";
+  write_text_atomic(cdir + "/kernels.gp", gp.str());
+  std::string cmd = "gnuplot '" + cdir + "/kernels.gp' 2>/dev/null || (sed -i 's/pngcairo/png/' '" + cdir +
+                    "/kernels.gp' && gnuplot '" + cdir + "/kernels.gp' 2>/dev/null)";
+  (void)std::system(cmd.c_str());
+}
+
 CellResult run_cell(const CellConfig& c, const RunOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   std::string cdir = cell_dir(o.out, c.task, c.model, c.regime);
@@ -412,6 +455,7 @@ CellResult run_cell(const CellConfig& c, const RunOptions& o) {
   res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   res.steps_per_s = train_seconds > 0 ? steps_run / train_seconds : 0;
   m.save(cdir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+  write_learned_kernels(m, cdir, m.shape.max_len);
   write_text_atomic(cdir + "/result.json", res.to_json().dump(2) + "\n");
   if (!o.quiet)
     std::cerr << "[" << c.key() << "] val " << 100 * res.val_acc << "%  test " << 100 * res.test_acc << "%  (" << (int)res.wall_s << " s)\n";

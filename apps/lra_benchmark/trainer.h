@@ -40,6 +40,10 @@ double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, c
 // The task's data for a config, generated once per process and shared by the cells of a sweep.
 const dl::tasks::TaskData& task_data(const CellConfig& c);
 
+// <cell>/kernels.dat (+ kernels.png with gnuplot): the learned convolution kernel of the first block's SSM layer
+// (S4, S4D, DLR; nothing for other models), first 4 channels, lags < min(L, 512).
+void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L);
+
 // The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of
 // any split (the positions table's size).
 TaskShape shape_of(const dl::tasks::TaskData& d);

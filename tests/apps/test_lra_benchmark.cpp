@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +137,27 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
       found = true;
     }
   EXPECT_TRUE(found);
+  // the S4D cells write their first block's learned kernels (4 channels over min(L, 512) lags); the Transformer none
+  std::string kern = slurp(cell_dir(o.out, "listops", "s4d", "spt-masked") + "/kernels.dat");
+  std::istringstream rows(kern);
+  std::string line;
+  int n = 0;
+  while (std::getline(rows, line))
+    if (!line.empty() && line[0] != '#') {
+      std::istringstream f(line);
+      double l, v;
+      int cols = 0;
+      f >> l;
+      while (f >> v) {
+        EXPECT_TRUE(std::isfinite(v)) << line;
+        cols++;
+      }
+      EXPECT_EQ(l, n) << line;
+      EXPECT_EQ(cols, 4) << line;  // d_model 16: the first 4 channels
+      n++;
+    }
+  EXPECT_GT(n, 8);
+  EXPECT_FALSE(fs::exists(cell_dir(o.out, "listops", "transformer", "scratch") + "/kernels.dat"));
 }
 
 TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
