@@ -399,26 +399,17 @@ NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Ten
 }
 
 // ---------------------------------------------------------------------------------------------
+// The draws live in dropout_keep_bits; the float mask is those bits expanded to 0 and 1/(1-p).
 Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype) {
-  if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
-  constexpr int64_t kChunk = 4096;  // part of the mask's definition: changing it changes every mask
   Tensor m = Tensor::empty(shape, dtype);
-  int64_t n = m.numel();
-  uint64_t base = g.next_u64();
-  // keep when a 32-bit uniform u >= p 2^32, i.e. with probability 1 - p (to within 2^-32)
-  uint64_t thr = (uint64_t)std::llround(p * 4294967296.0);
-  double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  const int64_t n = m.numel();
+  const std::vector<uint64_t> bits = dropout_keep_bits(n, p, g);
+  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
   dispatch_float(dtype, "dropout", [&]<class T>() {
     T* pm = m.data<T>();
-    T keep = (T)scale;
-    int64_t nch = (n + kChunk - 1) / kChunk;
-    parallel_for(nch, 4, [&](int64_t c0, int64_t c1) {
-      for (int64_t k = c0; k < c1; k++) {
-        const uint32_t key = row_key(base, (uint64_t)k);
-        const int64_t i0 = k * kChunk, len = std::min(n - i0, kChunk);
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) pm[i0 + j] = (uint64_t)row_draw(key, (uint32_t)j) >= thr ? keep : (T)0;
-      }
+    const T keep = (T)scale;
+    parallel_for(n, 4096, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; i++) pm[i] = (bits[i / 64] >> (i % 64)) & 1 ? keep : (T)0;
     });
   });
   return m;
@@ -426,7 +417,9 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype) {
 
 std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
   if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
-  constexpr int64_t kChunk = 4096;  // as dropout_mask: 64 whole words per chunk, so threads never share a word
+  // Part of the mask's definition: row k of the draws is elements k*4096 ..; 64 whole words per row, so threads
+  // never share a word.
+  constexpr int64_t kChunk = 4096;
   std::vector<uint64_t> bits((n + 63) / 64, 0);
   uint64_t base = g.next_u64();
   uint64_t thr = (uint64_t)std::llround(p * 4294967296.0);
