@@ -123,6 +123,14 @@ std::string results_table_md(const std::vector<CellResult>& rs, const std::strin
 
 bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
+void run_gnuplot(const std::string& script) {
+  std::string cmd = "gnuplot '" + script + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) {  // pngcairo may be missing in gnuplot-nox: fall back to png
+    std::string alt = "sed -i 's/pngcairo/png/' '" + script + "' && gnuplot '" + script + "' 2>/dev/null";
+    (void)std::system(alt.c_str());
+  }
+}
+
 // One PNG per task: fine-tuning validation accuracy vs. step for every model and regime.
 static void write_plots(const std::string& out, const std::vector<CellResult>& rs) {
   if (!have_gnuplot()) return;
@@ -150,11 +158,7 @@ static void write_plots(const std::string& out, const std::vector<CellResult>& r
       << "set xlabel 'fine-tuning step'\nset ylabel 'accuracy (%)'\nset key bottom right\nset grid\n"
       << "plot " << plot.str() << "\n";
     g.close();
-    std::string cmd = "gnuplot '" + gp + "' 2>/dev/null";
-    if (std::system(cmd.c_str()) != 0) {  // pngcairo may be missing in gnuplot-nox: fall back to png
-      std::string alt = "sed -i 's/pngcairo/png/' '" + gp + "' && gnuplot '" + gp + "' 2>/dev/null";
-      (void)std::system(alt.c_str());
-    }
+    run_gnuplot(gp);
   }
 }
 

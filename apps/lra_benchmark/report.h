@@ -59,5 +59,7 @@ std::vector<CellResult> collect_results(const std::string& out);
 std::string results_table_md(const std::vector<CellResult>& rs, const std::string& title);
 void write_reports(const std::string& out, const std::string& title);
 bool have_gnuplot();
+// Runs a gnuplot script whose terminal is pngcairo, falling back to png where gnuplot lacks cairo.
+void run_gnuplot(const std::string& script);
 
 }  // namespace lra

@@ -383,9 +383,7 @@ void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L) {
     gp << (h ? ", " : "") << "'" << cdir << "/kernels.dat' using 1:" << h + 2 << " with lines title 'channel " << h << "'";
   gp << "\n";
   write_text_atomic(cdir + "/kernels.gp", gp.str());
-  std::string cmd = "gnuplot '" + cdir + "/kernels.gp' 2>/dev/null || (sed -i 's/pngcairo/png/' '" + cdir +
-                    "/kernels.gp' && gnuplot '" + cdir + "/kernels.gp' 2>/dev/null)";
-  (void)std::system(cmd.c_str());
+  run_gnuplot(cdir + "/kernels.gp");
 }
 
 CellResult run_cell(const CellConfig& c, const RunOptions& o) {
