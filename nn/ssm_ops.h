@@ -54,6 +54,8 @@ using cplx = std::complex<double>;
 Var ssm_conv(const Var& u, const Var& k, const Var& D);
 Var ssm_conv_fast(const Var& u, const Var& k, const Var& D);   // float32 inside
 Var ssm_conv_plain(const Var& u, const Var& k, const Var& D);  // float64 inside, the reference
+// The shape checks both convolutions run (u (B, L, H), k (1|2, H, L), D (H) or undefined); the error names them.
+void check_conv_args(const Tensor& u, const Tensor& k, const Tensor& D);
 // The slow, obvious twin: a double loop over t and s, float64. Same arguments and result as ssm_conv.
 Tensor ssm_conv_direct(const Tensor& u, const Tensor& k, const Tensor& D);
 
