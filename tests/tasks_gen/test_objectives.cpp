@@ -130,7 +130,9 @@ TEST(Objectives, SpanCorruptionStatisticsSentinelsAndReconstruction) {
     int32_t next_in = c.sentinel_top_id, next_tg = c.sentinel_top_id;
     int64_t n_sent = 0;
     for (int32_t t : o.inputs) {
-      if (t > 30001) ASSERT_EQ(t, next_in--);
+      if (t > 30001) {
+        ASSERT_EQ(t, next_in--);
+      }
     }
     for (int32_t t : o.targets) {
       if (t <= 30001) continue;
