@@ -7,6 +7,7 @@
 //   <out>/plots/<task>.png        learning curves, scratch vs. SPT (when gnuplot is installed)
 //   <out>/cells/<task>__<model>__<regime>/{result.json, model.safetensors, state.safetensors, metrics.csv}
 //   <out>/cells/<...>/kernels.{dat,png}  the learned SSM kernels of the first block (S4, S4D, DLR; png with gnuplot)
+//   <out>/cells/<...>/kernels_max.dat    their max over channels per lag: at init, after pretraining, after fine-tuning
 #pragma once
 #include <chrono>
 #include <nlohmann/json.hpp>

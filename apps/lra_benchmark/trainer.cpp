@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -348,22 +349,37 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
 }
 
 // ---------------------------------------------------------------------------------------------
-// The learned convolution kernel of the first block's state-space layer (S4, S4D, DLR), first channel direction:
-// K[h, l] for the first min(H, 4) channels and l < min(L, 512), one "l k_0 k_1 .." row per l, to
-// <cell>/kernels.dat, and plotted to <cell>/kernels.png when gnuplot is present. Other models: nothing.
-void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L) {
+// The convolution kernel of the first block's state-space layer (S4, S4D, DLR) as a float32 (directions, H, L)
+// tensor; undefined for models without one.
+static Tensor first_ssm_kernel(LraModel& m, int64_t L) {
   std::shared_ptr<nn::Module> mixer;
   for (auto& [name, blocks] : m.named_children())
     if (name == "blocks" && !blocks->named_children().empty())
       for (auto& [cname, child] : blocks->named_children().front().second->named_children())
         if (cname == "mixer") mixer = child;
   NoGradGuard ng;
-  Tensor k;  // (channels, H, L)
+  Tensor k;
   if (auto s4d = std::dynamic_pointer_cast<nn::S4D>(mixer)) k = s4d->kernel->forward(L).data();
   else if (auto s4 = std::dynamic_pointer_cast<nn::S4>(mixer)) k = s4->kernel->forward(L).data();
   else if (auto dlr = std::dynamic_pointer_cast<nn::DLR>(mixer)) k = dlr->kernel->forward(L).data();
-  else return;
-  k = k.to(DType::f32).contiguous();
+  else return Tensor();
+  return k.to(DType::f32).contiguous();
+}
+
+std::vector<float> kernel_envelope(LraModel& m, int64_t L) {
+  Tensor k = first_ssm_kernel(m, L);
+  if (!k.defined()) return {};
+  const int64_t rows = k.size(0) * k.size(1), n = k.size(2);
+  const float* pk = k.data<float>();
+  std::vector<float> env(n, 0.f);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t l = 0; l < n; l++) env[l] = std::max(env[l], std::fabs(pk[r * n + l]));
+  return env;
+}
+
+void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L, const KernelHistory& hist) {
+  Tensor k = first_ssm_kernel(m, L);
+  if (!k.defined()) return;
   const int64_t H = k.size(1), n = std::min<int64_t>(k.size(2), 512), shown = std::min<int64_t>(H, 4);
   const float* pk = k.data<float>();
   std::ostringstream dat;
@@ -374,14 +390,38 @@ void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L) {
     dat << "\n";
   }
   write_text_atomic(cdir + "/kernels.dat", dat.str());
+
+  // The paper's Figure 4 statistic: max over channels (and both directions) of |K[., ., l]|, here before training,
+  // after self-pretraining (SPT cells) and after fine-tuning.
+  std::vector<std::pair<std::string, std::vector<float>>> cols;
+  if (!hist.init.empty()) cols.push_back({"initialisation", hist.init});
+  if (!hist.pretrained.empty()) cols.push_back({"after pretraining", hist.pretrained});
+  cols.push_back({"after fine-tuning", kernel_envelope(m, L)});
+  std::ostringstream env;
+  env << "# lag l, then max over channels and directions of |K[., ., l]| (first block):";
+  for (auto& [name, v] : cols) env << " " << name << ";";
+  env << "\n";
+  for (int64_t l = 0; l < n; l++) {
+    env << l;
+    for (auto& [name, v] : cols) {
+      if ((int64_t)v.size() <= l) throw std::logic_error("write_learned_kernels: '" + name + "' has " + std::to_string(v.size()) + " lags, expected at least " + std::to_string(n));
+      env << " " << v[l];
+    }
+    env << "\n";
+  }
+  write_text_atomic(cdir + "/kernels_max.dat", env.str());
+
   if (!have_gnuplot()) return;
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 800,500 noenhanced\nset output '" << cdir << "/kernels.png'\n"
-     << "set title 'learned SSM kernels, block 0: " << m.cfg.key() << "'\nset xlabel 'lag l'\nset ylabel 'K[h, l]'\n"
-     << "set grid\nplot ";
+  gp << "set terminal pngcairo size 800,800 noenhanced\nset output '" << cdir << "/kernels.png'\n"
+     << "set multiplot layout 2,1\nset grid\nset xlabel 'lag l'\n"
+     << "set title 'max over channels of |K[c, l]|, block 0: " << m.cfg.key() << "'\nset ylabel 'max_c |K[c, l]|'\nplot ";
+  for (size_t i = 0; i < cols.size(); i++)
+    gp << (i ? ", " : "") << "'" << cdir << "/kernels_max.dat' using 1:" << i + 2 << " with lines title '" << cols[i].first << "'";
+  gp << "\nset title 'learned kernels of the first channels (after fine-tuning)'\nset ylabel 'K[h, l]'\nplot ";
   for (int64_t h = 0; h < shown; h++)
     gp << (h ? ", " : "") << "'" << cdir << "/kernels.dat' using 1:" << h + 2 << " with lines title 'channel " << h << "'";
-  gp << "\n";
+  gp << "\nunset multiplot\n";
   write_text_atomic(cdir + "/kernels.gp", gp.str());
   run_gnuplot(cdir + "/kernels.gp");
 }
@@ -433,6 +473,23 @@ CellResult run_cell(const CellConfig& c, const RunOptions& o) {
   // 2. fine-tuning: a fresh model with the same seed; SPT loads the backbone (head.* explicitly left out)
   Generator g((uint64_t)c.seed + 1);
   LraModel m(c, shape, causal, g);
+  // The SSM kernel's envelope where this cell's training started and after pretraining, for kernels.png. SPT cells
+  // rebuild the pretraining model (same seed, so its initialisation) with its own generator - g drives the
+  // fine-tuning below - and read the pretrained kernel from the backbone file, which also holds on --resume.
+  KernelHistory kernels;
+  if (c.regime == "scratch") {
+    kernels.init = kernel_envelope(m, m.shape.max_len);
+  } else {
+    Generator pg((uint64_t)c.seed);
+    LraModel pm(c, shape, causal, pg);
+    kernels.init = kernel_envelope(pm, pm.shape.max_len);
+    if (!kernels.init.empty()) {
+      nn::LoadOptions lo;
+      lo.allow_missing = {"head.", "head_hidden.", "pretrain_head."};
+      pm.load(backbone, lo);
+      kernels.pretrained = kernel_envelope(pm, pm.shape.max_len);
+    }
+  }
   if (c.regime != "scratch" && !optim::latest_checkpoint(cdir + "/finetune")) {
     nn::LoadOptions lo;
     lo.allow_missing = {"head.", "head_hidden.", "pretrain_head."};
@@ -453,7 +510,7 @@ CellResult run_cell(const CellConfig& c, const RunOptions& o) {
   res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   res.steps_per_s = train_seconds > 0 ? steps_run / train_seconds : 0;
   m.save(cdir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
-  write_learned_kernels(m, cdir, m.shape.max_len);
+  write_learned_kernels(m, cdir, m.shape.max_len, kernels);
   write_text_atomic(cdir + "/result.json", res.to_json().dump(2) + "\n");
   if (!o.quiet)
     std::cerr << "[" << c.key() << "] val " << 100 * res.val_acc << "%  test " << 100 * res.test_acc << "%  (" << (int)res.wall_s << " s)\n";

@@ -10,6 +10,7 @@
 // A finished cell writes <cell>/result.json last (atomically); a sweep with --resume skips such cells.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "config.h"
 #include "model.h"
@@ -40,9 +41,18 @@ double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, c
 // The task's data for a config, generated once per process and shared by the cells of a sweep.
 const dl::tasks::TaskData& task_data(const CellConfig& c);
 
-// <cell>/kernels.dat (+ kernels.png with gnuplot): the learned convolution kernel of the first block's SSM layer
-// (S4, S4D, DLR; nothing for other models), first 4 channels, lags < min(L, 512).
-void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L);
+// The first block's SSM kernel summarised as in Amos et al.'s Figure 4: for each lag l < L, the largest |K[c, l]|
+// over channels c and both directions. Empty for models without an SSM layer (Transformer, ...).
+std::vector<float> kernel_envelope(LraModel& m, int64_t L);
+
+struct KernelHistory {
+  std::vector<float> init, pretrained;  // kernel_envelope before training and after self-pretraining (may be empty)
+};
+
+// The learned convolution kernel of the first block's SSM layer (S4, S4D, DLR; nothing for other models), lags
+// < min(L, 512): <cell>/kernels.dat holds its first 4 channels, <cell>/kernels_max.dat its envelope at
+// initialisation, after pretraining and now (the columns hist has), kernels.png plots both when gnuplot is present.
+void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L, const KernelHistory& hist = {});
 
 // The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of
 // any split (the positions table's size).

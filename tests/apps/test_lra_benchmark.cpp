@@ -44,6 +44,21 @@ static std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// The numeric rows of a whitespace-separated table file ('#' lines skipped).
+static std::vector<std::vector<double>> read_columns(const std::string& path) {
+  std::istringstream rows(slurp(path));
+  std::vector<std::vector<double>> out;
+  std::string line;
+  while (std::getline(rows, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    std::vector<double> r;
+    for (double v; f >> v;) r.push_back(v);
+    out.push_back(r);
+  }
+  return out;
+}
+
 TEST(LraConfig, UnknownFieldIsNamedWithTheKnownOnes) {
   std::string d = temp_dir("cfg_unknown");
   std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"lrr": 0.1}})";
@@ -122,7 +137,9 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
   ASSERT_EQ(all.size(), 4u);
   for (auto& r : all) {
     EXPECT_TRUE(r.contains("val_acc") && r.contains("curve") && r.contains("config"));
-    if (r["regime"] == "spt-masked") EXPECT_GT(r["pretrain_final_loss"].get<double>(), 0.0);
+    if (r["regime"] == "spt-masked") {
+      EXPECT_GT(r["pretrain_final_loss"].get<double>(), 0.0);
+    }
   }
   std::string csv = slurp(o.out + "/metrics.csv");
   EXPECT_NE(csv.find("pretrain"), std::string::npos);
@@ -137,26 +154,33 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
       found = true;
     }
   EXPECT_TRUE(found);
-  // the S4D cells write their first block's learned kernels (4 channels over min(L, 512) lags); the Transformer none
-  std::string kern = slurp(cell_dir(o.out, "listops", "s4d", "spt-masked") + "/kernels.dat");
-  std::istringstream rows(kern);
-  std::string line;
-  int n = 0;
-  while (std::getline(rows, line))
-    if (!line.empty() && line[0] != '#') {
-      std::istringstream f(line);
-      double l, v;
-      int cols = 0;
-      f >> l;
-      while (f >> v) {
-        EXPECT_TRUE(std::isfinite(v)) << line;
-        cols++;
-      }
-      EXPECT_EQ(l, n) << line;
-      EXPECT_EQ(cols, 4) << line;  // d_model 16: the first 4 channels
-      n++;
+  // the S4D cells write their first block's learned kernels (4 channels over min(L, 512) lags) and the kernel's
+  // envelope max_c |K[c, l]| at initialisation, after pretraining (SPT cells) and after fine-tuning
+  std::string spt = cell_dir(o.out, "listops", "s4d", "spt-masked");
+  auto kern = read_columns(spt + "/kernels.dat");
+  auto env = read_columns(spt + "/kernels_max.dat");
+  auto env_scratch = read_columns(cell_dir(o.out, "listops", "s4d", "scratch") + "/kernels_max.dat");
+  ASSERT_GT(kern.size(), 8u);
+  ASSERT_EQ(env.size(), kern.size());
+  ASSERT_EQ(env_scratch.size(), kern.size());
+  bool pretraining_moved = false, finetuning_moved = false;
+  for (size_t l = 0; l < kern.size(); l++) {
+    ASSERT_EQ(kern[l].size(), 5u);  // lag + d_model 16's first 4 channels
+    ASSERT_EQ(env[l].size(), 4u);   // lag, init, pretrained, fine-tuned
+    ASSERT_EQ(env_scratch[l].size(), 3u);  // lag, init, fine-tuned
+    EXPECT_EQ(kern[l][0], (double)l);
+    EXPECT_EQ(env[l][0], (double)l);
+    for (size_t j = 1; j < 5; j++) {
+      EXPECT_TRUE(std::isfinite(kern[l][j]));
+      // the envelope bounds every channel (both print 6 significant digits)
+      EXPECT_LE(std::fabs(kern[l][j]), env[l][3] * (1 + 1e-5) + 1e-12) << "lag " << l << " channel " << j - 1;
     }
-  EXPECT_GT(n, 8);
+    for (size_t j = 1; j < 4; j++) EXPECT_GE(env[l][j], 0.0);
+    pretraining_moved |= env[l][1] != env[l][2];
+    finetuning_moved |= env[l][2] != env[l][3];
+  }
+  EXPECT_TRUE(pretraining_moved);
+  EXPECT_TRUE(finetuning_moved);
   EXPECT_FALSE(fs::exists(cell_dir(o.out, "listops", "transformer", "scratch") + "/kernels.dat"));
 }
 
