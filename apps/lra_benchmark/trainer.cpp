@@ -415,10 +415,11 @@ void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L, cons
   std::ostringstream gp;
   gp << "set terminal pngcairo size 800,800 noenhanced\nset output '" << cdir << "/kernels.png'\n"
      << "set multiplot layout 2,1\nset grid\nset xlabel 'lag l'\n"
-     << "set title 'max over channels of |K[c, l]|, block 0: " << m.cfg.key() << "'\nset ylabel 'max_c |K[c, l]|'\nplot ";
+     << "set title 'max over channels of |K[c, l]|, block 0: " << m.cfg.key() << "'\nset ylabel 'max_c |K[c, l]|'\n"
+     << "set logscale y\nplot ";
   for (size_t i = 0; i < cols.size(); i++)
     gp << (i ? ", " : "") << "'" << cdir << "/kernels_max.dat' using 1:" << i + 2 << " with lines title '" << cols[i].first << "'";
-  gp << "\nset title 'learned kernels of the first channels (after fine-tuning)'\nset ylabel 'K[h, l]'\nplot ";
+  gp << "\nunset logscale y\nset title 'learned kernels of the first channels (after fine-tuning)'\nset ylabel 'K[h, l]'\nplot ";
   for (int64_t h = 0; h < shown; h++)
     gp << (h ? ", " : "") << "'" << cdir << "/kernels.dat' using 1:" << h + 2 << " with lines title 'channel " << h << "'";
   gp << "\nunset multiplot\n";
