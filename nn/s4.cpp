@@ -373,6 +373,90 @@ S4Kernel::StepParams S4Kernel::step_params() const {
   return s;
 }
 
+// The O(N) step. With A = Lambda - p p^* on the conjugate-pair state (p = [P, conj P]), the bilinear step
+//   x_k = Abar x_{k-1} + Bbar u_k = (I - dt/2 A)^{-1} [ (I + dt/2 A) x_{k-1} + dt B u_k ]
+// needs (I + dt/2 A) x = x + dt/2 (Lambda x - p (p^* x)), O(N), and the inverse of the diagonal-plus-rank-1
+// matrix I - dt/2 A = Dg + dt/2 p p^*, Dg = I - dt/2 Lambda, by Sherman-Morrison:
+//   (Dg + a p p^*)^{-1} v = Dg^{-1} v - a w (p^* Dg^{-1} v) / (1 + a p^* w),   w = Dg^{-1} p,  a = dt/2.
+// Only C (the true C, not C tilde) needs a dense solve, once per channel.
+S4Kernel::DPLRStep S4Kernel::dplr_step_params() const {
+  if (l_kernel_ == 0) fail("S4Kernel::dplr_step_params: call forward (or ensure_length) first so C tilde is set up");
+  auto ldt = f64(log_dt.data()), ar = f64(inv_A_real.data()), ai = f64(A_imag.data());
+  auto Bc = to_cplx(B.data()), Pc = to_cplx(P.data());
+  DPLRStep s;
+  s.dt.resize(H);
+  for (int64_t h = 0; h < H; h++) {
+    std::vector<cplx> lam(N2);
+    for (int64_t n = 0; n < N2; n++) lam[n] = cplx(-std::exp(ar[h * N2 + n]), ai[h * N2 + n]);
+    const double dt = std::exp(ldt[h]), a = dt / 2;
+    s.dt[h] = dt;
+    s.Lambda.push_back(hippo::conj_pairs(lam.data(), N2));
+    s.p.push_back(hippo::conj_pairs(Pc.data() + h * N2, N2));
+    s.B.push_back(hippo::conj_pairs(Bc.data() + h * N2, N2));
+    std::vector<cplx> dinv(2 * N2), w(2 * N2);
+    cplx pw = 0;
+    for (int64_t i = 0; i < 2 * N2; i++) {
+      dinv[i] = 1.0 / (1.0 - a * s.Lambda[h][i]);
+      w[i] = dinv[i] * s.p[h][i];
+      pw += std::conj(s.p[h][i]) * w[i];
+    }
+    s.dinv.push_back(dinv);
+    s.w.push_back(w);
+    s.denom.push_back(1.0 + a * pw);
+    s.C.push_back(recover_C(*this, discrete_of(*this, h), h)[0]);
+  }
+  return s;
+}
+
+void S4Kernel::DPLRStep::step(int64_t h, std::vector<cplx>& x, double u) const {
+  const int64_t n = (int64_t)x.size();
+  const double a = dt[h] / 2;
+  const auto &lam = Lambda[h], &ph = p[h], &Bh = B[h], &di = dinv[h], &wh = w[h];
+  cplx px = 0;  // p^* x
+  for (int64_t i = 0; i < n; i++) px += std::conj(ph[i]) * x[i];
+  cplx pv = 0;  // v = (I + a A) x + dt B u, overwriting x with Dg^{-1} v on the way; pv = p^* Dg^{-1} v
+  for (int64_t i = 0; i < n; i++) {
+    const cplx v = x[i] + a * (lam[i] * x[i] - ph[i] * px) + dt[h] * Bh[i] * u;
+    x[i] = di[i] * v;
+    pv += std::conj(ph[i]) * x[i];
+  }
+  const cplx f = a * pv / denom[h];
+  for (int64_t i = 0; i < n; i++) x[i] -= f * wh[i];
+}
+
+void S4Kernel::StepParams::step(int64_t h, std::vector<cplx>& x, double u) const {
+  const int64_t n = (int64_t)x.size();
+  std::vector<cplx> nx(n);
+  for (int64_t i = 0; i < n; i++) {
+    cplx acc = dB[h][i] * u;
+    for (int64_t j = 0; j < n; j++) acc += dA[h][i * n + j] * x[j];
+    nx[i] = acc;
+  }
+  x.swap(nx);
+}
+
+// y_k = Re(C x_k) + D u_k with x_k = Abar x_{k-1} + Bbar u_k stepped by `s` (either step above), x_0 = 0.
+template <class Step>
+static Tensor run_recurrence(const Tensor& u_, const Tensor& D, const Step& s, int64_t n) {
+  const int64_t Bn = u_.size(0), L = u_.size(1), H = u_.size(2);
+  Tensor u = u_.to(DType::f64).contiguous(), y = zeros({Bn, L, H}, DType::f64);
+  auto Dv = f64(D);
+  const double* pu = u.data<double>();
+  double* py = y.data<double>();
+  for (int64_t b = 0; b < Bn; b++)
+    for (int64_t h = 0; h < H; h++) {
+      std::vector<cplx> x(n, 0.0);
+      for (int64_t t = 0; t < L; t++) {
+        const double ut = pu[(b * L + t) * H + h];
+        s.step(h, x, ut);
+        cplx yc = 0;
+        for (int64_t i = 0; i < n; i++) yc += s.C[h][i] * x[i];
+        py[(b * L + t) * H + h] = yc.real() + Dv[h] * ut;
+      }
+    }
+  return y;
+}
+
 // ---------------------------------------------------------------------------------------------------
 S4::S4(int64_t d_model, const S4Options& o, Generator& g) : opt(o), H(d_model) {
   opt.kernel.channels = opt.bidirectional ? 2 : 1;
@@ -406,31 +490,14 @@ Var S4::forward(const Var& x, const Tensor& mask) {
   return glu(output_linear->forward(y));
 }
 
-Tensor S4::ssm_recurrent(const Tensor& u_) const {
+Tensor S4::ssm_recurrent(const Tensor& u) const {
   if (opt.bidirectional) fail("S4::ssm_recurrent: a bidirectional layer has no recurrent mode (it looks ahead)");
-  const int64_t Bn = u_.size(0), L = u_.size(1), n = 2 * kernel->N2;
-  Tensor u = u_.to(DType::f64).contiguous(), y = zeros({Bn, L, H}, DType::f64);
-  auto Dv = f64(D.data());
-  auto s = kernel->step_params();
-  const double* pu = u.data<double>();
-  double* py = y.data<double>();
-  for (int64_t b = 0; b < Bn; b++)
-    for (int64_t h = 0; h < H; h++) {
-      std::vector<cplx> x(n, 0.0), nx(n);
-      for (int64_t t = 0; t < L; t++) {
-        const double ut = pu[(b * L + t) * H + h];
-        cplx yc = 0;
-        for (int64_t i = 0; i < n; i++) {  // x_k = Abar x_{k-1} + Bbar u_k
-          cplx acc = s.dB[h][i] * ut;
-          for (int64_t j = 0; j < n; j++) acc += s.dA[h][i * n + j] * x[j];
-          nx[i] = acc;
-        }
-        x.swap(nx);
-        for (int64_t i = 0; i < n; i++) yc += s.C[h][i] * x[i];  // y_k = Re(C x_k) + D u_k
-        py[(b * L + t) * H + h] = yc.real() + Dv[h] * ut;
-      }
-    }
-  return y;
+  return run_recurrence(u, D.data(), kernel->dplr_step_params(), 2 * kernel->N2);
+}
+
+Tensor S4::ssm_recurrent_dense(const Tensor& u) const {
+  if (opt.bidirectional) fail("S4::ssm_recurrent_dense: a bidirectional layer has no recurrent mode (it looks ahead)");
+  return run_recurrence(u, D.data(), kernel->step_params(), 2 * kernel->N2);
 }
 
 std::vector<std::string> S4::ssm_parameter_names() const {

@@ -22,10 +22,12 @@
 //   Lengths that change: a longer L doubles Lk (Ct <- Ct (I + Abar^Lk), no gradient) until Lk >= L; a shorter
 //   L truncates the length-Lk kernel (its first L taps do not depend on Lk).
 // The naive twin (naive_kernel) builds the dense (N, N) Abar in float64 and multiplies powers; the recurrent
-// mode (ssm_recurrent) steps x_k = Abar x_{k-1} + Bbar u_k, y_k = Re(C x_k) + D u_k with the dense matrices.
+// mode (ssm_recurrent) steps x_k = Abar x_{k-1} + Bbar u_k, y_k = Re(C x_k) + D u_k in O(N) per step: the
+// bilinear step needs only (I + dt/2 A) x and a solve with the diagonal-plus-rank-1 I - dt/2 A, which
+// Sherman-Morrison does in O(N) (DPLRStep); ssm_recurrent_dense is its twin with the dense Abar.
 // Parameter names follow state-spaces/s4's SSMKernelDPLR: kernel.log_dt, kernel.inv_A_real, kernel.A_imag,
 // kernel.B, kernel.P, kernel.C (= C tilde), buffer kernel.l_kernel; D; output_linear.
-// What it is not: rank > 1, the Cauchy CUDA kernel, or the O(N) DPLR step (the step here is dense, O(N^2)).
+// What it is not: rank > 1, or the Cauchy CUDA kernel.
 #pragma once
 #include "nn/layers.h"
 #include "nn/registry.h"
@@ -55,10 +57,19 @@ class S4Kernel : public Module {
   int64_t l_kernel() const { return l_kernel_; }
   Tensor naive_kernel(int64_t L) const;  // float64 (channels, H, L) from dense powers; needs l_kernel > 0
 
-  struct StepParams {  // per channel h: dense Abar (n, n), Bbar (n), C (channels, n); n = 2 N2
+  struct StepParams {  // per channel h: dense Abar (n, n), Bbar (n), C (first channel's, n); n = 2 N2
     std::vector<std::vector<cplx>> dA, dB, C;
+    void step(int64_t h, std::vector<cplx>& x, double u) const;  // x <- Abar x + Bbar u in O(n^2)
   };
   StepParams step_params() const;
+  struct DPLRStep {  // per channel h, on the conjugate-pair state (n = 2 N2): what the O(N) bilinear step needs
+    std::vector<std::vector<cplx>> Lambda, p, B, C;  // A = diag(Lambda) - p p^*; C (first channel's) from C tilde
+    std::vector<std::vector<cplx>> dinv, w;          // 1 / (1 - dt/2 Lambda), w = dinv * p
+    std::vector<cplx> denom;                         // 1 + dt/2 p^* w
+    std::vector<double> dt;
+    void step(int64_t h, std::vector<cplx>& x, double u) const;  // x <- Abar x + Bbar u in O(n)
+  };
+  DPLRStep dplr_step_params() const;
   std::vector<std::string> ssm_parameter_names() const { return {"log_dt", "inv_A_real", "A_imag", "B", "P"}; }
 
   Var log_dt, inv_A_real, A_imag, B, P, C;
@@ -84,7 +95,8 @@ class S4 : public SequenceLayer {
   Var forward(const Var& x, const Tensor& mask) override;
   bool is_causal() const override { return !opt.bidirectional; }
   Var ssm(const Var& u);                       // y = K * u + D u, (B, L, H)
-  Tensor ssm_recurrent(const Tensor& u) const;  // the same by the dense recurrence, float64
+  Tensor ssm_recurrent(const Tensor& u) const;  // the same by the recurrence, O(N) per step (Woodbury), float64
+  Tensor ssm_recurrent_dense(const Tensor& u) const;  // twin: the recurrence with the dense Abar, O(N^2) per step
   std::vector<std::string> ssm_parameter_names() const;
 
   std::shared_ptr<S4Kernel> kernel;

@@ -232,6 +232,22 @@ TEST(S4, ConvolutionModeEqualsRecurrentMode) {
   EXPECT_TRUE(all_close(conv, rec, {1e-8, 1e-9}, "S4 conv vs recurrence"));
 }
 
+TEST(S4, LinearTimeStepEqualsDenseStep) {
+  // the O(N) Sherman-Morrison step against the dense Abar, after training-like moves of every SSM parameter
+  Generator g(9);
+  S4Options o;
+  o.kernel.d_state = 16;
+  S4 layer(3, o, g);
+  to_double(layer);
+  layer.kernel->forward(40);
+  for (Var* v : {&layer.kernel->log_dt, &layer.kernel->inv_A_real, &layer.kernel->A_imag, &layer.kernel->B, &layer.kernel->P})
+    add_(v->mutable_data(), mul_scalar(randn(v->shape(), g, DType::f64), 0.1));
+  Tensor u = randn({2, 41, 3}, g, DType::f64);
+  Tensor fast = layer.ssm_recurrent(u), dense = layer.ssm_recurrent_dense(u);
+  EXPECT_TRUE(all_close(fast, dense, {1e-10, 1e-11}, "S4 O(N) step vs dense step"));
+  EXPECT_GT(amax(abs(fast), {0, 1, 2}).item(), 1e-3);  // not a trivially zero output
+}
+
 // ---- DLR ----
 TEST(DLR, KernelFiniteDifferences) {
   test::OpCase c;
