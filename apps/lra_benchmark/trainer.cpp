@@ -427,6 +427,13 @@ void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L, cons
   run_gnuplot(cdir + "/kernels.gp");
 }
 
+// Loading a pretrained backbone into a classifier is an explicit partial load: the heads may be missing.
+static nn::LoadOptions backbone_load_options() {
+  nn::LoadOptions lo;
+  lo.allow_missing = {"head.", "head_hidden.", "pretrain_head."};
+  return lo;
+}
+
 CellResult run_cell(const CellConfig& c, const RunOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   std::string cdir = cell_dir(o.out, c.task, c.model, c.regime);
@@ -485,16 +492,12 @@ CellResult run_cell(const CellConfig& c, const RunOptions& o) {
     LraModel pm(c, shape, causal, pg);
     kernels.init = kernel_envelope(pm, pm.shape.max_len);
     if (!kernels.init.empty()) {
-      nn::LoadOptions lo;
-      lo.allow_missing = {"head.", "head_hidden.", "pretrain_head."};
-      pm.load(backbone, lo);
+      pm.load(backbone, backbone_load_options());
       kernels.pretrained = kernel_envelope(pm, pm.shape.max_len);
     }
   }
   if (c.regime != "scratch" && !optim::latest_checkpoint(cdir + "/finetune")) {
-    nn::LoadOptions lo;
-    lo.allow_missing = {"head.", "head_hidden.", "pretrain_head."};
-    nn::LoadReport rep = m.load(backbone, lo);
+    nn::LoadReport rep = m.load(backbone, backbone_load_options());
     if (!o.quiet) std::cerr << "[" << c.key() << "] loaded pretrained backbone: " << rep.str() << "\n";
   }
   res.params = m.num_parameters() - m.pretrain_head_params();
