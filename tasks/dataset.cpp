@@ -6,9 +6,9 @@
 
 namespace dl::tasks {
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path, const std::string& what) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw DataError(path + ": cannot open file");
+  if (!f) throw DataError(path + ": cannot open " + what + " (missing or unreadable)");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();

@@ -21,8 +21,9 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The whole file as bytes; DataError naming the path when it cannot be opened. Every loader reads through it.
-std::string read_file(const std::string& path);
+// The whole file as bytes; when it cannot be opened, DataError "<path>: cannot open <what> (missing or
+// unreadable)". Every loader reads through it.
+std::string read_file(const std::string& path, const std::string& what = "file");
 
 // The lines of a file's content, numbered from 1, each without its '\n' and a trailing '\r' (files written on
 // Windows). Every line-oriented loader walks its file with it:

@@ -2,11 +2,9 @@
 #include "tasks/image.h"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <numeric>
 #include <random>
-#include <sstream>
 
 #include <zlib.h>
 
@@ -161,11 +159,7 @@ ImageSet parse_cifar10_batch(const uint8_t* bytes, size_t size, const std::strin
 }
 
 ImageSet read_cifar10_batch(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw DataError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string bytes = ss.str();
+  const std::string bytes = read_file(path, "CIFAR-10 batch");
   return parse_cifar10_batch(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
 }
 

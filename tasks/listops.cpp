@@ -7,7 +7,6 @@
 #include <fstream>
 #include <limits>
 #include <random>
-#include <sstream>
 #include <unordered_set>
 
 namespace dl::tasks {

@@ -10,7 +10,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "tasks/pathfinder.h"
 
@@ -42,14 +41,6 @@ std::string describe_png_format(png_uint_32 format) {
   if (format & PNG_FORMAT_FLAG_ALPHA) s += "+alpha";
   s += (format & PNG_FORMAT_FLAG_LINEAR) ? " 16-bit" : " 8-bit";
   return s;
-}
-
-std::string read_text_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path.string() + ": cannot open metadata file (missing or unreadable)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -182,7 +173,7 @@ Dataset read_pathfinder_official(const std::string& root, const std::string& lev
   d.max_len = options.side * options.side;
   d.class_names = {"disconnected", "connected"};
   for (const fs::path& file : files) {
-    for (const PathfinderMetaRecord& r : parse_pathfinder_metadata(read_text_file(file), file.string())) {
+    for (const PathfinderMetaRecord& r : parse_pathfinder_metadata(read_file(file.string(), "metadata file"), file.string())) {
       if (options.max_examples >= 0 && int64_t(d.examples.size()) >= options.max_examples) return d;
       const std::vector<uint8_t> pixels =
           read_gray_png((level_dir / r.image_dir / r.file_name).string(), options.side, options.side);

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "tasks/speech.h"
 
@@ -35,14 +34,6 @@ void put_u32(std::string& s, uint32_t v) {
 void put_u16(std::string& s, uint16_t v) {
   s += char(v & 0xFF);
   s += char(v >> 8);
-}
-
-std::string read_bytes(const fs::path& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path.string() + ": cannot open " + what + " (missing or unreadable)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -97,7 +88,7 @@ WavData parse_wav(std::string_view b, const std::string& name) {
   throw DataError(name + (have_fmt ? ": no data chunk" : ": no fmt chunk") + " found in " + std::to_string(b.size()) + " bytes");
 }
 
-WavData read_wav(const std::string& path) { return parse_wav(read_bytes(path, "WAV file"), path); }
+WavData read_wav(const std::string& path) { return parse_wav(read_file(path, "WAV file"), path); }
 
 void write_wav(const std::string& path, const std::vector<int16_t>& samples, int32_t sample_rate, int32_t channels) {
   const uint32_t data_bytes = uint32_t(samples.size() * 2);
@@ -131,11 +122,10 @@ TaskData read_speech_commands(const std::string& root, const SpeechCommandsOptio
   }
   auto read_list = [&](const char* file) {
     std::set<std::string> names;
-    std::istringstream lines(read_bytes(dir / file, "split list"));
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!line.empty()) names.insert(line);
-    }
+    const std::string content = read_file((dir / file).string(), "split list");
+    Lines lines(content);
+    for (std::string_view line; lines.next(line);)
+      if (!line.empty()) names.insert(std::string(line));
     return names;
   };
   const std::set<std::string> val_list = read_list("validation_list.txt"), test_list = read_list("testing_list.txt");

@@ -4,10 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "tasks/brown.h"
 #include "tasks/tokenizer.h"

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
-#include <sstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -302,13 +301,10 @@ void BpeTokenizer::save(const std::string& path) const {
 }
 
 BpeTokenizer BpeTokenizer::load(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw DataError("BpeTokenizer::load: cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string text = read_file(path, "tokenizer file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw DataError("BpeTokenizer::load: '" + path + "' is not valid JSON: " + e.what());
   }
