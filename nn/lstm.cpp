@@ -146,9 +146,11 @@ struct LstmSequenceNode : Node {
 }  // namespace
 
 Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_ih, const Var& b_hh) {
+  if (x.dim() != 3 || w_hh.dim() != 2)  // before size(), whose error would not name the arguments
+    fail("lstm_sequence: expected x (B, L, I) and W_hh (4Hd, Hd), found x " + shape_str(x.shape()) + ", W_hh " +
+         shape_str(w_hh.shape()));
   const int64_t B = x.size(0), L = x.size(1), I = x.size(2), Hd = w_hh.size(1), G4 = 4 * Hd;
-  if (x.dim() != 3 || w_ih.shape() != Shape{G4, I} || w_hh.shape() != Shape{G4, Hd} || b_ih.shape() != Shape{G4} ||
-      b_hh.shape() != Shape{G4})
+  if (w_ih.shape() != Shape{G4, I} || w_hh.shape() != Shape{G4, Hd} || b_ih.shape() != Shape{G4} || b_hh.shape() != Shape{G4})
     fail("lstm_sequence: expected x (B, L, I), W_ih (4Hd, I), W_hh (4Hd, Hd), biases (4Hd), found x " + shape_str(x.shape()) +
          ", W_ih " + shape_str(w_ih.shape()) + ", W_hh " + shape_str(w_hh.shape()));
   for (const Var* v : {&x, &w_ih, &w_hh, &b_ih, &b_hh})
@@ -276,11 +278,11 @@ Var LSTM::forward(const Var& x, const Tensor& mask) {
   for (size_t k = 0; k < layers.size(); k++) {
     const Layer& l = layers[k];
     if (k > 0) seq = dropout(seq, opt.dropout, is_training(), *gen);
-    // input projection of every step at once: (B, L, 4Hd)
     if (opt.sequence && !opt.layer_norm && seq.dtype() == DType::f32 && seq.data().device() == Device::cpu) {
       seq = lstm_sequence(seq, l.w_ih, l.w_hh, l.b_ih, l.b_hh);  // (B, L, Hd)
       continue;
     }
+    // the per-step graph; input projection of every step at once: (B, L, 4Hd)
     Var xg = opt.layer_norm ? l.ln_ih->forward(linear(seq, l.w_ih)) + l.b_ih : linear(seq, l.w_ih, l.b_ih);
     Var h(zeros({B, Hd}, x.dtype())), c(zeros({B, Hd}, x.dtype()));
     std::vector<Var> outs;

@@ -62,4 +62,24 @@ TEST(LSTMFast, NoGradForwardMatches) {
   EXPECT_TRUE(all_close(y.data(), y0, kAgreeF64, "no-grad forward"));
 }
 
+TEST(LSTMFast, BadShapesAreNamedErrors) {
+  Generator g(6);
+  Var w_ih(randn({16, 3}, g)), w_hh(randn({16, 4}, g)), b(randn({16}, g));
+  auto message = [&](const Var& x, const Var& wh) {
+    try {
+      lstm_sequence(x, w_ih, wh, b, b);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string m = message(Var(randn({2, 3}, g)), w_hh);  // x without its time axis
+  EXPECT_NE(m.find("lstm_sequence: expected x (B, L, I)"), std::string::npos) << m;
+  EXPECT_NE(m.find("found x [2, 3]"), std::string::npos) << m;
+  m = message(Var(randn({2, 5, 3}, g)), Var(randn({16}, g)));  // W_hh of the wrong rank
+  EXPECT_NE(m.find("W_hh [16]"), std::string::npos) << m;
+  m = message(Var(randn({2, 5, 7}, g)), w_hh);  // I = 7 against W_ih (16, 3)
+  EXPECT_NE(m.find("W_ih [16, 3]"), std::string::npos) << m;
+}
+
 }  // namespace
