@@ -97,9 +97,10 @@ constexpr float kPadScore = -1e9f;
 // first_real >= n. Such rows are recomputed as uniform in the backward: their L_t = -1e9 + log n rounds to -1e9
 // in float, so exp(S - L) would give 1 instead of 1/n.
 inline int64_t first_real(const float* km, int64_t T) {
+  if (!km) return 0;
   int64_t f = 0;
-  while (km && f < T && km[f] == 0.f) f++;
-  return km ? f : 0;
+  while (f < T && km[f] == 0.f) f++;
+  return f;
 }
 // Scores of padding keys (km[s] == 0) replaced by kPadScore, s < n.
 inline void fill_padding(float* s, const float* km, int64_t n) {
