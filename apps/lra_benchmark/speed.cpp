@@ -10,9 +10,6 @@
 #include <iostream>
 
 #include "optim/adam.h"
-#include "optim/clip.h"
-#include "optim/param_groups.h"
-#include "tasks/batching.h"
 #include "trainer.h"
 
 namespace lra {
@@ -62,11 +59,8 @@ SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
   std::vector<double> ms;
   for (int step = 0; step < o.warmup + o.steps; step++) {
     auto t0 = Clock::now();
-    opt.zero_grad();
     Var loss = cross_entropy(m.classify(a, r.shape.two_tower ? &b : nullptr), labels);
-    loss.backward();
-    if (c.clip > 0) optim::clip_grad_norm(m.parameters(true), c.clip);
-    opt.step();
+    optimizer_step(m, opt, c, loss);
     loss.item();  // the trainer reads the loss every step
     if (step >= o.warmup) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }

@@ -257,6 +257,13 @@ optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr) {
   return optim::AdamW(optim::make_param_groups(m, go), ao);
 }
 
+void optimizer_step(LraModel& m, optim::AdamW& opt, const CellConfig& c, const Var& loss) {
+  loss.backward();
+  if (c.clip > 0) optim::clip_grad_norm(m.parameters(true), c.clip);
+  opt.step();
+  opt.zero_grad();
+}
+
 static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks::TaskData& data, const CellConfig& c,
                              const std::string& dir, const RunOptions& o, Generator& dropout_gen, std::vector<CurvePoint>& curve,
                              const std::string& csv) {
@@ -322,10 +329,7 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
       if (m.shape.two_tower) a2 = to_inputs(b, true);
       loss = cross_entropy(m.classify(a, m.shape.two_tower ? &a2 : nullptr), labels_of(b));
     }
-    loss.backward();
-    if (c.clip > 0) optim::clip_grad_norm(m.parameters(true), c.clip);
-    opt.step();
-    opt.zero_grad();
+    optimizer_step(m, opt, c, loss);
     double lv = loss.item();
     if (!std::isfinite(lv)) throw std::runtime_error(label + ": loss is " + std::to_string(lv) + " at step " + std::to_string(step) + " (lower lr?)");
     loss_ema = step == 0 ? lv : 0.95 * loss_ema + 0.05 * lv;

@@ -54,6 +54,9 @@ struct KernelHistory {
 // initialisation, after pretraining and now (the columns hist has), kernels.png plots both when gnuplot is present.
 void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L, const KernelHistory& hist = {});
 
+// One update on `loss` as every training step takes it: backward, gradient clipping at c.clip, AdamW, zeroed grads.
+void optimizer_step(LraModel& m, dl::optim::AdamW& opt, const CellConfig& c, const dl::Var& loss);
+
 // The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of
 // any split (the positions table's size).
 TaskShape shape_of(const dl::tasks::TaskData& d);
