@@ -47,6 +47,7 @@ class Block : public dl::nn::Module {
   Block(const CellConfig& c, bool causal, Generator& g);
   std::string type_name() const override { return "Block"; }
   Var forward(const Var& x, const Tensor& mask);
+  dl::nn::SequenceLayer& mixer() { return *mixer_; }
 
  private:
   Var norm(const std::shared_ptr<dl::nn::Module>& n, const Var& x);
@@ -67,6 +68,8 @@ class LraModel : public dl::nn::Module {
   Var pretrain_logits(const Var& h);                    // (B, L, vocab) or (B, L, F)
   static Var pool(const Var& h, const Tensor& mask, const std::string& how);  // (B, D)
   int64_t pretrain_head_params() const { return pretrain_head_->num_parameters(); }  // not part of the fine-tuned model
+  Block& block(size_t i) { return (*blocks_)[i]; }
+  size_t num_blocks() const { return blocks_->size(); }
 
   CellConfig cfg;
   TaskShape shape;

@@ -356,16 +356,13 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
 // The convolution kernel of the first block's state-space layer (S4, S4D, DLR) as a float32 (directions, H, L)
 // tensor; undefined for models without one.
 static Tensor first_ssm_kernel(LraModel& m, int64_t L) {
-  std::shared_ptr<nn::Module> mixer;
-  for (auto& [name, blocks] : m.named_children())
-    if (name == "blocks" && !blocks->named_children().empty())
-      for (auto& [cname, child] : blocks->named_children().front().second->named_children())
-        if (cname == "mixer") mixer = child;
+  if (m.num_blocks() == 0) return Tensor();
+  nn::SequenceLayer* mixer = &m.block(0).mixer();
   NoGradGuard ng;
   Tensor k;
-  if (auto s4d = std::dynamic_pointer_cast<nn::S4D>(mixer)) k = s4d->kernel->forward(L).data();
-  else if (auto s4 = std::dynamic_pointer_cast<nn::S4>(mixer)) k = s4->kernel->forward(L).data();
-  else if (auto dlr = std::dynamic_pointer_cast<nn::DLR>(mixer)) k = dlr->kernel->forward(L).data();
+  if (auto s4d = dynamic_cast<nn::S4D*>(mixer)) k = s4d->kernel->forward(L).data();
+  else if (auto s4 = dynamic_cast<nn::S4*>(mixer)) k = s4->kernel->forward(L).data();
+  else if (auto dlr = dynamic_cast<nn::DLR*>(mixer)) k = dlr->kernel->forward(L).data();
   else return Tensor();
   return k.to(DType::f32).contiguous();
 }
