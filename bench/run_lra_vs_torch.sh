@@ -37,14 +37,7 @@ done
 BIN=$BUILD/lra_benchmark
 [ -x "$BIN" ] || { echo "run_lra_vs_torch: $BIN not built (cmake --build $BUILD --target lra_benchmark)" >&2; exit 1; }
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
-JEMALLOC=""
-for p in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/libjemalloc.so.2; do [ -e "$p" ] && JEMALLOC=$p && break; done
-TORCH_ENV=(OMP_WAIT_POLICY=PASSIVE)
-if [ -n "$JEMALLOC" ]; then
-  TORCH_ENV+=(LD_PRELOAD="$JEMALLOC" MALLOC_CONF="retain:true,dirty_decay_ms:-1,muzzy_decay_ms:-1,thp:always,metadata_thp:always")
-else
-  echo "run_lra_vs_torch: libjemalloc2 not installed; torch runs without it (apt-get install libjemalloc2)" >&2
-fi
+source bench/vs_torch_lib.sh  # JEMALLOC, TORCH_BEST_ENV, run_tagged
 
 # The cells: every task x model the preset lists ("task model" per line).
 PRESET_FILE=$PRESET
@@ -59,14 +52,7 @@ ERR=$(mktemp /tmp/run_lra_vs_torch.XXXXXX.err)
 run() {  # run <variant> <task> <model> <command...>: append its JSON line, tagged with the variant; echo the line
   local variant=$1 task=$2 model=$3
   shift 3
-  local line
-  if line=$("$@" 2>"$ERR" | tail -1) && [ -n "$line" ]; then
-    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['variant']='$variant'; print(json.dumps(d))" >> "$OUT"
-    echo "$line"
-  else
-    echo "{\"variant\": \"$variant\", \"task\": \"$task\", \"model\": \"$model\", \"failed\": true}" >> "$OUT"
-    echo "run_lra_vs_torch: $variant $task/$model failed: $(tail -2 "$ERR")" >&2
-  fi
+  run_tagged "$OUT" "$ERR" "$variant" "{\"task\": \"$task\", \"model\": \"$model\"}" "$@"
 }
 
 echo "# $(date -u '+%F %T UTC'); $(nproc) cpus; load $(cut -d' ' -f1-3 /proc/loadavg); preset $PRESET; repeats $REPEATS; steps $STEPS; results $OUT" >&2
@@ -78,7 +64,7 @@ for r in $(seq 1 "$REPEATS"); do
            --models "$model" --steps "$STEPS" --threads 2)
     [ -z "$ours" ] && continue
     shape=$(echo "$ours" | python3 -c "import json,sys; print(json.dumps(json.loads(sys.stdin.read())['shape']))")
-    run torch "$task" "$model" env "${TORCH_ENV[@]}" /usr/bin/python3 bench/torch_lra.py --preset "$PRESET" --task "$task" \
+    run torch "$task" "$model" env "${TORCH_BEST_ENV[@]}" /usr/bin/python3 bench/torch_lra.py --preset "$PRESET" --task "$task" \
         --model "$model" --shape "$shape" --steps "$STEPS" --threads 2 > /dev/null
   done
 done

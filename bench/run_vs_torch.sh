@@ -46,23 +46,15 @@ WORKLOADS=("$@")
 BIN=$BUILD/bench_workloads
 [ -x "$BIN" ] || { echo "run_vs_torch: $BIN not built (cmake --build $BUILD --target bench_workloads)" >&2; exit 1; }
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
-JEMALLOC=""
-for p in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/libjemalloc.so.2; do [ -e "$p" ] && JEMALLOC=$p && break; done
-[ -z "$JEMALLOC" ] && echo "run_vs_torch: libjemalloc2 not installed; torch_best runs without it (apt-get install libjemalloc2)" >&2
-JE_CONF="retain:true,dirty_decay_ms:-1,muzzy_decay_ms:-1,thp:always,metadata_thp:always"
+source bench/vs_torch_lib.sh  # JEMALLOC, TORCH_BEST_ENV, run_tagged
 
 OUT=${OUT:-$(mktemp /tmp/run_vs_torch.XXXXXX.jsonl)}
 : > "$OUT"
+ERR=$(mktemp /tmp/run_vs_torch.XXXXXX.err)
 run() {  # run <variant> <workload> <len> <command...>: append the JSON line, tagged with the variant
   local variant=$1 wl=$2 len=$3
   shift 3
-  local line
-  if line=$("$@" 2>/tmp/run_vs_torch.err | tail -1) && [ -n "$line" ]; then
-    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['variant']='$variant'; print(json.dumps(d))" >> "$OUT"
-  else
-    echo "{\"variant\": \"$variant\", \"workload\": \"$wl\", \"len\": ${len:-0}, \"failed\": true}" >> "$OUT"
-    echo "run_vs_torch: $variant $wl failed: $(tail -2 /tmp/run_vs_torch.err)" >&2
-  fi
+  run_tagged "$OUT" "$ERR" "$variant" "{\"workload\": \"$wl\", \"len\": ${len:-0}}" "$@" > /dev/null
 }
 
 echo "# $(date -u '+%F %T UTC'); $(nproc) cpus; load $(cut -d' ' -f1-3 /proc/loadavg); repeats $REPEATS; steps $STEPS; results $OUT" >&2
@@ -77,12 +69,7 @@ for r in $(seq 1 "$REPEATS"); do
     run ours "$wl" "$len" env "${OURS_ENV[@]}" "$BIN" "$wl" --steps "$STEPS" "${largs[@]}"
     [ "$SKIP_LONG" = 1 ] && [ -n "$len" ] && [ "$len" -ge 2000 ] && continue
     [ "$r" -le "$OOTB" ] && run torch "$wl" "$len" /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
-    if [ -n "$JEMALLOC" ]; then
-      run torch_best "$wl" "$len" env LD_PRELOAD="$JEMALLOC" MALLOC_CONF="$JE_CONF" OMP_WAIT_POLICY=PASSIVE \
-        /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
-    else
-      run torch_best "$wl" "$len" env OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
-    fi
+    run torch_best "$wl" "$len" env "${TORCH_BEST_ENV[@]}" /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
   done
 done
 
