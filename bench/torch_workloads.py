@@ -20,15 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def sinusoidal(T, D):
-    pos = torch.arange(T, dtype=torch.float32)[:, None]
-    i = torch.arange(0, D, 2, dtype=torch.float32)
-    ang = pos / torch.pow(10000.0, i / D)
-    pe = torch.zeros(T, D)
-    pe[:, 0::2] = torch.sin(ang)
-    pe[:, 1::2] = torch.cos(ang)
-    return pe
+from torch_common import S4DKernel, sinusoidal  # bench/torch_common.py
 
 
 class TransformerClassifier(nn.Module):
@@ -51,35 +43,11 @@ class TransformerClassifier(nn.Module):
         return self.head(self.ln(h).mean(1))
 
 
-class S4DKernel(nn.Module):
-    """S4D-Lin kernel as state-spaces/s4 models/s4/s4d.py (ZOH, Vandermonde), with B kept as a trainable
-    complex parameter (init 1) as the full S4D kernel and our nn/s4d.h do (s4d.py folds B = 1 into C), so the
-    parameter counts match."""
-
-    def __init__(self, H, N, dt_min=1e-3, dt_max=1e-1):
-        super().__init__()
-        log_dt = torch.rand(H) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
-        self.log_dt = nn.Parameter(log_dt)
-        self.B = nn.Parameter(torch.view_as_real(torch.ones(H, N // 2, dtype=torch.cfloat)))
-        self.C = nn.Parameter(torch.view_as_real(torch.randn(H, N // 2, dtype=torch.cfloat)))
-        self.log_A_real = nn.Parameter(torch.log(0.5 * torch.ones(H, N // 2)))
-        self.A_imag = nn.Parameter(math.pi * torch.arange(N // 2).float().repeat(H, 1))
-
-    def forward(self, L):
-        dt = torch.exp(self.log_dt)
-        C = torch.view_as_complex(self.C) * torch.view_as_complex(self.B)
-        A = -torch.exp(self.log_A_real) + 1j * self.A_imag
-        dtA = A * dt[:, None]
-        K = dtA[:, :, None] * torch.arange(L)
-        C = C * (torch.exp(dtA) - 1.0) / A
-        return 2 * torch.einsum("hn,hnl->hl", C, torch.exp(K)).real
-
-
 class S4DBlock(nn.Module):
     def __init__(self, H, N, dropout):
         super().__init__()
         self.norm = nn.LayerNorm(H)
-        self.kernel = S4DKernel(H, N)
+        self.kernel = S4DKernel(H, N, 1)  # one direction
         self.D = nn.Parameter(torch.randn(H))
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(H, 2 * H)
@@ -87,7 +55,7 @@ class S4DBlock(nn.Module):
     def forward(self, x):  # x (B, L, H)
         z = self.norm(x).transpose(1, 2)  # (B, H, L)
         L = z.shape[-1]
-        k = self.kernel(L)
+        k = self.kernel(L)[0]  # (H, L)
         y = torch.fft.irfft(torch.fft.rfft(z, n=2 * L) * torch.fft.rfft(k, n=2 * L), n=2 * L)[..., :L]
         y = y + z * self.D[:, None]
         y = self.drop(F.gelu(y)).transpose(1, 2)
