@@ -1,4 +1,4 @@
-// bench/bench_ssm_step.cpp - S4's recurrent mode: the O(N) DPLR step (Sherman-Morrison, nn/s4.h DPLRStep) against
+// bench/bench_ssm_step.cpp - S4's recurrent mode: the O(N) DPLR step (Sherman-Morrison, nn/ssm/s4.h DPLRStep) against
 // its twin with the dense (N, N) Abar, O(N^2) per step (StepParams). Both are float64 references (the training
 // path is the FFT convolution), so this measures the algorithm, not a tuned kernel. The step parameters are set
 // up once outside the timing (recovering C from C tilde is a dense solve either way). Counters: state updates
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <functional>
 
-#include "nn/s4.h"
+#include "nn/ssm/s4.h"
 
 using namespace dl;
 

@@ -36,13 +36,13 @@
 #include <omp.h>
 
 #include "autograd/ops.h"
-#include "nn/attention.h"
-#include "nn/fused_attention.h"
+#include "nn/attention/attention.h"
+#include "nn/fused/fused_attention.h"
 #include "nn/layers.h"
-#include "nn/linear_attention.h"
-#include "nn/lstm.h"
-#include "nn/qkv_attention.h"
-#include "nn/s4d.h"
+#include "nn/attention/linear_attention.h"
+#include "nn/recurrent/lstm.h"
+#include "nn/fused/qkv_attention.h"
+#include "nn/ssm/s4d.h"
 #include "optim/adam.h"
 #include "tensor/allocator.h"
 
@@ -67,7 +67,7 @@ Tensor sinusoidal(int64_t T, int64_t D) {  // pe[t, 2i] = sin(t / 10000^(2i/D)),
   return from_vector(pe, {T, D});
 }
 
-// Self-attention on MultiheadAttention's parameters through the packed-qkv primitive (nn/qkv_attention.h):
+// Self-attention on MultiheadAttention's parameters through the packed-qkv primitive (nn/fused/qkv_attention.h):
 // the same map as MultiheadAttention::forward without a mask (q, k, v = x in_proj^T + in_proj_bias, split heads,
 // attention with dropout on the weights, merge heads, out_proj), with one sgemm for the three projections and no
 // (B, NH, T, T) tensor. `packed = false` runs MultiheadAttention's composed path instead (the plain twin).

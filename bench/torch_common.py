@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 
-def sinusoidal(T, D):  # nn/positions.cpp: pe[t, 2i] = sin(t w_i), pe[t, 2i+1] = cos(t w_i), w_i = 10000^(-2i/D)
+def sinusoidal(T, D):  # nn/attention/positions.cpp: pe[t, 2i] = sin(t w_i), pe[t, 2i+1] = cos(t w_i), w_i = 10000^(-2i/D)
     ang = torch.arange(T, dtype=torch.float32)[:, None] / torch.pow(10000.0, torch.arange(0, D, 2).float() / D)
     pe = torch.zeros(T, D)
     pe[:, 0::2], pe[:, 1::2] = torch.sin(ang), torch.cos(ang)
@@ -14,7 +14,7 @@ def sinusoidal(T, D):  # nn/positions.cpp: pe[t, 2i] = sin(t w_i), pe[t, 2i+1] =
 
 
 class S4DKernel(nn.Module):
-    """nn/s4d.h's kernel, S4D-Lin with ZOH: log_dt (H), inv_A_real (H, N2), A_imag (H, N2), B (H, N2) and
+    """nn/ssm/s4d.h's kernel, S4D-Lin with ZOH: log_dt (H), inv_A_real (H, N2), A_imag (H, N2), B (H, N2) and
     C (channels, H, N2), complex ones stored as (..., 2) reals; K[c, h, l] = 2 Re sum_n C Bbar Abar^l."""
 
     def __init__(self, H, N, channels, dt_min=1e-3, dt_max=1e-1):

@@ -90,7 +90,7 @@ def make_dropout(p):
 
 
 def rotary(x):
-    """RoPE as nn/positions.cpp: interleaved pairs (x[2i], x[2i+1]) of each head vector, x (B, NH, T, HS),
+    """RoPE as nn/attention/positions.cpp: interleaved pairs (x[2i], x[2i+1]) of each head vector, x (B, NH, T, HS),
     rotated by the angle t theta_i, theta_i = 10000^(-2i/HS)."""
     T, HS = x.shape[-2:]
     theta = torch.pow(10000.0, -torch.arange(0, HS, 2, dtype=torch.float32) / HS)
@@ -101,7 +101,7 @@ def rotary(x):
 
 
 class Attention(nn.Module):
-    """nn/attention.h's MultiheadAttention: in_proj (3C, C) + bias, out_proj (C, C) + bias; key mask; -1e9 fill."""
+    """nn/attention/attention.h's MultiheadAttention: in_proj (3C, C) + bias, out_proj (C, C) + bias; key mask; -1e9 fill."""
 
     def __init__(self, d, heads, dropout=0.0, causal=False, rotary=False, window=0, fused=False):
         super().__init__()
@@ -130,7 +130,7 @@ class Attention(nn.Module):
 
 
 class S4D(nn.Module):
-    """nn/s4d.h's layer: y = K * u + D u by FFT of length 2L (bidirectional: the second kernel runs on the
+    """nn/ssm/s4d.h's layer: y = K * u + D u by FFT of length 2L (bidirectional: the second kernel runs on the
     reversed sequence, as state-spaces/s4), then GELU, dropout, output_linear (H -> 2H) and GLU."""
 
     def __init__(self, d, d_state=64, dropout=0.0, bidirectional=False, init="lin", disc="zoh", dt_min=1e-3,

@@ -102,6 +102,11 @@ FeedForward::FeedForward(int64_t d, int64_t hidden, double p, Generator& g) {
 
 Var FeedForward::forward(const Var& x) const { return fc2->forward(drop->forward(gelu(fc1->forward(x)))); }
 
+Mlp::Mlp(int64_t in, int64_t hidden, int64_t out, Generator& g) {
+  fc1 = register_module("fc1", std::make_shared<Linear>(in, hidden, g));
+  fc2 = register_module("fc2", std::make_shared<Linear>(hidden, out, g));
+}
+
 GLUBlock::GLUBlock(int64_t d, int64_t hidden, double p, Generator& g) {
   fc1 = register_module("fc1", std::make_shared<Linear>(d, 2 * hidden, g));
   fc2 = register_module("fc2", std::make_shared<Linear>(hidden, d, g));

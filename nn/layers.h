@@ -1,5 +1,5 @@
 // nn/layers.h - the basic layers: Linear, Embedding, LayerNorm, RMSNorm, BatchNorm1d, Dropout, activations,
-// and two small blocks (FeedForward, GLUBlock). Each is a composition of autograd primitives (no backward of
+// and three small blocks (FeedForward, GLUBlock, Mlp). Each is a composition of autograd primitives (no backward of
 // its own) and names its parameters and buffers as the equivalent PyTorch module's state_dict does.
 //
 //   Linear(in, out)       y = x W^T + b          weight (out, in), bias (out)        torch.nn.Linear
@@ -14,6 +14,7 @@
 //                           halves of the last dim (torch.nn.GLU(dim=-1))
 //   FeedForward(d, h)     fc2(dropout(gelu(fc1(x))))          fc1 (h, d), fc2 (d, h)
 //   GLUBlock(d, h)        fc2(dropout(glu(fc1(x))))           fc1 (2h, d), fc2 (d, h)   (Dauphin et al. 2017)
+//   Mlp(in, h, out)       fc2(gelu(fc1(x)))                   fc1 (h, in), fc2 (out, h) (timm's Mlp)
 //
 // Initialisation follows PyTorch's defaults (Linear: U(+-1/sqrt(in)) for weight and bias; Embedding: N(0, 1);
 // norms: weight 1, bias 0), drawn from the Generator passed in, so the same seed gives the same model.
@@ -113,6 +114,15 @@ class FeedForward : public Module {
   Var forward(const Var& x) const;
   std::shared_ptr<Linear> fc1, fc2;
   std::shared_ptr<Dropout> drop;
+};
+
+// Linear-GELU-Linear with its own output width (timm's Mlp): fc1 (hidden, in), fc2 (out, hidden).
+class Mlp : public Module {
+ public:
+  Mlp(int64_t in, int64_t hidden, int64_t out, Generator& g);
+  std::string type_name() const override { return "Mlp"; }
+  Var forward(const Var& x) const { return fc2->forward(gelu(fc1->forward(x))); }
+  std::shared_ptr<Linear> fc1, fc2;
 };
 
 class GLUBlock : public Module {

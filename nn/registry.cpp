@@ -1,93 +1,88 @@
-// nn/registry.cpp - the layer registry: one line per layer. Keep it sorted by family.
+// nn/registry.cpp - the layer registry: one line per layer, grouped by family. Keep the families sorted.
 #include "nn/registry.h"
 
+#include <algorithm>
+
 // layer headers, one include per layer file:
-#include "nn/conv_seq.h"
-#include "nn/attention.h"
-#include "nn/dlr.h"
-#include "nn/fnet.h"
-#include "nn/linear_attention.h"
-#include "nn/lstm.h"
-#include "nn/s4.h"
-#include "nn/s4d.h"
-#include "nn/s4d_minimal.h"
-#include "nn/transformer.h"
+#include "nn/attention/attention.h"
+#include "nn/attention/linear_attention.h"
+#include "nn/conv/conv_seq.h"
+#include "nn/mixing/fnet.h"
+#include "nn/mixing/mlp_mixer.h"
+#include "nn/recurrent/lstm.h"
+#include "nn/ssm/dlr.h"
+#include "nn/ssm/s4.h"
+#include "nn/ssm/s4d.h"
+#include "nn/ssm/s4d_minimal.h"
 
 namespace dl::nn {
 
+namespace {
+
+// An entry for a layer class with the registry's two statics: from_config(d_model, cfg, gen) and config_keys().
+template <class L> LayerEntry entry(std::string name, std::string summary) {
+  return {std::move(name), std::move(summary), L::config_keys(),
+          [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return L::from_config(d, c, g); }};
+}
+
+// The three convolution blocks are one class with a kind.
+LayerEntry conv_entry(std::string kind, std::string summary) {
+  return {kind, std::move(summary), GLUConvBlock::config_keys(kind),
+          [kind](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config(kind, d, c, g); }};
+}
+
+}  // namespace
+
 const std::vector<LayerEntry>& layer_registry() {
+  // clang-format off
   static const std::vector<LayerEntry> entries = {
-      // {"name", "one-line summary", [](int64_t d, const LayerConfig& c, Generator& g) { return ...; }},
-      // state-space family (nn/s4d.h, nn/s4.h, nn/dlr.h)
-      {"s4", "S4 with a DPLR (HiPPO-LegS) state matrix, Cauchy kernel (Gu et al. 2022)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return S4::from_config(d, c, g); }},
-      {"s4d", "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real init (Gu et al. 2022)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return S4D::from_config(d, c, g); }},
-      {"s4d_minimal", "minimal teaching S4D (S4D-Lin, ZOH, composed kernel)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return S4DMinimal::from_config(d, c, g); }},
-      {"dlr", "diagonal linear RNN, omega init (Gupta et al. 2022)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return DLR::from_config(d, c, g); }},
-      // recurrent family (nn/lstm.h)
-      {"lstm", "LSTM as torch.nn.LSTM (fused cell), optional layer norm",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return LSTM::from_config(d, c, g); }},
-      // convolution family (nn/conv_seq.h)
-      {"lightconv", "lightweight convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("lightconv", d, c, g); }},
-      {"dynamicconv", "dynamic convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("dynamicconv", d, c, g); }},
-      {"dilatedconv", "dilated depthwise-separable convolution in a GLU block (Tay et al. 2021)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config("dilatedconv", d, c, g); }},
-      // Fourier mixing family (nn/fnet.h)
-      {"fnet", "FNet token mixing y = Re(FFT2(x)) over (L, H), no parameters (Lee-Thorp et al. 2021)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return FNet::from_config(d, c, g); }},
-      // attention family (nn/attention.h, nn/linear_attention.h, nn/transformer.h)
-      {"attention", "multi-head softmax attention; heads, dropout, rotary, causal, window, fused",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return MultiheadAttention::from_config(d, c, g); }},
-      {"linear_attention", "linear attention, phi = elu+1 or relu, causal by prefix sums (Katharopoulos et al. 2020)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return LinearAttention::from_config(d, c, g); }},
-      {"performer", "Performer FAVOR+ positive orthogonal random features, m = features (Choromanski et al. 2021)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return Performer::from_config(d, c, g); }},
-      {"mixer", "MLP-Mixer token-mixing block over max_len positions (Tolstikhin et al. 2021)",
-       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return MixerBlock::from_config(d, c, g); }},
+      // attention family (nn/attention/)
+      entry<MultiheadAttention>("attention",     "multi-head softmax attention; heads, dropout, rotary, causal, window, fused"),
+      entry<LinearAttention>("linear_attention", "linear attention, phi = elu+1 or relu, causal by prefix sums (Katharopoulos et al. 2020)"),
+      entry<Performer>("performer",              "Performer FAVOR+ positive orthogonal random features, m = features (Choromanski et al. 2021)"),
+      // convolution family (nn/conv/)
+      conv_entry("lightconv",                    "lightweight convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)"),
+      conv_entry("dynamicconv",                  "dynamic convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)"),
+      conv_entry("dilatedconv",                  "dilated depthwise-separable convolution in a GLU block (Tay et al. 2021)"),
+      // token mixing without attention (nn/mixing/)
+      entry<FNet>("fnet",                        "FNet token mixing y = Re(FFT2(x)) over (L, H), no parameters (Lee-Thorp et al. 2021)"),
+      entry<MixerBlock>("mixer",                 "MLP-Mixer token-mixing block over max_len positions (Tolstikhin et al. 2021)"),
+      // recurrent family (nn/recurrent/)
+      entry<LSTM>("lstm",                        "LSTM as torch.nn.LSTM (fused cell), optional layer norm"),
+      // state-space family (nn/ssm/)
+      entry<S4>("s4",                            "S4 with a DPLR (HiPPO-LegS) state matrix, Cauchy kernel (Gu et al. 2022)"),
+      entry<S4D>("s4d",                          "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real init (Gu et al. 2022)"),
+      entry<S4DMinimal>("s4d_minimal",           "minimal teaching S4D (S4D-Lin, ZOH, composed kernel)"),
+      entry<DLR>("dlr",                          "diagonal linear RNN, omega init (Gupta et al. 2022)"),
   };
+  // clang-format on
   return entries;
 }
 
-std::shared_ptr<SequenceLayer> make_layer(const std::string& name, int64_t d_model, const LayerConfig& cfg, Generator& gen) {
+bool LayerEntry::takes(const std::string& key) const { return std::find(config_keys.begin(), config_keys.end(), key) != config_keys.end(); }
+
+const LayerEntry& find_layer(const std::string& name) {
   std::string known;
   for (auto& e : layer_registry()) {
-    if (e.name == name) return e.make(d_model, cfg, gen);
+    if (e.name == name) return e;
     known += (known.empty() ? "" : ", ") + e.name;
   }
   fail("unknown layer '" + name + "'; known layers: " + known);
 }
 
-static const char* json_type(const LayerConfig& v) { return v.type_name(); }
+std::shared_ptr<SequenceLayer> make_layer(const std::string& name, int64_t d_model, const LayerConfig& cfg, Generator& gen) {
+  return find_layer(name).make(d_model, cfg, gen);
+}
 
-int64_t cfg_int(const LayerConfig& c, const std::string& layer, const std::string& key, int64_t def) {
-  if (!c.is_object() || !c.contains(key)) return def;
-  const auto& v = c.at(key);
-  if (!v.is_number_integer())
-    fail("layer " + layer + ": config field '" + key + "' must be an integer, found " + json_type(v) + " (" + v.dump() + ")");
-  return v.get<int64_t>();
-}
-double cfg_float(const LayerConfig& c, const std::string& layer, const std::string& key, double def) {
-  if (!c.is_object() || !c.contains(key)) return def;
-  const auto& v = c.at(key);
-  if (!v.is_number()) fail("layer " + layer + ": config field '" + key + "' must be a number, found " + json_type(v) + " (" + v.dump() + ")");
-  return v.get<double>();
-}
-bool cfg_bool(const LayerConfig& c, const std::string& layer, const std::string& key, bool def) {
-  if (!c.is_object() || !c.contains(key)) return def;
-  const auto& v = c.at(key);
-  if (!v.is_boolean()) fail("layer " + layer + ": config field '" + key + "' must be true/false, found " + json_type(v) + " (" + v.dump() + ")");
-  return v.get<bool>();
-}
-std::string cfg_str(const LayerConfig& c, const std::string& layer, const std::string& key, const std::string& def) {
-  if (!c.is_object() || !c.contains(key)) return def;
-  const auto& v = c.at(key);
-  if (!v.is_string()) fail("layer " + layer + ": config field '" + key + "' must be a string, found " + json_type(v) + " (" + v.dump() + ")");
-  return v.get<std::string>();
+LayerConfig backbone_config(const LayerEntry& e, const BackboneOptions& o) {
+  LayerConfig c = LayerConfig::object();
+  if (e.takes("dropout")) c["dropout"] = o.dropout;
+  if (e.takes("causal")) c["causal"] = o.causal;
+  if (e.takes("bidirectional")) c["bidirectional"] = !o.causal;
+  if (e.takes("max_len") && o.max_len > 0) c["max_len"] = o.max_len;
+  if (e.takes("d_state") && o.d_state > 0) c["d_state"] = o.d_state;
+  if (e.takes("heads") && o.heads > 0) c["heads"] = o.heads;
+  return c;
 }
 
 }  // namespace dl::nn

@@ -1,45 +1,45 @@
-// nn/registry.h - sequence layers that apps choose by name, one registry line each.
+// nn/registry.h - the sequence layers that apps choose by name: one line per layer in nn/registry.cpp.
 //
-// A SequenceLayer maps (B, L, H) to (B, L, H) with an optional padding mask; the backbones in apps
-// (LRA encoder, SPT pretraining) stack them with norms and residuals. Adding a layer is one header/source
-// pair implementing SequenceLayer, one line in nn/registry.cpp, one test (docs/adding_a_layer.md).
+// An entry knows a layer's name, a one-line summary, the config fields its from_config takes, and how to build
+// it. Backbones build any entry the same way: the fields every backbone knows (BackboneOptions) go to the layers
+// whose config takes them, and the user's own layer options (a JSON object) are merged over them. So a new layer
+// works in every app once it has its file, its registry line and its test (docs/adding_a_layer.md).
 #pragma once
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
+#include "nn/sequence_layer.h"
 
 namespace dl::nn {
-
-using LayerConfig = nlohmann::json;
-
-struct SequenceLayer : Module {
-  // x: (B, L, H). mask: (B, L) with 1 for real positions and 0 for padding, or undefined (no padding).
-  // Returns (B, L, H). Layers that mix along L must not let padding leak into real positions.
-  virtual Var forward(const Var& x, const Tensor& mask) = 0;
-  // True when the layer never looks at future positions (usable for causal LM pretraining).
-  virtual bool is_causal() const { return false; }
-};
 
 using LayerFactory = std::function<std::shared_ptr<SequenceLayer>(int64_t d_model, const LayerConfig& cfg, Generator& gen)>;
 
 struct LayerEntry {
-  std::string name;     // e.g. "attention", "s4d"
-  std::string summary;  // one line for `--list`
+  std::string name;                      // e.g. "attention", "s4d"
+  std::string summary;                   // one line for `list`
+  std::vector<std::string> config_keys;  // every field the layer's config takes (its from_config's own list)
   LayerFactory make;
+  bool takes(const std::string& key) const;
 };
 
 const std::vector<LayerEntry>& layer_registry();
-// Builds a layer by name; an unknown name throws listing the known ones.
+// The entry of that name; an unknown name throws listing the known ones.
+const LayerEntry& find_layer(const std::string& name);
+// Builds a layer by name (find_layer(name).make).
 std::shared_ptr<SequenceLayer> make_layer(const std::string& name, int64_t d_model, const LayerConfig& cfg, Generator& gen);
 
-// Typed config access with errors that name the layer, the field, and the expected and found types.
-int64_t cfg_int(const LayerConfig& c, const std::string& layer, const std::string& key, int64_t def);
-double cfg_float(const LayerConfig& c, const std::string& layer, const std::string& key, double def);
-bool cfg_bool(const LayerConfig& c, const std::string& layer, const std::string& key, bool def);
-std::string cfg_str(const LayerConfig& c, const std::string& layer, const std::string& key, const std::string& def);
+// What a backbone knows for every layer it stacks. backbone_config(entry, o) keeps the fields the entry's config
+// takes: "dropout"; "causal" = o.causal and "bidirectional" = !o.causal (a layer that can look both ways does,
+// unless the backbone must be causal); "max_len" (token mixers sized for one length); "d_state" and "heads"
+// when > 0 (0: the layer's default).
+struct BackboneOptions {
+  double dropout = 0;
+  bool causal = false;
+  int64_t max_len = 0;
+  int64_t d_state = 0, heads = 0;
+};
+LayerConfig backbone_config(const LayerEntry& entry, const BackboneOptions& o);
 
 }  // namespace dl::nn

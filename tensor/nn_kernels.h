@@ -151,7 +151,7 @@ inline float exp_fast(float x) {
 // erf for float32 without a libm call, so GELU loops vectorise: Abramowitz & Stegun 7.1.26,
 //   erf(|x|) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-x^2),  t = 1 / (1 + 0.3275911 |x|),
 // absolute error < 1.5e-7 (plus exp_fast's 2e-7 relative), odd in x. The float64 kernels use std::erf;
-// tests/perf_paths checks the two agree.
+// tests/nn/fused/ checks the two agree.
 inline float erf_fast(float x) {
   float ax = x < 0 ? -x : x;
   float t = 1.0f / (1.0f + 0.3275911f * ax);

@@ -2,7 +2,8 @@
 #include "model.h"
 
 #include "nn/init.h"
-#include "nn/positions.h"
+#include "nn/registry.h"
+#include "nn/attention/positions.h"
 
 #include <cmath>
 
@@ -11,57 +12,22 @@ namespace lra {
 using namespace dl;
 using nn::LayerConfig;
 
-static bool is_ssm(const std::string& m) { return m == "s4" || m == "s4d" || m == "s4d_minimal" || m == "dlr"; }
-
-// The registry layer and its config for each model name; `layer_cfg` (JSON) is merged last.
-static std::pair<std::string, LayerConfig> mixer_spec(const CellConfig& c, bool causal) {
-  std::string name = c.model == "transformer" ? "attention" : c.model;
-  LayerConfig l = LayerConfig::object();
+// The mixer of one block: the registry layer the model names ("transformer" is the registry's "attention"), built
+// with what the backbone knows for every layer, the Transformer's position and window options, and layer_cfg last.
+static std::shared_ptr<nn::SequenceLayer> make_mixer(const CellConfig& c, const TaskShape& t, bool causal, Generator& g) {
+  const nn::LayerEntry& e = nn::find_layer(c.model == "transformer" ? "attention" : c.model);
+  nn::BackboneOptions bo;
+  bo.dropout = c.dropout, bo.causal = causal, bo.max_len = t.max_len, bo.d_state = c.d_state, bo.heads = c.heads;
+  LayerConfig l = nn::backbone_config(e, bo);
   if (c.model == "transformer") {
-    l = {{"heads", c.heads}, {"dropout", c.dropout}, {"causal", causal}, {"rotary", c.pos == "rotary"}};
+    l["rotary"] = c.pos == "rotary";
     if (c.window > 0) l["window"] = c.window;
-  } else if (c.model == "s4d_minimal") {
-    l = {{"d_state", c.d_state}, {"dropout", c.dropout}};
-  } else if (is_ssm(c.model)) {
-    // bidirectional unless the regime is causal (Amos et al.: causal SPT makes S4 unidirectional)
-    l = {{"d_state", c.d_state}, {"dropout", c.dropout}, {"bidirectional", !causal}};
   }
   if (!c.layer_cfg.empty()) l.update(LayerConfig::parse(c.layer_cfg));
-  return {name, l};
-}
-
-static std::shared_ptr<nn::Module> make_norm(const CellConfig& c) {
-  if (c.norm == "batch") return std::make_shared<nn::BatchNorm1d>(c.d_model);
-  return std::make_shared<nn::LayerNorm>(c.d_model);
-}
-
-Block::Block(const CellConfig& c, bool causal, Generator& g) : prenorm_(c.prenorm), batchnorm_(c.norm == "batch") {
-  auto [name, lc] = mixer_spec(c, causal);
-  mixer_ = register_module("mixer", nn::make_layer(name, c.d_model, lc, g));
-  norm1_ = register_module("norm1", make_norm(c));
-  if (!is_ssm(c.model) && c.ffn_mult > 0) {  // SSM blocks carry their own GLU output projection instead
-    norm2_ = register_module("norm2", make_norm(c));
-    ffn_ = register_module("ffn", std::make_shared<nn::FeedForward>(c.d_model, c.d_model * c.ffn_mult, c.dropout, g));
-  }
-  drop_ = register_module("drop", std::make_shared<nn::Dropout>(c.dropout, g));
-}
-
-Var Block::norm(const std::shared_ptr<nn::Module>& n, const Var& x) {
-  if (!batchnorm_) return static_cast<nn::LayerNorm&>(*n).forward(x);
-  // BatchNorm1d normalises channels of (B, C, L): move D to the channel dim and back
-  return transpose(static_cast<nn::BatchNorm1d&>(*n).forward(transpose(x, 1, 2)), 1, 2);
-}
-
-Var Block::forward(const Var& x0, const Tensor& mask) {
-  Var x = x0;
-  if (prenorm_) {
-    x = x + drop_->forward(mixer_->forward(norm(norm1_, x), mask));
-    if (ffn_) x = x + drop_->forward(ffn_->forward(norm(norm2_, x)));
-  } else {
-    x = norm(norm1_, x + drop_->forward(mixer_->forward(x, mask)));
-    if (ffn_) x = norm(norm2_, x + drop_->forward(ffn_->forward(x)));
-  }
-  return x;
+  auto mixer = e.make(c.d_model, l, g);
+  if (causal && !mixer->is_causal())
+    throw ConfigError(c.key() + ": layer '" + e.name + "' looks at later positions, so it cannot be pretrained causally (use spt-masked)");
+  return mixer;
 }
 
 LraModel::LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g) : cfg(c), shape(t) {
@@ -70,9 +36,14 @@ LraModel::LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generat
   else in_proj_ = register_module("in_proj", std::make_shared<nn::Linear>(t.features + 1, D, g));
   if (c.model == "transformer" && c.pos == "learned") pos_ = register_parameter("pos", nn::init::normal({t.max_len, D}, 0.02, g));
   if (c.model == "transformer" && c.pos == "sinusoidal") sinusoid_ = nn::sinusoidal_table(t.max_len, D);
-  blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
-  for (int i = 0; i < c.layers; i++) blocks_->push_back(std::make_shared<Block>(c, causal, g));
-  final_norm_ = register_module("final_norm", make_norm(c));
+  blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<nn::ResidualBlock>>());
+  nn::ResidualBlockOptions bo;
+  bo.norm = c.norm, bo.prenorm = c.prenorm, bo.dropout = c.dropout, bo.ffn_hidden = (int64_t)c.d_model * c.ffn_mult;
+  for (int i = 0; i < c.layers; i++) {
+    auto mixer = make_mixer(c, t, causal, g);  // built first: the seed's draws go mixer, then feed-forward
+    blocks_->push_back(std::make_shared<nn::ResidualBlock>(mixer, c.d_model, bo, g));
+  }
+  final_norm_ = register_module("final_norm", nn::make_sequence_norm(c.norm, c.d_model));
   drop_ = register_module("drop", std::make_shared<nn::Dropout>(c.dropout, g));
   if (t.two_tower) {
     head2_ = register_module("head_hidden", std::make_shared<nn::Linear>(4 * D, D, g));
@@ -93,9 +64,7 @@ Var LraModel::encode(const Inputs& in) {
   if (sinusoid_.defined()) x = x + Var(sinusoid_.narrow(0, 0, L));
   x = drop_->forward(x);
   for (auto& b : blocks_->items()) x = b->forward(x, in.mask);
-  if (cfg.norm == "batch")
-    return transpose(static_cast<nn::BatchNorm1d&>(*final_norm_).forward(transpose(x, 1, 2)), 1, 2);
-  return static_cast<nn::LayerNorm&>(*final_norm_).forward(x);
+  return nn::apply_sequence_norm(*final_norm_, x);
 }
 
 Var LraModel::pool(const Var& h, const Tensor& mask, const std::string& how) {

@@ -3,11 +3,13 @@
 //   input    tokens (B, L) -> Embedding(vocab + 1, D)          (+1: the [mask] id used by masked SPT)
 //            or features (B, L, F) -> Linear(F + 1, D)        (+1: the mask channel of masked SPT; 0 otherwise)
 //            + sinusoidal or learned positions when the model is a Transformer with pos = sinusoidal/learned
-//   blocks   N x [ x = x + dropout(mixer(norm(x), mask)) ;  x = x + dropout(ffn(norm(x))) ]
+//   blocks   N x nn::ResidualBlock: [ x = x + dropout(mixer(norm(x), mask)) ;  x = x + dropout(ffn(norm(x))) ]
 //            (pre-norm; with prenorm = false the norm is applied after the residual sum instead)
 //            mixer = a registry SequenceLayer: "attention" (Transformer), "s4", "s4d", "dlr", or any other
-//            registry layer by name (layer_cfg passes its options); the ffn sub-block is left out for the
-//            state-space models, whose layer ends in its own GLU projection (as in the S4 repo's LRA models)
+//            registry layer by name, built with the backbone's shared options (nn::backbone_config: dropout,
+//            direction, d_state, heads, max_len, each where the layer takes it) and layer_cfg merged over them;
+//            the ffn sub-block is left out where the layer does not want one (the state-space layers end in
+//            their own GLU projection, as in the S4 repo's LRA models)
 //   final    norm
 //   heads    classify: masked mean pool (or last real position) -> Linear(D, classes)
 //            retrieval (two sequences, one shared encoder): [a, b, a*b, a-b] -> Linear(4D, D) -> GELU -> Linear(D, classes)
@@ -20,7 +22,7 @@
 
 #include "config.h"
 #include "nn/layers.h"
-#include "nn/registry.h"
+#include "nn/residual_block.h"
 
 namespace lra {
 
@@ -42,22 +44,6 @@ struct Inputs {
   Tensor mask;      // (B, L) f32, 1 = real position
 };
 
-class Block : public dl::nn::Module {
- public:
-  Block(const CellConfig& c, bool causal, Generator& g);
-  std::string type_name() const override { return "Block"; }
-  Var forward(const Var& x, const Tensor& mask);
-  dl::nn::SequenceLayer& mixer() { return *mixer_; }
-
- private:
-  Var norm(const std::shared_ptr<dl::nn::Module>& n, const Var& x);
-  bool prenorm_, batchnorm_;
-  std::shared_ptr<dl::nn::Module> norm1_, norm2_;
-  std::shared_ptr<dl::nn::SequenceLayer> mixer_;
-  std::shared_ptr<dl::nn::FeedForward> ffn_;
-  std::shared_ptr<dl::nn::Dropout> drop_;
-};
-
 class LraModel : public dl::nn::Module {
  public:
   LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g);
@@ -68,7 +54,7 @@ class LraModel : public dl::nn::Module {
   Var pretrain_logits(const Var& h);                    // (B, L, vocab) or (B, L, F)
   static Var pool(const Var& h, const Tensor& mask, const std::string& how);  // (B, D)
   int64_t pretrain_head_params() const { return pretrain_head_->num_parameters(); }  // not part of the fine-tuned model
-  Block& block(size_t i) { return (*blocks_)[i]; }
+  dl::nn::ResidualBlock& block(size_t i) { return (*blocks_)[i]; }
   size_t num_blocks() const { return blocks_->size(); }
 
   CellConfig cfg;
@@ -79,7 +65,7 @@ class LraModel : public dl::nn::Module {
   std::shared_ptr<dl::nn::Linear> in_proj_;
   Var pos_;  // learned positions (L, D) or undefined
   Tensor sinusoid_;
-  std::shared_ptr<dl::nn::ModuleList<Block>> blocks_;
+  std::shared_ptr<dl::nn::ModuleList<dl::nn::ResidualBlock>> blocks_;
   std::shared_ptr<dl::nn::Module> final_norm_;
   std::shared_ptr<dl::nn::Linear> head_, head2_, pretrain_head_;
   std::shared_ptr<dl::nn::Dropout> drop_;

@@ -14,9 +14,6 @@
 #include <random>
 
 #include "model.h"
-#include "nn/dlr.h"
-#include "nn/s4.h"
-#include "nn/s4d.h"
 #include "optim/adam.h"
 #include "optim/checkpoint.h"
 #include "optim/clip.h"
@@ -247,9 +244,8 @@ optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr) {
   optim::GroupingOptions go;
   go.lr = lr;
   go.weight_decay = c.weight_decay;
-  // S4/S4D/DLR's A, B, dt (and DLR's Lambda): their own lr and no weight decay, as the S4 repo does
-  go.rules = {optim::s4_rule(c.ssm_lr, {"kernel.log_dt", "kernel.inv_dt", "kernel.inv_A_real", "kernel.log_A_real", "kernel.A_real",
-                                        "kernel.A_imag", "kernel.B", "kernel.P", "kernel.Lambda"})};
+  // what the layers ask for (S4/S4D/DLR's A, B, dt): their own lr and no weight decay, as the S4 repo does
+  go.rules = {optim::s4_rule(c.ssm_lr, nn::own_lr_parameter_names(m))};
   go.no_decay_norm_bias_embed = true;  // norms, biases and embeddings: no weight decay
   optim::AdamWOptions ao;
   ao.lr = lr;
@@ -353,18 +349,11 @@ static PhaseResult run_phase(const std::string& phase, LraModel& m, const tasks:
 }
 
 // ---------------------------------------------------------------------------------------------
-// The convolution kernel of the first block's state-space layer (S4, S4D, DLR) as a float32 (directions, H, L)
-// tensor; undefined for models without one.
+// The convolution kernel of the first block's mixer as a float32 (directions, H, L) tensor; undefined for layers
+// without one (SequenceLayer::learned_kernel).
 static Tensor first_ssm_kernel(LraModel& m, int64_t L) {
   if (m.num_blocks() == 0) return Tensor();
-  nn::SequenceLayer* mixer = &m.block(0).mixer();
-  NoGradGuard ng;
-  Tensor k;
-  if (auto s4d = dynamic_cast<nn::S4D*>(mixer)) k = s4d->kernel->forward(L).data();
-  else if (auto s4 = dynamic_cast<nn::S4*>(mixer)) k = s4->kernel->forward(L).data();
-  else if (auto dlr = dynamic_cast<nn::DLR*>(mixer)) k = dlr->kernel->forward(L).data();
-  else return Tensor();
-  return k.to(DType::f32).contiguous();
+  return m.block(0).mixer().learned_kernel(L);
 }
 
 std::vector<float> kernel_envelope(LraModel& m, int64_t L) {

@@ -1,5 +1,5 @@
 // apps/s4_kernel - print an S4D (or S4) convolution kernel and write it as CSV (and PNG when gnuplot exists).
-// The runnable example of docs/s4.md: the kernel K[h, l] = 2 Re sum_n C_n Bbar_n Abar_n^l of nn/s4d.h, at
+// The runnable example of docs/s4.md: the kernel K[h, l] = 2 Re sum_n C_n Bbar_n Abar_n^l of nn/ssm/s4d.h, at
 // initialisation or from a checkpoint (--load, safetensors with the layer's parameter names).
 //   ./s4_kernel --init lin --disc zoh --H 4 --N 64 --L 256 --out /tmp/s4k
 #include <CLI/CLI.hpp>
@@ -8,8 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "nn/s4.h"
-#include "nn/s4d.h"
+#include "nn/registry.h"
 
 using namespace dl;
 
@@ -39,13 +38,7 @@ int main(int argc, char** argv) {
     lo.strict = false;
     std::printf("%s\n", layer->load(load, lo).str().c_str());
   }
-  Tensor K;
-  {
-    NoGradGuard ng;
-    if (auto s4d = std::dynamic_pointer_cast<nn::S4D>(layer)) K = s4d->kernel->forward(L).data();
-    else K = std::dynamic_pointer_cast<nn::S4>(layer)->kernel->forward(L).data().contiguous();
-  }
-  K = K.select(0, 0).contiguous();  // (H, L)
+  Tensor K = layer->learned_kernel(L).select(0, 0).contiguous();  // (H, L) of the first kernel channel
   for (int64_t h = 0; h < H; h++) {
     std::printf("K[%ld, :%ld] =", (long)h, (long)show);
     for (int64_t l = 0; l < std::min(show, L); l++) std::printf(" %+.4f", K.at({h, l}));

@@ -4,6 +4,7 @@
 // output, gout, grad.<param name>, grad.input/grad.inputK, extra.<name>.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,40 @@ inline ::testing::AssertionResult module_gradcheck(nn::Module& m, const std::vec
 inline Var randn_var(const Shape& s, uint64_t seed, bool requires_grad = true) {
   Generator g(seed);
   return Var(randn(s, g, DType::f64), requires_grad);
+}
+
+// ---- the sequence-layer fixtures of tests/fixtures/nn_zoo_*.py (files in tests/fixtures/zoo/): param.<name>,
+// input, output, gout, grad.<name>, grad_input.
+inline TensorFile zoo_fixture(const std::string& name) { return load_safetensors(fixture_path("zoo/" + name + ".safetensors")); }
+
+// Leaves for every param.<name> in the file.
+inline std::map<std::string, Var> zoo_param_leaves(const TensorFile& f) {
+  std::map<std::string, Var> out;
+  for (auto& [k, t] : f.tensors)
+    if (k.rfind("param.", 0) == 0) out[k.substr(6)] = Var(t.clone(), true);
+  return out;
+}
+
+// Backward with gout and compare output, input gradient and every parameter gradient.
+inline void zoo_check(const TensorFile& f, const Var& out, const Var& input, const std::map<std::string, Var>& params, Tol tol) {
+  EXPECT_TRUE(all_close(out.data(), f.at("output"), tol, "output"));
+  out.backward(f.at("gout"));
+  if (input.defined()) {
+    EXPECT_TRUE(all_close(input.grad(), f.at("grad_input"), tol, "grad_input"));
+  }
+  for (auto& [k, v] : params) EXPECT_TRUE(all_close(v.grad(), f.at("grad." + k), tol, "grad." + k));
+}
+
+// Loads the file's parameters into module m (strict: names and shapes must match torch's state_dict).
+inline std::map<std::string, Var> zoo_load_into(nn::Module& m, const TensorFile& f) {
+  std::map<std::string, Tensor> sd;
+  for (auto& [k, t] : f.tensors)
+    if (k.rfind("param.", 0) == 0) sd[k.substr(6)] = t;
+  nn::LoadReport r = m.load_state_dict(sd);
+  EXPECT_TRUE(r.ok()) << r.str();
+  std::map<std::string, Var> ps;
+  for (auto& [k, v] : m.named_parameters()) ps[k] = v;
+  return ps;
 }
 
 }  // namespace dl::test

@@ -1,0 +1,111 @@
+// nn/attention/attention.h - multi-head scaled dot-product attention as a readable composition of primitives.
+//
+// Shape letters: B batch, T query time, S key time (S = T for self-attention), C channels (d_model),
+// NH heads, HS head size, C = NH * HS.
+//
+//   q, k, v = x Wq^T + bq, m Wk^T + bk, m Wv^T + bv     (B, T, C), (B, S, C)    m = x, or the memory
+//   split heads                                        (B, NH, T, HS), (B, NH, S, HS)
+//   [rotary]  q, k = R q, R k                          (positions.h)
+//   scores  = q k^T / sqrt(HS) [+ bias]                (B, NH, T, S)
+//   allowed = key_mask[b, s] != 0  and  (causal: s <= t)  and  (window w: |t - s| <= w)
+//   scores  = allowed ? scores : -1e9                  (a large finite value, so a row with nothing allowed
+//                                                       stays finite: it averages v instead of giving NaN)
+//   weights = softmax(scores, over S)                  returned on request
+//   weights = dropout(weights)                         training only
+//   y       = weights v                                (B, NH, T, HS)
+//   out     = merge_heads(y) Wo^T + bo                 (B, T, C)
+//
+// Parameters as torch.nn.MultiheadAttention: in_proj_weight (3C, C) = [Wq; Wk; Wv], in_proj_bias (3C),
+// out_proj.weight (C, C), out_proj.bias (C). key_mask is (B, S): 1 for real positions, 0 for padding
+// (the opposite sign of torch's key_padding_mask).
+//
+// Local (windowed) attention for long sequences (Path-X): each query t attends to keys |t - s| <= w. The
+// sequence is cut into blocks of w; block i's queries need only keys in blocks i-1, i, i+1, so scores are
+// (B, NH, T/w, w, 3w): memory O(T w) instead of O(T^2). It equals full attention with a band mask
+// (tests/nn/attention/test_attention.cpp).
+//
+// The fused twin (one primitive, online softmax, no T x S matrix) is nn/fused/fused_attention.h; both agree in tests.
+#pragma once
+#include "nn/layers.h"
+#include "nn/sequence_layer.h"
+
+namespace dl::nn {
+
+Var split_heads(const Var& x, int64_t heads);  // (B, T, C) -> (B, NH, T, HS)
+Var merge_heads(const Var& x);                 // (B, NH, T, HS) -> (B, T, C)
+
+struct SDPAOptions {
+  Tensor key_mask;         // (B, S), 1 = real, or undefined
+  bool causal = false;     // s <= t (T == S)
+  int64_t window = 0;      // > 0: |t - s| <= window (band mask; full T x S matrix)
+  Var bias;                // added to the scores, broadcast to (B, NH, T, S) (T5's relative bias), or undefined
+  bool scale = true;       // divide by sqrt(HS) (T5 does not)
+  double dropout = 0;      // on the weights, when training
+  bool training = false;
+  Generator* gen = nullptr;
+};
+// q (B, NH, T, HS), k/v (B, NH, S, HS) -> (B, NH, T, HS); *weights = softmax weights (B, NH, T, S) if asked.
+Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const SDPAOptions& o, Var* weights = nullptr);
+
+// Block-wise local attention (see above): q, k, v (B, NH, T, HS), key_mask (B, T) or undefined.
+Var local_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, int64_t window, bool causal);
+
+// The allowed-mask as 0/1 of dtype `dt`, shape (B or 1, 1, T, S); validates key_mask's shape (names `op`).
+Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S, bool causal, int64_t window,
+                         DType dt, const char* op);
+
+struct AttentionOptions {
+  int64_t heads = 1;
+  double dropout = 0;   // on attention weights
+  bool causal = false;
+  bool rotary = false;  // RoPE on q and k (self-attention)
+  int64_t window = 0;   // > 0: block-wise local attention
+  bool fused = false;   // use nn/fused/fused_attention.h when no weights, dropout, window or bias are involved
+  bool packed = true;   // otherwise use nn/fused/qkv_attention.h (sgemm per head, no T x T tensor kept) for f32 CPU
+                        // self-attention without window or returned weights; false: always the composed path
+};
+
+// Which implementation computes the attention; all compute the same map (each agreement test names its twin):
+//   path       runs when                                                     why
+//   packed     self-attention, f32 on the CPU, no window, no weights asked,   sgemm per head on the packed
+//              option packed (default) and the fused path not chosen          projection; the T x T scores
+//                                                                             never outlive one (b, h)
+//                                                                             (nn/fused/qkv_attention.h)
+//   windowed   self-attention with window > 0                                 O(T w) memory (local_attention)
+//   fused      option fused, no weights asked, no dropout while training      online softmax, one primitive
+//                                                                             (nn/fused/fused_attention.h)
+//   composed   everything else: cross-attention, returned weights, float64,   the readable reference:
+//              other devices, packed = false                                  scaled_dot_product_attention
+enum class AttentionPath { packed, windowed, fused, composed };
+AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dtype,
+                                    Device device);
+
+class MultiheadAttention : public SequenceLayer {
+ public:
+  MultiheadAttention(int64_t d_model, const AttentionOptions& opt, Generator& g);
+  // registry "attention": heads [4], dropout [0], rotary [false], causal [false], window [0], fused [false],
+  // packed [true]
+  static std::shared_ptr<MultiheadAttention> from_config(int64_t d_model, const LayerConfig& c, Generator& g);
+  static std::vector<std::string> config_keys();
+  std::string type_name() const override { return "MultiheadAttention"; }
+  std::string extra_repr() const override;
+  bool is_causal() const override { return opt.causal; }
+  // Self-attention: x (B, T, C), key_mask (B, T) or undefined -> (B, T, C).
+  Var forward(const Var& x, const Tensor& key_mask) override;
+  // The same, also returning the attention weights (B, NH, T, T) (composed path; no window).
+  Var forward_with_weights(const Var& x, const Tensor& key_mask, Var* weights);
+  // Cross-attention: queries from x (B, T, C), keys/values from memory (B, S, C), memory_mask (B, S).
+  Var cross(const Var& x, const Var& memory, const Tensor& memory_mask, Var* weights = nullptr);
+
+  Var in_proj_weight, in_proj_bias;
+  std::shared_ptr<Linear> out_proj;
+  AttentionOptions opt;
+  int64_t d_model;
+
+ private:
+  Var attend(const Var& x, const Var& memory, const Tensor& mask, bool self, Var* weights);
+  Var packed_self_attention(const Var& x, const Tensor& mask);
+  Generator* gen_;
+};
+
+}  // namespace dl::nn

@@ -1,0 +1,126 @@
+// nn/attention/linear_attention.cpp - linear attention and FAVOR+ (math in nn/attention/linear_attention.h).
+#include "nn/attention/linear_attention.h"
+
+#include <cmath>
+
+#include "autograd/linalg.h"
+#include "autograd/shape_ops.h"
+#include "nn/attention/attention.h"
+#include "nn/init.h"
+
+namespace dl::nn {
+
+Var linear_attention(const Var& pq, const Var& pk0, const Var& v, const Tensor& key_mask, bool causal, double eps) {
+  if (pq.dim() != 4 || pk0.shape() != pq.shape() || v.dim() != 4 || v.size(2) != pq.size(2))
+    fail("linear_attention: expected phi(q), phi(k) (B, NH, T, F) and v (B, NH, T, HS), found " + shape_str(pq.shape()) +
+         ", " + shape_str(pk0.shape()) + ", " + shape_str(v.shape()));
+  const int64_t B = pq.size(0), T = pq.size(2);
+  Var pk = pk0;
+  if (key_mask.defined()) {
+    if (key_mask.shape() != Shape{B, T})
+      fail("linear_attention: mask shape mismatch: expected (B, T) = " + shape_str({B, T}) + ", found " + shape_str(key_mask.shape()));
+    pk = pk * Var(key_mask.to(pk.dtype()).reshape({B, 1, T, 1}));  // padded keys contribute nothing
+  }
+  Var num, den;
+  if (causal) {
+    Var S = cumsum(unsqueeze(pk, -1) * unsqueeze(v, -2), 2);  // (B, NH, T, F, HS): sum_{s<=t} phi(k_s) v_s^T
+    num = sum(unsqueeze(pq, -1) * S, {-2});                   // (B, NH, T, HS)
+    den = sum(pq * cumsum(pk, 2), {-1}, true);                // (B, NH, T, 1)
+  } else {
+    Var KV = matmul(transpose(pk, -2, -1), v);                          // (B, NH, F, HS)
+    num = matmul(pq, KV);                                               // (B, NH, T, HS)
+    den = matmul(pq, unsqueeze(sum(pk, {2}), -1));                      // (B, NH, T, 1)
+  }
+  return num / (den + eps);
+}
+
+Tensor orthogonal_random_features(int64_t m, int64_t hs, Generator& g) {
+  Tensor W = zeros({m, hs}, DType::f64);
+  for (int64_t r0 = 0; r0 < m; r0 += hs) {
+    Tensor Q = init::orthogonal({hs, hs}, g).to(DType::f64).contiguous();  // orthonormal rows
+    for (int64_t r = r0; r < std::min(m, r0 + hs); r++) {
+      double norm2 = 0;  // chi(hs): the norm of a standard Gaussian hs-vector
+      for (int64_t e = 0; e < hs; e++) {
+        double z = g.normal();
+        norm2 += z * z;
+      }
+      double nrm = std::sqrt(norm2);
+      for (int64_t e = 0; e < hs; e++) W.data<double>()[r * hs + e] = nrm * Q.data<double>()[(r - r0) * hs + e];
+    }
+  }
+  return W.to(DType::f32);
+}
+
+Var favor_features(const Var& x0, const Tensor& W, bool is_query, const Tensor& key_mask) {
+  const int64_t m = W.size(0), hs = W.size(1);
+  if (x0.size(-1) != hs) fail("favor_features: head size " + std::to_string(x0.size(-1)) + " != projection width " + std::to_string(hs));
+  Var x = x0 * std::pow((double)hs, -0.25);
+  Var wx = matmul(x, Var(W.to(x.dtype()).transpose(0, 1)));  // (B, NH, T, m)
+  Var sq = sum(x * x, {-1}, true) * 0.5;                      // |x'|^2 / 2: (B, NH, T, 1)
+  // the stabiliser c is a constant for the gradient: it cancels in num / den
+  Tensor c;
+  if (is_query) {
+    c = amax(wx.data(), {-1}, true);
+  } else {
+    c = amax(wx.data(), {-2, -1}, true);
+    if (key_mask.defined()) {  // (B, T) -> (B, 1, T, 1); padded rows cannot win the max
+      Tensor pad = eq(key_mask.to(c.dtype()).reshape({c.size(0), 1, wx.size(2), 1}), zeros({}, c.dtype()));
+      Tensor c_real = amax(masked_fill(wx.data(), pad, -1e30), {-2, -1}, true);
+      c = where(lt(c_real, full({}, -1e29, c.dtype())), c, c_real);  // an all-padding row keeps the plain max
+    }
+  }
+  return exp(wx - sq - Var(c)) * (1.0 / std::sqrt((double)m));
+}
+
+LinearAttention::LinearAttention(int64_t d, int64_t h, const std::string& feat, bool causal_, Generator& g)
+    : heads(h), feature(feat), causal(causal_) {
+  if (h <= 0 || d % h) fail("LinearAttention: d_model = " + std::to_string(d) + " is not divisible by heads = " + std::to_string(h));
+  if (feat != "elu" && feat != "relu" && feat != "favor")
+    fail("LinearAttention: unknown feature map '" + feat + "' (known: elu, relu; favor via Performer)");
+  q_proj = register_module("q_proj", std::make_shared<Linear>(d, d, g));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(d, d, g));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(d, d, g));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(d, d, g));
+}
+
+std::shared_ptr<LinearAttention> LinearAttention::from_config(int64_t d, const LayerConfig& c, Generator& g) {
+  check_config_keys(c, "linear_attention", config_keys());
+  return std::make_shared<LinearAttention>(d, cfg_int(c, "linear_attention", "heads", 4), cfg_str(c, "linear_attention", "feature", "elu"),
+                                           cfg_bool(c, "linear_attention", "causal", false), g);
+}
+
+std::shared_ptr<Performer> Performer::from_config(int64_t d, const LayerConfig& c, Generator& g) {
+  check_config_keys(c, "performer", config_keys());
+  return std::make_shared<Performer>(d, cfg_int(c, "performer", "heads", 4), cfg_int(c, "performer", "features", 64),
+                                     cfg_bool(c, "performer", "causal", false), g);
+}
+
+std::string LinearAttention::extra_repr() const {
+  return "heads=" + std::to_string(heads) + ", feature=" + feature + (causal ? ", causal" : "");
+}
+
+Var LinearAttention::phi(const Var& x, bool, const Tensor&) const { return feature == "elu" ? elu(x) + 1.0 : relu(x); }
+
+Var LinearAttention::forward(const Var& x, const Tensor& mask) {
+  Var q = split_heads(q_proj->forward(x), heads);  // (B, NH, T, HS)
+  Var k = split_heads(k_proj->forward(x), heads);
+  Var v = split_heads(v_proj->forward(x), heads);
+  Var y = linear_attention(phi(q, true, mask), phi(k, false, mask), v, mask, causal);  // (B, NH, T, HS)
+  return out_proj->forward(merge_heads(y));
+}
+
+Performer::Performer(int64_t d, int64_t h, int64_t m_, bool causal_, Generator& g)
+    : LinearAttention(d, h, "favor", causal_, g), m(m_) {
+  if (m <= 0) fail("Performer: the number of features m must be positive, found " + std::to_string(m));
+  register_buffer("feature_projection", orthogonal_random_features(m, d / h, g));
+}
+
+void Performer::redraw(Generator& g) { buffer("feature_projection").copy_(orthogonal_random_features(m, q_proj->out_features / heads, g)); }
+
+Var Performer::phi(const Var& x, bool is_query, const Tensor& mask) const {
+  for (auto& [n, t] : named_buffers())
+    if (n == "feature_projection") return favor_features(x, t, is_query, mask);
+  fail("Performer: feature_projection buffer missing");
+}
+
+}  // namespace dl::nn

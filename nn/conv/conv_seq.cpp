@@ -1,0 +1,111 @@
+// nn/conv/conv_seq.cpp - lightweight, dynamic and dilated separable convolutions and the GLU block (nn/conv/conv_seq.h).
+#include "nn/conv/conv_seq.h"
+
+#include <cmath>
+
+#include "autograd/conv.h"
+#include "nn/init.h"
+#include "autograd/linalg.h"
+#include "autograd/shape_ops.h"
+
+namespace dl::nn {
+
+// left padding: everything before t for a causal layer, half the receptive field otherwise
+static int64_t left_pad(const ConvSeqOptions& o, int64_t dilation = 1) {
+  return o.causal ? (o.kernel_size - 1) * dilation : (o.kernel_size - 1) * dilation / 2;
+}
+
+LightweightConv::LightweightConv(int64_t C_, const ConvSeqOptions& o, Generator& g) : C(C_), opt(o), gen(&g) {
+  weight = register_parameter("weight", init::xavier_uniform({o.num_heads, 1, o.kernel_size}, g));
+}
+
+Var LightweightConv::forward(const Var& x) {
+  const int64_t K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
+  Var w = softmax(reshape(weight, {H, K}), 1);                            // (H, K), each row sums to 1
+  w = dropout(w, opt.weight_dropout, is_training(), *gen);                 // DropConnect on the kernel
+  w = reshape(repeat_interleave(w, C / H, 0), {C, 1, K});                 // (C, 1, K): head h(c) = c / (C/H)
+  Var xt = transpose(x, 1, 2);                                            // (B, C, L)
+  Conv1dParams p;
+  p.pad_left = pl, p.pad_right = K - 1 - pl, p.groups = C;
+  return transpose(conv1d(xt, w, Var(), p), 1, 2);                        // (B, L, C)
+}
+
+DynamicConv::DynamicConv(int64_t C_, const ConvSeqOptions& o, Generator& g) : C(C_), opt(o), gen(&g) {
+  weight_linear = register_module("weight_linear", std::make_shared<Linear>(C, o.num_heads * o.kernel_size, g));
+}
+
+Var DynamicConv::forward(const Var& x) {
+  const int64_t B = x.size(0), L = x.size(1), K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
+  Var w = reshape(weight_linear->forward(x), {B, L, H, K});               // a kernel per position
+  w = softmax(w, 3);
+  w = dropout(w, opt.weight_dropout, is_training(), *gen);
+  w = repeat_interleave(w, C / H, 2);                                     // (B, L, C, K)
+  Var xp = pad(transpose(x, 1, 2), {pl, K - 1 - pl});                     // (B, C, L + K - 1)
+  xp = transpose(xp, 1, 2);                                               // (B, L + K - 1, C)
+  Var y;
+  for (int64_t k = 0; k < K; k++) {                                       // y[t] += w[t, k] x[t + k - pl]
+    Var term = narrow(xp, 1, k, L) * select(w, 3, k);
+    y = k == 0 ? term : y + term;
+  }
+  return y;                                                               // (B, L, C)
+}
+
+DilatedSeparableConv::DilatedSeparableConv(int64_t C_, const ConvSeqOptions& o, Generator& g) : C(C_), opt(o) {
+  const double a = 1.0 / std::sqrt((double)o.kernel_size);  // torch Conv1d default: fan_in = (C/groups) K = K
+  depthwise_weight = register_parameter("depthwise.weight", uniform({C, 1, o.kernel_size}, -a, a, g));
+  depthwise_bias = register_parameter("depthwise.bias", uniform({C}, -a, a, g));
+  pointwise = register_module("pointwise", std::make_shared<Linear>(C, C, g));
+}
+
+Var DilatedSeparableConv::forward(const Var& x) {
+  const int64_t K = opt.kernel_size, d = opt.dilation, pl = left_pad(opt, d);
+  Conv1dParams p;
+  p.pad_left = pl, p.pad_right = (K - 1) * d - pl, p.dilation = d, p.groups = C;
+  Var y = conv1d(transpose(x, 1, 2), depthwise_weight, depthwise_bias, p);  // (B, C, L)
+  return pointwise->forward(transpose(y, 1, 2));                            // (B, L, C)
+}
+
+GLUConvBlock::GLUConvBlock(const std::string& k, int64_t d_model, const ConvSeqOptions& o, Generator& g)
+    : kind(k), opt(o), C(d_model) {
+  input_linear = register_module("input_linear", std::make_shared<Linear>(C, 2 * C, g));
+  if (kind == "lightconv") conv = register_module("conv", std::make_shared<LightweightConv>(C, o, g));
+  else if (kind == "dynamicconv") conv = register_module("conv", std::make_shared<DynamicConv>(C, o, g));
+  else if (kind == "dilatedconv") conv = register_module("conv", std::make_shared<DilatedSeparableConv>(C, o, g));
+  else fail("GLUConvBlock: kind must be lightconv, dynamicconv or dilatedconv, found \"" + kind + "\"");
+  output_linear = register_module("output_linear", std::make_shared<Linear>(C, C, g));
+  drop = register_module("dropout", std::make_shared<Dropout>(o.dropout, g));
+}
+
+std::vector<std::string> GLUConvBlock::config_keys(const std::string& kind) {
+  std::vector<std::string> keys = {"kernel_size", "causal", "dropout"};
+  if (kind == "dilatedconv") keys.push_back("dilation");
+  else keys.insert(keys.end(), {"num_heads", "weight_dropout"});
+  return keys;
+}
+
+std::shared_ptr<GLUConvBlock> GLUConvBlock::from_config(const std::string& kind, int64_t d_model, const LayerConfig& cfg, Generator& g) {
+  check_config_keys(cfg, kind, config_keys(kind));
+  ConvSeqOptions o;
+  o.kernel_size = cfg_int(cfg, kind, "kernel_size", 7);
+  o.causal = cfg_bool(cfg, kind, "causal", false);
+  if (o.kernel_size < 1 || (!o.causal && o.kernel_size % 2 == 0))
+    config_error(kind, "kernel_size", o.causal ? "must be >= 1" : "must be odd and >= 1 for a non-causal convolution", std::to_string(o.kernel_size));
+  o.num_heads = cfg_int(cfg, kind, "num_heads", 1);
+  if (o.num_heads < 1 || d_model % o.num_heads)
+    config_error(kind, "num_heads", "must divide d_model = " + std::to_string(d_model), std::to_string(o.num_heads));
+  o.dilation = cfg_int(cfg, kind, "dilation", 1);
+  if (o.dilation < 1) config_error(kind, "dilation", "must be >= 1", std::to_string(o.dilation));
+  o.weight_dropout = cfg_dropout(cfg, kind, "weight_dropout");
+  o.dropout = cfg_dropout(cfg, kind);
+  return std::make_shared<GLUConvBlock>(kind, d_model, o, g);
+}
+
+Var GLUConvBlock::forward(const Var& x, const Tensor& mask) {
+  check_sequence_input(kind, x, C);
+  Var h = glu(input_linear->forward(x));   // (B, L, 2C) -> (B, L, C)
+  h = apply_mask(h, mask);                 // padding stays zero through the convolution
+  h = conv->forward(h);                    // (B, L, C)
+  return drop->forward(output_linear->forward(h));
+}
+
+}  // namespace dl::nn

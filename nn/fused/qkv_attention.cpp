@@ -1,0 +1,269 @@
+// nn/fused/qkv_attention.cpp - the packed-qkv attention primitive on sgemm (math in the header).
+#include "nn/fused/qkv_attention.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/nn_kernels.h"
+
+namespace dl::nn {
+
+namespace {
+
+struct Dims {
+  int64_t B, T, C, NH, HS;
+};
+
+// The dropout mask: keep(b, h, t, s) = row_draw(row_key(seed, row), s) >= thr, row = (b NH + h) T + t
+// (tensor/nn_kernels.h). Counter-based, so the backward regenerates the forward's mask without storing it.
+
+struct Drop {
+  bool on = false;
+  uint64_t seed = 0, thr = 0;  // keep when the 32-bit hash >= thr = p 2^32
+  float r = 1;                 // 1 / (1 - p)
+};
+Drop make_drop(double p, bool on, uint64_t seed) {
+  Drop d;
+  d.on = on && p > 0;
+  d.seed = seed;
+  d.thr = (uint64_t)std::llround(p * 4294967296.0);
+  d.r = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.f;
+  return d;
+}
+// m[s] = keep ? r : 0 for s < n
+inline void mask_row(const Drop& dr, uint64_t row, float* m, int64_t n) {
+  const uint32_t key = row_key(dr.seed, row);
+  const uint64_t thr = dr.thr;
+  const float r = dr.r;
+#pragma omp simd
+  for (int64_t s = 0; s < n; s++) m[s] = (uint64_t)row_draw(key, (uint32_t)s) >= thr ? r : 0.f;
+}
+
+// Runs f(bh, thread scratch) over the B NH pairs on OpenMP threads, with OpenBLAS single-threaded meanwhile.
+template <class F> void over_pairs(const Dims& d, int64_t scratch_floats, F&& f) {
+  const int nt = omp_get_max_threads();
+  Tensor scratch = Tensor::empty({nt, scratch_floats});  // from the caching allocator: no fresh pages per step
+  float* base = scratch.data<float>();
+  const int blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+#pragma omp parallel num_threads(nt)
+  {
+    float* mine = base + omp_get_thread_num() * scratch_floats;
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < d.B * d.NH; bh++) f(bh, mine);
+  }
+  openblas_set_num_threads(blas_threads);
+}
+
+// The three product shapes of one (b, h), T x T matrices with leading dimension T. Causal: cut into row blocks
+// of kCausalBlock, each product skips the all-zero upper triangle beyond its block (about half the work).
+constexpr int64_t kCausalBlock = 64;
+// S = alpha A B^T, A and B (T, HS) with leading dims lda, ldb; causal rows t0..t1 only need columns < t1.
+void scores(const float* A, const float* B, float* S, const Dims& d, bool causal, float alpha, int64_t lda = 0, int64_t ldb = 0) {
+  const int64_t T = d.T, blk = causal ? kCausalBlock : T;
+  lda = lda ? lda : 3 * d.C, ldb = ldb ? ldb : 3 * d.C;
+  for (int64_t t0 = 0; t0 < T; t0 += blk) {
+    const int64_t t1 = std::min(T, t0 + blk), n = causal ? t1 : T;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(t1 - t0), (blasint)n, (blasint)d.HS, alpha, A + t0 * lda,
+                (blasint)lda, B, (blasint)ldb, 0.f, S + t0 * T, (blasint)T);
+  }
+}
+// Y = alpha X W: X (T, T), W (T, HS) with leading dim ldw, Y (T, HS) with leading dim ldy; causal row t0..t1 sums s < t1.
+void rows_times(const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal, float alpha) {
+  const int64_t T = d.T, blk = causal ? kCausalBlock : T;
+  for (int64_t t0 = 0; t0 < T; t0 += blk) {
+    const int64_t t1 = std::min(T, t0 + blk), n = causal ? t1 : T;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(t1 - t0), (blasint)d.HS, (blasint)n, alpha, X + t0 * T,
+                (blasint)T, W, (blasint)ldw, 0.f, Y + t0 * ldy, (blasint)ldy);
+  }
+}
+// Y = alpha X^T W: X (T, T), W (T, HS); causal output rows s0..s1 sum over t >= s0.
+void cols_times(const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal, float alpha) {
+  const int64_t T = d.T, blk = causal ? kCausalBlock : T;
+  for (int64_t s0 = 0; s0 < T; s0 += blk) {
+    const int64_t s1 = std::min(T, s0 + blk), t0 = causal ? s0 : 0;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)(s1 - s0), (blasint)d.HS, (blasint)(T - t0), alpha,
+                X + t0 * T + s0, (blasint)T, W + t0 * ldw, (blasint)ldw, 0.f, Y + s0 * ldy, (blasint)ldy);
+  }
+}
+
+// The composed path's fill for scores of padding keys: exp(-1e9 - max) is exactly 0 unless every key of the row is
+// padding; then every score is the fill and the row's weights are uniform (1/n over its n keys).
+constexpr float kPadScore = -1e9f;
+// The first real key of a sequence (T when it is all padding): row t has no real key among its n keys iff
+// first_real >= n. Such rows are recomputed as uniform in the backward: their L_t = -1e9 + log n rounds to -1e9
+// in float, so exp(S - L) would give 1 instead of 1/n.
+inline int64_t first_real(const float* km, int64_t T) {
+  if (!km) return 0;
+  int64_t f = 0;
+  while (f < T && km[f] == 0.f) f++;
+  return f;
+}
+// Scores of padding keys (km[s] == 0) replaced by kPadScore, s < n.
+inline void fill_padding(float* s, const float* km, int64_t n) {
+  if (!km) return;
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) s[j] = km[j] != 0.f ? s[j] : kPadScore;
+}
+
+// Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved. key_mask (B, T) or null.
+void forward_pair(const float* qkv, const float* key_mask, float* out, float* L, float* S, float* M, const Dims& d, int64_t bh,
+                  bool causal, const Drop& dr) {
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
+  const float* Q = qkv + b * T * ld + h * HS;
+  const float *K = Q + C, *V = Q + 2 * C;
+  const float c = (float)(1.0 / std::sqrt((double)HS));
+  const float* km = key_mask ? key_mask + b * T : nullptr;
+  scores(Q, K, S, d, causal, c);
+  for (int64_t t = 0; t < T; t++) {
+    float* s = S + t * T;
+    const int64_t n = causal ? t + 1 : T;  // masked scores give exact zeros, as exp of the composed -1e9 fill does
+    fill_padding(s, km, n);
+    float m = s[0];
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) s[j] = exp_fast(s[j] - m);
+    const float sum = lane_sum<float>(n, [&](int64_t j) { return s[j]; });
+    const float inv = 1.f / sum;
+    L[bh * T + t] = m + std::log(sum);
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) s[j] *= inv;
+    if (dr.on) {
+      mask_row(dr, bh * T + t, M, n);
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) s[j] *= M[j];
+    }
+    for (int64_t j = n; j < T; j++) s[j] = 0.f;
+  }
+  rows_times(S, V, ld, out + b * T * C + h * HS, C, d, causal, 1.f);  // O = Pd V
+}
+
+// Backward of one (b, h); P and Pd are recomputed from Q, K, L and the hash.
+void backward_pair(const float* qkv, const float* key_mask, const float* L, const float* dO, float* dqkv, float* P, float* X,
+                   float* M, const Dims& d, int64_t bh, bool causal, const Drop& dr) {
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
+  const float* Q = qkv + b * T * ld + h * HS;
+  const float *K = Q + C, *V = Q + 2 * C;
+  const float* G = dO + b * T * C + h * HS;  // dO, leading dimension C
+  float* dQ = dqkv + b * T * ld + h * HS;
+  float *dK = dQ + C, *dV = dQ + 2 * C;
+  const float c = (float)(1.0 / std::sqrt((double)HS));
+  const float* km = key_mask ? key_mask + b * T : nullptr;
+  const int64_t first = first_real(km, T);
+  scores(Q, K, P, d, causal, c);
+  for (int64_t t = 0; t < T; t++) {  // P = exp(S - L); X = Pd = P M
+    float *p = P + t * T, *x = X + t * T;
+    const int64_t n = causal ? t + 1 : T;
+    const float Lt = L[bh * T + t];
+    fill_padding(p, km, n);
+    if (first >= n) {
+      std::fill(p, p + n, 1.f / (float)n);  // all keys padding: uniform, as in the forward
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
+    }
+    for (int64_t j = n; j < T; j++) p[j] = 0.f;
+    if (dr.on) {
+      mask_row(dr, bh * T + t, M, n);
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) x[j] = p[j] * M[j];
+      for (int64_t j = n; j < T; j++) x[j] = 0.f;
+    }
+  }
+  const float* Pd = dr.on ? X : P;
+  cols_times(Pd, G, C, dV, ld, d, causal, 1.f);  // dV = Pd^T dO
+  scores(G, V, X, d, causal, 1.f, C, ld);         // X = dPd = dO V^T
+  for (int64_t t = 0; t < T; t++) {  // dP = dPd M;  dS = P (dP - sum_s P dP)
+    float *p = P + t * T, *x = X + t * T;
+    const int64_t n = causal ? t + 1 : T;
+    if (dr.on) {
+      mask_row(dr, bh * T + t, M, n);
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) x[j] *= M[j];
+    }
+    const float D = lane_sum<float>(n, [&](int64_t j) { return x[j] * p[j]; });
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) x[j] = p[j] * (x[j] - D);
+    if (km) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) x[j] = km[j] != 0.f ? x[j] : 0.f;
+    }
+    for (int64_t j = n; j < T; j++) x[j] = 0.f;
+  }
+  rows_times(X, K, ld, dQ, ld, d, causal, c);  // dQ = c dS K
+  cols_times(X, Q, ld, dK, ld, d, causal, c);  // dK = c dS^T Q
+}
+
+struct QKVAttentionNode : Node {
+  Tensor qkv, L, key_mask;  // qkv (B, T, 3C) contiguous; L (B, NH, T); key_mask (B, T) f32 or undefined
+  Dims d{};
+  bool causal = false;
+  Drop drop;
+  const char* name() const override { return "qkv_attention"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    if (!qkv.defined()) fail("qkv_attention: backward called twice without retain_graph");
+    Tensor g = dy.to(DType::f32).contiguous();
+    Tensor dqkv = Tensor::empty(qkv.shape());
+    const float *pq = qkv.data<float>(), *pl = L.data<float>(), *pg = g.data<float>();
+    const float* pk = key_mask.defined() ? key_mask.data<float>() : nullptr;
+    float* pd = dqkv.data<float>();
+    const int64_t T = d.T;
+    over_pairs(d, 2 * T * T + T, [&](int64_t bh, float* scratch) {
+      backward_pair(pq, pk, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, d, bh, causal, drop);
+    });
+    return {dqkv};
+  }
+  void release() override { qkv = L = key_mask = Tensor(); }
+};
+
+}  // namespace
+
+Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask) {
+  if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
+    fail("qkv_attention: expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
+         shape_str(qkv.shape()));
+  if (qkv.dtype() != DType::f32 || qkv.data().device() != Device::cpu)
+    fail(std::string("qkv_attention: implemented for f32 CPU tensors (use the composed attention otherwise), found ") +
+         dtype_name(qkv.dtype()));
+  if (!(p >= 0 && p <= 1)) fail("qkv_attention: dropout p must be in [0, 1], found " + std::to_string(p));
+  Dims d{qkv.size(0), qkv.size(1), qkv.size(2) / 3, heads, qkv.size(2) / 3 / heads};
+  if (key_mask.defined() && key_mask.shape() != Shape{d.B, d.T})
+    fail("qkv_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({d.B, d.T}) + ", found " + shape_str(key_mask.shape()));
+  Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
+  const float* pk = km.defined() ? km.data<float>() : nullptr;
+  const bool dropping = training && p > 0;
+  Drop dr = make_drop(p, dropping, dropping ? g.next_u64() : 0);
+  Tensor x = qkv.data().contiguous();
+  Tensor out = Tensor::empty({d.B, d.T, d.C}), L = Tensor::empty({d.B, d.NH, d.T});
+  const float* px = x.data<float>();
+  float *po = out.data<float>(), *pl = L.data<float>();
+  const int64_t T = d.T;
+  over_pairs(d, T * T + T, [&](int64_t bh, float* scratch) { forward_pair(px, pk, po, pl, scratch, scratch + T * T, d, bh, causal, dr); });
+  if (!any_requires_grad({qkv})) return Var(out);
+  auto n = std::make_shared<QKVAttentionNode>();
+  n->qkv = x, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr;
+  return record(n, out, {qkv});
+}
+
+Tensor qkv_attention_mask(uint64_t seed, int64_t B, int64_t NH, int64_t T, double p) {
+  Drop dr = make_drop(p, true, seed);
+  Tensor m = Tensor::empty({B, NH, T, T});
+  float* pm = m.data<float>();
+  for (int64_t row = 0; row < B * NH * T; row++) {
+    if (dr.on) mask_row(dr, row, pm + row * T, T);
+    else
+      for (int64_t s = 0; s < T; s++) pm[row * T + s] = 1.f;
+  }
+  return m;
+}
+
+uint64_t qkv_attention_next_seed(const Generator& g) {
+  Generator c = g;
+  return c.next_u64();
+}
+
+}  // namespace dl::nn

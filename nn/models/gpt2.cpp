@@ -1,0 +1,146 @@
+// nn/models/gpt2.cpp - GPT-2 (math and names in nn/models/gpt2.h).
+#include "nn/models/gpt2.h"
+
+#include <cmath>
+
+#include "autograd/linalg.h"
+#include "nn/fused/fused_attention.h"
+#include "nn/init.h"
+#include "tensor/safetensors.h"
+
+namespace dl::nn {
+
+Conv1D::Conv1D(int64_t in, int64_t out, Generator& g) {
+  weight = register_parameter("weight", init::normal({in, out}, 0.02, g));
+  bias = register_parameter("bias", zeros({out}));
+}
+
+Var Conv1D::forward(const Var& x) const {
+  if (x.size(-1) != weight.size(0))
+    fail("Conv1D: input feature size mismatch: expected " + std::to_string(weight.size(0)) + ", found input shape " +
+         shape_str(x.shape()));
+  return matmul(x, weight) + bias;
+}
+
+GPT2Attention::GPT2Attention(const GPT2Config& c, Generator& g) : cfg(c) {
+  c_attn = register_module("c_attn", std::make_shared<Conv1D>(c.n_embd, 3 * c.n_embd, g));
+  c_proj = register_module("c_proj", std::make_shared<Conv1D>(c.n_embd, c.n_embd, g));
+  attn_dropout = register_module("attn_dropout", std::make_shared<Dropout>(c.dropout, g));
+  resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(c.dropout, g));
+}
+
+Var GPT2Attention::forward(const Var& x) {
+  const int64_t C = cfg.n_embd;
+  Var qkv = c_attn->forward(x);  // (B, T, 3C)
+  Var q = split_heads(narrow(qkv, 2, 0, C), cfg.n_head);  // (B, NH, T, HS)
+  Var k = split_heads(narrow(qkv, 2, C, C), cfg.n_head);
+  Var v = split_heads(narrow(qkv, 2, 2 * C, C), cfg.n_head);
+  Var y;
+  if (cfg.fused_attention && !(is_training() && cfg.dropout > 0)) {
+    y = fused_attention(q, k, v, Tensor(), true);
+  } else {
+    SDPAOptions o;
+    o.causal = true;
+    o.dropout = cfg.dropout;
+    o.training = is_training();
+    o.gen = attn_dropout->gen;
+    y = scaled_dot_product_attention(q, k, v, o);
+  }
+  return resid_dropout->forward(c_proj->forward(merge_heads(y)));
+}
+
+GPT2MLP::GPT2MLP(const GPT2Config& c, Generator& g) {
+  c_fc = register_module("c_fc", std::make_shared<Conv1D>(c.n_embd, 4 * c.n_embd, g));
+  c_proj = register_module("c_proj", std::make_shared<Conv1D>(4 * c.n_embd, c.n_embd, g));
+  dropout = register_module("dropout", std::make_shared<Dropout>(c.dropout, g));
+}
+
+Var GPT2MLP::forward(const Var& x) const { return dropout->forward(c_proj->forward(gelu(c_fc->forward(x), true))); }
+
+GPT2Block::GPT2Block(const GPT2Config& c, Generator& g) {
+  ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(c.n_embd, c.ln_eps));
+  attn = register_module("attn", std::make_shared<GPT2Attention>(c, g));
+  ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(c.n_embd, c.ln_eps));
+  mlp = register_module("mlp", std::make_shared<GPT2MLP>(c, g));
+}
+
+Var GPT2Block::forward(const Var& x0) {
+  Var x = x0 + attn->forward(ln_1->forward(x0));
+  return x + mlp->forward(ln_2->forward(x));
+}
+
+GPT2Transformer::GPT2Transformer(const GPT2Config& c, Generator& g) : cfg(c) {
+  wte = register_module("wte", std::make_shared<Embedding>(c.vocab_size, c.n_embd, g));
+  wpe = register_module("wpe", std::make_shared<Embedding>(c.n_positions, c.n_embd, g));
+  drop = register_module("drop", std::make_shared<Dropout>(c.dropout, g));
+  h = register_module("h", std::make_shared<ModuleList<GPT2Block>>());
+  for (int64_t i = 0; i < c.n_layer; i++) h->push_back(std::make_shared<GPT2Block>(c, g));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.ln_eps));
+}
+
+Var GPT2Transformer::forward(const Var& idx_v) {
+  const Tensor& idx = idx_v.data();
+  if (idx.dim() != 2 || idx.dtype() != DType::i64)
+    fail("GPT2: expected token ids (B, T) of dtype i64, found " + shape_str(idx.shape()) + " " + dtype_name(idx.dtype()));
+  const int64_t T = idx.size(1);
+  if (T > cfg.n_positions) fail("GPT2: sequence length " + std::to_string(T) + " > n_positions " + std::to_string(cfg.n_positions));
+  Var x = drop->forward(wte->forward(idx) + narrow(wpe->weight, 0, 0, T));  // (B, T, C)
+  for (auto& b : h->items()) x = b->forward(x);
+  return ln_f->forward(x);
+}
+
+GPT2Model::GPT2Model(const GPT2Config& c, Generator& g) : cfg(c) {
+  transformer = register_module("transformer", std::make_shared<GPT2Transformer>(c, g));
+  // HF init: every weight N(0, 0.02), biases 0, LayerNorm (1, 0), and the residual projections (c_proj)
+  // N(0, 0.02 / sqrt(2 n_layer)) (GPT-2 paper, section 2.3)
+  for (auto& [n, p] : named_parameters()) {
+    bool is_weight = n.size() >= 7 && n.compare(n.size() - 7, 7, ".weight") == 0;
+    if (!is_weight || n.find("ln_") != std::string::npos) continue;
+    double std = n.find("c_proj") != std::string::npos ? 0.02 / std::sqrt(2.0 * c.n_layer) : 0.02;
+    p.mutable_data().copy_(init::normal(p.shape(), std, g));
+  }
+}
+
+Var GPT2Model::forward(const Tensor& idx) {
+  Var x = transformer->forward(Var(idx));  // (B, T, C)
+  return matmul(x, transpose(transformer->wte->weight, 0, 1));  // (B, T, V), lm_head tied to wte
+}
+
+Var GPT2Model::loss(const Var& logits, const Tensor& targets) const {
+  const int64_t V = logits.size(-1);
+  return cross_entropy(reshape(logits, {-1, V}), targets.reshape({-1}));
+}
+
+GPT2Config gpt2_config_from_file(const std::string& path, int64_t n_head) {
+  TensorFile f = load_safetensors(path);
+  auto get = [&](const std::string& n) -> const Tensor& {
+    if (f.has("transformer." + n)) return f.at("transformer." + n);
+    return f.at(n);
+  };
+  GPT2Config c;
+  c.vocab_size = get("wte.weight").size(0);
+  c.n_embd = get("wte.weight").size(1);
+  c.n_positions = get("wpe.weight").size(0);
+  c.n_head = n_head;
+  c.n_layer = 0;
+  while (f.has("h." + std::to_string(c.n_layer) + ".ln_1.weight") || f.has("transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight"))
+    c.n_layer++;
+  return c;
+}
+
+LoadReport load_gpt2_hf(GPT2Model& m, const std::string& path) {
+  TensorFile f = load_safetensors(path);
+  std::map<std::string, Tensor> sd;
+  auto ends_with = [](const std::string& s, const std::string& e) { return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0; };
+  for (auto& [n, t] : f.tensors) {
+    if (n == "lm_head.weight" || ends_with(n, ".attn.bias") || ends_with(n, ".attn.masked_bias")) continue;
+    sd[n.rfind("transformer.", 0) == 0 ? n : "transformer." + n] = t;
+  }
+  try {
+    return m.load_state_dict(sd);
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(path + ": " + e.what());
+  }
+}
+
+}  // namespace dl::nn

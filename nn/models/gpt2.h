@@ -1,0 +1,92 @@
+// nn/models/gpt2.h - GPT-2 (Radford et al. 2019) with Hugging Face GPT2LMHeadModel's state_dict names, so the
+// released 124M weights load as they are (load_gpt2_hf).
+//
+// Shape letters: B batch, T time, C = n_embd, NH = n_head, HS = C / NH, V vocab.
+//   x      = wte[idx] + wpe[0..T)                                      (B, T, C)
+//   block  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))               (pre-LN)
+//          attn: q, k, v = split(c_attn(x)); causal softmax attention; c_proj
+//          mlp:  c_proj(gelu_tanh(c_fc(x)))                           (HF's "gelu_new")
+//   logits = ln_f(x) wte^T                                            (B, T, V)   lm_head tied to wte
+// Names: transformer.wte.weight, transformer.wpe.weight, transformer.h.<i>.{ln_1, attn.c_attn, attn.c_proj,
+// ln_2, mlp.c_fc, mlp.c_proj}.{weight, bias}, transformer.ln_f.{weight, bias}. HF's Conv1D keeps its weight as
+// (in, out) and computes x W + b; Conv1D below does the same, so nothing is transposed on load.
+// lm_head.weight is the same tensor as wte (not a separate parameter); loading ignores it.
+#pragma once
+#include "nn/attention/attention.h"
+
+namespace dl::nn {
+
+struct GPT2Config {
+  int64_t vocab_size = 50257, n_positions = 1024, n_embd = 768, n_layer = 12, n_head = 12;
+  double dropout = 0.0, ln_eps = 1e-5;
+  bool fused_attention = false;  // use nn/fused/fused_attention.h in the blocks
+};
+
+class Conv1D : public Module {  // HF's Conv1D: y = x W + b, W (in, out)
+ public:
+  Conv1D(int64_t in, int64_t out, Generator& g);
+  std::string type_name() const override { return "Conv1D"; }
+  Var forward(const Var& x) const;
+  Var weight, bias;
+};
+
+class GPT2Attention : public Module {
+ public:
+  GPT2Attention(const GPT2Config& c, Generator& g);
+  std::string type_name() const override { return "GPT2Attention"; }
+  Var forward(const Var& x);  // (B, T, C), causal
+  std::shared_ptr<Conv1D> c_attn, c_proj;
+  std::shared_ptr<Dropout> attn_dropout, resid_dropout;
+  GPT2Config cfg;
+};
+
+class GPT2MLP : public Module {
+ public:
+  GPT2MLP(const GPT2Config& c, Generator& g);
+  std::string type_name() const override { return "GPT2MLP"; }
+  Var forward(const Var& x) const;
+  std::shared_ptr<Conv1D> c_fc, c_proj;
+  std::shared_ptr<Dropout> dropout;
+};
+
+class GPT2Block : public Module {
+ public:
+  GPT2Block(const GPT2Config& c, Generator& g);
+  std::string type_name() const override { return "GPT2Block"; }
+  Var forward(const Var& x);
+  std::shared_ptr<LayerNorm> ln_1, ln_2;
+  std::shared_ptr<GPT2Attention> attn;
+  std::shared_ptr<GPT2MLP> mlp;
+};
+
+class GPT2Transformer : public Module {  // HF's GPT2Model: the "transformer." prefix
+ public:
+  GPT2Transformer(const GPT2Config& c, Generator& g);
+  std::string type_name() const override { return "GPT2Transformer"; }
+  Var forward(const Var& idx);  // (B, T) i64 -> ln_f output (B, T, C)
+  std::shared_ptr<Embedding> wte, wpe;
+  std::shared_ptr<ModuleList<GPT2Block>> h;
+  std::shared_ptr<LayerNorm> ln_f;
+  std::shared_ptr<Dropout> drop;
+  GPT2Config cfg;
+};
+
+class GPT2Model : public Module {  // HF's GPT2LMHeadModel
+ public:
+  GPT2Model(const GPT2Config& c, Generator& g);  // init as HF: N(0, 0.02), c_proj N(0, 0.02/sqrt(2 n_layer))
+  std::string type_name() const override { return "GPT2Model"; }
+  Var forward(const Tensor& idx);                               // logits (B, T, V)
+  Var loss(const Var& logits, const Tensor& targets) const;     // mean cross entropy, ignore_index -100
+  std::shared_ptr<GPT2Transformer> transformer;
+  GPT2Config cfg;
+};
+
+// Reads n_layer, n_embd, vocab_size, n_positions from a HF safetensors file's shapes (n_head cannot be read
+// from shapes: pass it; 12 for the 124M model).
+GPT2Config gpt2_config_from_file(const std::string& path, int64_t n_head = 12);
+// Loads a HF GPT-2 safetensors file: names with or without the "transformer." prefix; the causal-mask buffers
+// (attn.bias, attn.masked_bias) and lm_head.weight (tied) are skipped. Strict otherwise: a missing, unexpected
+// or wrong-shaped tensor throws CheckpointError listing it.
+LoadReport load_gpt2_hf(GPT2Model& m, const std::string& path);
+
+}  // namespace dl::nn

@@ -1,0 +1,63 @@
+// nn/models/t5.h - a T5-style encoder-decoder (Raffel et al. 2020) with Hugging Face T5ForConditionalGeneration's
+// state_dict names (v1.0 layout: ReLU feed-forward, lm_head tied to `shared` with the d_model^-0.5 rescale).
+//
+// Shape letters: B batch, S source time, T target time, C = d_model, NH heads, HS = d_kv, V vocab.
+//   attention   scores = q k^T + position_bias (NO 1/sqrt(HS): T5 folds it into the initialisation)
+//   position_bias[h, t, s] = relative_attention_bias[bucket(s - t), h]   (only block 0 of each stack owns the
+//               table; the other blocks reuse its bias; cross-attention has none)
+//   bucket(r)   bidirectional (encoder): half the buckets for r > 0; then |r| < nb/2 exact, larger |r| in
+//               log-spaced buckets up to max_distance (the last bucket holds everything beyond);
+//               unidirectional (decoder): only r <= 0 is distinguished (as HF _relative_position_bucket)
+//   block       h = h + SelfAttention(layer_norm(h)); [decoder: h = h + EncDecAttention(layer_norm(h), enc)];
+//               h = h + wo(relu(wi(layer_norm(h))))                      layer_norm = RMSNorm without bias
+//   logits      = (final_layer_norm(h) * C^-0.5) shared^T
+// Names: shared.weight, {encoder,decoder}.block.<i>.layer.<j>.{SelfAttention,EncDecAttention}.{q,k,v,o}.weight,
+// ...layer.0.SelfAttention.relative_attention_bias.weight (block 0), ...layer.<j>.DenseReluDense.{wi,wo}.weight,
+// ...layer.<j>.layer_norm.weight, {encoder,decoder}.final_layer_norm.weight.
+// Teacher forcing: decoder input = labels shifted right with start token 0 (-100 -> 0); loss = mean cross
+// entropy over labels != -100. What it is not: dropout, caching for decoding (greedy recomputes the prefix).
+#pragma once
+#include "nn/attention/attention.h"
+
+namespace dl::nn {
+
+struct T5Config {
+  int64_t vocab_size = 32128, d_model = 512, d_kv = 64, d_ff = 2048, num_layers = 6, num_heads = 8;
+  int64_t num_buckets = 32, max_distance = 128;
+  double eps = 1e-6;
+};
+
+int64_t t5_relative_bucket(int64_t relative_position, bool bidirectional, int64_t num_buckets, int64_t max_distance);
+
+class T5Attention : public Module {
+ public:
+  T5Attention(const T5Config& c, bool has_relative_bias, bool bidirectional, Generator& g);
+  std::string type_name() const override { return "T5Attention"; }
+  Var position_bias(int64_t T, int64_t S) const;  // (1, NH, T, S); needs has_relative_bias
+  // x (B, T, C) attends to kv (B, S, C); bias broadcast to (B, NH, T, S) or undefined; key_mask (B, S).
+  Var forward(const Var& x, const Var& kv, const Var& bias, const Tensor& key_mask, bool causal) const;
+  std::shared_ptr<Linear> q, k, v, o;
+  std::shared_ptr<Embedding> relative_attention_bias;  // null unless has_relative_bias
+  T5Config cfg;
+  bool bidirectional;
+};
+
+class T5Model : public Module {
+ public:
+  T5Model(const T5Config& c, Generator& g);
+  std::string type_name() const override { return "T5Model"; }
+  Var encode(const Tensor& ids, const Tensor& mask);                                   // (B, S, C)
+  Var decode_logits(const Tensor& dec_in, const Var& enc, const Tensor& enc_mask);      // (B, T, V)
+  struct Output {
+    Var logits, loss;
+  };
+  Output forward(const Tensor& ids, const Tensor& mask, const Tensor& labels);  // teacher forcing
+  Tensor greedy(const Tensor& ids, const Tensor& mask, int64_t steps);          // (B, steps) i64, no grad
+  T5Config cfg;
+
+  struct Stack;
+  std::shared_ptr<Embedding> shared;
+  std::shared_ptr<Stack> encoder, decoder;
+};
+
+}  // namespace dl::nn

@@ -1,0 +1,96 @@
+// nn/recurrent/lstm.cpp - the composed LSTM cell and the multi-layer LSTM (math in nn/recurrent/lstm.h; the fused
+// cell and the whole-layer node are nn/fused/lstm_kernels.h).
+#include "nn/recurrent/lstm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/linalg.h"
+#include "autograd/shape_ops.h"
+
+namespace dl::nn {
+
+Var lstm_cell_composed(const Var& gates, const Var& c) {
+  const int64_t Hd = c.size(1);
+  Var i = sigmoid(narrow(gates, 1, 0, Hd)), f = sigmoid(narrow(gates, 1, Hd, Hd));
+  Var g = tanh(narrow(gates, 1, 2 * Hd, Hd)), o = sigmoid(narrow(gates, 1, 3 * Hd, Hd));
+  Var cn = f * c + i * g;                    // (B, Hd)
+  Var h = o * tanh(cn);                      // (B, Hd)
+  return stack({h, cn}, 1);                  // (B, 2, Hd)
+}
+
+LSTM::LSTM(int64_t in, int64_t hid, const LSTMOptions& o, Generator& g) : opt(o), input_size(in), hidden_size(hid), gen(&g) {
+  if (o.num_layers < 1) fail("LSTM: num_layers must be >= 1, found " + std::to_string(o.num_layers));
+  const double a = 1.0 / std::sqrt((double)hid);
+  for (int64_t k = 0; k < o.num_layers; k++) {
+    const std::string s = std::to_string(k);
+    const int64_t fin = k == 0 ? in : hid;
+    Layer l;
+    l.w_ih = register_parameter("weight_ih_l" + s, uniform({4 * hid, fin}, -a, a, g));
+    l.w_hh = register_parameter("weight_hh_l" + s, uniform({4 * hid, hid}, -a, a, g));
+    l.b_ih = register_parameter("bias_ih_l" + s, uniform({4 * hid}, -a, a, g));
+    l.b_hh = register_parameter("bias_hh_l" + s, uniform({4 * hid}, -a, a, g));
+    if (o.layer_norm) {
+      l.ln_ih = register_module("ln_ih_l" + s, std::make_shared<LayerNorm>(4 * hid));
+      l.ln_hh = register_module("ln_hh_l" + s, std::make_shared<LayerNorm>(4 * hid));
+      l.ln_c = register_module("ln_c_l" + s, std::make_shared<LayerNorm>(hid));
+    }
+    layers.push_back(l);
+  }
+}
+
+std::string LSTM::extra_repr() const {
+  return "input=" + std::to_string(input_size) + ", hidden=" + std::to_string(hidden_size) + ", layers=" +
+         std::to_string(opt.num_layers) + (opt.layer_norm ? ", layer_norm" : "") + (opt.sequence ? ", sequence node" : "") +
+         (opt.fused ? ", fused cell" : "");
+}
+
+std::shared_ptr<LSTM> LSTM::from_config(int64_t d_model, const LayerConfig& cfg, Generator& g) {
+  const std::string L = "lstm";
+  check_config_keys(cfg, L, config_keys());
+  LSTMOptions o;
+  o.num_layers = cfg_int(cfg, L, "num_layers", 1);
+  if (o.num_layers < 1) config_error(L, "num_layers", "must be >= 1", std::to_string(o.num_layers));
+  o.layer_norm = cfg_bool(cfg, L, "layer_norm", false);
+  o.fused = cfg_bool(cfg, L, "fused", true);
+  o.sequence = cfg_bool(cfg, L, "sequence", true);
+  o.dropout = cfg_dropout(cfg, L);
+  return std::make_shared<LSTM>(d_model, d_model, o, g);
+}
+
+Var LSTM::forward(const Var& x, const Tensor& mask) {
+  check_sequence_input(opt.layer_norm ? "lstm (layer_norm)" : "lstm", x, input_size);
+  const int64_t B = x.size(0), L = x.size(1), Hd = hidden_size;
+  Var seq = apply_mask(x, mask);  // (B, L, I)
+  for (size_t k = 0; k < layers.size(); k++) {
+    const Layer& l = layers[k];
+    if (k > 0) seq = dropout(seq, opt.dropout, is_training(), *gen);
+    if (opt.sequence && !opt.layer_norm && seq.dtype() == DType::f32 && seq.data().device() == Device::cpu) {
+      seq = lstm_sequence(seq, l.w_ih, l.w_hh, l.b_ih, l.b_hh);  // (B, L, Hd)
+      continue;
+    }
+    // the per-step graph; input projection of every step at once: (B, L, 4Hd)
+    Var xg = opt.layer_norm ? l.ln_ih->forward(linear(seq, l.w_ih)) + l.b_ih : linear(seq, l.w_ih, l.b_ih);
+    Var h(zeros({B, Hd}, x.dtype())), c(zeros({B, Hd}, x.dtype()));
+    std::vector<Var> outs;
+    for (int64_t t = 0; t < L; t++) {
+      Var gates;
+      if (opt.layer_norm) {
+        gates = select(xg, 1, t) + l.ln_hh->forward(linear(h, l.w_hh)) + l.b_hh;  // (B, 4Hd)
+        Var i = sigmoid(narrow(gates, 1, 0, Hd)), f = sigmoid(narrow(gates, 1, Hd, Hd));
+        Var g = tanh(narrow(gates, 1, 2 * Hd, Hd)), o = sigmoid(narrow(gates, 1, 3 * Hd, Hd));
+        c = f * c + i * g;
+        h = o * tanh(l.ln_c->forward(c));
+      } else {
+        gates = select(xg, 1, t) + linear(h, l.w_hh, l.b_hh);                      // (B, 4Hd)
+        Var hc = opt.fused ? lstm_cell_fused(gates, c) : lstm_cell_composed(gates, c);  // (B, 2, Hd)
+        h = select(hc, 1, 0), c = select(hc, 1, 1);
+      }
+      outs.push_back(h);
+    }
+    seq = stack(outs, 1);  // (B, L, Hd)
+  }
+  return seq;
+}
+
+}  // namespace dl::nn

@@ -1,0 +1,44 @@
+// nn/residual_block.cpp - the residual block (nn/residual_block.h).
+#include "nn/residual_block.h"
+
+namespace dl::nn {
+
+std::shared_ptr<Module> make_sequence_norm(const std::string& kind, int64_t d) {
+  if (kind == "layer") return std::make_shared<LayerNorm>(d);
+  if (kind == "batch") return std::make_shared<BatchNorm1d>(d);
+  fail("sequence norm must be \"layer\" or \"batch\", found \"" + kind + "\"");
+}
+
+Var apply_sequence_norm(Module& norm, const Var& x) {
+  if (auto* ln = dynamic_cast<LayerNorm*>(&norm)) return ln->forward(x);
+  if (auto* bn = dynamic_cast<BatchNorm1d*>(&norm)) return transpose(bn->forward(transpose(x, 1, 2)), 1, 2);  // (B, H, L)
+  fail("apply_sequence_norm: " + norm.type_name() + " is not a norm made by make_sequence_norm");
+}
+
+ResidualBlock::ResidualBlock(std::shared_ptr<SequenceLayer> mixer, int64_t d, const ResidualBlockOptions& o, Generator& g) : opt(o) {
+  mixer_ = register_module("mixer", std::move(mixer));
+  norm1_ = register_module("norm1", make_sequence_norm(o.norm, d));
+  if (o.ffn_hidden > 0 && mixer_->wants_feed_forward()) {
+    norm2_ = register_module("norm2", make_sequence_norm(o.norm, d));
+    ffn_ = register_module("ffn", std::make_shared<FeedForward>(d, o.ffn_hidden, o.dropout, g));
+  }
+  drop_ = register_module("drop", std::make_shared<Dropout>(o.dropout, g));
+}
+
+std::string ResidualBlock::extra_repr() const {
+  return opt.norm + (opt.prenorm ? ", prenorm" : ", postnorm") + (ffn_ ? ", ffn " + std::to_string(opt.ffn_hidden) : "");
+}
+
+Var ResidualBlock::forward(const Var& x0, const Tensor& mask) {
+  Var x = x0;
+  if (opt.prenorm) {
+    x = x + drop_->forward(mixer_->forward(apply_sequence_norm(*norm1_, x), mask));
+    if (ffn_) x = x + drop_->forward(ffn_->forward(apply_sequence_norm(*norm2_, x)));
+  } else {
+    x = apply_sequence_norm(*norm1_, x + drop_->forward(mixer_->forward(x, mask)));
+    if (ffn_) x = apply_sequence_norm(*norm2_, x + drop_->forward(ffn_->forward(x)));
+  }
+  return x;
+}
+
+}  // namespace dl::nn

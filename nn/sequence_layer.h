@@ -1,0 +1,60 @@
+// nn/sequence_layer.h - the contract every sequence layer of the registry meets, what backbones may ask of it,
+// and the helpers layer authors use to validate inputs and configs with messages that name the layer.
+//
+// A SequenceLayer maps x (B, L, H) to (B, L, H), with an optional padding mask (B, L) (1 = real position).
+// Backbones in apps (the LRA encoder, the seq2seq shells, SPT pretraining) stack them with norms and residuals
+// (nn/residual_block.h) and know nothing else about them: what an app needs to ask, the layer answers here.
+//
+//   is_causal()            the layer never looks at later positions (causal LM pretraining needs this)
+//   wants_feed_forward()   a backbone should follow it with a position-wise feed-forward sub-block; false for
+//                          layers that end in their own (GLU) projection, as the S4 family does
+//   own_lr_parameters()    dotted names (relative to the layer) of parameters that train with their own learning
+//                          rate and no weight decay (the SSM's A, B, dt, as state-spaces/s4 registers them)
+//   learned_kernel(L)      the layer's learned convolution kernel K (channels, H, L) for plots, or undefined
+// Shape letters: B batch, L length, H channels (d_model).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace dl::nn {
+
+using LayerConfig = nlohmann::json;
+
+struct SequenceLayer : Module {
+  // x: (B, L, H). mask: (B, L) with 1 for real positions and 0 for padding, or undefined (no padding).
+  // Returns (B, L, H). Layers that mix along L must not let padding leak into real positions.
+  virtual Var forward(const Var& x, const Tensor& mask) = 0;
+  virtual bool is_causal() const { return false; }
+  virtual bool wants_feed_forward() const { return true; }
+  virtual std::vector<std::string> own_lr_parameters() const { return {}; }
+  virtual Tensor learned_kernel(int64_t L) { return Tensor(); }
+};
+
+// The own-lr parameters of every SequenceLayer inside `root`, as full dotted names from the root
+// (e.g. "blocks.0.mixer.kernel.log_dt"), in the order the tree lists them.
+std::vector<std::string> own_lr_parameter_names(const Module& root);
+
+// ---- input checks ----
+// x must be (B, L, H); otherwise "layer <name>: input has F channels, expected H (input shape [..])".
+void check_sequence_input(const std::string& layer, const Var& x, int64_t H);
+// Zero the padded positions (mask (B, L), 1 = real) so a convolution cannot carry them into real ones.
+// Returns x unchanged when mask is undefined.
+Var apply_mask(const Var& x, const Tensor& mask);
+
+// ---- config checks: typed access with errors that name the layer, the field, and the expected and found types ----
+// Every key of cfg must be in `known`; otherwise "layer <name>: unknown config field 'k' (known: ...)".
+void check_config_keys(const LayerConfig& cfg, const std::string& layer, const std::vector<std::string>& known);
+int64_t cfg_int(const LayerConfig& c, const std::string& layer, const std::string& key, int64_t def);
+double cfg_float(const LayerConfig& c, const std::string& layer, const std::string& key, double def);
+bool cfg_bool(const LayerConfig& c, const std::string& layer, const std::string& key, bool def);
+std::string cfg_str(const LayerConfig& c, const std::string& layer, const std::string& key, const std::string& def);
+// cfg_float for a dropout probability: must lie in [0, 1).
+double cfg_dropout(const LayerConfig& c, const std::string& layer, const std::string& key = "dropout");
+// "layer <name>: config field '<field>' <what>, found <value>"
+[[noreturn]] void config_error(const std::string& layer, const std::string& field, const std::string& what,
+                               const std::string& found);
+
+}  // namespace dl::nn

@@ -1,0 +1,62 @@
+// nn/ssm/ssm_layer.h - the layer shell that S4, S4D, its minimal twin and DLR share; only their kernels differ.
+// Shape letters: B batch, L length, H channels, Cc kernel channels (1, or 2 for a bidirectional layer).
+//
+//   K = kernel(L)                                (Cc, H, L): each layer's own kernel (Cauchy, Vandermonde, ...)
+//   y = K * u + D u,  u = x with padding zeroed  (B, L, H): FFT convolution, nn/ssm/ssm_ops.h ssm_conv
+//   y = dropout(gelu(y))
+//   out = GLU(output_linear(y))  (H -> 2H -> H)  S4, S4D (as state-spaces/s4's S4 layer)
+//      or output_linear(y)       (H -> H)        DLR (as ag1988/dlr)
+// Bidirectional: the kernel has Cc = 2 and the second channel runs on the reversed sequence; otherwise the layer
+// is causal. The shell answers what backbones ask (nn/sequence_layer.h): it is causal unless bidirectional, it
+// ends in its own projection (no feed-forward sub-block), its kernel's A, B, dt train with their own learning rate
+// and no weight decay, and its kernel can be plotted.
+// Parameter names: kernel.* (the kernel's), D, output_linear.{weight,bias}; module dropout.
+// The draws from the Generator keep the order kernel, D, output_linear, so a seed gives the same layer as before.
+#pragma once
+#include "nn/layers.h"
+#include "nn/sequence_layer.h"
+
+namespace dl::nn {
+
+// The config fields every SSM layer takes (the kernel adds its own).
+struct SSMLayerOptions {
+  int64_t d_state = 64;              // N
+  double dt_min = 1e-3, dt_max = 1e-1;
+  bool bidirectional = false;
+  double dropout = 0.0;
+};
+// Reads "d_state", "dt_min", "dt_max", "bidirectional", "dropout" (those in `keys`) with the layer's name in every
+// error. conjugate_pairs: N must be even (N/2 modes stored, their conjugates implied).
+SSMLayerOptions read_ssm_options(const LayerConfig& cfg, const std::string& layer, const std::vector<std::string>& keys,
+                                 bool conjugate_pairs, int64_t max_state = 4096);
+
+class SSMLayer : public SequenceLayer {
+ public:
+  Var forward(const Var& x, const Tensor& mask) override;  // (B, L, H) -> (B, L, H)
+  Var ssm(const Var& u);                                    // y = K * u + D u, (B, L, H); no output projection
+  virtual Var kernel_forward(int64_t L) = 0;                // K (Cc, H, L)
+
+  bool is_causal() const override { return !bidirectional; }
+  bool wants_feed_forward() const override { return false; }
+  std::vector<std::string> own_lr_parameters() const override;  // "kernel." + kernel_ssm_parameters()
+  Tensor learned_kernel(int64_t L) override;                     // float32 (Cc, H, L), outside the graph
+
+  Var D;
+  std::shared_ptr<Dropout> drop;
+  std::shared_ptr<Linear> output_linear;
+  int64_t H;
+  bool bidirectional;
+
+ protected:
+  SSMLayer(std::string name, int64_t d_model, bool bidirectional);
+  // The layer's constructor calls this after registering its kernel: D ~ N(0, 1), dropout, output_linear.
+  void add_output(double dropout, bool glu, Generator& g);
+  // Names inside the kernel module of the "SSM group" (A, B, dt): own lr, no weight decay.
+  virtual std::vector<std::string> kernel_ssm_parameters() const = 0;
+
+ private:
+  std::string name_;
+  bool glu_ = true;
+};
+
+}  // namespace dl::nn

@@ -1,0 +1,76 @@
+// tests/tensor/test_fast_kernels.cpp - fast paths in tensor/ against their plain twins:
+//   GELU (exact form) in float32 uses erf_fast/exp_fast (vectorised) - against the float64 std::erf kernel;
+//   sum_to runs on both cores - against a serial loop over every element (same sums, another order of
+//   additions where a row is reduced), and bit for bit the same for 1 and 2 threads.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "op_harness.h"
+#include "tensor/nn_kernels.h"
+#include "tolerance.h"
+
+using namespace dl;
+using namespace dl::test;
+
+TEST(FastKernels, ErfFastMatchesStdErf) {
+  double worst = 0;
+  for (int i = -100000; i <= 100000; i++) {
+    float x = (float)i * 1e-4f;  // [-10, 10]
+    worst = std::max(worst, std::abs((double)erf_fast(x) - std::erf((double)x)));
+  }
+  EXPECT_LT(worst, 5e-7);
+}
+
+TEST(FastKernels, GeluFloat32AgreesWithFloat64) {
+  Generator g(1);
+  Tensor x = mul_scalar(randn({4, 1000}, g, DType::f64), 3.0);
+  Tensor dy = randn({4, 1000}, g, DType::f64);
+  Tensor y64 = gelu(x, false), y32 = gelu(x.to(DType::f32), false);
+  EXPECT_TRUE(all_close(y32.to(DType::f64), y64, kAgreeF32, "gelu forward"));
+  Tensor d64 = unary_backward(UnaryOp::gelu_erf, x, y64, dy);
+  Tensor d32 = unary_backward(UnaryOp::gelu_erf, x.to(DType::f32), y32, dy.to(DType::f32));
+  EXPECT_TRUE(all_close(d32.to(DType::f64), d64, kAgreeF32, "gelu backward"));
+}
+
+namespace {
+// The plain twin: every element of g added into out[index with broadcast dims set to 0], in row-major order.
+Tensor sum_to_serial(const Tensor& g, const Shape& shape) {
+  Tensor out = zeros(shape, g.dtype());
+  Tensor ov = out.expand(g.shape()), gc = g.contiguous();
+  const int64_t n = g.numel(), nd = g.dim();
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t o = 0;
+    for (int64_t d = 0; d < nd; d++) o += idx[d] * ov.strides()[d];
+    ov.data<float>()[o] += gc.data<float>()[i];
+    for (int64_t d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < g.shape()[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST(FastKernels, SumToParallelAgreesWithSerial) {
+  Generator g(2);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{64, 300, 128}, {128}},       {{64, 300, 128}, {300, 128}}, {{64, 300, 128}, {64, 1, 1}},
+      {{64, 300, 128}, {64, 300, 1}}, {{7, 5, 3}, {1, 5, 1}},       {{2000, 33}, {2000, 1}},
+      {{33, 2000}, {1, 2000}}};
+  for (auto& [from, to] : cases) {
+    Tensor x = randn(from, g);
+    Tensor ref = sum_to_serial(x, to);
+    omp_set_num_threads(1);
+    Tensor y1 = sum_to(x, to);
+    omp_set_num_threads(2);
+    Tensor y2 = sum_to(x, to);
+    const std::string what = shape_str(from) + " -> " + shape_str(to);
+    EXPECT_TRUE(all_close(y1, ref, kFixtureLong, what + " vs serial"));  // sums of up to 38400 terms
+    EXPECT_TRUE(all_close(y2, y1, {0, 0}, what + " 2 threads vs 1"));
+  }
+  omp_set_num_threads(2);
+}
