@@ -1,26 +1,26 @@
-// apps/lra_benchmark/config.h - presets, overrides and the resolved settings of one run ("cell").
+// apps/lra_benchmark/config.h - the settings of one cell (task, model, regime, seed) and the app's axes.
 //
-// A preset (apps/lra_benchmark/presets/<name>.json) is a JSON file a user can copy and edit:
-//   { "tasks": [...], "models": [...], "regimes": [...],
+// Presets (apps/lra_benchmark/presets/<name>.json) follow the harness's format (apps/common/config.h) with the
+// axes task, model and regime:
+//   { "description": "...", "tasks": [...], "models": [...], "regimes": [...], "seeds": [0, 1, 2],
 //     "defaults": {field: value, ...},                     every field of CellConfig below
 //     "tasks_cfg":  {"listops": {field: value}, ...},      per task
 //     "models_cfg": {"s4d": {field: value}, ...},          per model
-//     "cells_cfg":  {"image/transformer": {...}, ...} }    per task/model pair
-// Resolution, later wins: CellConfig's built-in defaults < defaults < tasks_cfg < models_cfg < cells_cfg
-// < command-line `--set field=value` (repeatable). Every field is type-checked; an unknown field or a value
-// of the wrong type is an error naming the file (or flag), the field, the expected and the found type.
+//     "cells_cfg":  {"image/transformer": {...}, ...} }    per task/model (or task/model/regime)
+// Resolution, later wins: CellConfig's built-in defaults < defaults < tasks_cfg < models_cfg < regimes_cfg
+// < cells_cfg < command-line `--set field=value` (repeatable). Every field is type-checked; an unknown field or a
+// value of the wrong type is an error naming the file (or flag), the field, the expected and the found type;
+// validate() then checks the values (ranges, names) and names the cell.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "apps/common/config.h"
+
 namespace lra {
 
+using dl::harness::ConfigError;
 using json = nlohmann::json;
-
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // Everything one training run needs. Field names are the JSON keys.
 struct CellConfig {
@@ -48,26 +48,33 @@ struct CellConfig {
   int seed = 0, checkpoint_every = 100;
   std::string layer_cfg;  // extra registry-layer options as a JSON object, merged over the defaults the app passes
 
-  json to_json() const;
-  void apply(const json& j, const std::string& where);  // where: "preset tiny.json tasks_cfg.listops" etc.
+  template <class C, class F> static void fields(C& c, F&& f) {
+    f("task", c.task), f("model", c.model), f("regime", c.regime);
+    f("seq_len", c.seq_len), f("train_size", c.train_size), f("val_size", c.val_size), f("test_size", c.test_size);
+    f("data_path", c.data_path);
+    f("d_model", c.d_model), f("layers", c.layers), f("heads", c.heads), f("ffn_mult", c.ffn_mult), f("d_state", c.d_state);
+    f("dropout", c.dropout), f("norm", c.norm), f("prenorm", c.prenorm), f("pos", c.pos), f("window", c.window), f("pool", c.pool);
+    f("batch", c.batch), f("steps", c.steps), f("warmup", c.warmup), f("eval_every", c.eval_every);
+    f("eval_batches", c.eval_batches), f("test_batches", c.test_batches);
+    f("lr", c.lr), f("ssm_lr", c.ssm_lr), f("weight_decay", c.weight_decay), f("clip", c.clip), f("schedule", c.schedule);
+    f("pretrain_steps", c.pretrain_steps), f("pretrain_lr", c.pretrain_lr), f("mask_prob", c.mask_prob);
+    f("seed", c.seed), f("checkpoint_every", c.checkpoint_every), f("layer_cfg", c.layer_cfg);
+  }
+  json to_json() const { return dl::harness::config_to_json(*this); }
+  static CellConfig from_json(const json& j, const std::string& where);
+  void validate() const;  // ranges and names; a ConfigError naming the cell and the field
   std::string key() const { return task + "/" + model + "/" + regime; }
 };
 
-struct Preset {
-  std::string name, path, description;
-  std::vector<std::string> tasks, models, regimes;
-  json raw;
-};
-
-std::string presets_dir();                          // apps/lra_benchmark/presets in the source tree
-std::vector<std::string> preset_names();
-Preset load_preset(const std::string& name_or_path);
-// The resolved config of one cell, with `--set` overrides ("field=value"; value parsed as JSON, else a string).
-CellConfig resolve_cell(const Preset& p, const std::string& task, const std::string& model, const std::string& regime,
-                        const std::vector<std::string>& overrides);
-
 extern const std::vector<std::string> kPaperModels;  // transformer, s4, s4d, dlr: the models the paper compares
 std::vector<std::string> model_names();              // kPaperModels' transformer + every registry layer
-extern const std::vector<std::string> kRegimes;  // scratch, spt-causal, spt-masked
+extern const std::vector<std::string> kRegimes;      // scratch, spt-causal, spt-masked
+std::string presets_dir();                           // apps/lra_benchmark/presets in the source tree
+std::vector<dl::harness::Axis> axes();               // task, model, regime with their known values
+
+dl::harness::Preset load_preset(const std::string& name_or_path);  // and validates every cell it names
+// The resolved config of one cell, with `--set` overrides ("field=value"; value parsed as JSON, else a string).
+CellConfig resolve_cell(const dl::harness::Preset& p, const std::string& task, const std::string& model,
+                        const std::string& regime, const std::vector<std::string>& overrides);
 
 }  // namespace lra

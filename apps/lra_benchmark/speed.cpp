@@ -9,8 +9,10 @@
 #include <cmath>
 #include <iostream>
 
+#include "apps/common/phase.h"
+#include "cell.h"
+#include "data.h"
 #include "optim/adam.h"
-#include "trainer.h"
 
 namespace lra {
 
@@ -60,8 +62,9 @@ SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
   for (int step = 0; step < o.warmup + o.steps; step++) {
     auto t0 = Clock::now();
     Var loss = cross_entropy(m.classify(a, r.shape.two_tower ? &b : nullptr), labels);
-    optimizer_step(m, opt, c, loss);
+    loss.backward();
     loss.item();  // the trainer reads the loss every step
+    dl::harness::apply_update(m, opt, c.clip);
     if (step >= o.warmup) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
@@ -93,17 +96,11 @@ SpeedCommand::SpeedCommand(CLI::App& app) {
   cmd_->add_option("--threads", opt_.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
 }
 
-int SpeedCommand::run() const {
-  try {
-    Preset p = load_preset(preset_);
-    for (auto& t : tasks_.empty() ? p.tasks : tasks_)
-      for (auto& m : models_.empty() ? p.models : models_)
-        std::cout << measure_speed(resolve_cell(p, t, m, "scratch", sets_), opt_).to_json(p.name).dump() << std::endl;
-  } catch (const std::exception& e) {
-    std::cerr << "lra_benchmark speed: error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+void SpeedCommand::run() const {
+  dl::harness::Preset p = load_preset(preset_);
+  for (auto& t : tasks_.empty() ? p.values[0] : tasks_)
+    for (auto& m : models_.empty() ? p.values[1] : models_)
+      std::cout << measure_speed(resolve_cell(p, t, m, "scratch", sets_), opt_).to_json(p.name).dump() << std::endl;
 }
 
 }  // namespace lra

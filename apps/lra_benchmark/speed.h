@@ -4,10 +4,10 @@
 //                       [--threads 2]
 //
 // For every task x model of the preset (the scratch regime's fine-tuning configuration) it builds the LraModel the
-// trainer builds, feeds random inputs of the cell's batch size at the task's longest sequence (both towers for
-// retrieval; every position real, so the mask is all ones), and times full training steps as trainer.cpp's
-// run_phase takes them: zero grad, forward, cross-entropy, backward, gradient clipping, AdamW with the trainer's
-// parameter groups. After `warmup` untimed steps it prints one JSON line per cell:
+// cell builds, feeds random inputs of the cell's batch size at the task's longest sequence (both towers for
+// retrieval; every position real, so the mask is all ones), and times full training steps as the harness's
+// run_phase takes them: forward, cross-entropy, backward, then apply_update (gradient clipping, AdamW with the
+// cell's parameter groups, zeroed gradients). After `warmup` untimed steps it prints one JSON line per cell:
 //   {"preset", "task", "model", "params", "batch", "seq_len", "ms_per_step" (median), "steps_per_s",
 //    "peak_rss_mb" (of the whole process so far: run one cell per process to compare cells), "shape"}
 // "shape" is the TaskShape (vocab, features, classes, max_len, two_tower) that bench/torch_lra.py takes as --shape,
@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "model.h"
+#include "nlohmann/json.hpp"
 
 namespace lra {
 
@@ -38,19 +39,19 @@ struct SpeedResult {
   json to_json(const std::string& preset) const;
 };
 
-// The task's shape as the trainer computes it (trainer.cpp's shape_of).
+// The task's shape as the cell computes it (data.h's shape_of).
 TaskShape task_shape(const CellConfig& c);
 
 // Time `o.steps` training steps of the cell's model after `o.warmup` untimed ones.
 SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o);
 
-// The `speed` subcommand: registers its options on `app`; main() calls run() when it was chosen.
+// The `speed` subcommand: registers its options on `app`; main() runs it when it was chosen.
 class SpeedCommand {
  public:
   explicit SpeedCommand(CLI::App& app);
   SpeedCommand(const SpeedCommand&) = delete;  // CLI11 holds pointers to the members
-  bool chosen() const { return cmd_->parsed(); }
-  int run() const;  // prints one JSON line per cell; returns the exit status
+  CLI::App* command() const { return cmd_; }
+  void run() const;  // prints one JSON line per cell; errors are exceptions
 
  private:
   CLI::App* cmd_;

@@ -1,5 +1,6 @@
-// tests/apps/test_lra_benchmark.cpp - a miniature LRA sweep through the app's own code path (seconds):
-// config errors, the results table and JSON, skipping finished cells, and exact resume of a stopped cell.
+// tests/apps/test_lra_benchmark.cpp - a miniature LRA sweep through the app's own code path on the harness (seconds):
+// config errors, the results table and JSON, seeds and their standard errors, skipping finished cells, exact
+// resume of a stopped cell, and a learning test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,14 +10,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "app.h"
+#include "apps/common/experiment.h"
+#include "cell.h"
 #include "config.h"
 #include "model.h"
-#include "report.h"
 #include "tensor/safetensors.h"
-#include "trainer.h"
 
 using namespace lra;
 namespace fs = std::filesystem;
+namespace harness = dl::harness;
 
 static std::string temp_dir(const std::string& name) {
   std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/" + name;
@@ -102,7 +105,7 @@ TEST(LraConfig, ResolutionOrderLaterWins) {
   std::ofstream(d + "/p.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"],
       "defaults": {"lr": 0.1, "steps": 10}, "tasks_cfg": {"listops": {"lr": 0.2}}, "models_cfg": {"s4d": {"lr": 0.3}},
       "cells_cfg": {"listops/s4d": {"steps": 20}}})";
-  Preset p = load_preset(d + "/p.json");
+  harness::Preset p = load_preset(d + "/p.json");
   CellConfig c = resolve_cell(p, "listops", "s4d", "scratch", {});
   EXPECT_DOUBLE_EQ(c.lr, 0.3);
   EXPECT_EQ(c.steps, 20);
@@ -113,53 +116,63 @@ TEST(LraConfig, ResolutionOrderLaterWins) {
 }
 
 TEST(LraConfig, ShippedPresetsLoad) {
-  for (auto& name : preset_names()) EXPECT_NO_THROW(load_preset(name)) << name;
-  EXPECT_FALSE(preset_names().empty());
+  for (auto& name : harness::preset_names(presets_dir())) EXPECT_NO_THROW(load_preset(name)) << name;
+  EXPECT_FALSE(harness::preset_names(presets_dir()).empty());
+}
+
+static harness::SweepOptions quiet_in(const std::string& out) {
+  harness::SweepOptions o;
+  o.out = out;
+  o.quiet = true;
+  return o;
 }
 
 TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
   std::string d = temp_dir("sweep");
-  Preset p = load_preset(write_mini_preset(d));
-  RunOptions o;
-  o.out = d + "/out";
-  o.quiet = true;
-  for (auto& m : p.models)
-    for (auto& r : p.regimes) {
-      CellResult res = run_cell(resolve_cell(p, "listops", m, r, {}), o);
-      EXPECT_GE(res.test_acc, 0.0);
-      EXPECT_LE(res.test_acc, 1.0);
-      EXPECT_GT(res.params, 0);
-    }
-  write_reports(o.out, "mini");
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset(write_mini_preset(d));
+  harness::SweepOptions o = quiet_in(d + "/out");
+  std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, {0}, {});
+  ASSERT_EQ(cells.size(), 4u);
+  for (auto& r : harness::run_cells(e, p, cells, o)) {
+    EXPECT_GE(r.metric("test_acc"), 0.0);
+    EXPECT_LE(r.metric("test_acc"), 1.0);
+    EXPECT_EQ(r.test_examples, 16);
+    EXPECT_GT(r.params, 0);
+  }
   std::string md = slurp(o.out + "/results.md");
-  for (auto& m : p.models) EXPECT_NE(md.find("| listops | " + m + " | spt-masked |"), std::string::npos) << md;
+  for (auto& m : p.values[1]) EXPECT_NE(md.find("| listops | " + m + " | spt-masked | 1 |"), std::string::npos) << md;
   auto all = json::parse(slurp(o.out + "/results.json"));
-  ASSERT_EQ(all.size(), 4u);
-  for (auto& r : all) {
-    EXPECT_TRUE(r.contains("val_acc") && r.contains("curve") && r.contains("config"));
-    if (r["regime"] == "spt-masked") {
-      EXPECT_GT(r["pretrain_final_loss"].get<double>(), 0.0);
+  ASSERT_EQ(all.at("cells").size(), 4u);
+  EXPECT_EQ(all.at("table").at("rows").size(), 4u);
+  for (auto& r : all["cells"]) {
+    EXPECT_TRUE(r.contains("metrics") && r.contains("curve") && r.contains("config"));
+    EXPECT_EQ(r["config"]["seed"], 0);
+    if (r["axes"]["regime"] == "spt-masked") {
+      EXPECT_GT(r["metrics"]["pretrain_final_loss"].get<double>(), 0.0);
     }
   }
   std::string csv = slurp(o.out + "/metrics.csv");
   EXPECT_NE(csv.find("pretrain"), std::string::npos);
   EXPECT_NE(csv.find("finetune"), std::string::npos);
   // a finished cell's model evaluates to the same test accuracy it reported
-  CellConfig c = resolve_cell(p, "listops", "s4d", "scratch", {});
-  double acc = evaluate_checkpoint(c, cell_dir(o.out, "listops", "s4d", "scratch") + "/model.safetensors", "test");
+  const harness::Cell& s4d_scratch = cells[2];  // listops, s4d, scratch
+  ASSERT_EQ(s4d_scratch.key(), "listops/s4d/scratch");
+  CellConfig c = CellConfig::from_json(s4d_scratch.config, "test");
+  double acc = evaluate_checkpoint(c, harness::cell_dir(o.out, s4d_scratch) + "/model.safetensors", "test");
   bool found = false;
-  for (auto& r : all)
-    if (r["model"] == "s4d" && r["regime"] == "scratch") {
-      EXPECT_DOUBLE_EQ(acc, r["test_acc"].get<double>());
+  for (auto& r : all["cells"])
+    if (r["cell"] == s4d_scratch.name()) {
+      EXPECT_DOUBLE_EQ(acc, r["metrics"]["test_acc"].get<double>());
       found = true;
     }
   EXPECT_TRUE(found);
   // the S4D cells write their first block's learned kernels (4 channels over min(L, 512) lags) and the kernel's
   // envelope max_c |K[c, l]| at initialisation, after pretraining (SPT cells) and after fine-tuning
-  std::string spt = cell_dir(o.out, "listops", "s4d", "spt-masked");
+  std::string spt = harness::cell_dir(o.out, cells[3]);
   auto kern = read_columns(spt + "/kernels.dat");
   auto env = read_columns(spt + "/kernels_max.dat");
-  auto env_scratch = read_columns(cell_dir(o.out, "listops", "s4d", "scratch") + "/kernels_max.dat");
+  auto env_scratch = read_columns(harness::cell_dir(o.out, s4d_scratch) + "/kernels_max.dat");
   ASSERT_GT(kern.size(), 8u);
   ASSERT_EQ(env.size(), kern.size());
   ASSERT_EQ(env_scratch.size(), kern.size());
@@ -181,34 +194,63 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
   }
   EXPECT_TRUE(pretraining_moved);
   EXPECT_TRUE(finetuning_moved);
-  EXPECT_FALSE(fs::exists(cell_dir(o.out, "listops", "transformer", "scratch") + "/kernels.dat"));
+  EXPECT_FALSE(fs::exists(harness::cell_dir(o.out, cells[0]) + "/kernels.dat"));  // the Transformer has none
+
+  // --resume skips the finished cells: their results stay as they were, byte for byte
+  std::string before = slurp(harness::result_path(o.out, cells[1]));
+  o.resume = true;
+  auto again = harness::run_cells(e, p, cells, o);
+  ASSERT_EQ(again.size(), 4u);
+  EXPECT_EQ(slurp(harness::result_path(o.out, cells[1])), before);
+  EXPECT_EQ(again[1].metric("test_acc"), json::parse(before)["metrics"]["test_acc"].get<double>());
+}
+
+// Two seeds of one cell: the table's ± is the standard error over the seeds, computed from the two accuracies.
+TEST(LraSweep, SeedsGiveMeanAndStandardError) {
+  std::string d = temp_dir("seeds");
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset(write_mini_preset(d));
+  harness::SweepOptions o = quiet_in(d + "/out");
+  auto cells = harness::expand_cells(e, p, {{"listops"}, {"s4d"}, {"scratch"}}, {0, 1}, {"steps=3"});
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[1].name(), "listops__s4d__scratch__seed1");
+  EXPECT_EQ(cells[1].config["seed"], 1);
+  auto rs = harness::run_cells(e, p, cells, o);
+  harness::Table t = harness::write_reports(e, p, o.out);
+  ASSERT_EQ(t.rows.size(), 1u);
+  double a = rs[0].metric("test_acc"), b = rs[1].metric("test_acc");
+  double mean = (a + b) / 2, se = std::fabs(a - b) / 2;  // sd = |a - b| / sqrt(2), se = sd / sqrt(2)
+  char want[64];
+  std::snprintf(want, sizeof want, "%.1f ± %.1f", 100 * mean, 100 * se);
+  EXPECT_EQ(t.rows[0][3], "2");
+  EXPECT_EQ(t.rows[0][5], want);
+  // the seed reaches the data, the initialisation and the batches: the two runs' training losses differ
+  EXPECT_NE(rs[0].curve.at(0).train_loss, rs[1].curve.at(0).train_loss);
 }
 
 TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
   std::string d = temp_dir("resume");
-  Preset p = load_preset(write_mini_preset(d));
-  CellConfig c = resolve_cell(p, "listops", "transformer", "spt-masked", {});
-  RunOptions whole;
-  whole.out = d + "/whole";
-  whole.quiet = true;
-  CellResult a = run_cell(c, whole);
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset(write_mini_preset(d));
+  auto cells = harness::expand_cells(e, p, {{"listops"}, {"transformer"}, {"spt-masked"}}, {0}, {});
+  harness::SweepOptions whole = quiet_in(d + "/whole");
+  harness::CellResult a = harness::run_cells(e, p, cells, whole).at(0);
 
-  RunOptions part = whole;
-  part.out = d + "/part";
+  harness::SweepOptions part = quiet_in(d + "/part");
   part.stop_after = 3;  // stops inside pretraining (4 steps), after its checkpoint at step 3
-  EXPECT_THROW(run_cell(c, part), Interrupted);
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
   part.resume = true;
   part.stop_after = 3;  // finishes pretraining, then stops inside fine-tuning at its step 3
-  EXPECT_THROW(run_cell(c, part), Interrupted);
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
   part.stop_after = -1;
-  CellResult b = run_cell(c, part);
+  harness::CellResult b = harness::run_cells(e, p, cells, part).at(0);
 
-  EXPECT_EQ(a.test_acc, b.test_acc);
-  EXPECT_EQ(a.val_acc, b.val_acc);
+  EXPECT_EQ(a.metric("test_acc"), b.metric("test_acc"));
+  EXPECT_EQ(a.metric("val_acc"), b.metric("val_acc"));
   ASSERT_EQ(a.curve.size(), b.curve.size());
-  for (size_t i = 0; i < a.curve.size(); i++) EXPECT_EQ(a.curve[i].loss, b.curve[i].loss) << i;
-  dl::TensorFile fa = dl::load_safetensors(cell_dir(whole.out, "listops", "transformer", "spt-masked") + "/model.safetensors");
-  dl::TensorFile fb = dl::load_safetensors(cell_dir(part.out, "listops", "transformer", "spt-masked") + "/model.safetensors");
+  for (size_t i = 0; i < a.curve.size(); i++) EXPECT_EQ(a.curve[i].train_loss, b.curve[i].train_loss) << i;
+  dl::TensorFile fa = dl::load_safetensors(harness::cell_dir(whole.out, cells[0]) + "/model.safetensors");
+  dl::TensorFile fb = dl::load_safetensors(harness::cell_dir(part.out, cells[0]) + "/model.safetensors");
   ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
   for (auto& [n, t] : fa.tensors) {
     const dl::Tensor& u = fb.at(n);
@@ -216,8 +258,8 @@ TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
     EXPECT_EQ(0, std::memcmp(t.raw_data(), u.raw_data(), t.numel() * dl::dtype_size(t.dtype()))) << n << " differs after resume";
   }
   // the metrics log has each evaluation once, not the replayed ones twice
-  std::string csv = slurp(cell_dir(part.out, "listops", "transformer", "spt-masked") + "/metrics.csv");
-  std::string csv_whole = slurp(cell_dir(whole.out, "listops", "transformer", "spt-masked") + "/metrics.csv");
+  std::string csv = slurp(harness::cell_dir(part.out, cells[0]) + "/metrics.csv");
+  std::string csv_whole = slurp(harness::cell_dir(whole.out, cells[0]) + "/metrics.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), std::count(csv_whole.begin(), csv_whole.end(), '\n'));
 }
 

@@ -12,7 +12,7 @@ using namespace lra;
 namespace fs = std::filesystem;
 
 // ListOps and Retrieval (two towers) at length 32, one layer of width 16, batch 4.
-static Preset mini_preset() {
+static dl::harness::Preset mini_preset() {
   std::string dir = std::string(DL_BINARY_DIR) + "/test_tmp/lra_speed";
   fs::create_directories(dir);
   std::ofstream(dir + "/mini.json") << R"({
@@ -24,11 +24,11 @@ static Preset mini_preset() {
 }
 
 TEST(LraSpeed, OneStepPerCellReportsTheModelsOwnFields) {
-  Preset p = mini_preset();
+  dl::harness::Preset p = mini_preset();
   SpeedOptions o;
   o.steps = 1, o.warmup = 0, o.threads = 1;
-  for (auto& task : p.tasks)
-    for (auto& model : p.models) {
+  for (auto& task : p.values[0])
+    for (auto& model : p.values[1]) {
       SCOPED_TRACE(task + "/" + model);
       CellConfig c = resolve_cell(p, task, model, "scratch", {});
       SpeedResult r = measure_speed(c, o);

@@ -1,0 +1,154 @@
+// apps/common/config.cpp - typed fields, overrides and presets (see config.h).
+#include "apps/common/config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace dl::harness {
+
+namespace fs = std::filesystem;
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string s;
+  for (auto& i : items) s += (s.empty() ? "" : sep) + i;
+  return s;
+}
+
+[[noreturn]] static void bad_type(const json& v, const std::string& key, const std::string& where, const char* want) {
+  throw ConfigError(where + ": field '" + key + "' must be " + want + ", found " + v.type_name() + " (" + v.dump() + ")");
+}
+
+void set_field(int& field, const json& v, const std::string& key, const std::string& where) {
+  if (!v.is_number_integer()) bad_type(v, key, where, "an integer");
+  field = v.get<int>();
+}
+void set_field(double& field, const json& v, const std::string& key, const std::string& where) {
+  if (!v.is_number()) bad_type(v, key, where, "a number");
+  field = v.get<double>();
+}
+void set_field(bool& field, const json& v, const std::string& key, const std::string& where) {
+  if (!v.is_boolean()) bad_type(v, key, where, "true or false");
+  field = v.get<bool>();
+}
+void set_field(std::string& field, const json& v, const std::string& key, const std::string& where) {
+  if (!v.is_string()) bad_type(v, key, where, "a string");
+  field = v.get<std::string>();
+}
+
+std::pair<std::string, json> parse_override(const std::string& kv) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) throw ConfigError("--set '" + kv + "': expected field=value");
+  std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+  json val;
+  try {
+    val = json::parse(v);
+  } catch (const json::parse_error&) {
+    val = v;  // bare words are strings: --set norm=batch
+  }
+  return {k, val};
+}
+
+std::vector<std::string> preset_names(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+static std::vector<std::string> string_list(const json& j, const std::string& key, const std::string& where, const Axis& axis) {
+  if (!j.contains(key)) throw ConfigError(where + ": missing list '" + key + "'");
+  if (!j[key].is_array()) throw ConfigError(where + ": '" + key + "' must be a list of strings, found " + j[key].type_name());
+  std::vector<std::string> out;
+  for (auto& v : j[key]) {
+    if (!v.is_string()) throw ConfigError(where + ": '" + key + "' must be a list of strings, found an element " + v.dump());
+    std::string s = v.get<std::string>();
+    if (!axis.known.empty() && std::find(axis.known.begin(), axis.known.end(), s) == axis.known.end())
+      throw ConfigError(where + ": unknown " + axis.name + " '" + s + "' (known: " + join(axis.known) + ")");
+    out.push_back(s);
+  }
+  return out;
+}
+
+static std::vector<std::string> split_slash(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t a = 0;
+  for (size_t b; (b = s.find('/', a)) != std::string::npos; a = b + 1) parts.push_back(s.substr(a, b - a));
+  parts.push_back(s.substr(a));
+  return parts;
+}
+
+Preset load_preset(const std::string& name_or_path, const std::string& dir, const std::vector<Axis>& axes) {
+  Preset p;
+  p.axes = axes;
+  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  p.path = is_path ? name_or_path : dir + "/" + name_or_path + ".json";
+  std::ifstream in(p.path);
+  if (!in)
+    throw ConfigError("preset '" + name_or_path + "' not found (looked for " + p.path + "; known presets: " + join(preset_names(dir)) + ")");
+  try {
+    p.raw = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(p.path + ": not valid JSON: " + e.what());
+  }
+  if (!p.raw.is_object()) throw ConfigError(p.path + ": a preset must be a JSON object, found " + p.raw.type_name());
+  p.name = fs::path(p.path).stem().string();
+  std::vector<std::string> top = {"description", "seeds", "defaults", "cells_cfg"};
+  for (auto& a : axes) top.insert(top.end(), {a.name + "s", a.name + "s_cfg"});
+  for (auto& [k, v] : p.raw.items())
+    if (std::find(top.begin(), top.end(), k) == top.end())
+      throw ConfigError(p.path + ": unknown top-level key '" + k + "' (known: " + join(top) + ")");
+  if (p.raw.contains("description") && !p.raw["description"].is_string()) throw ConfigError(p.path + ": 'description' must be a string");
+  p.description = p.raw.value("description", "");
+  for (auto& a : axes) p.values.push_back(string_list(p.raw, a.name + "s", p.path, a));
+  for (auto& k : top)
+    if ((k == "defaults" || k.ends_with("_cfg")) && p.raw.contains(k) && !p.raw[k].is_object())
+      throw ConfigError(p.path + ": '" + k + "' must be an object, found " + p.raw[k].type_name());
+  // a section for a value no axis has is a typo that would silently do nothing
+  auto check_value = [&](const Axis& a, const std::string& value, const std::string& sec) {
+    if (!a.known.empty() && std::find(a.known.begin(), a.known.end(), value) == a.known.end())
+      throw ConfigError(p.path + ": " + sec + ": unknown " + a.name + " '" + value + "' (known: " + join(a.known) + ")");
+  };
+  for (auto& a : axes)
+    if (p.raw.contains(a.name + "s_cfg"))
+      for (auto& [value, section] : p.raw[a.name + "s_cfg"].items()) check_value(a, value, a.name + "s_cfg");
+  if (p.raw.contains("cells_cfg"))
+    for (auto& [key, section] : p.raw["cells_cfg"].items()) {
+      auto parts = split_slash(key);
+      if (parts.size() > axes.size())
+        throw ConfigError(p.path + ": cells_cfg key '" + key + "' has more parts than the axes (" + std::to_string(axes.size()) + ")");
+      for (size_t i = 0; i < parts.size(); i++) check_value(axes[i], parts[i], "cells_cfg key '" + key + "'");
+    }
+  if (p.raw.contains("seeds")) {
+    if (!p.raw["seeds"].is_array() || p.raw["seeds"].empty()) throw ConfigError(p.path + ": 'seeds' must be a non-empty list of integers");
+    for (auto& s : p.raw["seeds"]) {
+      if (!s.is_number_integer() || s.get<int>() < 0) throw ConfigError(p.path + ": 'seeds' must hold integers >= 0, found " + s.dump());
+      p.seeds.push_back(s.get<int>());
+    }
+  }
+  return p;
+}
+
+std::vector<std::pair<std::string, json>> Preset::sections_for(const std::vector<std::string>& v) const {
+  std::vector<std::pair<std::string, json>> out;
+  if (raw.contains("defaults")) out.push_back({path + " defaults", raw["defaults"]});
+  for (size_t i = 0; i < axes.size() && i < v.size(); i++) {
+    const std::string sec = axes[i].name + "s_cfg";
+    if (raw.contains(sec) && raw[sec].contains(v[i])) out.push_back({path + " " + sec + "." + v[i], raw[sec][v[i]]});
+  }
+  if (raw.contains("cells_cfg")) {
+    std::vector<std::pair<size_t, std::string>> hits;  // (number of parts, key)
+    for (auto& [key, section] : raw["cells_cfg"].items()) {
+      auto parts = split_slash(key);
+      if (parts.size() > v.size()) continue;
+      if (std::equal(parts.begin(), parts.end(), v.begin())) hits.push_back({parts.size(), key});
+    }
+    std::stable_sort(hits.begin(), hits.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    for (auto& [n, key] : hits) out.push_back({path + " cells_cfg." + key, raw["cells_cfg"][key]});
+  }
+  return out;
+}
+
+}  // namespace dl::harness

@@ -1,0 +1,114 @@
+// apps/common/config.h - an app's configuration: one flat struct of plain values, presets that set them per cell
+// of a sweep, and `--set field=value` overrides, every value type-checked (nanoGPT's configurator, typed).
+//
+// The app's config struct lists its fields once, in a static template that visits them:
+//   struct CellConfig {
+//     int steps = 300; double lr = 1e-3; std::string schedule = "cosine"; int seed = 0; ...
+//     template <class C, class F> static void fields(C& c, F&& f) { f("steps", c.steps), f("lr", c.lr), ...; }
+//   };
+// config_to_json / apply_config then read and write it; an unknown field or a value of the wrong type is a
+// ConfigError naming where it came from (file and section, or the flag), the field, and the expected and found
+// types. Field types: int, double, bool, std::string. Every app's config has an integer field "seed".
+//
+// A preset (apps/<app>/presets/<name>.json) sets the fields for the cells of a sweep. The app names its axes
+// (LRA: task, model, regime); for each axis A the preset lists its values under "<A>s" and may hold per-value
+// sections "<A>s_cfg": {value: {field: value}}:
+//   { "description": "...", "tasks": [...], "models": [...], "regimes": [...], "seeds": [0, 1, 2],
+//     "defaults": {...}, "tasks_cfg": {"listops": {...}}, "models_cfg": {...}, "regimes_cfg": {...},
+//     "cells_cfg": {"listops/s4d": {...}, "listops/s4d/spt-masked": {...}} }
+// Resolution, later wins: the struct's defaults < defaults < each axis's section in axis order < cells_cfg
+// entries whose "/"-joined values match the cell's leading axes (fewer parts first) < `--set` (in order).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dl::harness {
+
+using json = nlohmann::json;
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- typed fields ----
+// Set one field from a JSON value; `where` and `key` name it in the error ("<where>: field 'lr' must be a number,
+// found string ("fast")").
+void set_field(int& field, const json& v, const std::string& key, const std::string& where);
+void set_field(double& field, const json& v, const std::string& key, const std::string& where);
+void set_field(bool& field, const json& v, const std::string& key, const std::string& where);
+void set_field(std::string& field, const json& v, const std::string& key, const std::string& where);
+
+template <class C> json config_to_json(const C& c) {
+  json j = json::object();
+  C::fields(c, [&](const char* k, const auto& v) { j[k] = v; });
+  return j;
+}
+
+template <class C> std::vector<std::string> config_field_names() {
+  std::vector<std::string> names;
+  C c;
+  C::fields(c, [&](const char* k, auto&) { names.push_back(k); });
+  return names;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+
+template <class C> void apply_config(C& c, const json& j, const std::string& where) {
+  if (!j.is_object()) throw ConfigError(where + ": expected an object of fields, found " + j.type_name());
+  for (auto& [key, val] : j.items()) {
+    bool found = false;
+    C::fields(c, [&](const char* k, auto& field) {
+      if (key != k) return;
+      found = true;
+      set_field(field, val, key, where);
+    });
+    if (!found) throw ConfigError(where + ": unknown field '" + key + "' (known fields: " + join(config_field_names<C>()) + ")");
+  }
+}
+
+// "field=value": the value is parsed as JSON, and a bare word that is not JSON is a string (--set norm=batch).
+std::pair<std::string, json> parse_override(const std::string& kv);
+
+template <class C> void apply_overrides(C& c, const std::vector<std::string>& overrides) {
+  for (auto& o : overrides) {
+    auto [k, v] = parse_override(o);
+    apply_config(c, json{{k, v}}, "--set " + o);
+  }
+}
+
+// ---- presets ----
+struct Axis {
+  std::string name;                // singular: "task"; the preset's list is "<name>s"
+  std::vector<std::string> known;  // the values an app accepts (checked when the preset loads); empty: any
+};
+
+struct Preset {
+  std::string name, path, description;
+  std::vector<Axis> axes;
+  std::vector<std::vector<std::string>> values;  // per axis, the preset's list
+  std::vector<int> seeds;                        // the preset's "seeds" (may be empty)
+  json raw;
+
+  // Every section that applies to a cell with these axis values, in resolution order, each with where it is
+  // ("<path> tasks_cfg.listops"), for apply_config.
+  std::vector<std::pair<std::string, json>> sections_for(const std::vector<std::string>& cell_values) const;
+};
+
+// Presets are JSON files in `dir`; `name_or_path` is a name there or a path to a file (anything with a '/' or
+// ending in .json). Unknown top-level keys, axis values outside Axis::known, and sections that are not objects
+// are ConfigErrors naming the file.
+Preset load_preset(const std::string& name_or_path, const std::string& dir, const std::vector<Axis>& axes);
+std::vector<std::string> preset_names(const std::string& dir);
+
+// The resolved config of one cell: preset sections, then the overrides.
+template <class C> C resolve(const Preset& p, const std::vector<std::string>& cell_values, const std::vector<std::string>& overrides) {
+  C c;
+  for (auto& [where, section] : p.sections_for(cell_values)) apply_config(c, section, where);
+  apply_overrides(c, overrides);
+  return c;
+}
+
+}  // namespace dl::harness

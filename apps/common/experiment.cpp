@@ -1,0 +1,214 @@
+// apps/common/experiment.cpp - the shared command line and the sweep (see experiment.h).
+#include "apps/common/experiment.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "apps/common/signals.h"
+
+namespace dl::harness {
+
+namespace fs = std::filesystem;
+
+std::vector<int> parse_seeds(const std::string& text) {
+  std::vector<int> seeds;
+  auto bad = [&]() { return ConfigError("--seeds '" + text + "': expected a list like 0,1,2 or a range like 0-4"); };
+  size_t a = 0;
+  while (a <= text.size()) {
+    size_t b = text.find(',', a);
+    std::string part = text.substr(a, b == std::string::npos ? std::string::npos : b - a);
+    size_t dash = part.find('-');
+    try {
+      size_t used = 0;
+      if (dash == std::string::npos) {
+        int s = std::stoi(part, &used);
+        if (used != part.size() || s < 0) throw bad();
+        seeds.push_back(s);
+      } else {
+        int lo = std::stoi(part.substr(0, dash), &used), hi = std::stoi(part.substr(dash + 1));
+        if (used != dash || lo < 0 || hi < lo) throw bad();
+        for (int s = lo; s <= hi; s++) seeds.push_back(s);
+      }
+    } catch (const std::logic_error&) {  // stoi: not a number
+      throw bad();
+    }
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
+  if (seeds.empty()) throw bad();
+  return seeds;
+}
+
+void check_device(const std::string& device) {
+  if (device == "cpu") return;
+  if (device == "cuda")
+    throw ConfigError("--device cuda: the CUDA backend covers matmul, elementwise, softmax and FFT convolution kernels "
+                      "(docs/cuda.md) but not every op a training step needs yet; run on cpu");
+  throw ConfigError("--device '" + device + "': expected cpu or cuda");
+}
+
+std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::vector<std::vector<std::string>>& values,
+                               const std::vector<int>& seeds, const std::vector<std::string>& sets) {
+  std::vector<std::string> axes;
+  for (auto& a : e.axes) axes.push_back(a.name);
+  std::vector<Cell> cells;
+  std::vector<std::string> cur(values.size());
+  std::function<void(size_t)> walk = [&](size_t i) {
+    if (i == values.size()) {
+      if (seeds.empty()) {  // the config's own seed
+        json c = e.resolve(p, cur, sets);
+        if (!c.contains("seed") || !c["seed"].is_number_integer())
+          throw std::logic_error(e.name + ": the config has no integer field 'seed'");
+        cells.push_back(Cell{axes, cur, c["seed"].get<int>(), c});
+        return;
+      }
+      for (int s : seeds) {
+        std::vector<std::string> with_seed = sets;
+        with_seed.push_back("seed=" + std::to_string(s));
+        cells.push_back(Cell{axes, cur, s, e.resolve(p, cur, with_seed)});
+      }
+      return;
+    }
+    for (auto& v : values[i]) cur[i] = v, walk(i + 1);
+  };
+  walk(0);
+  return cells;
+}
+
+Table write_reports(const Experiment& e, const Preset& p, const std::string& out) {
+  std::vector<CellResult> rs = collect_results(out);
+  Table t = e.report(out, p, rs);
+  json cells = json::array();
+  for (auto& r : rs) cells.push_back(r.to_json());
+  write_text_atomic(out + "/results.json", json{{"app", e.name}, {"preset", p.name}, {"table", t.to_json()}, {"cells", cells}}.dump(2) + "\n");
+  write_text_atomic(out + "/results.md", t.markdown());
+  write_run_metrics(out, rs);
+  return t;
+}
+
+std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const std::vector<Cell>& cells, const SweepOptions& o) {
+  std::vector<CellResult> done;
+  fs::create_directories(o.out);
+  for (auto& c : cells) {
+    RunContext ctx;
+    ctx.out = o.out, ctx.dir = cell_dir(o.out, c), ctx.label = "[" + c.label() + "]";
+    ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet, ctx.stop_after = o.stop_after;
+    if (o.resume && fs::exists(result_path(o.out, c))) {
+      if (!o.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
+      done.push_back(CellResult::from_json(json::parse(read_text(result_path(o.out, c)))));
+      continue;
+    }
+    if (!o.resume) fs::remove_all(ctx.dir);  // a fresh run of this cell forgets earlier checkpoints and logs
+    fs::create_directories(ctx.dir);
+    auto t0 = std::chrono::steady_clock::now();
+    CellResult r = e.run_cell(c, ctx);
+    r.cell = c;
+    if (r.wall_s == 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    write_result(o.out, r);
+    done.push_back(r);
+    write_reports(e, p, o.out);
+  }
+  return done;
+}
+
+// ---- the command line ----
+namespace {
+
+struct Shared {
+  std::string preset, out, device = "cpu", seeds;
+  std::vector<std::string> sets;
+  int seed = -1, threads = 2;
+  bool resume = false, quiet = false;
+};
+
+void add_shared(CLI::App* s, Shared& o) {
+  s->add_option("--preset,--config", o.preset, "preset name (in the app's presets folder) or a JSON file")->capture_default_str();
+  s->add_option("--set", o.sets, "override a config field: --set lr=3e-4 (repeatable)");
+  s->add_option("--out", o.out, "output folder")->capture_default_str();
+  s->add_option("--seed", o.seed, "one seed (overrides the preset's seeds)");
+  s->add_option("--seeds", o.seeds, "several seeds: 0,1,2 or 0-4; tables show mean and standard error");
+  s->add_option("--threads", o.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+  s->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+  s->add_flag("--resume", o.resume, "continue: skip finished cells, resume half-done ones from their checkpoints");
+  s->add_flag("--quiet", o.quiet, "no progress bars or log lines");
+}
+
+std::vector<int> seeds_of(const Shared& o, const Preset& p) {
+  if (!o.seeds.empty()) return parse_seeds(o.seeds);
+  if (o.seed >= 0) return {o.seed};
+  return p.seeds;  // empty: the config's own seed (expand_cells reads it)
+}
+
+}  // namespace
+
+int run_main(const Experiment& e, int argc, char** argv) {
+  CLI::App app{e.description};
+  app.require_subcommand(1);
+  Shared o;
+  o.preset = e.default_preset, o.out = "runs/" + e.name;
+  std::vector<std::vector<std::string>> pick(e.axes.size());  // run: --<axis>s
+  std::vector<std::string> one(e.axes.size());                 // cell: --<axis>
+  CLI::App* run = app.add_subcommand("run", "run a sweep: every combination of the preset's axes, for every seed");
+  add_shared(run, o);
+  CLI::App* cell = app.add_subcommand("cell", "run one cell (one value of each axis), for every seed");
+  add_shared(cell, o);
+  for (size_t i = 0; i < e.axes.size(); i++) {
+    const AxisSpec& a = e.axes[i];
+    run->add_option("--" + a.name + "s", pick[i], "only these " + a.name + "s (comma-separated)")->delimiter(',');
+    cell->add_option("--" + a.name, one[i], a.help.empty() ? a.name : a.help);
+  }
+  CLI::App* list = app.add_subcommand("list", "list the axes' values, the presets and what the app adds");
+  std::vector<Command> extra = e.commands ? e.commands(app) : std::vector<Command>{};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& err) {
+    return app.exit(err);
+  }
+
+  try {
+    for (auto& c : extra)
+      if (c.cmd->parsed()) return c.run(), 0;
+    if (*list) {
+      for (auto& a : e.axes) std::cout << a.name << "s: " << join(a.known) << "\n";
+      std::cout << "presets (" << e.presets_dir << "): " << join(preset_names(e.presets_dir)) << "\n";
+      if (e.list) e.list(std::cout);
+      return 0;
+    }
+    check_device(o.device);
+    omp_set_num_threads(o.threads);
+    install_stop_handlers();
+    Preset p = load_preset(o.preset, e.presets_dir, std::vector<Axis>(e.axes.begin(), e.axes.end()));
+    std::vector<std::vector<std::string>> values = p.values;
+    for (size_t i = 0; i < e.axes.size(); i++) {
+      const AxisSpec& a = e.axes[i];
+      std::vector<std::string> chosen = *cell ? std::vector<std::string>{one[i]} : pick[i];
+      if (*cell && one[i].empty()) {
+        if (!a.fallback.empty()) chosen = {a.fallback};
+        else if (p.values[i].size() == 1) chosen = p.values[i];
+        else throw ConfigError("cell: --" + a.name + " is required (the preset has: " + join(p.values[i]) + ")");
+      }
+      for (auto& v : chosen)
+        if (!a.known.empty() && std::find(a.known.begin(), a.known.end(), v) == a.known.end())
+          throw ConfigError("unknown " + a.name + " '" + v + "' (known: " + join(a.known) + ")");
+      if (!chosen.empty()) values[i] = chosen;
+    }
+    std::vector<Cell> cells = expand_cells(e, p, values, seeds_of(o, p), o.sets);  // resolves (validates) every cell
+    if (!o.quiet) std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out << "\n";
+    run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet});
+    write_reports(e, p, o.out);
+    std::cout << read_text(o.out + "/results.md") << "\nwritten: " << o.out << "/results.{json,md}, metrics.csv"
+              << (have_gnuplot() ? ", plots/" : "") << "\n";
+  } catch (const Interrupted& i) {
+    std::cerr << e.name << ": " << i.what() << "\n";
+    return 130;
+  } catch (const std::exception& ex) {
+    std::cerr << e.name << ": error: " << ex.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace dl::harness

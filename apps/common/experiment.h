@@ -1,0 +1,81 @@
+// apps/common/experiment.h - what an app tells the harness, and the command line every app shares.
+//
+// An app is a task in fairseq's sense: it owns its data, builds its model and loss, and runs one cell of its sweep
+// (its phases, on the harness's run_phase). The harness knows none of that by name. It gives every app:
+//   <app> run   [--preset NAME|FILE] [--<axis>s a,b ..] [--set field=value].. [--seeds 0,1,2] [--resume] ...
+//   <app> cell  --<axis> value .. [--preset ..] [--set ..] [--seed k] [--resume] ...
+//   <app> list
+// plus the app's own subcommands. Shared options: --preset/--config, --set (repeatable), --out, --seed,
+// --seeds, --threads, --device cpu|cuda, --resume, --quiet.
+// A sweep is every combination of the preset's axis values (or those picked on the command line) times every
+// seed: --seeds > --seed > the preset's "seeds" > the config's own "seed". Every cell's config is resolved (and so
+// validated) before the first one trains. Finished cells are skipped with --resume, a half-done one resumes from
+// its checkpoints; after each cell the run's results.{json,md}, metrics.csv and the app's plots are rewritten.
+// SIGINT/SIGTERM: the running phase checkpoints and the app exits with status 130 (resume with --resume).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "apps/common/config.h"
+#include "apps/common/phase.h"
+#include "apps/common/report.h"
+#include "apps/common/results.h"
+
+namespace dl::harness {
+
+struct AxisSpec : Axis {
+  std::string fallback;  // `cell` uses it when --<axis> is not given (empty: required unless the preset has one value)
+  std::string help;      // for --help
+};
+
+// An app's own subcommand: registered on the CLI, run after parsing (inside the harness's error handling).
+struct Command {
+  CLI::App* cmd = nullptr;
+  std::function<void()> run;
+};
+
+struct Experiment {
+  std::string name;         // the executable ("lra_benchmark"): default output folder runs/<name>
+  std::string description;  // the --help banner
+  std::string presets_dir;  // apps/<name>/presets in the source tree
+  std::string default_preset = "tiny";
+  std::vector<AxisSpec> axes;
+  // The cell's config, resolved from the preset and the overrides and validated, as JSON (stored in its result).
+  std::function<json(const Preset&, const std::vector<std::string>& values, const std::vector<std::string>& sets)> resolve;
+  // Trains and evaluates one cell (all its phases) in ctx.dir; the harness writes its result.json.
+  std::function<CellResult(const Cell&, const RunContext&)> run_cell;
+  // The run's table from its finished cells (the harness writes results.md / results.json); the app may also
+  // write its plots into <out>/plots.
+  std::function<Table(const std::string& out, const Preset&, const std::vector<CellResult>&)> report;
+  std::function<void(std::ostream&)> list;              // extra lines for `list` (may be empty)
+  std::function<std::vector<Command>(CLI::App&)> commands;  // the app's own subcommands (may be empty)
+};
+
+// The app's main: parses the command line and runs what it asks for. Returns the exit status.
+int run_main(const Experiment& e, int argc, char** argv);
+
+// ---- the pieces run_main is made of (tests and apps with their own mains use them) ----
+struct SweepOptions {
+  std::string out;
+  std::string device = "cpu";
+  bool resume = false, quiet = false;
+  int stop_after = -1;  // tests
+};
+// Every combination of `values` (one list per axis, in axis order) times `seeds`, each resolved by e.resolve.
+std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::vector<std::vector<std::string>>& values,
+                               const std::vector<int>& seeds, const std::vector<std::string>& sets);
+// Runs the cells (skipping finished ones when resuming) and rewrites the reports after each. Returns the results of
+// the cells this call ran or skipped.
+std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const std::vector<Cell>& cells, const SweepOptions& o);
+// results.json, results.md, metrics.csv (and the app's plots) from every finished cell under out; returns the table.
+Table write_reports(const Experiment& e, const Preset& p, const std::string& out);
+// "0,1,2" or "0-4" (inclusive) -> seeds; a ConfigError names anything else.
+std::vector<int> parse_seeds(const std::string& text);
+// The one place a device name is checked: "cpu"; "cuda" is refused until the CUDA backend has every op a training
+// step needs (docs/cuda.md).
+void check_device(const std::string& device);
+
+}  // namespace dl::harness

@@ -1,0 +1,104 @@
+// apps/common/phase.h - one training phase, the loop every app runs: steps with gradient accumulation, clipping,
+// the schedule, periodic evaluation, checkpoints, the progress bar, and exact resume.
+//
+//   for step in [start, steps):
+//     lr = schedule(step)
+//     for micro in [0, accum): loss = loss_fn(next batch) / accum; backward          (gradients add up)
+//     clip the global gradient norm; optimizer step; zero the gradients
+//     every eval_every steps and at the end: log (train loss EMA, eval()) to the curve and metrics.csv
+//     every checkpoint_every steps and at the end: checkpoint (model, optimizer, step, data position, RNGs, curve)
+//     SIGINT / SIGTERM: checkpoint now and throw Interrupted; --resume continues from it
+// A phase resumes from the checkpoint in <cell>/<phase name>/ when asked to and continues exactly: same batches
+// (the Batcher's position), same dropout masks (the generators' states), same learning rates (the step), and the
+// same curve (rows logged after the checkpoint are dropped from metrics.csv and logged again). So a killed run
+// that resumes ends bit-identical to one that never stopped. Phases chain (pretraining, then fine-tuning) with an
+// explicit partial load between them: save_backbone / load_backbone.
+#pragma once
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/common/results.h"
+#include "nn/module.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "tasks/batching.h"
+
+namespace dl::harness {
+
+// A run stopped before the end of a phase: by a signal (after writing a checkpoint) or by stop_after (tests).
+struct Interrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Where and how a cell runs (the harness fills it; phases and apps read it).
+struct RunContext {
+  std::string out;         // the run folder
+  std::string dir;         // the cell folder, <out>/cells/<cell>
+  std::string label;       // "[listops/s4d/scratch seed 0]" for logs
+  std::string device = "cpu";
+  bool resume = false;     // continue from checkpoints (otherwise a cell starts afresh)
+  bool quiet = false;      // no progress bar, no log lines
+  int stop_after = -1;     // tests: throw Interrupted after this many steps in this process, as a SIGKILL would
+                           // (no checkpoint is written)
+  std::string metrics_csv() const { return dir + "/metrics.csv"; }
+};
+
+struct PhaseSpec {
+  std::string name;          // "pretrain", "finetune": the checkpoint folder <cell>/<name> and the csv's phase
+  int steps = 0;
+  int accum = 1;             // micro-batches per optimizer step
+  double clip = 0;           // max global gradient norm; 0: no clipping
+  int eval_every = 0;        // evaluate every k steps (and after the last); 0: only after the last
+  int checkpoint_every = 0;  // checkpoint every k steps (and after the last); 0: only after the last
+};
+
+struct Step {
+  int step = 0;   // the optimizer step (0-based)
+  int micro = 0;  // the micro-batch within it (< accum)
+};
+
+// What eval() measured; val_loss NaN / accuracy -1 where it does not measure it.
+struct EvalPoint {
+  double val_loss = std::numeric_limits<double>::quiet_NaN();
+  double accuracy = -1;
+};
+
+// What a phase trains. Everything is held by reference and must outlive run_phase.
+struct PhaseParts {
+  nn::Module* model = nullptr;
+  optim::Optimizer* opt = nullptr;
+  optim::Schedule schedule{"constant", [](int64_t, double base_lr) { return base_lr; }};
+  tasks::Batcher* batches = nullptr;
+  std::function<Var(const tasks::Batch&, const Step&)> loss;  // one micro-batch's mean loss (a scalar)
+  std::function<EvalPoint()> eval;                            // on the validation split; may be empty
+  std::vector<std::pair<std::string, Generator*>> rngs;       // saved and restored with checkpoints (dropout)
+};
+
+struct PhaseResult {
+  double final_loss = 0;  // the smoothed training loss at the end
+  int steps_run = 0;      // steps executed in this process (for steps/s)
+  double seconds = 0;
+  int start = 0;          // the step this process started from (> 0 after a resume)
+};
+
+// Runs the phase, appending its evaluations to `curve` (which a resume replaces by the checkpoint's).
+PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext& ctx, std::vector<CurvePoint>& curve);
+
+// One update after the gradients are in: clip to `clip` (0: no clipping), optimizer step, zero the gradients.
+void apply_update(nn::Module& m, optim::Optimizer& opt, double clip);
+
+// The curve saved with a finished phase's last checkpoint (empty when the folder has none): a resumed cell gets the
+// curve of a phase it does not rerun.
+std::vector<CurvePoint> saved_curve(const std::string& phase_dir);
+
+// ---- chaining phases ----
+// Save the weights of `m` whose names start with none of `drop` (e.g. a pretraining head) as safetensors.
+void save_backbone(const nn::Module& m, const std::string& path, const std::vector<std::string>& drop,
+                   const std::map<std::string, std::string>& metadata = {});
+// Load such a file into `m`; names starting with one of `allow_missing` may be absent (e.g. a fresh head).
+nn::LoadReport load_backbone(nn::Module& m, const std::string& path, const std::vector<std::string>& allow_missing);
+
+}  // namespace dl::harness

@@ -1,0 +1,73 @@
+// apps/common/results.h - what a run leaves on disk, and the records it is made of.
+//
+// Run folder (every write atomic: temp file + rename):
+//   <out>/results.json                 the run: title, every finished cell's result, the app's table
+//   <out>/results.md                   the app's table (mean +- standard error over seeds) and its notes
+//   <out>/metrics.csv                  every evaluation of every cell: cell,phase,step,train_loss,val_loss,accuracy,lr
+//   <out>/plots/                       the app's plots (gnuplot; PNG)
+//   <out>/cells/<cell>/                one cell: result.json (written last), metrics.csv, <phase>/ checkpoints, ...
+// A cell is one value of each of the app's axes and a seed; its folder is "<v1>__<v2>__...__seed<k>".
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace dl::harness {
+
+using json = nlohmann::json;
+
+struct Cell {
+  std::vector<std::string> axes;    // the app's axis names, e.g. task, model, regime
+  std::vector<std::string> values;  // one value per axis
+  int seed = 0;
+  json config;                      // the resolved config (stored in the result)
+
+  std::string name() const;   // listops__s4d__scratch__seed0 (the folder)
+  std::string key() const;    // listops/s4d/scratch (the seeds of one key are averaged)
+  std::string label() const;  // listops/s4d/scratch seed 0 (logs)
+  const std::string& value(const std::string& axis) const;  // throws naming an axis the app does not have
+};
+
+// One evaluation during training. val_loss is NaN and accuracy -1 where a phase does not measure them.
+struct CurvePoint {
+  std::string phase;
+  int step = 0;
+  double train_loss = 0, val_loss = std::numeric_limits<double>::quiet_NaN(), accuracy = -1, lr = 0;
+  json to_json() const;
+  static CurvePoint from_json(const json& j);
+};
+
+struct CellResult {
+  Cell cell;
+  std::map<std::string, double> metrics;  // e.g. val_acc, test_acc, best_val_acc, pretrain_final_loss
+  int64_t test_examples = 0;              // the test split's size (the binomial standard error of one seed)
+  int64_t params = 0;
+  double wall_s = 0, steps_per_s = 0;
+  std::vector<CurvePoint> curve;
+  json extra = json::object();            // anything else the app records
+
+  double metric(const std::string& name) const;  // throws naming a metric the result lacks
+  json to_json() const;
+  static CellResult from_json(const json& j);
+};
+
+void write_text_atomic(const std::string& path, const std::string& text);  // creates the parent folders
+std::string read_text(const std::string& path);                            // throws naming an unreadable file
+
+std::string cell_dir(const std::string& out, const Cell& c);  // <out>/cells/<c.name()>
+std::string result_path(const std::string& out, const Cell& c);
+void write_result(const std::string& out, const CellResult& r);
+// Every cells/*/result.json under out, sorted by cell name; an unreadable one is skipped with a warning.
+std::vector<CellResult> collect_results(const std::string& out);
+
+// ---- metrics.csv ----
+void append_metrics_csv(const std::string& path, const std::string& cell, const CurvePoint& p);
+// Drop the rows of `phase` after `step`: they were logged after the checkpoint a resumed run restarts from.
+void truncate_metrics_csv(const std::string& path, const std::string& phase, int step);
+// <out>/metrics.csv: the cells' logs concatenated under one header.
+void write_run_metrics(const std::string& out, const std::vector<CellResult>& rs);
+
+}  // namespace dl::harness

@@ -1,0 +1,35 @@
+// apps/lra_benchmark/app.cpp - see app.h.
+#include "app.h"
+
+#include "cell.h"
+#include "config.h"
+#include "nn/registry.h"
+#include "report.h"
+#include "tasks/registry.h"
+
+namespace lra {
+
+namespace harness = dl::harness;
+
+harness::Experiment experiment() {
+  harness::Experiment e;
+  e.name = "lra_benchmark";
+  e.description = "LRA benchmark: scratch vs. self-pretrained Transformers and state-space models (Amos et al. 2023)";
+  e.presets_dir = presets_dir();
+  for (auto& a : axes()) e.axes.push_back({a, "", a.name});
+  e.axes[2].fallback = "scratch";
+  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    return resolve_cell(p, v[0], v[1], v[2], sets).to_json();
+  };
+  e.run_cell = run_cell;
+  e.report = lra_report;
+  e.list = [](std::ostream& os) {
+    os << "the paper's models: " << harness::join(kPaperModels) << " (any registry layer works as a model)\ntasks:\n";
+    for (auto& t : dl::tasks::task_registry()) os << "  " << t.name << "  - " << t.description << "\n";
+    os << "layers (nn/registry.cpp):\n";
+    for (auto& l : dl::nn::layer_registry()) os << "  " << l.name << "  - " << l.summary << "\n";
+  };
+  return e;
+}
+
+}  // namespace lra

@@ -1,0 +1,157 @@
+// apps/lra_benchmark/cell.cpp - one cell: data -> (self-pretraining) -> fine-tuning -> evaluation (see cell.h).
+#include "cell.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "data.h"
+#include "kernels.h"
+#include "nn/sequence_layer.h"
+#include "optim/checkpoint.h"
+#include "optim/param_groups.h"
+#include "optim/schedule.h"
+
+namespace lra {
+
+using namespace dl;
+namespace fs = std::filesystem;
+namespace harness = dl::harness;
+
+// The pretraining head and the classifier's: what a backbone file leaves out, and what a fine-tuning load may miss.
+static const std::vector<std::string> kHeads = {"head.", "head_hidden.", "pretrain_head."};
+
+static optim::Schedule schedule_for(const CellConfig& c, int steps) {
+  optim::ScheduleConfig sc;
+  sc.kind = c.schedule == "cosine" ? "warmup_cosine" : c.schedule == "linear" ? "warmup_linear_decay" : "linear_warmup";
+  sc.warmup = std::min(c.warmup, steps / 2);  // one warmup setting serves both phases; never more than half a phase
+  sc.total = steps;
+  return optim::make_schedule(sc);
+}
+
+optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr) {
+  optim::GroupingOptions go;
+  go.lr = lr;
+  go.weight_decay = c.weight_decay;
+  go.rules = {optim::s4_rule(c.ssm_lr, nn::own_lr_parameter_names(m))};  // what the layers ask for, as the S4 repo does
+  go.no_decay_norm_bias_embed = true;                                     // norms, biases and embeddings: no weight decay
+  optim::AdamWOptions ao;
+  ao.lr = lr;
+  ao.weight_decay = c.weight_decay;
+  return optim::AdamW(optim::make_param_groups(m, go), ao);
+}
+
+// One phase of the cell on the harness: pretraining (the SPT objective, validation loss) or fine-tuning
+// (classification, validation accuracy). `dropout` is the generator the model's dropout layers draw from.
+static harness::PhaseResult train(bool pretrain, LraModel& m, Generator& dropout, const tasks::TaskData& data, const CellConfig& c,
+                                  const harness::RunContext& ctx, std::vector<harness::CurvePoint>& curve) {
+  harness::PhaseSpec spec;
+  spec.name = pretrain ? "pretrain" : "finetune";
+  spec.steps = pretrain ? c.pretrain_steps : c.steps;
+  spec.clip = c.clip, spec.eval_every = c.eval_every, spec.checkpoint_every = c.checkpoint_every;
+  optim::AdamW opt = make_optimizer(m, c, pretrain ? c.pretrain_lr : c.lr);
+  tasks::BatcherConfig bc;
+  bc.batch_size = c.batch;
+  bc.seed = (uint64_t)c.seed * 7919 + (pretrain ? 1 : 2);
+  bc.drop_last = true;
+  tasks::Batcher batches(data.train, bc);
+
+  harness::PhaseParts parts;
+  parts.model = &m, parts.opt = &opt, parts.schedule = schedule_for(c, spec.steps), parts.batches = &batches;
+  parts.rngs = {{"dropout", &dropout}};
+  if (pretrain) {
+    parts.loss = [&](const tasks::Batch& b, const harness::Step& s) {
+      std::mt19937_64 rng((uint64_t)c.seed * 1000003ull + (uint64_t)s.step + (uint64_t)s.micro * 1000000007ull);  // resume-exact
+      return pretrain_loss(m, b, c, data.train.pad_id, rng);
+    };
+    parts.eval = [&] { return harness::EvalPoint{pretrain_val_loss(m, data.val, c, c.eval_batches), -1}; };
+  } else {
+    parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return classification_loss(m, b); };
+    parts.eval = [&] {
+      SplitEval e = evaluate_split(m, data.val, c.batch, c.eval_batches);
+      return harness::EvalPoint{e.loss, e.accuracy};
+    };
+  }
+  return harness::run_phase(spec, parts, ctx, curve);
+}
+
+harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
+  const CellConfig c = CellConfig::from_json(cell.config, cell.label() + " config");
+  const tasks::TaskData& data = task_data(c);
+  const TaskShape shape = shape_of(data);
+  const bool spt = c.regime != "scratch", causal = c.regime == "spt-causal";
+  harness::CellResult res;
+  std::vector<harness::CurvePoint> curve_pre, curve_ft;
+  int steps_run = 0;
+  double train_seconds = 0;
+
+  // 1. self-pretraining on the training split (its labels unused), then keep the backbone only
+  const std::string backbone = ctx.dir + "/backbone.safetensors";
+  if (spt && !fs::exists(backbone)) {
+    Generator g((uint64_t)c.seed);
+    LraModel m(c, shape, causal, g);
+    harness::PhaseResult pr = train(true, m, g, data, c, ctx, curve_pre);
+    steps_run += pr.steps_run, train_seconds += pr.seconds;
+    harness::save_backbone(m, backbone, kHeads, {{"dl.cell", c.key()}, {"dl.pretrain_steps", std::to_string(c.pretrain_steps)}});
+  }
+  if (spt) {
+    if (curve_pre.empty()) curve_pre = harness::saved_curve(ctx.dir + "/pretrain");  // this process resumed after pretraining
+    res.metrics["pretrain_final_loss"] = curve_pre.empty() ? -1 : curve_pre.back().val_loss;
+  }
+
+  // 2. fine-tuning: a fresh model with the next seed; SPT loads the backbone (the heads explicitly left out)
+  Generator g((uint64_t)c.seed + 1);
+  LraModel m(c, shape, causal, g);
+  // The kernel's envelope where this cell's training started and after pretraining, for kernels.png. SPT cells
+  // rebuild the pretraining model (same seed, so its initialisation) with its own generator - g drives the
+  // fine-tuning below - and read the pretrained kernel from the backbone file, which also holds on --resume.
+  KernelHistory kernels;
+  if (!spt) {
+    kernels.init = kernel_envelope(m, m.shape.max_len);
+  } else {
+    Generator pg((uint64_t)c.seed);
+    LraModel pm(c, shape, causal, pg);
+    kernels.init = kernel_envelope(pm, pm.shape.max_len);
+    if (!kernels.init.empty()) {
+      harness::load_backbone(pm, backbone, kHeads);
+      kernels.pretrained = kernel_envelope(pm, pm.shape.max_len);
+    }
+  }
+  if (spt && !optim::latest_checkpoint(ctx.dir + "/finetune")) {
+    nn::LoadReport rep = harness::load_backbone(m, backbone, kHeads);
+    if (!ctx.quiet) std::cerr << ctx.label << " loaded pretrained backbone: " << rep.str() << "\n";
+  }
+  res.params = m.num_parameters() - m.pretrain_head_params();
+  harness::PhaseResult fr = train(false, m, g, data, c, ctx, curve_ft);
+  steps_run += fr.steps_run, train_seconds += fr.seconds;
+
+  // 3. final evaluation on the whole validation split and the test split
+  SplitEval val = evaluate_split(m, data.val, c.batch, 0), test = evaluate_split(m, data.test, c.batch, c.test_batches);
+  res.metrics["val_acc"] = val.accuracy;
+  res.metrics["test_acc"] = test.accuracy;
+  res.test_examples = test.examples;
+  double best = 0;
+  for (auto& p : curve_ft) best = std::max(best, p.accuracy);
+  res.metrics["best_val_acc"] = best;
+  res.curve = curve_pre;
+  res.curve.insert(res.curve.end(), curve_ft.begin(), curve_ft.end());
+  res.extra = {{"steps", c.steps}, {"pretrain_steps", spt ? c.pretrain_steps : 0}, {"val_examples", val.examples}};
+  res.steps_per_s = train_seconds > 0 ? steps_run / train_seconds : 0;
+  m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+  write_learned_kernels(m, ctx.dir, m.shape.max_len, kernels);
+  if (!ctx.quiet) std::cerr << ctx.label << " val " << 100 * val.accuracy << "%  test " << 100 * test.accuracy << "%\n";
+  return res;
+}
+
+double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, const std::string& split) {
+  const tasks::TaskData& data = task_data(c);
+  Generator g((uint64_t)c.seed);
+  LraModel m(c, shape_of(data), c.regime == "spt-causal", g);
+  m.load(model_path);
+  const tasks::Dataset* d = split == "test" ? &data.test : split == "val" ? &data.val : split == "train" ? &data.train : nullptr;
+  if (!d) throw ConfigError("unknown split '" + split + "' (train, val, test)");
+  return evaluate_split(m, *d, c.batch, 0).accuracy;
+}
+
+}  // namespace lra

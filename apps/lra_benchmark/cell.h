@@ -1,0 +1,33 @@
+// apps/lra_benchmark/cell.h - one cell of the table: (task, model, regime, seed) trained end to end on the harness.
+//
+//   scratch      fine-tune `steps` steps from random weights
+//   spt-causal   pretrain `pretrain_steps` on the TRAINING split with next-token prediction (causal mixers),
+//   spt-masked   or with masked denoising (mask_prob; CE on masked tokens, L1 on masked continuous positions),
+//                then drop the pretraining head, load the backbone into a fresh model (an explicit partial
+//                load: head.* may be missing) and fine-tune as scratch does.
+// Each phase is a harness phase (apps/common/phase.h) checkpointing to <cell>/<phase>/ every checkpoint_every
+// steps, so a killed run resumes from its last checkpoint and continues exactly. Results: val and test accuracy
+// (the whole validation split; test_batches > 0 limits the test split), the best validation accuracy seen during
+// fine-tuning, the last pretraining validation loss; <cell>/model.safetensors (with its config) and, for layers
+// with a learned kernel, the kernels of the first block (kernels.h).
+#pragma once
+#include <string>
+
+#include "apps/common/phase.h"
+#include "apps/common/results.h"
+#include "config.h"
+#include "model.h"
+#include "optim/adam.h"
+
+namespace lra {
+
+dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
+
+// Evaluate a saved model (the fine-tuned model.safetensors of a cell) on a split: returns accuracy.
+double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, const std::string& split);
+
+// A phase's optimizer: AdamW at lr; the parameters the layers ask for (SSM A, B, dt) get ssm_lr and no weight
+// decay, norms, biases and embeddings no weight decay.
+dl::optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr);
+
+}  // namespace lra

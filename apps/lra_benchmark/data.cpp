@@ -1,0 +1,202 @@
+// apps/lra_benchmark/data.cpp - the task's data as the model sees it (see data.h).
+#include "data.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "tasks/objectives.h"
+#include "tasks/registry.h"
+
+namespace lra {
+
+using namespace dl;
+
+const tasks::TaskData& task_data(const CellConfig& c) {
+  static std::map<std::string, std::unique_ptr<tasks::TaskData>> cache;
+  static std::mutex mu;
+  std::string key = c.task + "|" + std::to_string(c.seq_len) + "|" + std::to_string(c.train_size) + "|" + std::to_string(c.val_size) +
+                    "|" + std::to_string(c.test_size) + "|" + std::to_string(c.seed) + "|" + c.data_path;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[key];
+  if (!slot) {
+    tasks::TaskConfig tc;
+    tc.seq_len = c.seq_len;
+    tc.train_size = c.train_size, tc.val_size = c.val_size, tc.test_size = c.test_size;
+    tc.seed = (uint64_t)c.seed;
+    tc.data_path = c.data_path;
+    slot = std::make_unique<tasks::TaskData>(tasks::make_task(c.task, tc));
+    for (auto* d : {&slot->train, &slot->val, &slot->test})
+      if (d->examples.empty()) throw tasks::DataError(c.task + ": split " + d->name + " is empty");
+  }
+  return *slot;
+}
+
+TaskShape shape_of(const tasks::TaskData& d) {
+  TaskShape s;
+  s.vocab = d.train.vocab_size;
+  s.features = d.train.feature_dim;
+  s.classes = d.train.num_classes;
+  s.two_tower = !d.train.examples.front().tokens2.empty();
+  int64_t longest = d.train.max_len;
+  for (auto* ds : {&d.train, &d.val, &d.test})
+    for (auto& e : ds->examples)
+      longest = std::max({longest, tasks::example_length(e, ds->feature_dim), (int64_t)e.tokens2.size()});
+  s.max_len = (int)longest;
+  if (s.classes <= 0) throw tasks::DataError(d.train.name + ": not a classification task (num_classes = 0)");
+  return s;
+}
+
+// Batch -> tensors. `second` picks tokens2 (the other tower of a retrieval pair).
+Inputs to_inputs(const tasks::Batch& b, bool second) {
+  Inputs in;
+  int64_t B = b.batch_size, T = second ? b.seq_len2 : b.seq_len;
+  const auto& mask = second ? b.mask2 : b.mask;
+  in.mask = Tensor::empty({B, T});
+  for (int64_t i = 0; i < B * T; i++) in.mask.data<float>()[i] = mask[i];
+  if (b.feature_dim == 0) {
+    const auto& tok = second ? b.tokens2 : b.tokens;
+    in.tokens = Tensor::empty({B, T}, DType::i64);
+    for (int64_t i = 0; i < B * T; i++) in.tokens.data<int64_t>()[i] = tok[i];
+  } else {  // continuous: append the (zero) mask channel the masked objective uses
+    int64_t F = b.feature_dim;
+    in.features = zeros({B, T, F + 1});
+    float* o = in.features.data<float>();
+    for (int64_t i = 0; i < B * T; i++)
+      for (int64_t f = 0; f < F; f++) o[i * (F + 1) + f] = b.features[i * F + f];
+  }
+  return in;
+}
+
+Tensor labels_of(const tasks::Batch& b) {
+  Tensor y = Tensor::empty({b.batch_size}, DType::i64);
+  for (int i = 0; i < b.batch_size; i++) y.data<int64_t>()[i] = b.labels[i];
+  return y;
+}
+
+Var classification_loss(LraModel& m, const tasks::Batch& b) {
+  Inputs a = to_inputs(b), a2;
+  if (m.shape.two_tower) a2 = to_inputs(b, true);
+  return cross_entropy(m.classify(a, m.shape.two_tower ? &a2 : nullptr), labels_of(b));
+}
+
+// ---------------------------------------------------------------------------------------------
+// self-pretraining objectives on a batch (tasks/objectives.h does the per-sequence work)
+namespace {
+
+struct PretrainBatch {
+  Inputs in;
+  Tensor targets;    // tokens: (B, T') i64 with -100 where no loss; continuous: (B, T, F)
+  Tensor loss_mask;  // continuous: (B, T, F) 1 where masked
+};
+
+PretrainBatch make_pretrain_batch(const tasks::Batch& b, bool second, const std::string& regime, double p,
+                                         int vocab, int pad_id, std::mt19937_64& rng) {
+  PretrainBatch pb;
+  int64_t B = b.batch_size;
+  if (b.feature_dim > 0) {  // continuous inputs: masked denoising only ([x (1-m), m], L1 on masked positions)
+    if (regime == "spt-causal") fail("spt-causal needs token inputs; use spt-masked for continuous tasks");
+    int64_t T = b.seq_len, F = b.feature_dim;
+    pb.in.features = Tensor::empty({B, T, F + 1});
+    pb.targets = Tensor::empty({B, T, F});
+    pb.loss_mask = zeros({B, T, F});
+    pb.in.mask = Tensor::empty({B, T});
+    for (int64_t i = 0; i < B; i++) {
+      std::vector<float> x(b.features.begin() + i * T * F, b.features.begin() + (i + 1) * T * F);
+      auto obj = tasks::mask_features(x, (int32_t)F, p, rng);
+      std::copy(obj.inputs.begin(), obj.inputs.end(), pb.in.features.data<float>() + i * T * (F + 1));
+      std::copy(obj.targets.begin(), obj.targets.end(), pb.targets.data<float>() + i * T * F);
+      for (int64_t t = 0; t < T; t++) {
+        bool real = b.mask[i * T + t] != 0;
+        pb.in.mask.data<float>()[i * T + t] = real;
+        for (int64_t f = 0; f < F; f++) pb.loss_mask.data<float>()[(i * T + t) * F + f] = real ? obj.loss_mask[t] : 0.f;
+      }
+    }
+    return pb;
+  }
+  const auto& tok = second ? b.tokens2 : b.tokens;
+  const auto& len = second ? b.lengths2 : b.lengths;
+  int64_t T = second ? b.seq_len2 : b.seq_len;
+  int64_t To = regime == "spt-causal" ? T - 1 : T;  // causal LM predicts x[1..] from x[..T-2]
+  pb.in.tokens = full({B, To}, pad_id, DType::i64);
+  pb.targets = full({B, To}, tasks::kIgnoreIndex, DType::i64);
+  pb.in.mask = zeros({B, To});
+  for (int64_t i = 0; i < B; i++) {
+    std::vector<int32_t> x(tok.begin() + i * T, tok.begin() + i * T + len[i]);
+    if (x.size() < 2) continue;
+    tasks::TokenObjective obj = regime == "spt-causal" ? tasks::causal_lm(x, pad_id) : tasks::mask_tokens(x, p, vocab, pad_id, rng);
+    for (size_t t = 0; t < obj.inputs.size(); t++) {
+      pb.in.tokens.data<int64_t>()[i * To + t] = obj.inputs[t];
+      pb.targets.data<int64_t>()[i * To + t] = obj.targets[t];
+      pb.in.mask.data<float>()[i * To + t] = 1.f;
+    }
+  }
+  return pb;
+}
+
+Var objective_loss(LraModel& m, const PretrainBatch& pb) {
+  Var h = m.encode(pb.in);
+  Var out = m.pretrain_logits(h);
+  if (pb.loss_mask.defined()) return l1_loss(out, Var(pb.targets), Reduction::mean, pb.loss_mask);
+  int64_t N = out.size(0) * out.size(1);
+  return cross_entropy(reshape(out, {N, out.size(2)}), pb.targets.reshape({N}));
+}
+
+}  // namespace
+
+Var pretrain_loss(LraModel& m, const tasks::Batch& b, const CellConfig& c, int pad_id, std::mt19937_64& rng) {
+  Var loss = objective_loss(m, make_pretrain_batch(b, false, c.regime, c.mask_prob, m.shape.vocab, pad_id, rng));
+  if (m.shape.two_tower)  // both towers see their own corrupted sequence
+    loss = (loss + objective_loss(m, make_pretrain_batch(b, true, c.regime, c.mask_prob, m.shape.vocab, pad_id, rng))) * 0.5;
+  return loss;
+}
+
+// ---------------------------------------------------------------------------------------------
+// evaluation over a split, in dataset order
+static tasks::Batcher in_order(const tasks::Dataset& d, int batch) {
+  tasks::BatcherConfig bc;
+  bc.batch_size = batch;
+  bc.shuffle = false;
+  return tasks::Batcher(d, bc);
+}
+
+SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int max_batches) {
+  NoGradGuard ng;
+  m.eval();
+  tasks::Batcher bt = in_order(d, batch);
+  int64_t nb = bt.batches_per_epoch();
+  if (max_batches > 0) nb = std::min<int64_t>(nb, max_batches);
+  int64_t correct = 0;
+  double loss_sum = 0;
+  SplitEval r;
+  for (int64_t i = 0; i < nb; i++) {
+    tasks::Batch b = bt.next();
+    Inputs a = to_inputs(b), c2;
+    if (m.shape.two_tower) c2 = to_inputs(b, true);
+    Var logits = m.classify(a, m.shape.two_tower ? &c2 : nullptr);  // (B, classes)
+    Tensor pred = argmax(logits, 1);
+    for (int j = 0; j < b.batch_size; j++) correct += pred.data<int64_t>()[j] == b.labels[j];
+    loss_sum += cross_entropy(logits, labels_of(b)).item() * b.batch_size;
+    r.examples += b.batch_size;
+  }
+  m.train();
+  if (r.examples) r.accuracy = (double)correct / r.examples, r.loss = loss_sum / r.examples;
+  return r;
+}
+
+double pretrain_val_loss(LraModel& m, const tasks::Dataset& d, const CellConfig& c, int max_batches) {
+  NoGradGuard ng;
+  m.eval();
+  tasks::Batcher bt = in_order(d, c.batch);
+  int64_t nb = std::min<int64_t>(bt.batches_per_epoch(), std::max(1, max_batches));
+  std::mt19937_64 rng(12345);  // fixed corruption so validation losses are comparable across evaluations
+  double s = 0;
+  for (int64_t i = 0; i < nb; i++) {
+    tasks::Batch b = bt.next();
+    s += objective_loss(m, make_pretrain_batch(b, false, c.regime, c.mask_prob, m.shape.vocab, d.pad_id, rng)).item();
+  }
+  m.train();
+  return s / nb;
+}
+
+}  // namespace lra

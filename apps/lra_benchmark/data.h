@@ -1,0 +1,46 @@
+// apps/lra_benchmark/data.h - the app's side of the data: the task's splits for a config, batches as tensors,
+// the self-pretraining objectives on a batch, and evaluation over a split.
+//
+//   scratch / fine-tuning   classify(batch) -> cross-entropy with the labels
+//   spt-causal              next-token prediction on the training split's sequences (token tasks only)
+//   spt-masked              masked denoising: tokens replaced with p = mask_prob (BERT's 80/10/10; CE on the
+//                           masked tokens), or continuous positions zeroed with a mask channel set (L1 on them)
+// Retrieval's two towers each see their own corrupted sequence. tasks/objectives.h does the per-sequence work.
+#pragma once
+#include <random>
+#include <string>
+
+#include "config.h"
+#include "model.h"
+#include "tasks/batching.h"
+#include "tasks/dataset.h"
+
+namespace lra {
+
+// The task's data for a config, generated once per process and shared by the cells of a sweep.
+const dl::tasks::TaskData& task_data(const CellConfig& c);
+
+// The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of
+// any split (the positions table's size).
+TaskShape shape_of(const dl::tasks::TaskData& d);
+
+// Batch -> tensors. `second` picks tokens2 (the other tower of a retrieval pair). Continuous inputs get the
+// (zero) mask channel the masked objective uses.
+Inputs to_inputs(const dl::tasks::Batch& b, bool second = false);
+dl::Tensor labels_of(const dl::tasks::Batch& b);
+
+// The fine-tuning loss of a batch: cross-entropy of classify() with the labels.
+dl::Var classification_loss(LraModel& m, const dl::tasks::Batch& b);
+// The self-pretraining loss of a batch (both towers averaged for retrieval); rng draws the corruption.
+dl::Var pretrain_loss(LraModel& m, const dl::tasks::Batch& b, const CellConfig& c, int pad_id, std::mt19937_64& rng);
+
+struct SplitEval {
+  double accuracy = 0, loss = 0;
+  int64_t examples = 0;
+};
+// Accuracy and mean cross-entropy over a split (all of it, or its first max_batches batches in dataset order).
+SplitEval evaluate_split(LraModel& m, const dl::tasks::Dataset& d, int batch, int max_batches);
+// The pretraining loss on (the first max_batches batches of) a split, with a fixed corruption so evaluations compare.
+double pretrain_val_loss(LraModel& m, const dl::tasks::Dataset& d, const CellConfig& c, int max_batches);
+
+}  // namespace lra
