@@ -200,7 +200,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
     run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet});
     write_reports(e, p, o.out);
     std::cout << read_text(o.out + "/results.md") << "\nwritten: " << o.out << "/results.{json,md}, metrics.csv"
-              << (have_gnuplot() ? ", plots/" : "") << "\n";
+              << (fs::exists(o.out + "/plots") ? ", plots/" : "") << "\n";
   } catch (const Interrupted& i) {
     std::cerr << e.name << ": " << i.what() << "\n";
     return 130;
