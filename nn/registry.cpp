@@ -11,6 +11,7 @@
 #include "nn/mixing/mlp_mixer.h"
 #include "nn/recurrent/lstm.h"
 #include "nn/ssm/dlr.h"
+#include "nn/ssm/ema.h"
 #include "nn/ssm/s4.h"
 #include "nn/ssm/s4d.h"
 #include "nn/ssm/s4d_minimal.h"
@@ -54,6 +55,7 @@ const std::vector<LayerEntry>& layer_registry() {
       entry<S4D>("s4d",                          "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real init (Gu et al. 2022)"),
       entry<S4DMinimal>("s4d_minimal",           "minimal teaching S4D (S4D-Lin, ZOH, composed kernel)"),
       entry<DLR>("dlr",                          "diagonal linear RNN, omega init (Gupta et al. 2022)"),
+      entry<EMA>("ema",                          "MEGA's multi-dimensional damped EMA as a real diagonal SSM (Ma et al. 2023)"),
   };
   // clang-format on
   return entries;

@@ -14,6 +14,7 @@
 #include "apps/common/experiment.h"
 #include "cell.h"
 #include "config.h"
+#include "data.h"
 #include "model.h"
 #include "tensor/safetensors.h"
 
@@ -226,6 +227,37 @@ TEST(LraSweep, SeedsGiveMeanAndStandardError) {
   EXPECT_EQ(t.rows[0][5], want);
   // the seed reaches the data, the initialisation and the batches: the two runs' training losses differ
   EXPECT_NE(rs[0].curve.at(0).train_loss, rs[1].curve.at(0).train_loss);
+}
+
+// A registry layer is a model of the app with no change to the app (docs/adding_a_layer.md): every one runs a
+// masked-SPT cell end to end; the layers with a learned kernel (SequenceLayer::learned_kernel) get their kernel
+// files; a layer that looks ahead is refused the causal regime with a named error.
+TEST(LraSweep, EveryRegistryLayerIsAModel) {
+  std::string d = temp_dir("layers");
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset(write_mini_preset(d));
+  harness::SweepOptions o = quiet_in(d + "/out");
+  const std::vector<std::string> few = {"steps=2", "pretrain_steps=2", "eval_every=0", "checkpoint_every=0", "seq_len=32"};
+  for (auto& model : model_names()) {
+    SCOPED_TRACE(model);
+    auto cells = harness::expand_cells(e, p, {{"listops"}, {model}, {"spt-masked"}}, {0}, few);
+    harness::CellResult r = harness::run_cells(e, p, cells, o).at(0);
+    EXPECT_GE(r.metric("test_acc"), 0.0);
+    EXPECT_GT(r.params, 0);
+    dl::Generator g(0);
+    CellConfig c = CellConfig::from_json(cells[0].config, model);
+    LraModel m(c, shape_of(task_data(c)), false, g);
+    EXPECT_EQ(fs::exists(harness::cell_dir(o.out, cells[0]) + "/kernels.dat"), m.block(0).mixer().learned_kernel(8).defined());
+  }
+  for (auto& model : {"ema", "s4d", "dlr"})
+    EXPECT_TRUE(fs::exists(harness::cell_dir(o.out, harness::expand_cells(e, p, {{"listops"}, {model}, {"spt-masked"}}, {0}, few)[0]) + "/kernels.dat"));
+  try {
+    auto cells = harness::expand_cells(e, p, {{"listops"}, {"fnet"}, {"spt-causal"}}, {0}, few);
+    harness::run_cells(e, p, cells, o);
+    FAIL() << "fnet was pretrained causally";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("layer 'fnet' looks at later positions"), std::string::npos) << err.what();
+  }
 }
 
 TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
