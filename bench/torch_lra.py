@@ -247,7 +247,7 @@ class LraModel(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the training step, as apps/lra_benchmark/trainer.cpp's run_phase
+# the training step, as the harness's run_phase (apps/common/phase.cpp) takes it for apps/lra_benchmark
 
 SSM_PARAMS = ("kernel.log_dt", "kernel.inv_dt", "kernel.inv_A_real", "kernel.log_A_real", "kernel.A_real",
               "kernel.A_imag", "kernel.B", "kernel.P", "kernel.Lambda")

@@ -20,7 +20,7 @@
 
 #include "config.h"
 #include "model.h"
-#include "nlohmann/json.hpp"
+#include <nlohmann/json.hpp>
 
 namespace lra {
 
