@@ -79,11 +79,7 @@ class S4Kernel : public Module {
   int64_t l_kernel_ = 0;
 };
 
-struct S4Options {
-  S4KernelOptions kernel;
-  bool bidirectional = false;
-  double dropout = 0.0;
-};
+using S4Options = SSMOptions<S4KernelOptions>;
 
 class S4 : public SSMLayer {
  public:

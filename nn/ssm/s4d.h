@@ -58,11 +58,7 @@ class S4DKernel : public Module {
   S4DKernelOptions opt;
 };
 
-struct S4DOptions {
-  S4DKernelOptions kernel;
-  bool bidirectional = false;
-  double dropout = 0.0;
-};
+using S4DOptions = SSMOptions<S4DKernelOptions>;
 
 class S4D : public SSMLayer {
  public:

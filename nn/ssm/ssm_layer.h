@@ -30,6 +30,13 @@ struct SSMLayerOptions {
 SSMLayerOptions read_ssm_options(const LayerConfig& cfg, const std::string& layer, const std::vector<std::string>& keys,
                                  bool conjugate_pairs, int64_t max_state = 4096);
 
+// A layer's options: its kernel's, and the shell's direction and dropout (S4Options, S4DOptions).
+template <class KernelOptions> struct SSMOptions {
+  KernelOptions kernel;
+  bool bidirectional = false;
+  double dropout = 0.0;
+};
+
 class SSMLayer : public SequenceLayer {
  public:
   Var forward(const Var& x, const Tensor& mask) override;  // (B, L, H) -> (B, L, H)

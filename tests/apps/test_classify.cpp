@@ -2,6 +2,8 @@
 // a learning test that can fail (an LSTM learns ListOps well above chance within 200 steps, and the same run at a
 // vanishing learning rate does not), and a SIGTERM mid-run that exits with 130 and resumes to the same result.
 #include <gtest/gtest.h>
+
+#include "app_test_util.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -23,12 +25,6 @@ extern char** environ;
 namespace {
 
 const std::string kExe = std::string(DL_BINARY_DIR) + "/classify";
-
-std::string temp_dir(const std::string& name) {
-  std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/classify_" + name;
-  fs::remove_all(d);
-  return d;
-}
 
 // classify cell --task listops --layer lstm with the given extra arguments; returns the child's pid.
 pid_t spawn_cell(const std::string& out, std::vector<std::string> extra) {
@@ -63,7 +59,7 @@ json only_cell(const std::string& out) {
 }  // namespace
 
 TEST(Classify, LstmLearnsListOpsWellAboveChance) {
-  std::string out = temp_dir("learn"), control = temp_dir("control");
+  std::string out = dl::test::app_temp_dir("classify_learn"), control = dl::test::app_temp_dir("classify_control");
   ASSERT_EQ(wait_exit(spawn_cell(out, {"--set", "steps=200", "--set", "lr=0.004"})), 0);
   ASSERT_EQ(wait_exit(spawn_cell(control, {"--set", "steps=200", "--set", "lr=1e-7"})), 0);
   double acc = only_cell(out)["metrics"]["test_acc"], chance = only_cell(control)["metrics"]["test_acc"];
@@ -73,7 +69,7 @@ TEST(Classify, LstmLearnsListOpsWellAboveChance) {
 }
 
 TEST(Classify, SigtermCheckpointsAndResumeEndsWhereAnUninterruptedRunEnds) {
-  std::string whole = temp_dir("whole"), part = temp_dir("part");
+  std::string whole = dl::test::app_temp_dir("classify_whole"), part = dl::test::app_temp_dir("classify_part");
   const std::vector<std::string> cfg = {"--set", "steps=3000", "--set", "d_model=16", "--set", "layers=1"};
   ASSERT_EQ(wait_exit(spawn_cell(whole, cfg)), 0);
   pid_t pid = spawn_cell(part, cfg);

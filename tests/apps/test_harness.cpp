@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app_test_util.h"
 #include "apps/common/config.h"
 #include "apps/common/experiment.h"
 #include "apps/common/phase.h"
@@ -16,29 +17,15 @@
 #include "nn/layers.h"
 #include "optim/adam.h"
 #include "optim/checkpoint.h"
+#include "op_harness.h"
 #include "optim/sgd.h"
 
 using namespace dl;
 namespace harness = dl::harness;
 namespace fs = std::filesystem;
 using harness::ConfigError;
+using dl::test::error_of;
 using json = nlohmann::json;
-
-static std::string temp_dir(const std::string& name) {
-  std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/harness_" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-static std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 struct Cfg {
   int steps = 10, seed = 0;
@@ -89,7 +76,7 @@ static std::string write(const std::string& dir, const std::string& name, const 
 }
 
 TEST(HarnessPreset, ResolutionOrderLaterAndMoreSpecificWin) {
-  std::string d = temp_dir("preset");
+  std::string d = dl::test::app_temp_dir("harness_preset");
   std::string p = write(d, "p.json", R"({"tasks": ["t1", "t2"], "models": ["m1"], "seeds": [3, 4],
       "defaults": {"steps": 1, "lr": 1, "name": "d"}, "tasks_cfg": {"t1": {"steps": 2, "lr": 2}},
       "models_cfg": {"m1": {"lr": 3}}, "cells_cfg": {"t1/m1": {"name": "cell"}, "t1": {"name": "task", "steps": 5}}})");
@@ -235,7 +222,7 @@ const harness::PhaseSpec kSpec{"train", 12, 1, 1.0, 4, 5};
 }  // namespace
 
 TEST(HarnessPhase, AccumulatedMicroBatchesEqualOneBigBatch) {
-  std::string d = temp_dir("accum");
+  std::string d = dl::test::app_temp_dir("harness_accum");
   harness::PhaseSpec one{"train", 1, 1, 0.0, 0, 0}, two{"train", 1, 2, 0.0, 0, 0};
   ToyRun big(8, false), small(4, false);  // in dataset order: micro-batches 0-3 and 4-7 make the big one
   big.m.drop->p = small.m.drop->p = 0;
@@ -252,7 +239,7 @@ TEST(HarnessPhase, AccumulatedMicroBatchesEqualOneBigBatch) {
 }
 
 TEST(HarnessPhase, EvaluationsAndCheckpointsFollowTheirCadence) {
-  std::string d = temp_dir("cadence");
+  std::string d = dl::test::app_temp_dir("harness_cadence");
   ToyRun r(8);
   r.run(kSpec, context(d, false));
   std::vector<int> steps;
@@ -268,7 +255,7 @@ TEST(HarnessPhase, EvaluationsAndCheckpointsFollowTheirCadence) {
 }
 
 TEST(HarnessPhase, KilledRunResumesBitIdentical) {
-  std::string d = temp_dir("kill");
+  std::string d = dl::test::app_temp_dir("harness_kill");
   ToyRun whole(8);
   whole.run(kSpec, context(d + "/whole", false));
   {
@@ -285,7 +272,7 @@ TEST(HarnessPhase, KilledRunResumesBitIdentical) {
 }
 
 TEST(HarnessPhase, SigintWritesACheckpointAndResumesBitIdentical) {
-  std::string d = temp_dir("sigint");
+  std::string d = dl::test::app_temp_dir("harness_sigint");
   ToyRun whole(8);
   whole.run(kSpec, context(d + "/whole", false));
   harness::install_stop_handlers();

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "app.h"
+#include "app_test_util.h"
 #include "apps/common/experiment.h"
 #include "cell.h"
 #include "config.h"
@@ -21,13 +22,6 @@
 using namespace lra;
 namespace fs = std::filesystem;
 namespace harness = dl::harness;
-
-static std::string temp_dir(const std::string& name) {
-  std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // A preset file small enough for a unit test: ListOps with 64 examples of length <= 64, 2 layers of width 16.
 static std::string write_mini_preset(const std::string& dir) {
@@ -41,16 +35,9 @@ static std::string write_mini_preset(const std::string& dir) {
   return path;
 }
 
-static std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The numeric rows of a whitespace-separated table file ('#' lines skipped).
 static std::vector<std::vector<double>> read_columns(const std::string& path) {
-  std::istringstream rows(slurp(path));
+  std::istringstream rows(harness::read_text(path));
   std::vector<std::vector<double>> out;
   std::string line;
   while (std::getline(rows, line)) {
@@ -64,7 +51,7 @@ static std::vector<std::vector<double>> read_columns(const std::string& path) {
 }
 
 TEST(LraConfig, UnknownFieldIsNamedWithTheKnownOnes) {
-  std::string d = temp_dir("cfg_unknown");
+  std::string d = dl::test::app_temp_dir("cfg_unknown");
   std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"lrr": 0.1}})";
   try {
     load_preset(d + "/bad.json");
@@ -78,7 +65,7 @@ TEST(LraConfig, UnknownFieldIsNamedWithTheKnownOnes) {
 }
 
 TEST(LraConfig, WrongTypeNamesFieldExpectedAndFound) {
-  std::string d = temp_dir("cfg_type");
+  std::string d = dl::test::app_temp_dir("cfg_type");
   std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"steps": "many"}})";
   try {
     load_preset(d + "/bad.json");
@@ -90,7 +77,7 @@ TEST(LraConfig, WrongTypeNamesFieldExpectedAndFound) {
 }
 
 TEST(LraConfig, UnknownModelAndPresetAreClear) {
-  std::string d = temp_dir("cfg_model");
+  std::string d = dl::test::app_temp_dir("cfg_model");
   std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["rnn9"], "regimes": ["scratch"]})";
   EXPECT_THROW(load_preset(d + "/bad.json"), ConfigError);
   try {
@@ -102,7 +89,7 @@ TEST(LraConfig, UnknownModelAndPresetAreClear) {
 }
 
 TEST(LraConfig, ResolutionOrderLaterWins) {
-  std::string d = temp_dir("cfg_order");
+  std::string d = dl::test::app_temp_dir("cfg_order");
   std::ofstream(d + "/p.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"],
       "defaults": {"lr": 0.1, "steps": 10}, "tasks_cfg": {"listops": {"lr": 0.2}}, "models_cfg": {"s4d": {"lr": 0.3}},
       "cells_cfg": {"listops/s4d": {"steps": 20}}})";
@@ -129,7 +116,7 @@ static harness::SweepOptions quiet_in(const std::string& out) {
 }
 
 TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
-  std::string d = temp_dir("sweep");
+  std::string d = dl::test::app_temp_dir("sweep");
   harness::Experiment e = experiment();
   harness::Preset p = load_preset(write_mini_preset(d));
   harness::SweepOptions o = quiet_in(d + "/out");
@@ -141,9 +128,9 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
     EXPECT_EQ(r.test_examples, 16);
     EXPECT_GT(r.params, 0);
   }
-  std::string md = slurp(o.out + "/results.md");
+  std::string md = harness::read_text(o.out + "/results.md");
   for (auto& m : p.values[1]) EXPECT_NE(md.find("| listops | " + m + " | spt-masked | 1 |"), std::string::npos) << md;
-  auto all = json::parse(slurp(o.out + "/results.json"));
+  auto all = json::parse(harness::read_text(o.out + "/results.json"));
   ASSERT_EQ(all.at("cells").size(), 4u);
   EXPECT_EQ(all.at("table").at("rows").size(), 4u);
   for (auto& r : all["cells"]) {
@@ -153,7 +140,7 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
       EXPECT_GT(r["metrics"]["pretrain_final_loss"].get<double>(), 0.0);
     }
   }
-  std::string csv = slurp(o.out + "/metrics.csv");
+  std::string csv = harness::read_text(o.out + "/metrics.csv");
   EXPECT_NE(csv.find("pretrain"), std::string::npos);
   EXPECT_NE(csv.find("finetune"), std::string::npos);
   // a finished cell's model evaluates to the same test accuracy it reported
@@ -198,17 +185,17 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
   EXPECT_FALSE(fs::exists(harness::cell_dir(o.out, cells[0]) + "/kernels.dat"));  // the Transformer has none
 
   // --resume skips the finished cells: their results stay as they were, byte for byte
-  std::string before = slurp(harness::result_path(o.out, cells[1]));
+  std::string before = harness::read_text(harness::result_path(o.out, cells[1]));
   o.resume = true;
   auto again = harness::run_cells(e, p, cells, o);
   ASSERT_EQ(again.size(), 4u);
-  EXPECT_EQ(slurp(harness::result_path(o.out, cells[1])), before);
+  EXPECT_EQ(harness::read_text(harness::result_path(o.out, cells[1])), before);
   EXPECT_EQ(again[1].metric("test_acc"), json::parse(before)["metrics"]["test_acc"].get<double>());
 }
 
 // Two seeds of one cell: the table's ± is the standard error over the seeds, computed from the two accuracies.
 TEST(LraSweep, SeedsGiveMeanAndStandardError) {
-  std::string d = temp_dir("seeds");
+  std::string d = dl::test::app_temp_dir("seeds");
   harness::Experiment e = experiment();
   harness::Preset p = load_preset(write_mini_preset(d));
   harness::SweepOptions o = quiet_in(d + "/out");
@@ -233,7 +220,7 @@ TEST(LraSweep, SeedsGiveMeanAndStandardError) {
 // masked-SPT cell end to end; the layers with a learned kernel (SequenceLayer::learned_kernel) get their kernel
 // files; a layer that looks ahead is refused the causal regime with a named error.
 TEST(LraSweep, EveryRegistryLayerIsAModel) {
-  std::string d = temp_dir("layers");
+  std::string d = dl::test::app_temp_dir("layers");
   harness::Experiment e = experiment();
   harness::Preset p = load_preset(write_mini_preset(d));
   harness::SweepOptions o = quiet_in(d + "/out");
@@ -261,7 +248,7 @@ TEST(LraSweep, EveryRegistryLayerIsAModel) {
 }
 
 TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
-  std::string d = temp_dir("resume");
+  std::string d = dl::test::app_temp_dir("resume");
   harness::Experiment e = experiment();
   harness::Preset p = load_preset(write_mini_preset(d));
   auto cells = harness::expand_cells(e, p, {{"listops"}, {"transformer"}, {"spt-masked"}}, {0}, {});
@@ -290,8 +277,8 @@ TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
     EXPECT_EQ(0, std::memcmp(t.raw_data(), u.raw_data(), t.numel() * dl::dtype_size(t.dtype()))) << n << " differs after resume";
   }
   // the metrics log has each evaluation once, not the replayed ones twice
-  std::string csv = slurp(harness::cell_dir(part.out, cells[0]) + "/metrics.csv");
-  std::string csv_whole = slurp(harness::cell_dir(whole.out, cells[0]) + "/metrics.csv");
+  std::string csv = harness::read_text(harness::cell_dir(part.out, cells[0]) + "/metrics.csv");
+  std::string csv_whole = harness::read_text(harness::cell_dir(whole.out, cells[0]) + "/metrics.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), std::count(csv_whole.begin(), csv_whole.end(), '\n'));
 }
 

@@ -50,6 +50,16 @@ std::string fixture_path(const std::string& rel);  // DL_FIXTURE_DIR/rel
 
 inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }  // gtest prints the name, not bytes
 
+// The message of the exception f throws, or "" when it throws none (tests of error messages).
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace dl::test
 
 // Instantiate both checks for every case of a family:  DL_OP_TESTS(Elementwise, elementwise_cases())

@@ -7,6 +7,7 @@
 #include "nn/ssm/s4d.h"
 #include "op_harness.h"
 
+using dl::test::error_of;
 using namespace dl;
 using namespace dl::nn;
 using dl::test::all_close;
@@ -53,15 +54,6 @@ TEST(Registry, RegistryBuildsEveryLayerWithDefaults) {
     Var y = layer->forward(Var(x), Tensor());
     EXPECT_EQ(y.shape(), (Shape{2, 16, 8})) << name;
   }
-}
-
-static std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Registry, BadConfigNamesLayerAndField) {

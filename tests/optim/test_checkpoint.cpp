@@ -90,15 +90,6 @@ struct TrainRun {
   return ::testing::AssertionSuccess();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(Checkpoint, ResumeIsBitIdentical) {
   std::string dir = scratch_dir("resume");
   TrainRun straight(7);

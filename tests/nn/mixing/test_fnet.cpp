@@ -9,21 +9,13 @@
 #include "nn/registry.h"
 #include "op_harness.h"
 
+using dl::test::error_of;
 using namespace dl;
 using namespace dl::nn;
 using dl::test::all_close;
 
 static TensorFile fnet_fixture(const std::string& name) {
   return load_safetensors(test::fixture_path("nn_fnet/" + name + ".safetensors"));
-}
-
-static std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Recorded PyTorch values. PyTorch sums by FFT, we by DFT matmuls; at L*H <= 40 terms the ordinary float32
