@@ -43,7 +43,9 @@ void BM_Sgemm(benchmark::State& state) {
   }
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
+// clang-format off
 BENCHMARK(BM_Sgemm)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMillisecond);
+// clang-format on
 
 // softmax over the last dim of x(R, C): attention-score shaped rows.
 void BM_SoftmaxRows(benchmark::State& state) {
@@ -59,7 +61,9 @@ void BM_SoftmaxRows(benchmark::State& state) {
   }
   state.counters["bytes/s"] = benchmark::Counter(2.0 * 4 * R * C, benchmark::Counter::kIsIterationInvariantRate);
 }
+// clang-format off
 BENCHMARK(BM_SoftmaxRows)->Args({65536, 64})->Args({16384, 1024})->Args({4096, 4096})->UseRealTime()->Unit(benchmark::kMicrosecond);
+// clang-format on
 
 // S4-style long convolution: H*B = 4096 rows of L = 4096 (FFT size 8192).
 void BM_FftConv(benchmark::State& state) {
@@ -75,7 +79,9 @@ void BM_FftConv(benchmark::State& state) {
   }
   state.counters["rows/s"] = benchmark::Counter((double)R, benchmark::Counter::kIsIterationInvariantRate);
 }
+// clang-format off
 BENCHMARK(BM_FftConv)->Args({4096, 4096})->UseRealTime()->Unit(benchmark::kMillisecond);
+// clang-format on
 
 }  // namespace
 

@@ -16,7 +16,9 @@ static void BM_softmax(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(softmax(x, -1).raw_data());
   st.SetBytesProcessed(st.iterations() * rows * C * 4 * 2);
 }
+// clang-format off
 BENCHMARK(BM_softmax)->Args({32 * 4 * 512, 512})->Args({32 * 4 * 512 / 4, 2048})->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
 
 static void BM_softmax_backward(benchmark::State& st) {
   int64_t rows = st.range(0), C = st.range(1);
@@ -25,7 +27,9 @@ static void BM_softmax_backward(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(softmax_backward(y, dy, -1).raw_data());
   st.SetBytesProcessed(st.iterations() * rows * C * 4 * 3);
 }
+// clang-format off
 BENCHMARK(BM_softmax_backward)->Args({32 * 4 * 512, 512})->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
 
 static void BM_layer_norm(benchmark::State& st) {
   int64_t rows = st.range(0), C = st.range(1);
@@ -34,7 +38,9 @@ static void BM_layer_norm(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(layer_norm(x, w, b, 1e-5).y.raw_data());
   st.SetBytesProcessed(st.iterations() * rows * C * 4 * 2);
 }
+// clang-format off
 BENCHMARK(BM_layer_norm)->Args({16384, 128})->Unit(benchmark::kMicrosecond)->UseRealTime();
+// clang-format on
 
 static void BM_layer_norm_backward(benchmark::State& st) {
   int64_t rows = st.range(0), C = st.range(1);
@@ -44,6 +50,8 @@ static void BM_layer_norm_backward(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(layer_norm_backward(dy, x, o.mean, o.rstd, w, true, true, true).dx.raw_data());
   st.SetBytesProcessed(st.iterations() * rows * C * 4 * 3);
 }
+// clang-format off
 BENCHMARK(BM_layer_norm_backward)->Args({16384, 128})->Unit(benchmark::kMicrosecond)->UseRealTime();
+// clang-format on
 
 BENCHMARK_MAIN();

@@ -112,9 +112,19 @@ static void BM_Irfft(benchmark::State& st) {
   st.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// clang-format off
 BENCHMARK(BM_SgemmDirect)->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({32 * 512, 128, 512})->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
+// clang-format off
 BENCHMARK(BM_Matmul)->Args({0, 512, 512, 512})->Args({0, 1024, 1024, 1024})->Args({32, 512, 128, 512})->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
+// clang-format off
 BENCHMARK(BM_Linear)->Args({32 * 512, 128, 512})->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
+// clang-format off
 BENCHMARK(BM_Rfft)->Args({4096, 2048})->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
+// clang-format off
 BENCHMARK(BM_Irfft)->Args({4096, 2048})->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
 BENCHMARK_MAIN();

@@ -17,7 +17,9 @@ namespace {
 uint64_t rand_below(std::mt19937_64& rng, uint64_t n) {
   const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
   uint64_t x;
+  // clang-format off
   do x = rng(); while (x >= limit);
+  // clang-format on
   return x % n;
 }
 

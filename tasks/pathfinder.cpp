@@ -26,11 +26,13 @@ namespace {
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 double uniform(std::mt19937_64& rng, double lo, double hi) { return lo + (hi - lo) * uniform01(rng); }
 
+// clang-format off
 struct Point { double x, y; };
 struct Segment { Point a, b; };
 
 // A stroke sample used for the clearance test: which path and which paddle it belongs to.
 struct Sample { Point p; int32_t path; int32_t paddle; };
+// clang-format on
 
 class Canvas {
  public:

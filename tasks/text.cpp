@@ -18,7 +18,9 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
   if (n == 0) throw DataError("uniform_below: n must be > 0");
   const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
   uint64_t x;
+  // clang-format off
   do x = rng(); while (x >= limit);
+  // clang-format on
   return x % n;
 }
 

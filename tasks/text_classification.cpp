@@ -95,6 +95,7 @@ TextSplits spam_assassin_texts(const DownstreamConfig& config) {
 
 const std::vector<std::string>& wordnet_lexnames() {
   // The lexicographer files of WordNet 3.0, by number (lexnames(5WN)).
+  // clang-format off
   static const std::vector<std::string> names = {
       "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
       "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event", "noun.feeling",
@@ -104,6 +105,7 @@ const std::vector<std::string>& wordnet_lexnames() {
       "verb.communication", "verb.competition", "verb.consumption", "verb.contact", "verb.creation",
       "verb.emotion", "verb.motion", "verb.perception", "verb.possession", "verb.social", "verb.stative",
       "verb.weather", "adj.ppl"};
+  // clang-format on
   return names;
 }
 

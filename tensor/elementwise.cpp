@@ -184,6 +184,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 // ---- binary ----
+// clang-format off
 #define DL_BINARY(NAME, OPENUM, EXPR)                                                       \
   Tensor NAME(const Tensor& a, const Tensor& b) {                                           \
     if (on_device(a) || on_device(b)) return device_binary(BinaryOp::OPENUM, a, b, #NAME);  \
@@ -213,6 +214,7 @@ DL_BINARY_CPU(le, x <= y)
 DL_BINARY_CPU(gt, x > y)
 DL_BINARY_CPU(ge, x >= y)
 #undef DL_BINARY_CPU
+// clang-format on
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype()) fail("where: dtypes of a and b differ");

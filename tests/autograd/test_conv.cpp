@@ -10,6 +10,7 @@ static OpFn conv_fn(Conv1dParams p, bool bias = true) {
   return [p, bias](const std::vector<Var>& x) { return conv1d(x[0], x[1], bias ? x[2] : Var(), p); };
 }
 
+// clang-format off
 static std::vector<OpCase> conv_cases() {
   return {
       {"conv1d_basic", {randn_input({2, 3, 10}), randn_input({4, 3, 3}), randn_input({4})}, conv_fn({})},
@@ -26,6 +27,7 @@ static std::vector<OpCase> conv_cases() {
       {"conv1d_nobias", {randn_input({1, 2, 7}), randn_input({3, 2, 4})}, conv_fn({.stride = 3}, false)},
   };
 }
+// clang-format on
 
 DL_OP_TESTS(Conv, conv_cases());
 

@@ -6,6 +6,7 @@
 using namespace dl;
 using namespace dl::test;
 
+// clang-format off
 static std::vector<OpCase> elementwise_cases() {
   Shape A{3, 4};
   auto un = [](Var (*f)(const Var&)) { return [f](const std::vector<Var>& x) { return f(x[0]); }; };
@@ -46,6 +47,7 @@ static std::vector<OpCase> elementwise_cases() {
       {"unsqueeze_squeeze", {randn_input(A)}, [](auto& x) { return squeeze(unsqueeze(x[0], 1), 1) * 2.0; }},
   };
 }
+// clang-format on
 
 DL_OP_TESTS(Elementwise, elementwise_cases());
 

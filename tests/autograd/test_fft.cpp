@@ -9,6 +9,7 @@
 using namespace dl;
 using namespace dl::test;
 
+// clang-format off
 static std::vector<OpCase> fft_cases() {
   auto rf = [](int64_t n) { return [n](const std::vector<Var>& x) { return rfft(x[0], n); }; };
   auto irf = [](int64_t n) { return [n](const std::vector<Var>& x) { return irfft(x[0], n); }; };
@@ -27,6 +28,7 @@ static std::vector<OpCase> fft_cases() {
        [](auto& x) { return as_real(cdiv(cexp(as_complex(x[0])), as_complex(x[1]))); }},
   };
 }
+// clang-format on
 
 DL_OP_TESTS(Fft, fft_cases());
 

@@ -5,6 +5,7 @@
 using namespace dl;
 using namespace dl::test;
 
+// clang-format off
 static std::vector<OpCase> indexing_cases() {
   return {
       {"gather_dim1", {randn_input({3, 5}), randint_input({3, 4}, 0, 5)}, [](auto& x) { return gather(x[0], 1, x[1].data()); }},
@@ -19,6 +20,7 @@ static std::vector<OpCase> indexing_cases() {
       {"embedding", {randn_input({7, 4}), randint_input({2, 5}, 0, 7)}, [](auto& x) { return embedding(x[0], x[1].data()); }},
   };
 }
+// clang-format on
 
 DL_OP_TESTS(Indexing, indexing_cases());
 

@@ -5,6 +5,7 @@
 using namespace dl;
 using namespace dl::test;
 
+// clang-format off
 static std::vector<OpCase> linalg_cases() {
   auto mm = [](auto& x) { return matmul(x[0], x[1]); };
   return {
@@ -25,6 +26,7 @@ static std::vector<OpCase> linalg_cases() {
       {"linear_1d", {randn_input({4}), randn_input({5, 4}), randn_input({5})}, [](auto& x) { return linear(x[0], x[1], x[2]); }},
   };
 }
+// clang-format on
 
 DL_OP_TESTS(Linalg, linalg_cases());
 

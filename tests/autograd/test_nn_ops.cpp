@@ -16,6 +16,7 @@ Tensor ignore_target() {  // the same constant as IGN in tests/fixtures/ops_nn.p
 }
 Tensor col_mask() { return from_vector(std::vector<int64_t>{1, 0, 1}, {3, 1}); }
 
+// clang-format off
 std::vector<OpCase> nn_cases() {
   auto ce = [](double ls, Reduction r) {
     return [ls, r](const std::vector<Var>& x) { return cross_entropy(x[0], x[1].data(), -100, ls, r); };
@@ -72,6 +73,7 @@ std::vector<OpCase> nn_cases() {
   c.push_back(d);
   return c;
 }
+// clang-format on
 
 Tensor rand_f32(const Shape& s, uint64_t seed, double scale = 1.0) {
   Generator g(seed);

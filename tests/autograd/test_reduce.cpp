@@ -9,6 +9,7 @@
 using namespace dl;
 using namespace dl::test;
 
+// clang-format off
 static std::vector<OpCase> reduce_cases() {
   Shape X{2, 3, 4};
   return {
@@ -32,6 +33,7 @@ static std::vector<OpCase> reduce_cases() {
       {"logsumexp_large", {randn_input({3, 4}, 50.0)}, [](auto& x) { return logsumexp(x[0], {-1}); }},
   };
 }
+// clang-format on
 
 DL_OP_TESTS(Reduce, reduce_cases());
 

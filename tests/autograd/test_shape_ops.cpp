@@ -5,6 +5,7 @@
 using namespace dl;
 using namespace dl::test;
 
+// clang-format off
 static std::vector<OpCase> shape_cases() {
   return {
       {"cat_dim0", {randn_input({2, 3}), randn_input({4, 3})}, [](auto& x) { return cat({x[0], x[1]}, 0); }},
@@ -32,6 +33,7 @@ static std::vector<OpCase> shape_cases() {
       {"repeat_interleave", {randn_input({3, 2})}, [](auto& x) { return repeat_interleave(x[0], 2, 0); }},
   };
 }
+// clang-format on
 
 DL_OP_TESTS(Shape, shape_cases());
 

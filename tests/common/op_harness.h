@@ -63,6 +63,7 @@ inline std::string error_of(const std::function<void()>& f) {
 }  // namespace dl::test
 
 // Instantiate both checks for every case of a family:  DL_OP_TESTS(Elementwise, elementwise_cases())
+// clang-format off
 #define DL_OP_TESTS(Family, cases_expr)                                                                   \
   class Family##Ops : public ::testing::TestWithParam<dl::test::OpCase> {};                              \
   TEST_P(Family##Ops, FiniteDifferences) { EXPECT_TRUE(dl::test::gradcheck(GetParam(), false)); }         \
@@ -76,3 +77,4 @@ inline std::string error_of(const std::function<void()>& f) {
   }                                                                                                       \
   INSTANTIATE_TEST_SUITE_P(All, Family##Ops, ::testing::ValuesIn(cases_expr),                            \
                            [](const ::testing::TestParamInfo<dl::test::OpCase>& i) { return i.param.name; })
+// clang-format on

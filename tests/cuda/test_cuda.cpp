@@ -91,6 +91,7 @@ struct UnaryCase {
   const char* name;
   bool positive;
 };
+// clang-format off
 const std::vector<UnaryCase> kUnaryCases = {
     {UnaryOp::neg, "neg", false},        {UnaryOp::exp, "exp", false},         {UnaryOp::log, "log", true},
     {UnaryOp::sqrt, "sqrt", true},       {UnaryOp::rsqrt, "rsqrt", true},      {UnaryOp::abs, "abs", false},
@@ -98,6 +99,7 @@ const std::vector<UnaryCase> kUnaryCases = {
     {UnaryOp::gelu_erf, "gelu_erf", false}, {UnaryOp::gelu_tanh, "gelu_tanh", false}, {UnaryOp::silu, "silu", false},
     {UnaryOp::softplus, "softplus", false},
 };
+// clang-format on
 
 TEST(Cuda, UnaryMatchesCpu) {
   SKIP_WITHOUT_CUDA();

@@ -62,6 +62,7 @@ TEST(Registry, BadConfigNamesLayerAndField) {
     std::string layer, field;
     LayerConfig cfg;
   };
+  // clang-format off
   std::vector<Case> cases = {
       {"s4d", "d_state", {{"d_state", 7}}},       {"s4d", "init", {{"init", "hippo"}}},
       {"s4d", "disc", {{"disc", "euler"}}},       {"s4", "dropout", {{"dropout", 1.5}}},
@@ -69,6 +70,7 @@ TEST(Registry, BadConfigNamesLayerAndField) {
       {"lightconv", "kernel_size", {{"kernel_size", 4}}}, {"dynamicconv", "num_heads", {{"num_heads", 3}}},
       {"dilatedconv", "dilation", {{"dilation", 0}}},     {"s4d_minimal", "colour", {{"colour", 1}}},
   };
+  // clang-format on
   for (auto& c : cases) {
     std::string msg = error_of([&] { make_layer(c.layer, 8, c.cfg, g); });
     EXPECT_NE(msg.find("layer " + c.layer), std::string::npos) << msg;
