@@ -177,8 +177,6 @@ Var where(const Tensor& cond, const Var& a, const Var& b) {
   return record(n, y, {a, b});
 }
 
-Var masked_fill(const Var& x, const Tensor& mask, double value) {
-  return where(mask, Var(full({}, value, x.dtype())), x);
-}
+Var masked_fill(const Var& x, const Tensor& mask, double value) { return where(mask, Var(full({}, value, x.dtype())), x); }
 
 }  // namespace dl

@@ -44,8 +44,7 @@ Var irfft(const Var& X, int64_t n) {
 }
 
 CVar as_complex(const Var& x) {
-  if (x.dim() < 1 || x.size(-1) != 2)
-    fail("as_complex: expected a trailing (re, im) dim of size 2, got " + shape_str(x.shape()));
+  if (x.dim() < 1 || x.size(-1) != 2) fail("as_complex: expected a trailing (re, im) dim of size 2, got " + shape_str(x.shape()));
   return {select(x, -1, 0), select(x, -1, 1)};
 }
 Var as_real(const CVar& z) { return stack({z.re, z.im}, -1); }
@@ -69,7 +68,7 @@ Var fft_conv(const Var& u, const Var& k, int64_t L) {
     fail("fft_conv: u " + shape_str(u.shape()) + " and k " + shape_str(k.shape()) + " must both end in L = " + std::to_string(L));
   int64_t n = 2 * L;
   CVar U = as_complex(rfft(u, n)), K = as_complex(rfft(k, n));  // (..., L+1)
-  Var y = irfft(as_real(cmul(U, K)), n);                         // (..., 2L): linear convolution, no wrap-around
+  Var y = irfft(as_real(cmul(U, K)), n);                        // (..., 2L): linear convolution, no wrap-around
   return narrow(y, -1, 0, L);
 }
 

@@ -191,8 +191,12 @@ Var nll_loss(const Var& logp, const Tensor& target, int64_t ignore_index, Reduct
   return record(n, o.loss, {logp});
 }
 
-Var mse_loss(const Var& p, const Var& t, Reduction red, const Tensor& mask) { return pointwise_var(PointwiseLoss::mse, p, t, red, mask); }
-Var l1_loss(const Var& p, const Var& t, Reduction red, const Tensor& mask) { return pointwise_var(PointwiseLoss::l1, p, t, red, mask); }
+Var mse_loss(const Var& p, const Var& t, Reduction red, const Tensor& mask) {
+  return pointwise_var(PointwiseLoss::mse, p, t, red, mask);
+}
+Var l1_loss(const Var& p, const Var& t, Reduction red, const Tensor& mask) {
+  return pointwise_var(PointwiseLoss::l1, p, t, red, mask);
+}
 Var binary_cross_entropy_with_logits(const Var& x, const Var& t, Reduction red, const Tensor& mask) {
   return pointwise_var(PointwiseLoss::bce_logits, x, t, red, mask);
 }

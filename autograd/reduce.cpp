@@ -47,9 +47,7 @@ struct ExtremeNode : Node {
   Shape in_shape;
   bool keepdim;
   const char* name() const override { return name_; }
-  std::vector<Tensor> apply(const Tensor& dy) override {
-    return {index_reduce_backward(dy, indices, dim, in_shape, keepdim)};
-  }
+  std::vector<Tensor> apply(const Tensor& dy) override { return {index_reduce_backward(dy, indices, dim, in_shape, keepdim)}; }
   void release() override { indices = Tensor(); }
 };
 

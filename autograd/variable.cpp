@@ -84,7 +84,8 @@ void Var::backward(const Tensor& grad_output, bool retain_graph) const {
   Tensor g = grad_output;
   if (!g.defined()) {
     if (numel() != 1)
-      fail("backward: called without a gradient on a Var of shape " + shape_str(shape()) + "; only a single-element loss may omit it");
+      fail("backward: called without a gradient on a Var of shape " + shape_str(shape()) +
+           "; only a single-element loss may omit it");
     g = ones(shape(), dtype(), data().device());
   } else if (g.shape() != shape()) {
     fail("backward: gradient of shape " + shape_str(g.shape()) + " given for a Var of shape " + shape_str(shape()));
@@ -145,7 +146,8 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
       Node* nx = n->next[i].get();
       if (!nx) continue;
       if (i >= gin.size() || !gin[i].defined())
-        fail(std::string("backward: op '") + n->name() + "' returned no gradient for input " + std::to_string(i) + ", which needs one");
+        fail(std::string("backward: op '") + n->name() + "' returned no gradient for input " + std::to_string(i) +
+             ", which needs one");
       Pending& p = grads[nx];
       if (!p.g.defined()) {
         p.g = gin[i];

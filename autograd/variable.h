@@ -30,11 +30,11 @@ namespace dl {
 struct Node;
 struct VarImpl {
   Tensor data;
-  Tensor grad;                     // undefined until a gradient arrives
+  Tensor grad;  // undefined until a gradient arrives
   bool requires_grad = false;
-  std::shared_ptr<Node> grad_fn;   // null for leaves
+  std::shared_ptr<Node> grad_fn;      // null for leaves
   std::shared_ptr<Node> accumulator;  // leaves: the AccumulateGrad node, made on first use
-  std::string name;                // optional, for graph printing (parameters get their dotted name)
+  std::string name;                   // optional, for graph printing (parameters get their dotted name)
 };
 
 class Var {

@@ -15,8 +15,7 @@ using namespace dl;
 
 static constexpr int64_t kSteps = 1024;
 
-template <class Step>
-static double run_steps(const Step& s, int64_t n) {
+template <class Step> static double run_steps(const Step& s, int64_t n) {
   std::vector<nn::cplx> x(n, 0.0);
   for (int64_t t = 0; t < kSteps; t++) s.step(0, x, t % 7 == 0 ? 1.0 : -0.25);
   return x[0].real();
@@ -58,7 +57,13 @@ static void BM_S4RecurrentStep(benchmark::State& st) {
   if (!dense) st.counters["speedup_vs_dense"] = dense_s / ours;
 }
 BENCHMARK(BM_S4RecurrentStep)
-    ->Args({16, 1})->Args({16, 0})->Args({64, 1})->Args({64, 0})->Args({256, 1})->Args({256, 0})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+    ->Args({16, 1})
+    ->Args({16, 0})
+    ->Args({64, 1})
+    ->Args({64, 0})
+    ->Args({256, 1})
+    ->Args({256, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -419,7 +419,8 @@ int run_scaling(int steps, int64_t batch, int64_t max_len) {
         return mean(y * y);
       };
       StepStats s = time_steps(*block, loss1, 1, steps);
-      std::printf("%s  {\"kind\": \"%s\", \"len\": %lld, \"ms_per_step\": %.2f}", first ? "" : ",\n", kind.c_str(), (long long)L, s.ms);
+      std::printf("%s  {\"kind\": \"%s\", \"len\": %lld, \"ms_per_step\": %.2f}", first ? "" : ",\n", kind.c_str(), (long long)L,
+                  s.ms);
       std::fflush(stdout);
       first = false;
     }
@@ -471,9 +472,12 @@ int main(int argc, char** argv) {
   std::printf("{\"workload\": \"%s\", \"len\": %lld, \"params\": %lld, \"ms_per_step\": %.2f, \"tokens_per_s\": %.1f, "
               "\"peak_rss_mb\": %.1f, \"loss\": %.6f, \"model_gflop\": %.2f, \"gflops\": %.1f, \"minflt_per_step\": %.0f, "
               "\"alloc_peak_mb\": %.1f, \"cpu_ms_per_step\": %.1f, \"attention\": \"%s\", \"threads\": %d}\n",
-              name.c_str(), (long long)len, (long long)w.model->num_parameters(), s.ms, w.tokens / (s.ms / 1000.0),
-              peak_rss_mb(), s.loss, gflop, gflop / (s.ms / 1000.0), s.minflt_per_step,
-              host_allocator_stats().peak_bytes_in_use / 1048576.0, s.cpu_ms,
-              attn == Attn::packed ? "packed" : attn == Attn::composed ? "composed" : "fused", threads);
+              name.c_str(), (long long)len, (long long)w.model->num_parameters(), s.ms, w.tokens / (s.ms / 1000.0), peak_rss_mb(),
+              s.loss, gflop, gflop / (s.ms / 1000.0), s.minflt_per_step, host_allocator_stats().peak_bytes_in_use / 1048576.0,
+              s.cpu_ms,
+              attn == Attn::packed     ? "packed"
+              : attn == Attn::composed ? "composed"
+                                       : "fused",
+              threads);
   return 0;
 }

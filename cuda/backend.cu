@@ -120,7 +120,8 @@ void require_float(const Tensor& t, const char* op) {
 }
 
 int to_int(int64_t v, const char* op, const char* what) {
-  if (v > INT_MAX) fail(std::string(op) + " (cuda): " + what + " = " + std::to_string(v) + " exceeds the int range of the library");
+  if (v > INT_MAX)
+    fail(std::string(op) + " (cuda): " + what + " = " + std::to_string(v) + " exceeds the int range of the library");
   return (int)v;
 }
 
@@ -190,11 +191,11 @@ class CudaBackend final : public Backend {
     require_cuda(out, op, "out");
     require_float(a, op);
     if (a.dtype() != b.dtype() || a.dtype() != out.dtype())
-      fail(std::string("matmul (cuda): dtypes differ: a ") + dtype_name(a.dtype()) + ", b " + dtype_name(b.dtype()) +
-           ", out " + dtype_name(out.dtype()));
+      fail(std::string("matmul (cuda): dtypes differ: a ") + dtype_name(a.dtype()) + ", b " + dtype_name(b.dtype()) + ", out " +
+           dtype_name(out.dtype()));
     if ((a.dim() != 2 && a.dim() != 3) || (b.dim() != 2 && b.dim() != 3))
-      fail("matmul (cuda): expected a (B, M, K) or (M, K) and b (B, K, N) or (K, N), got a " + shape_str(a.shape()) +
-           " and b " + shape_str(b.shape()));
+      fail("matmul (cuda): expected a (B, M, K) or (M, K) and b (B, K, N) or (K, N), got a " + shape_str(a.shape()) + " and b " +
+           shape_str(b.shape()));
     int64_t Ba = a.dim() == 3 ? a.size(0) : 1, Bb = b.dim() == 3 ? b.size(0) : 1;
     int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
     int64_t B = std::max(Ba, Bb);
@@ -210,8 +211,8 @@ class CudaBackend final : public Backend {
     cublasHandle_t h = blas_handle();
     if (a.dtype() == DType::f32) {
       const float one = 1, zero = 0;
-      DL_CUDA_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, b.data<float>(), m, sb,
-                                              a.data<float>(), k, sa, &zero, out.data<float>(), m, sc, batch));
+      DL_CUDA_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, b.data<float>(), m, sb, a.data<float>(),
+                                              k, sa, &zero, out.data<float>(), m, sc, batch));
     } else {
       const double one = 1, zero = 0;
       DL_CUDA_CHECK(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, b.data<double>(), m, sb,
@@ -269,7 +270,8 @@ class CudaBackend final : public Backend {
       Scratch(DeviceAllocator& al, size_t bytes) : al(al), bytes(bytes), p(al.alloc(bytes)) {}
       ~Scratch() { al.free(p, bytes); }
     };
-    Scratch pa(allocator_, R * n * es), pb(allocator_, R * n * es), fa(allocator_, R * nc * 2 * es), fb(allocator_, R * nc * 2 * es);
+    Scratch pa(allocator_, R * n * es), pb(allocator_, R * n * es), fa(allocator_, R * nc * 2 * es),
+        fb(allocator_, R * nc * 2 * es);
     // rows of L go into rows of n whose second half is zero
     DL_CUDA_CHECK(cudaMemsetAsync(pa.p, 0, pa.bytes));
     DL_CUDA_CHECK(cudaMemsetAsync(pb.p, 0, pb.bytes));

@@ -89,7 +89,8 @@ template <class T> struct MaxOp {
 // ---- row kernels: one block per row (grid-stride over rows) ----
 // Accumulates in f64 even for f32 input, like the CPU reductions (tensor/reduce.h), so a long row of
 // mixed signs keeps its small sum.
-template <class T, int BLOCK> __global__ void sum_last_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t cols) {
+template <class T, int BLOCK>
+__global__ void sum_last_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t cols) {
   using Reduce = cub::BlockReduce<double, BLOCK>;
   __shared__ typename Reduce::TempStorage tmp;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -103,7 +104,8 @@ template <class T, int BLOCK> __global__ void sum_last_kernel(const T* __restric
 }
 
 // softmax(x)_j = exp(x_j - m) / sum_k exp(x_k - m), m = max_k x_k: three reads of the row, one write.
-template <class T, int BLOCK> __global__ void softmax_last_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t cols) {
+template <class T, int BLOCK>
+__global__ void softmax_last_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t cols) {
   using Reduce = cub::BlockReduce<T, BLOCK>;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ T row_max, row_inv_sum;
@@ -215,8 +217,10 @@ void launch_softmax_last(const void* x, void* out, int64_t rows, int64_t cols, D
 
 void launch_complex_mul(void* a, const void* b, int64_t n, double scale, DType t) {
   if (n == 0) return;
-  if (t == DType::f32) complex_mul_kernel<float2, float><<<grid_for(n), kThreads>>>((float2*)a, (const float2*)b, n, (float)scale);
-  else if (t == DType::f64) complex_mul_kernel<double2, double><<<grid_for(n), kThreads>>>((double2*)a, (const double2*)b, n, scale);
+  if (t == DType::f32)
+    complex_mul_kernel<float2, float><<<grid_for(n), kThreads>>>((float2*)a, (const float2*)b, n, (float)scale);
+  else if (t == DType::f64)
+    complex_mul_kernel<double2, double><<<grid_for(n), kThreads>>>((double2*)a, (const double2*)b, n, scale);
   else fail(std::string("fft_conv (cuda): expected f32 or f64, found ") + dtype_name(t));
   DL_CUDA_CHECK_LAUNCH();
 }

@@ -19,9 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     for (const dl::tasks::PathfinderMetaRecord& r : dl::tasks::parse_pathfinder_metadata(text, "fuzz.npy")) {
-      const bool ok = !r.image_dir.empty() && r.file_name.size() >= 5 && r.index >= 0 &&
-                      (r.label == 0 || r.label == 1) && r.image_dir.find("..") == std::string::npos &&
-                      r.image_dir.front() != '/';
+      const bool ok = !r.image_dir.empty() && r.file_name.size() >= 5 && r.index >= 0 && (r.label == 0 || r.label == 1) &&
+                      r.image_dir.find("..") == std::string::npos && r.image_dir.front() != '/';
       if (!ok) std::abort();
     }
   } catch (const dl::tasks::DataError&) {

@@ -34,7 +34,7 @@ Tensor kaiming_uniform_linear(const Shape& s, Generator& g) { return uniform(s, 
 Tensor orthogonal(const Shape& s, Generator& g, double gain) {
   if (s.size() < 2) fail("init.orthogonal: needs a weight of rank >= 2, got " + shape_str(s));
   int64_t rows = s[0], cols = shape_numel(s) / rows;
-  bool transposed = rows < cols;  // orthonormalise the longer side's vectors
+  bool transposed = rows < cols;                                       // orthonormalise the longer side's vectors
   int64_t n = transposed ? cols : rows, k = transposed ? rows : cols;  // k vectors of length n
   std::vector<double> a((size_t)(n * k));
   for (auto& v : a) v = g.normal();

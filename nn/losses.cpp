@@ -27,7 +27,9 @@ Var masked_mse(const Var& pred, const Var& target, const Tensor& mask) {
   return masked_mean(d * d, mask, "masked_mse");
 }
 
-Var masked_l1(const Var& pred, const Var& target, const Tensor& mask) { return masked_mean(abs(pred - target), mask, "masked_l1"); }
+Var masked_l1(const Var& pred, const Var& target, const Tensor& mask) {
+  return masked_mean(abs(pred - target), mask, "masked_l1");
+}
 
 Var cosent_loss(const Var& cos, const Tensor& labels, double lambda) {
   if (cos.dim() != 1 || labels.shape() != cos.shape())

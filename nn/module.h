@@ -29,10 +29,10 @@ struct LoadReport {
 // How strict a load is. A partial load must be asked for explicitly: name what may be missing (e.g. a fresh
 // classification head) and what in the file may be ignored (e.g. the pretraining head).
 struct LoadOptions {
-  bool strict = true;                              // throw unless every name matches exactly
-  std::vector<std::string> allow_missing;          // name prefixes allowed to be absent from the file
-  std::vector<std::string> ignore_unexpected;      // name prefixes in the file to skip silently
-  std::string strip_prefix;                        // drop this prefix from file names first (e.g. "backbone.")
+  bool strict = true;                          // throw unless every name matches exactly
+  std::vector<std::string> allow_missing;      // name prefixes allowed to be absent from the file
+  std::vector<std::string> ignore_unexpected;  // name prefixes in the file to skip silently
+  std::string strip_prefix;                    // drop this prefix from file names first (e.g. "backbone.")
 };
 
 struct CheckpointError : std::runtime_error {

@@ -22,14 +22,17 @@ namespace {
 
 // An entry for a layer class with the registry's two statics: from_config(d_model, cfg, gen) and config_keys().
 template <class L> LayerEntry entry(std::string name, std::string summary) {
-  return {std::move(name), std::move(summary), L::config_keys(),
-          [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return L::from_config(d, c, g); }};
+  return {
+      std::move(name), std::move(summary), L::config_keys(),
+      [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return L::from_config(d, c, g); }};
 }
 
 // The three convolution blocks are one class with a kind.
 LayerEntry conv_entry(std::string kind, std::string summary) {
   return {kind, std::move(summary), GLUConvBlock::config_keys(kind),
-          [kind](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return GLUConvBlock::from_config(kind, d, c, g); }};
+          [kind](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> {
+            return GLUConvBlock::from_config(kind, d, c, g);
+          }};
 }
 
 }  // namespace
@@ -61,7 +64,9 @@ const std::vector<LayerEntry>& layer_registry() {
   return entries;
 }
 
-bool LayerEntry::takes(const std::string& key) const { return std::find(config_keys.begin(), config_keys.end(), key) != config_keys.end(); }
+bool LayerEntry::takes(const std::string& key) const {
+  return std::find(config_keys.begin(), config_keys.end(), key) != config_keys.end();
+}
 
 const LayerEntry& find_layer(const std::string& name) {
   std::string known;

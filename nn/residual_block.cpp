@@ -15,7 +15,8 @@ Var apply_sequence_norm(Module& norm, const Var& x) {
   fail("apply_sequence_norm: " + norm.type_name() + " is not a norm made by make_sequence_norm");
 }
 
-ResidualBlock::ResidualBlock(std::shared_ptr<SequenceLayer> mixer, int64_t d, const ResidualBlockOptions& o, Generator& g) : opt(o) {
+ResidualBlock::ResidualBlock(std::shared_ptr<SequenceLayer> mixer, int64_t d, const ResidualBlockOptions& o, Generator& g)
+    : opt(o) {
   mixer_ = register_module("mixer", std::move(mixer));
   norm1_ = register_module("norm1", make_sequence_norm(o.norm, d));
   if (o.ffn_hidden > 0 && mixer_->wants_feed_forward()) {

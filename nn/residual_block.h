@@ -23,8 +23,8 @@ Var apply_sequence_norm(Module& norm, const Var& x);
 struct ResidualBlockOptions {
   std::string norm = "layer";  // "layer" or "batch"
   bool prenorm = true;
-  double dropout = 0.0;        // on the mixer's and the feed-forward's outputs (and inside the feed-forward)
-  int64_t ffn_hidden = 0;      // 0: no feed-forward sub-block
+  double dropout = 0.0;    // on the mixer's and the feed-forward's outputs (and inside the feed-forward)
+  int64_t ffn_hidden = 0;  // 0: no feed-forward sub-block
 };
 
 class ResidualBlock : public SequenceLayer {

@@ -32,19 +32,22 @@ int64_t cfg_int(const LayerConfig& c, const std::string& layer, const std::strin
 double cfg_float(const LayerConfig& c, const std::string& layer, const std::string& key, double def) {
   if (!c.is_object() || !c.contains(key)) return def;
   const auto& v = c.at(key);
-  if (!v.is_number()) fail("layer " + layer + ": config field '" + key + "' must be a number, found " + json_type(v) + " (" + v.dump() + ")");
+  if (!v.is_number())
+    fail("layer " + layer + ": config field '" + key + "' must be a number, found " + json_type(v) + " (" + v.dump() + ")");
   return v.get<double>();
 }
 bool cfg_bool(const LayerConfig& c, const std::string& layer, const std::string& key, bool def) {
   if (!c.is_object() || !c.contains(key)) return def;
   const auto& v = c.at(key);
-  if (!v.is_boolean()) fail("layer " + layer + ": config field '" + key + "' must be true/false, found " + json_type(v) + " (" + v.dump() + ")");
+  if (!v.is_boolean())
+    fail("layer " + layer + ": config field '" + key + "' must be true/false, found " + json_type(v) + " (" + v.dump() + ")");
   return v.get<bool>();
 }
 std::string cfg_str(const LayerConfig& c, const std::string& layer, const std::string& key, const std::string& def) {
   if (!c.is_object() || !c.contains(key)) return def;
   const auto& v = c.at(key);
-  if (!v.is_string()) fail("layer " + layer + ": config field '" + key + "' must be a string, found " + json_type(v) + " (" + v.dump() + ")");
+  if (!v.is_string())
+    fail("layer " + layer + ": config field '" + key + "' must be a string, found " + json_type(v) + " (" + v.dump() + ")");
   return v.get<std::string>();
 }
 
@@ -85,6 +88,5 @@ void check_config_keys(const LayerConfig& cfg, const std::string& layer, const s
 void config_error(const std::string& layer, const std::string& field, const std::string& what, const std::string& found) {
   fail("layer " + layer + ": config field '" + field + "' " + what + ", found " + found);
 }
-
 
 }  // namespace dl::nn

@@ -26,8 +26,8 @@ void TrainingState::restore_rng(const std::string& name, Generator& g) const {
   if (it == rng.end()) {
     std::string have;
     for (auto& [n, s] : rng) have += (have.empty() ? "" : ", ") + n;
-    throw CheckpointError("TrainingState: no saved state for generator '" + name + "' (saved: " +
-                          (have.empty() ? "none" : have) + ")");
+    throw CheckpointError("TrainingState: no saved state for generator '" + name + "' (saved: " + (have.empty() ? "none" : have) +
+                          ")");
   }
   g.set_state_string(it->second);
 }
@@ -75,8 +75,8 @@ static json read_manifest(const std::string& dir) {
   }
 }
 
-CheckpointInfo save_checkpoint(const std::string& dir, const nn::Module& model, const Optimizer& opt,
-                               const TrainingState& st, const CheckpointOptions& o) {
+CheckpointInfo save_checkpoint(const std::string& dir, const nn::Module& model, const Optimizer& opt, const TrainingState& st,
+                               const CheckpointOptions& o) {
   if (o.keep_last < 1) throw CheckpointError("save_checkpoint: keep_last must be >= 1");
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -116,8 +116,7 @@ CheckpointInfo save_checkpoint(const std::string& dir, const nn::Module& model, 
     mmd["dl.checkpoint_id"] = info.id;
     model.save(info.model_path, mmd);
   } catch (const std::exception& e) {
-    throw CheckpointError(std::string("save_checkpoint: ") + e.what() + " (the previous checkpoint in " + dir +
-                          " is untouched)");
+    throw CheckpointError(std::string("save_checkpoint: ") + e.what() + " (the previous checkpoint in " + dir + " is untouched)");
   }
   fsync_dir(dir);
 
@@ -199,8 +198,8 @@ TrainingState load_checkpoint_files(const std::string& model_path, const std::st
   if (fmt == sf.metadata.end() || fmt->second != kStateFormat)
     throw CheckpointError(state_path + ": not a training-state file (its metadata has no format '" + kStateFormat + "')");
   const std::string& sid = meta(sf, "checkpoint_id", "a training-state field");
-  const std::string& mid = meta(mf, "dl.checkpoint_id",
-                                "the model file was not written by save_checkpoint; load bare weights with Module::load");
+  const std::string& mid =
+      meta(mf, "dl.checkpoint_id", "the model file was not written by save_checkpoint; load bare weights with Module::load");
   int64_t sstep = meta_int(sf, "step");
   const std::string& mstep = meta(mf, "dl.step", "the model file was not written by save_checkpoint");
   if (sid != mid || std::to_string(sstep) != mstep)

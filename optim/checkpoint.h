@@ -30,11 +30,11 @@ namespace dl::optim {
 using nn::CheckpointError;
 
 struct TrainingState {
-  int64_t step = 0;                    // optimiser updates done
-  int64_t schedule_step = -1;          // position of the lr schedule; < 0 means "equal to step"
+  int64_t step = 0;            // optimiser updates done
+  int64_t schedule_step = -1;  // position of the lr schedule; < 0 means "equal to step"
   int64_t epoch = 0;
   double best_metric = std::numeric_limits<double>::quiet_NaN();  // NaN: none yet
-  std::string data_position;           // opaque: whatever the data pipeline needs to continue where it was
+  std::string data_position;                 // opaque: whatever the data pipeline needs to continue where it was
   std::map<std::string, std::string> rng;    // generator name -> Generator::state_string()
   std::map<std::string, std::string> extra;  // anything else (config hash, git commit, ...)
 
@@ -54,16 +54,15 @@ struct CheckpointInfo {
 };
 
 // Write a checkpoint of (model, optimiser, state) into `dir` (created if missing). Returns what was written.
-CheckpointInfo save_checkpoint(const std::string& dir, const nn::Module& model, const Optimizer& opt,
-                               const TrainingState& st, const CheckpointOptions& o = {});
+CheckpointInfo save_checkpoint(const std::string& dir, const nn::Module& model, const Optimizer& opt, const TrainingState& st,
+                               const CheckpointOptions& o = {});
 
 // The checkpoint the manifest in `dir` names; nullopt when the folder has none.
 std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir);
 
 // Restore model weights (into their existing storage), optimiser state, and return the training state.
 // Nothing is changed unless everything validates. `model_opts` allows an explicit partial model load.
-TrainingState load_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt,
-                              const nn::LoadOptions& model_opts = {});
+TrainingState load_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt, const nn::LoadOptions& model_opts = {});
 // The same from an explicit (model file, state file) pair; refuses a pair from two different saves.
 TrainingState load_checkpoint_files(const std::string& model_path, const std::string& state_path, nn::Module& model,
                                     Optimizer& opt, const nn::LoadOptions& model_opts = {});

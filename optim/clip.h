@@ -22,8 +22,7 @@
 
 namespace dl::optim {
 
-double clip_grad_norm(const std::vector<Var>& params, double max_norm, double norm_type = 2.0,
-                      bool error_if_nonfinite = false);
+double clip_grad_norm(const std::vector<Var>& params, double max_norm, double norm_type = 2.0, bool error_if_nonfinite = false);
 // The total norm alone (no clipping), e.g. for logging.
 double grad_norm(const std::vector<Var>& params, double norm_type = 2.0);
 // g *= factor for every parameter that has a gradient.

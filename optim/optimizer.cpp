@@ -106,8 +106,7 @@ OptimizerState Optimizer::state_dict() const {
   j["step_count"] = step_count_;
   j["groups"] = json::array();
   for (auto& g : groups_) {
-    json jg = {{"name", g.name}, {"lr", g.lr}, {"base_lr", g.base_lr}, {"weight_decay", g.weight_decay},
-               {"options", g.options}};
+    json jg = {{"name", g.name}, {"lr", g.lr}, {"base_lr", g.base_lr}, {"weight_decay", g.weight_decay}, {"options", g.options}};
     jg["params"] = json::array();
     for (auto& p : g.params) jg["params"].push_back(p.name);
     j["groups"].push_back(jg);
@@ -153,9 +152,15 @@ void Optimizer::load_state_dict(const OptimizerState& st) {
                           std::to_string(saved.size()) + " params)";
         std::set<std::string> a(mine.begin(), mine.end()), b(saved.begin(), saved.end());
         for (auto& n : a)
-          if (!b.count(n)) { msg += "; not in the state: " + n; break; }
+          if (!b.count(n)) {
+            msg += "; not in the state: " + n;
+            break;
+          }
         for (auto& n : b)
-          if (!a.count(n)) { msg += "; only in the state: " + n; break; }
+          if (!a.count(n)) {
+            msg += "; only in the state: " + n;
+            break;
+          }
         fail(msg);
       }
     }

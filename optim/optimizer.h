@@ -32,12 +32,12 @@ struct NamedParam {
 };
 
 struct ParamGroup {
-  std::string name = "default";             // for messages and the saved state ("default", "no_decay", "ssm", ...)
+  std::string name = "default";  // for messages and the saved state ("default", "no_decay", "ssm", ...)
   std::vector<NamedParam> params;
-  double lr = 1e-3;                         // the current learning rate (schedules overwrite it every step)
-  double base_lr = -1;                      // the configured lr schedules scale; < 0 means "set to lr at construction"
+  double lr = 1e-3;     // the current learning rate (schedules overwrite it every step)
+  double base_lr = -1;  // the configured lr schedules scale; < 0 means "set to lr at construction"
   double weight_decay = 0;
-  std::map<std::string, double> options;    // per-optimiser overrides, e.g. {"momentum", 0.9}, {"beta2", 0.98}
+  std::map<std::string, double> options;  // per-optimiser overrides, e.g. {"momentum", 0.9}, {"beta2", 0.98}
 };
 
 // A single group over unnamed parameters (names "param0", "param1", ...).
@@ -72,9 +72,9 @@ class Optimizer {
   ParamGroup& group(size_t g);
   double lr(size_t g = 0) const { return group(g).lr; }
   void set_lr(size_t g, double lr) { group(g).lr = lr; }
-  void set_lr(double lr);                       // every group
+  void set_lr(double lr);                                            // every group
   double option(const ParamGroup& g, const std::string& key) const;  // group override or default
-  int64_t step_count() const { return step_count_; }  // number of step() calls so far
+  int64_t step_count() const { return step_count_; }                 // number of step() calls so far
   std::vector<NamedParam> all_params() const;
 
   // The state, sharing nothing mutable: tensors are clones of the moments.
@@ -87,8 +87,8 @@ class Optimizer {
 
  protected:
   struct ParamState {
-    int64_t step = 0;                        // updates applied to this parameter
-    std::map<std::string, Tensor> buffers;   // "exp_avg", "exp_avg_sq", "momentum_buffer", ...
+    int64_t step = 0;                       // updates applied to this parameter
+    std::map<std::string, Tensor> buffers;  // "exp_avg", "exp_avg_sq", "momentum_buffer", ...
   };
   // Update one parameter in place. `grad` is contiguous with the parameter's shape and dtype; s.step has
   // already been incremented for this update.

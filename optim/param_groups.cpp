@@ -50,8 +50,7 @@ std::vector<ParamGroup> make_param_groups(const nn::Module& m, const GroupingOpt
     if (placed) continue;
     if (opt.no_decay_norm_bias_embed && (v.dim() <= 1 || contains_any(name, opt.no_decay_patterns)))
       nodecay.params.push_back({name, v});
-    else
-      def.params.push_back({name, v});
+    else def.params.push_back({name, v});
   }
   std::vector<ParamGroup> out;
   for (auto* g : {&def, &nodecay})

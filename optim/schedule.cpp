@@ -25,9 +25,8 @@ Schedule constant_schedule() {
 
 Schedule linear_warmup(int64_t w) {
   need(w >= 0, "linear_warmup: warmup must be >= 0");
-  return Schedule("linear_warmup(" + std::to_string(w) + ")", [w](int64_t s, double base) {
-    return w == 0 ? base : base * std::min(1.0, (double)s / (double)w);
-  });
+  return Schedule("linear_warmup(" + std::to_string(w) + ")",
+                  [w](int64_t s, double base) { return w == 0 ? base : base * std::min(1.0, (double)s / (double)w); });
 }
 
 Schedule warmup_linear_decay(int64_t w, int64_t total) {
@@ -59,8 +58,8 @@ Schedule inverse_sqrt(int64_t w) {
 }
 
 const std::vector<std::string>& known_factors() {
-  static const std::vector<std::string> k{"constant",     "linear_warmup", "rsqrt_decay", "rsqrt_normalized_decay",
-                                          "decay_every",  "cosine_decay",  "linear_decay"};
+  static const std::vector<std::string> k{"constant",    "linear_warmup", "rsqrt_decay", "rsqrt_normalized_decay",
+                                          "decay_every", "cosine_decay",  "linear_decay"};
   return k;
 }
 
@@ -124,7 +123,8 @@ Schedule make_schedule(const ScheduleConfig& c) {
   for (auto& f : known_factors()) list += ", " + f;
   fail("schedule: unknown schedule '" + k +
        "'; known: constant, linear_warmup, warmup_linear_decay, warmup_cosine, inverse_sqrt, or a factor string "
-       "\"a * b * ...\" of" + list.substr(1));
+       "\"a * b * ...\" of" +
+       list.substr(1));
 }
 
 void apply_schedule(Optimizer& opt, const Schedule& s, int64_t step) {

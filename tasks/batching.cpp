@@ -15,8 +15,7 @@ namespace {
 
 int64_t uniform_index(std::mt19937_64& rng, int64_t n) { return static_cast<int64_t>(rng() % uint64_t(n)); }
 
-template <class T>
-void fisher_yates(std::vector<T>& v, std::mt19937_64& rng) {
+template <class T> void fisher_yates(std::vector<T>& v, std::mt19937_64& rng) {
   for (int64_t i = int64_t(v.size()) - 1; i > 0; --i) std::swap(v[size_t(i)], v[size_t(uniform_index(rng, i + 1))]);
 }
 
@@ -35,9 +34,7 @@ int64_t example_length(const Example& example, int32_t feature_dim) {
 
 // ---- DataPosition --------------------------------------------------------------------------
 
-std::string DataPosition::to_string() const {
-  return std::to_string(epoch) + " " + std::to_string(index) + " " + rng_state;
-}
+std::string DataPosition::to_string() const { return std::to_string(epoch) + " " + std::to_string(index) + " " + rng_state; }
 
 DataPosition DataPosition::from_string(const std::string& text) {
   std::istringstream in(text);
@@ -49,8 +46,8 @@ DataPosition DataPosition::from_string(const std::string& text) {
   std::istringstream check(p.rng_state);
   std::mt19937_64 rng;
   if (!(check >> rng))
-    throw DataError("DataPosition: the rng state after \"" + std::to_string(p.epoch) + " " +
-                    std::to_string(p.index) + "\" is not a std::mt19937_64 state (312 words + position)");
+    throw DataError("DataPosition: the rng state after \"" + std::to_string(p.epoch) + " " + std::to_string(p.index) +
+                    "\" is not a std::mt19937_64 state (312 words + position)");
   return p;
 }
 
@@ -90,8 +87,7 @@ void Batcher::start_epoch(Cursor& cursor) {
     for (size_t w = 0; w < perm.size(); w += window) {
       auto first = perm.begin() + w, last = perm.begin() + std::min(perm.size(), w + window);
       std::stable_sort(first, last, [&](int64_t a, int64_t b) {
-        return example_length(data_.examples[a], data_.feature_dim) <
-               example_length(data_.examples[b], data_.feature_dim);
+        return example_length(data_.examples[a], data_.feature_dim) < example_length(data_.examples[b], data_.feature_dim);
       });
     }
   }
@@ -135,13 +131,12 @@ DataPosition Batcher::position() const { return consumed_; }
 void Batcher::set_position(const DataPosition& position) {
   stop_thread();
   std::istringstream in(position.rng_state);
-  if (!(in >> rng_))
-    throw DataError("Batcher(" + data_.name + ")::set_position: rng_state is not a std::mt19937_64 state");
+  if (!(in >> rng_)) throw DataError("Batcher(" + data_.name + ")::set_position: rng_state is not a std::mt19937_64 state");
   cursor_.epoch = position.epoch;
   start_epoch(cursor_);
   if (position.index >= int64_t(cursor_.order.size()))
-    throw DataError("Batcher(" + data_.name + ")::set_position: batch index " + std::to_string(position.index) +
-                    " is past the " + std::to_string(cursor_.order.size()) +
+    throw DataError("Batcher(" + data_.name + ")::set_position: batch index " + std::to_string(position.index) + " is past the " +
+                    std::to_string(cursor_.order.size()) +
                     " batches of an epoch (dataset or batch size changed since the position was saved?)");
   cursor_.index = position.index;
   consumed_ = position;
@@ -211,8 +206,8 @@ Batch Batcher::collate(const std::vector<int64_t>& indices) const {
   auto clip = [&](int64_t i, int64_t len, const char* what) -> int32_t {
     if (config_.fixed_len > 0 && len > config_.fixed_len) {
       if (!config_.truncate)
-        throw DataError("Batcher: " + where(i) + " has " + what + " length " + std::to_string(len) +
-                        " > fixed_len " + std::to_string(config_.fixed_len) + " (enable truncate to cut it)");
+        throw DataError("Batcher: " + where(i) + " has " + what + " length " + std::to_string(len) + " > fixed_len " +
+                        std::to_string(config_.fixed_len) + " (enable truncate to cut it)");
       return config_.fixed_len;
     }
     return int32_t(len);

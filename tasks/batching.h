@@ -33,7 +33,7 @@ struct DataPosition {
   int64_t index = 0;
   std::string rng_state;
 
-  std::string to_string() const;                     // "epoch index rng_state..." on one line
+  std::string to_string() const;                             // "epoch index rng_state..." on one line
   static DataPosition from_string(const std::string& text);  // throws DataError on malformed text
   bool operator==(const DataPosition&) const = default;
 };
@@ -94,7 +94,7 @@ class Batcher {
     std::string epoch_rng_state;              // rng state before drawing this epoch's order
     std::vector<std::vector<int64_t>> order;  // this epoch's batches as dataset indices
   };
-  void start_epoch(Cursor& cursor);                 // draws the order from rng_, records the state
+  void start_epoch(Cursor& cursor);                    // draws the order from rng_, records the state
   Batch produce(Cursor& cursor, DataPosition& after);  // makes the batch at cursor, advances it
   void start_thread();
   void stop_thread();

@@ -11,8 +11,8 @@ double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11)
 void check_memory_config(const BitMemoryConfig& c) {
   if (c.num_patterns < 1 || c.num_bits < 1 || c.bits_per_token < 1 || c.num_bits % c.bits_per_token != 0)
     throw DataError("bit_memory: need num_patterns >= 1 and bits_per_token dividing num_bits, found " +
-                    std::to_string(c.num_patterns) + " patterns of " + std::to_string(c.num_bits) +
-                    " bits in tokens of " + std::to_string(c.bits_per_token));
+                    std::to_string(c.num_patterns) + " patterns of " + std::to_string(c.num_bits) + " bits in tokens of " +
+                    std::to_string(c.bits_per_token));
   if (!(c.mask_prob >= 0.0 && c.mask_prob <= 1.0))
     throw DataError("bit_memory: mask_prob must be in [0, 1], found " + std::to_string(c.mask_prob));
 }
@@ -47,8 +47,8 @@ Dataset make_bit_memory(const BitMemoryConfig& config, int64_t num_examples, uin
 
 Example bit_xor_example(const BitXorConfig& config, std::mt19937_64& rng) {
   if (config.num_bits < 1 || config.num_patterns < 1)
-    throw DataError("bit_xor: need num_bits >= 1 and num_patterns >= 1, found " + std::to_string(config.num_bits) +
-                    " bits and " + std::to_string(config.num_patterns) + " patterns");
+    throw DataError("bit_xor: need num_bits >= 1 and num_patterns >= 1, found " + std::to_string(config.num_bits) + " bits and " +
+                    std::to_string(config.num_patterns) + " patterns");
   const size_t P = size_t(config.num_patterns), n = size_t(config.num_bits);
   Example e;
   e.features.resize(P * n);  // (T, F) = (P, n)

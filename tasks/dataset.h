@@ -44,21 +44,21 @@ class Lines {
 };
 
 struct Example {
-  std::vector<int32_t> tokens;   // token ids (empty when the example is continuous)
-  std::vector<int32_t> tokens2;  // second sequence for two-tower tasks (Retrieval), else empty
-  std::vector<float> features;   // continuous inputs, row-major (length x feature_dim), else empty
+  std::vector<int32_t> tokens;         // token ids (empty when the example is continuous)
+  std::vector<int32_t> tokens2;        // second sequence for two-tower tasks (Retrieval), else empty
+  std::vector<float> features;         // continuous inputs, row-major (length x feature_dim), else empty
   std::vector<float> target_features;  // continuous targets (bit memory / XOR outputs), else empty
-  int32_t label = -1;            // class id in [0, num_classes); -1 when the task is sequence-to-sequence
+  int32_t label = -1;                  // class id in [0, num_classes); -1 when the task is sequence-to-sequence
 };
 
 struct Dataset {
-  std::string name;                 // e.g. "listops/train"
+  std::string name;  // e.g. "listops/train"
   std::vector<Example> examples;
-  int32_t vocab_size = 0;           // token vocabulary including specials (0 when continuous)
-  int32_t feature_dim = 0;          // per-position feature size when continuous (0 when tokens)
-  int32_t num_classes = 0;          // number of labels (0 when not a classification task)
-  int32_t pad_id = 0;               // id used to pad token sequences
-  int32_t max_len = 0;              // longest sequence the task can produce (for model sizing)
+  int32_t vocab_size = 0;                // token vocabulary including specials (0 when continuous)
+  int32_t feature_dim = 0;               // per-position feature size when continuous (0 when tokens)
+  int32_t num_classes = 0;               // number of labels (0 when not a classification task)
+  int32_t pad_id = 0;                    // id used to pad token sequences
+  int32_t max_len = 0;                   // longest sequence the task can produce (for model sizing)
   std::vector<std::string> class_names;  // optional, for reports
 };
 

@@ -44,11 +44,17 @@ IdxArray parse_idx(const uint8_t* bytes, size_t size, const std::string& source_
   if (size < 4)
     throw DataError(source_name + ": byte 0: file has " + std::to_string(size) + " bytes, an IDX header needs at least 4");
   if (bytes[0] != 0 || bytes[1] != 0)
-    throw DataError(source_name + ": byte 0: bad IDX magic, expected 0x00 0x00 <type> <ndims>, found 0x" +
-                    [&] { char b[16]; snprintf(b, sizeof b, "%02x 0x%02x", bytes[0], bytes[1]); return std::string(b); }());
+    throw DataError(source_name + ": byte 0: bad IDX magic, expected 0x00 0x00 <type> <ndims>, found 0x" + [&] {
+      char b[16];
+      snprintf(b, sizeof b, "%02x 0x%02x", bytes[0], bytes[1]);
+      return std::string(b);
+    }());
   if (bytes[2] != 0x08)
-    throw DataError(source_name + ": byte 2: IDX data type 0x" + [&] { char b[8]; snprintf(b, sizeof b, "%02x", bytes[2]); return std::string(b); }() +
-                    " is not supported, expected 0x08 (unsigned byte)");
+    throw DataError(source_name + ": byte 2: IDX data type 0x" + [&] {
+      char b[8];
+      snprintf(b, sizeof b, "%02x", bytes[2]);
+      return std::string(b);
+    }() + " is not supported, expected 0x08 (unsigned byte)");
   const uint32_t ndims = bytes[3];
   if (ndims < 1 || ndims > 4)
     throw DataError(source_name + ": byte 3: IDX with " + std::to_string(ndims) + " dimensions, expected 1 to 4");
@@ -60,9 +66,11 @@ IdxArray parse_idx(const uint8_t* bytes, size_t size, const std::string& source_
   size_t count = 1;
   for (uint32_t d = 0; d < ndims; ++d) {
     const uint32_t n = read_be32(bytes + 4 + 4 * d);
-    if (n == 0) throw DataError(source_name + ": byte " + std::to_string(4 + 4 * d) + ": dimension " + std::to_string(d) + " is 0");
+    if (n == 0)
+      throw DataError(source_name + ": byte " + std::to_string(4 + 4 * d) + ": dimension " + std::to_string(d) + " is 0");
     if (n > (size - header) / count)  // the shape needs more bytes than the file has (checked before it can overflow)
-      throw DataError(source_name + ": byte " + std::to_string(header) + ": truncated IDX file, the shape needs more bytes than the file's " + std::to_string(size));
+      throw DataError(source_name + ": byte " + std::to_string(header) +
+                      ": truncated IDX file, the shape needs more bytes than the file's " + std::to_string(size));
     count *= n;
     a.dims.push_back(n);
   }
@@ -125,7 +133,8 @@ ImageSet load_mnist_idx_split(const std::string& dir, const std::string& prefix)
   s.pixels = std::move(images.data);
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= 10)
-      throw DataError(labels_path + ": record " + std::to_string(i) + ": label " + std::to_string(labels.data[i]) + " is not in 0..9");
+      throw DataError(labels_path + ": record " + std::to_string(i) + ": label " + std::to_string(labels.data[i]) +
+                      " is not in 0..9");
     s.labels.push_back(labels.data[i]);
   }
   return s;
@@ -167,13 +176,13 @@ ImageSet read_cifar10_batch(const std::string& path) {
 
 const std::vector<std::string>& fashion_mnist_class_names() {
   static const std::vector<std::string> names = {"t-shirt/top", "trouser", "pullover", "dress", "coat",
-                                                 "sandal", "shirt", "sneaker", "bag", "ankle boot"};
+                                                 "sandal",      "shirt",   "sneaker",  "bag",   "ankle boot"};
   return names;
 }
 
 const std::vector<std::string>& cifar10_class_names() {
-  static const std::vector<std::string> names = {"airplane", "automobile", "bird", "cat", "deer",
-                                                 "dog", "frog", "horse", "ship", "truck"};
+  static const std::vector<std::string> names = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                                 "dog",      "frog",       "horse", "ship", "truck"};
   return names;
 }
 
@@ -210,18 +219,17 @@ Dataset image_dataset(const std::string& name, const ImageSet& images, const Ima
         for (int32_t pc = 0; pc < w / p; ++pc)
           for (int32_t y = 0; y < p; ++y)
             for (int32_t x = 0; x < p; ++x)
-              for (int32_t ch = 0; ch < c; ++ch)
-                e.features.push_back(px[((pr * p + y) * w + (pc * p + x)) * c + ch] / 255.0f);
+              for (int32_t ch = 0; ch < c; ++ch) e.features.push_back(px[((pr * p + y) * w + (pc * p + x)) * c + ch] / 255.0f);
     }
   }
   return d;
 }
 
-TaskData image_task(const std::string& name, const ImageSet& train, const ImageSet& test,
-                    const ImageTaskConfig& config, const std::vector<std::string>& class_names) {
+TaskData image_task(const std::string& name, const ImageSet& train, const ImageSet& test, const ImageTaskConfig& config,
+                    const std::vector<std::string>& class_names) {
   if (config.val_size < 0 || static_cast<size_t>(config.val_size) >= train.size())
-    throw DataError(name + ": val_size " + std::to_string(config.val_size) + " must be in [0, " +
-                    std::to_string(train.size()) + ") (the train set has " + std::to_string(train.size()) + " images)");
+    throw DataError(name + ": val_size " + std::to_string(config.val_size) + " must be in [0, " + std::to_string(train.size()) +
+                    ") (the train set has " + std::to_string(train.size()) + " images)");
   std::vector<size_t> order(train.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::mt19937_64 rng(config.seed);

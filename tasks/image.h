@@ -62,12 +62,12 @@ uint8_t tf_rgb_to_grayscale(uint8_t r, uint8_t g, uint8_t b);
 enum class ImageView { pixel_tokens, float_pixels, patches };
 
 struct ImageTaskConfig {
-  std::string dir;            // empty: /usr/share/datasets/fashion-mnist (Fashion-MNIST) - required for CIFAR
+  std::string dir;  // empty: /usr/share/datasets/fashion-mnist (Fashion-MNIST) - required for CIFAR
   ImageView view = ImageView::pixel_tokens;
-  int32_t patch = 4;          // patch side for ImageView::patches (must divide rows and cols)
-  int64_t val_size = 6000;    // carved from train (10%, as LRA)
-  int64_t max_train = 0;      // 0 = all; otherwise the first max_train after the val carve (quick runs)
-  int64_t max_test = 0;       // 0 = all
+  int32_t patch = 4;        // patch side for ImageView::patches (must divide rows and cols)
+  int64_t val_size = 6000;  // carved from train (10%, as LRA)
+  int64_t max_train = 0;    // 0 = all; otherwise the first max_train after the val carve (quick runs)
+  int64_t max_test = 0;     // 0 = all
   uint64_t seed = 0;
 };
 
@@ -79,8 +79,8 @@ const std::vector<std::string>& cifar10_class_names();
 Dataset image_dataset(const std::string& name, const ImageSet& images, const ImageTaskConfig& config,
                       const std::vector<std::string>& class_names);
 // Splits a train set into train/val (seeded) and builds the three Datasets.
-TaskData image_task(const std::string& name, const ImageSet& train, const ImageSet& test,
-                    const ImageTaskConfig& config, const std::vector<std::string>& class_names);
+TaskData image_task(const std::string& name, const ImageSet& train, const ImageSet& test, const ImageTaskConfig& config,
+                    const std::vector<std::string>& class_names);
 
 TaskData make_fashion_mnist(const ImageTaskConfig& config);
 TaskData load_cifar10(const ImageTaskConfig& config);  // config.dir = folder of the .bin batches; val 5000 is usual

@@ -91,15 +91,15 @@ struct TreeWriter {
 void check_config(const ListOpsConfig& c) {
   if (c.max_depth < 1 || c.max_args < 2 || c.min_len < 0 || c.max_len <= c.min_len + 1)
     throw DataError("ListOps config: need max_depth >= 1, max_args >= 2 and min_len < length < max_len possible; got "
-                    "max_depth=" + std::to_string(c.max_depth) + " max_args=" + std::to_string(c.max_args) +
+                    "max_depth=" +
+                    std::to_string(c.max_depth) + " max_args=" + std::to_string(c.max_args) +
                     " min_len=" + std::to_string(c.min_len) + " max_len=" + std::to_string(c.max_len));
 }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // Calls f(token) for each whitespace-separated token.
-template <class F>
-void for_each_token(std::string_view s, F&& f) {
+template <class F> void for_each_token(std::string_view s, F&& f) {
   size_t i = 0;
   while (i < s.size()) {
     while (i < s.size() && is_space(s[i])) ++i;
@@ -131,16 +131,14 @@ std::vector<ListOpsSample> generate_listops(const ListOpsConfig& config, int64_t
   while (static_cast<int64_t>(samples.size()) < count) {
     TreeWriter w{rng, config, {}, 0, false};
     const int32_t value = w.node(1);
-    const bool accepted = !w.too_long && w.length > config.min_len && w.length < config.max_len &&
-                          seen.insert(w.out).second;
+    const bool accepted = !w.too_long && w.length > config.min_len && w.length < config.max_len && seen.insert(w.out).second;
     if (accepted) {
       samples.push_back({std::move(w.out), value, w.length});
       fruitless = 0;
     } else if (++fruitless > max_fruitless_attempts) {
-      throw DataError("generate_listops: no new tree in " + std::to_string(max_fruitless_attempts) +
-                      " attempts after " + std::to_string(samples.size()) + " of " + std::to_string(count) +
-                      " samples; widen [min_len, max_len] = [" + std::to_string(config.min_len) + ", " +
-                      std::to_string(config.max_len) + "] or raise max_depth/max_args");
+      throw DataError("generate_listops: no new tree in " + std::to_string(max_fruitless_attempts) + " attempts after " +
+                      std::to_string(samples.size()) + " of " + std::to_string(count) + " samples; widen [min_len, max_len] = [" +
+                      std::to_string(config.min_len) + ", " + std::to_string(config.max_len) + "] or raise max_depth/max_args");
     }
   }
   return samples;
@@ -201,8 +199,7 @@ std::vector<ListOpsSample> parse_listops_tsv(std::string_view content, const std
     const std::string where = lines.where(file_name);
     if (lines.number() == 1) {
       if (line != "Source\tTarget")
-        throw DataError(where + ": expected the header 'Source<TAB>Target', found '" +
-                        std::string(line.substr(0, 60)) + "'");
+        throw DataError(where + ": expected the header 'Source<TAB>Target', found '" + std::string(line.substr(0, 60)) + "'");
       continue;
     }
     if (line.empty()) {
@@ -211,7 +208,8 @@ std::vector<ListOpsSample> parse_listops_tsv(std::string_view content, const std
     }
     const size_t tab = line.find('\t');
     const size_t columns = 1 + std::count(line.begin(), line.end(), '\t');
-    if (columns != 2) throw DataError(where + ": expected 2 tab-separated columns (Source, Target), found " + std::to_string(columns));
+    if (columns != 2)
+      throw DataError(where + ": expected 2 tab-separated columns (Source, Target), found " + std::to_string(columns));
     const std::string_view target = line.substr(tab + 1);
     if (target.size() != 1 || target[0] < '0' || target[0] > '9')
       throw DataError(where + ": Target must be a digit 0-9, found '" + std::string(target.substr(0, 20)) + "'");
@@ -228,16 +226,15 @@ std::vector<ListOpsSample> parse_listops_tsv(std::string_view content, const std
 
 std::vector<ListOpsSample> read_listops_tsv(const std::string& path) { return parse_listops_tsv(read_file(path), path); }
 
-void write_listops_dir(const std::string& dir, const std::vector<ListOpsSample>& train,
-                       const std::vector<ListOpsSample>& val, const std::vector<ListOpsSample>& test) {
+void write_listops_dir(const std::string& dir, const std::vector<ListOpsSample>& train, const std::vector<ListOpsSample>& val,
+                       const std::vector<ListOpsSample>& test) {
   std::filesystem::create_directories(dir);
   write_listops_tsv(dir + "/basic_train.tsv", train);
   write_listops_tsv(dir + "/basic_val.tsv", val);
   write_listops_tsv(dir + "/basic_test.tsv", test);
 }
 
-Dataset listops_dataset(const std::string& name, const std::vector<ListOpsSample>& samples,
-                        const std::string& where_prefix) {
+Dataset listops_dataset(const std::string& name, const std::vector<ListOpsSample>& samples, const std::string& where_prefix) {
   Dataset d;
   d.name = name;
   d.vocab_size = listops_vocab::size;

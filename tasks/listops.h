@@ -48,7 +48,7 @@ struct ListOpsConfig {
   int32_t min_len = 500;   // exclusive, as in LRA
   int32_t max_len = 2000;  // exclusive, as in LRA
   uint64_t seed = 0;
-  bool parens = false;     // write the LRA parentheses into `source` (true reproduces the official files)
+  bool parens = false;  // write the LRA parentheses into `source` (true reproduces the official files)
 };
 
 struct ListOpsSample {
@@ -85,14 +85,13 @@ std::vector<ListOpsSample> parse_listops_tsv(std::string_view content, const std
 std::vector<ListOpsSample> read_listops_tsv(const std::string& path);
 
 // basic_{train,val,test}.tsv in `dir` (the names of the LRA release).
-void write_listops_dir(const std::string& dir, const std::vector<ListOpsSample>& train,
-                       const std::vector<ListOpsSample>& val, const std::vector<ListOpsSample>& test);
+void write_listops_dir(const std::string& dir, const std::vector<ListOpsSample>& train, const std::vector<ListOpsSample>& val,
+                       const std::vector<ListOpsSample>& test);
 
 // The task: generated data, or the official files of a directory. Sequences are not truncated; Dataset::max_len
 // is the longest token sequence (the generator guarantees < max_len).
 TaskData make_listops(const ListOpsConfig& config);
 TaskData load_listops_tsv(const std::string& dir);
-Dataset listops_dataset(const std::string& name, const std::vector<ListOpsSample>& samples,
-                        const std::string& where_prefix);
+Dataset listops_dataset(const std::string& name, const std::vector<ListOpsSample>& samples, const std::string& where_prefix);
 
 }  // namespace dl::tasks

@@ -38,8 +38,7 @@ std::vector<int64_t> random_segmentation(int64_t num_items, int64_t num_segments
 }  // namespace
 
 TokenObjective causal_lm(const std::vector<int32_t>& x, int32_t pad_id) {
-  if (x.size() < 2)
-    throw DataError("causal_lm: sequence needs at least 2 tokens, found " + std::to_string(x.size()));
+  if (x.size() < 2) throw DataError("causal_lm: sequence needs at least 2 tokens, found " + std::to_string(x.size()));
   TokenObjective out;
   out.inputs.assign(x.begin(), x.end() - 1);
   out.targets.reserve(x.size() - 1);
@@ -47,8 +46,7 @@ TokenObjective causal_lm(const std::vector<int32_t>& x, int32_t pad_id) {
   return out;
 }
 
-TokenObjective mask_tokens(const std::vector<int32_t>& x, double p, int32_t mask_id, int32_t pad_id,
-                           std::mt19937_64& rng) {
+TokenObjective mask_tokens(const std::vector<int32_t>& x, double p, int32_t mask_id, int32_t pad_id, std::mt19937_64& rng) {
   if (!(p >= 0.0 && p <= 1.0)) throw DataError("mask_tokens: p must be in [0, 1], found " + std::to_string(p));
   TokenObjective out{x, std::vector<int32_t>(x.size(), kIgnoreIndex)};
   for (size_t t = 0; t < x.size(); ++t) {
@@ -61,8 +59,7 @@ TokenObjective mask_tokens(const std::vector<int32_t>& x, double p, int32_t mask
   return out;
 }
 
-FeatureObjective mask_features(const std::vector<float>& x, int32_t feature_dim, double p,
-                               std::mt19937_64& rng) {
+FeatureObjective mask_features(const std::vector<float>& x, int32_t feature_dim, double p, std::mt19937_64& rng) {
   if (feature_dim <= 0 || x.size() % size_t(feature_dim) != 0)
     throw DataError("mask_features: " + std::to_string(x.size()) + " values do not split into positions of " +
                     std::to_string(feature_dim) + " features");
@@ -82,8 +79,7 @@ FeatureObjective mask_features(const std::vector<float>& x, int32_t feature_dim,
   return out;
 }
 
-std::vector<uint8_t> random_spans_noise_mask(int64_t length, double density, double mean_span_length,
-                                             std::mt19937_64& rng) {
+std::vector<uint8_t> random_spans_noise_mask(int64_t length, double density, double mean_span_length, std::mt19937_64& rng) {
   if (length < 1) throw DataError("random_spans_noise_mask: length must be >= 1, found " + std::to_string(length));
   if (!(density > 0.0 && density < 1.0) || !(mean_span_length >= 1.0))
     throw DataError("random_spans_noise_mask: need 0 < density < 1 and mean_span_length >= 1, found density " +
@@ -109,10 +105,8 @@ std::vector<uint8_t> random_spans_noise_mask(int64_t length, double density, dou
   return mask;
 }
 
-TokenObjective span_corruption(const std::vector<int32_t>& x, const SpanCorruptionConfig& config,
-                               std::mt19937_64& rng) {
-  if (x.size() < 2)
-    throw DataError("span_corruption: sequence needs at least 2 tokens, found " + std::to_string(x.size()));
+TokenObjective span_corruption(const std::vector<int32_t>& x, const SpanCorruptionConfig& config, std::mt19937_64& rng) {
+  if (x.size() < 2) throw DataError("span_corruption: sequence needs at least 2 tokens, found " + std::to_string(x.size()));
   const std::vector<uint8_t> noise =
       random_spans_noise_mask(int64_t(x.size()), config.noise_density, config.mean_span_length, rng);
   TokenObjective out;
@@ -132,8 +126,7 @@ TokenObjective span_corruption(const std::vector<int32_t>& x, const SpanCorrupti
   return out;
 }
 
-std::vector<int32_t> span_corruption_reconstruct(const TokenObjective& corrupted,
-                                                 const SpanCorruptionConfig& config) {
+std::vector<int32_t> span_corruption_reconstruct(const TokenObjective& corrupted, const SpanCorruptionConfig& config) {
   std::vector<int32_t> inputs = corrupted.inputs, targets = corrupted.targets;
   if (config.eos_on_inputs && !inputs.empty() && inputs.back() == config.eos_id) inputs.pop_back();
   if (!targets.empty() && targets.back() == config.eos_id) targets.pop_back();

@@ -41,8 +41,7 @@ TokenObjective causal_lm(const std::vector<int32_t>& x, int32_t pad_id);
 // Masked denoising for tokens (BERT-style without the 80/10/10 split, as in Amos et al. 2023): each
 // non-pad position is masked independently with probability p; masked inputs become mask_id, targets hold
 // the original token at masked positions and kIgnoreIndex everywhere else.
-TokenObjective mask_tokens(const std::vector<int32_t>& x, double p, int32_t mask_id, int32_t pad_id,
-                           std::mt19937_64& rng);
+TokenObjective mask_tokens(const std::vector<int32_t>& x, double p, int32_t mask_id, int32_t pad_id, std::mt19937_64& rng);
 
 // Masked denoising for continuous inputs of shape (T, F). Each position t is masked with probability p
 // (all F features together). The model input gets one extra channel holding the mask, so it is (T, F+1):
@@ -54,8 +53,7 @@ struct FeatureObjective {
   std::vector<float> loss_mask;  // (T), 1 where masked
   int32_t feature_dim = 0;       // F + 1, the width of `inputs`
 };
-FeatureObjective mask_features(const std::vector<float>& x, int32_t feature_dim, double p,
-                               std::mt19937_64& rng);
+FeatureObjective mask_features(const std::vector<float>& x, int32_t feature_dim, double p, std::mt19937_64& rng);
 
 // T5's random_spans_noise_mask (Raffel et al. 2020, t5/data/preprocessors.py): a boolean mask of `length`
 // with round(length * density) noise positions grouped into round(noise / mean_span_length) spans. Noise
@@ -63,27 +61,24 @@ FeatureObjective mask_features(const std::vector<float>& x, int32_t feature_dim,
 // [keep_0, noise_0, keep_1, noise_1, ...], so the sequence always starts with kept tokens and ends with
 // noise. Deviation: T5 can be asked for more spans than there are kept tokens; we clamp the span count so
 // every kept segment is non-empty. Rounding is half-to-even like tf.round.
-std::vector<uint8_t> random_spans_noise_mask(int64_t length, double density, double mean_span_length,
-                                             std::mt19937_64& rng);
+std::vector<uint8_t> random_spans_noise_mask(int64_t length, double density, double mean_span_length, std::mt19937_64& rng);
 
 struct SpanCorruptionConfig {
   double noise_density = 0.15;
   double mean_span_length = 3.0;
-  int32_t sentinel_top_id = 0;     // first span's sentinel; later spans count down from it
+  int32_t sentinel_top_id = 0;  // first span's sentinel; later spans count down from it
   int32_t eos_id = 1;
-  bool eos_on_inputs = true;       // T5 appends EOS to inputs as well as to targets
+  bool eos_on_inputs = true;  // T5 appends EOS to inputs as well as to targets
 };
 
 // T5 span corruption. With noise spans N_k between kept spans K_k:
 //   inputs  = K_0 S_0 K_1 S_1 ... K_{n-1} S_{n-1} [eos]      (S_k = sentinel_top_id - k)
 //   targets = S_0 N_0 S_1 N_1 ... S_{n-1} N_{n-1} eos
 // x must not contain padding (strip it first); needs x.size() >= 2.
-TokenObjective span_corruption(const std::vector<int32_t>& x, const SpanCorruptionConfig& config,
-                               std::mt19937_64& rng);
+TokenObjective span_corruption(const std::vector<int32_t>& x, const SpanCorruptionConfig& config, std::mt19937_64& rng);
 
 // Inverse of span_corruption given both halves (used by tests and for debugging a pipeline): rebuilds the
 // original sequence by substituting each sentinel in `inputs` with the tokens after it in `targets`.
-std::vector<int32_t> span_corruption_reconstruct(const TokenObjective& corrupted,
-                                                 const SpanCorruptionConfig& config);
+std::vector<int32_t> span_corruption_reconstruct(const TokenObjective& corrupted, const SpanCorruptionConfig& config);
 
 }  // namespace dl::tasks

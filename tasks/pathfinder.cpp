@@ -116,8 +116,8 @@ class Raster {
   void stroke(Segment s, double width) {
     const double r = width / 2.0;
     const double dx = s.b.x - s.a.x, dy = s.b.y - s.a.y, len2 = std::max(1e-12, dx * dx + dy * dy);
-    fill_box(std::min(s.a.x, s.b.x) - r, std::min(s.a.y, s.b.y) - r, std::max(s.a.x, s.b.x) + r,
-             std::max(s.a.y, s.b.y) + r, [&](double x, double y) {
+    fill_box(std::min(s.a.x, s.b.x) - r, std::min(s.a.y, s.b.y) - r, std::max(s.a.x, s.b.x) + r, std::max(s.a.y, s.b.y) + r,
+             [&](double x, double y) {
                // Flat-ended paddles (rectangles), as in the original: round caps would fill the gaps.
                const double t = ((x - s.a.x) * dx + (y - s.a.y) * dy) / len2;
                if (t < 0.0 || t > 1.0) return false;
@@ -145,8 +145,7 @@ class Raster {
   }
 
  private:
-  template <class Inside>
-  void fill_box(double x0, double y0, double x1, double y1, Inside inside) {
+  template <class Inside> void fill_box(double x0, double y0, double x1, double y1, Inside inside) {
     const int32_t W = side_ * ss_;
     const int32_t i0 = std::max(0, int32_t(std::floor(x0 * ss_))), i1 = std::min(W - 1, int32_t(std::ceil(x1 * ss_)));
     const int32_t j0 = std::max(0, int32_t(std::floor(y0 * ss_))), j1 = std::min(W - 1, int32_t(std::ceil(y1 * ss_)));
@@ -196,8 +195,8 @@ std::string pathfinder_level_name(int32_t contour_length) {
 PathfinderSample render_pathfinder(const PathfinderConfig& config, int32_t label, std::mt19937_64& rng) {
   if (config.side < 16 || config.contour_length < 1 || (label != 0 && label != 1))
     throw DataError("render_pathfinder: need side >= 16, contour_length >= 1 and label 0/1, found side " +
-                    std::to_string(config.side) + ", contour_length " + std::to_string(config.contour_length) +
-                    ", label " + std::to_string(label));
+                    std::to_string(config.side) + ", contour_length " + std::to_string(config.contour_length) + ", label " +
+                    std::to_string(label));
   const PathfinderGeometry& g = config.geometry;
   for (int32_t image_try = 0; image_try < 200; ++image_try) {
     Canvas canvas(config);
@@ -249,14 +248,13 @@ PathfinderSample render_pathfinder(const PathfinderConfig& config, int32_t label
     out.marker_xy[1][0] = m1.x, out.marker_xy[1][1] = m1.y;
     return out;
   }
-  throw DataError("render_pathfinder: could not place two paths of " + std::to_string(config.contour_length) +
-                  " paddles in a " + std::to_string(config.side) + "-pixel image after 200 tries (geometry too large)");
+  throw DataError("render_pathfinder: could not place two paths of " + std::to_string(config.contour_length) + " paddles in a " +
+                  std::to_string(config.side) + "-pixel image after 200 tries (geometry too large)");
 }
 
 Dataset make_pathfinder(const PathfinderConfig& config, int64_t num_examples, uint64_t seed, const std::string& name) {
   Dataset d;
-  d.name = name.empty() ? "pathfinder" + std::to_string(config.side) + "/" + pathfinder_level_name(config.contour_length)
-                        : name;
+  d.name = name.empty() ? "pathfinder" + std::to_string(config.side) + "/" + pathfinder_level_name(config.contour_length) : name;
   d.vocab_size = 256;
   d.num_classes = 2;
   d.pad_id = 0;  // never used: every image has exactly side*side tokens

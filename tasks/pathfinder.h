@@ -35,16 +35,16 @@ namespace dl::tasks {
 // the LRA settings (marker radius 1.5 / 2.5 / 3 / 5 at 32 / 64 / 128 / 256; distractor length
 // contour_length / 3; distractor pixel budget 20 / 22 / 35 / 30 paddles).
 struct PathfinderGeometry {
-  double paddle_length = 2.0;   // length of one dash
-  double paddle_gap = 1.0;      // gap between consecutive dashes of one path
-  double thickness = 1.0;       // stroke width
+  double paddle_length = 2.0;  // length of one dash
+  double paddle_gap = 1.0;     // gap between consecutive dashes of one path
+  double thickness = 1.0;      // stroke width
   double marker_radius = 1.5;
   double max_curvature = 0.30;  // |per-path turn per paddle| in radians, drawn uniformly per path
   double turn_jitter = 0.25;    // extra uniform turn per paddle in radians, so paths are not perfect arcs
   double clearance = 2.0;       // minimum distance between strokes of different paths (centre to centre)
   int32_t distractor_length = 4;
   int32_t num_distractors = 5;
-  int32_t supersample = 4;      // antialiasing: strokes are rasterised on a grid this many times finer
+  int32_t supersample = 4;  // antialiasing: strokes are rasterised on a grid this many times finer
 };
 
 struct PathfinderConfig {
@@ -71,16 +71,15 @@ PathfinderSample render_pathfinder(const PathfinderConfig& config, int32_t label
 
 // A balanced dataset: exactly floor(n/2) label-0 and ceil(n/2) label-1 examples in random order. Example
 // i uses its own rng seeded from (seed, i), so any example can be regenerated alone.
-Dataset make_pathfinder(const PathfinderConfig& config, int64_t num_examples, uint64_t seed,
-                        const std::string& name = "");
+Dataset make_pathfinder(const PathfinderConfig& config, int64_t num_examples, uint64_t seed, const std::string& name = "");
 
 // ---- official layout -------------------------------------------------------------------------
 
 struct PathfinderMetaRecord {
-  std::string image_dir;   // column 0
-  std::string file_name;   // column 1
-  int64_t index = 0;       // column 2
-  int32_t label = 0;       // column 3
+  std::string image_dir;  // column 0
+  std::string file_name;  // column 1
+  int64_t index = 0;      // column 2
+  int32_t label = 0;      // column 3
 };
 
 // Parses a whole metadata file held in memory. `file_name` only labels error messages
@@ -89,16 +88,15 @@ std::vector<PathfinderMetaRecord> parse_pathfinder_metadata(std::string_view tex
 
 // Writes num_examples generated images and their metadata under <root>/<level>/ in batches of
 // images_per_batch (the release uses one folder and one metadata file per batch).
-void write_pathfinder_official(const std::string& root, const PathfinderConfig& config, int64_t num_examples,
-                               uint64_t seed, int64_t images_per_batch = 1000);
+void write_pathfinder_official(const std::string& root, const PathfinderConfig& config, int64_t num_examples, uint64_t seed,
+                               int64_t images_per_batch = 1000);
 
 struct PathfinderReadOptions {
   int32_t side = 32;             // every PNG must be side x side
   std::vector<int64_t> batches;  // metadata/<b>.npy files to read; empty = all, in numeric order
   int64_t max_examples = -1;     // stop after this many (-1 = all)
 };
-Dataset read_pathfinder_official(const std::string& root, const std::string& level,
-                                 const PathfinderReadOptions& options);
+Dataset read_pathfinder_official(const std::string& root, const std::string& level, const PathfinderReadOptions& options);
 
 // ---- PNG helpers and documentation grid ------------------------------------------------------
 
@@ -109,7 +107,6 @@ std::vector<uint8_t> read_gray_png(const std::string& path, int32_t expected_wid
 
 // Tiles the first `count` examples of a pixel-token dataset into one PNG, `columns` per row, each tile
 // framed by a 1-pixel border: light gray (170) = label 1 (connected), dark gray (70) = label 0.
-void write_pathfinder_grid(const std::string& path, const Dataset& data, int32_t side, int32_t count,
-                           int32_t columns);
+void write_pathfinder_grid(const std::string& path, const Dataset& data, int32_t side, int32_t count, int32_t columns);
 
 }  // namespace dl::tasks

@@ -60,23 +60,23 @@ std::vector<PathfinderMetaRecord> parse_pathfinder_metadata(std::string_view tex
     if (!blank_lines.empty())
       throw DataError(file_name + ":" + std::to_string(blank_lines.front()) + ": blank line inside the metadata");
     if (f.size() < 4)
-      throw DataError(where + "expected at least 4 space-separated fields (image dir, file name, index, label), "
-                              "found " + std::to_string(f.size()) + " in " + quoted(line));
+      throw DataError(where +
+                      "expected at least 4 space-separated fields (image dir, file name, index, label), "
+                      "found " +
+                      std::to_string(f.size()) + " in " + quoted(line));
     PathfinderMetaRecord r;
     r.image_dir = std::string(f[0]);
     r.file_name = std::string(f[1]);
     // The record names a file below the level directory: refuse anything that could leave it.
     for (std::string_view part : {f[0], f[1]})
       if (part.front() == '/' || part.find("..") != std::string_view::npos || part.find('\\') != std::string_view::npos)
-        throw DataError(where + "image path must be relative and stay below the level directory, found " +
-                        quoted(part));
+        throw DataError(where + "image path must be relative and stay below the level directory, found " + quoted(part));
     if (f[1].size() < 5 || f[1].substr(f[1].size() - 4) != ".png")
       throw DataError(where + "expected a .png file name in column 2, found " + quoted(f[1]));
     const auto [p2, e2] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), r.index);
     if (e2 != std::errc() || p2 != f[2].data() + f[2].size() || r.index < 0)
       throw DataError(where + "expected a non-negative integer sample index in column 3, found " + quoted(f[2]));
-    if (f[3] != "0" && f[3] != "1")
-      throw DataError(where + "expected label 0 or 1 in column 4, found " + quoted(f[3]));
+    if (f[3] != "0" && f[3] != "1") throw DataError(where + "expected label 0 or 1 in column 4, found " + quoted(f[3]));
     r.label = f[3] == "1" ? 1 : 0;
     records.push_back(std::move(r));
   }
@@ -87,8 +87,8 @@ std::vector<PathfinderMetaRecord> parse_pathfinder_metadata(std::string_view tex
 
 void write_gray_png(const std::string& path, const std::vector<uint8_t>& pixels, int32_t width, int32_t height) {
   if (width <= 0 || height <= 0 || pixels.size() != size_t(width) * height)
-    throw DataError(path + ": cannot write a " + std::to_string(width) + "x" + std::to_string(height) +
-                    " PNG from " + std::to_string(pixels.size()) + " pixels");
+    throw DataError(path + ": cannot write a " + std::to_string(width) + "x" + std::to_string(height) + " PNG from " +
+                    std::to_string(pixels.size()) + " pixels");
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   image.width = png_uint_32(width);
@@ -113,8 +113,7 @@ std::vector<uint8_t> read_gray_png(const std::string& path, int32_t expected_wid
       (expected_height > 0 && image.height != png_uint_32(expected_height)))
     fail("expected a " + std::to_string(expected_width) + "x" + std::to_string(expected_height) + " image, found " +
          std::to_string(image.width) + "x" + std::to_string(image.height));
-  if (found_format != PNG_FORMAT_GRAY)
-    fail("expected an 8-bit grayscale PNG, found " + describe_png_format(found_format));
+  if (found_format != PNG_FORMAT_GRAY) fail("expected an 8-bit grayscale PNG, found " + describe_png_format(found_format));
   std::vector<uint8_t> pixels(size_t(image.width) * image.height);
   if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr))
     throw DataError(path + ": corrupt PNG data (" + image.message + ")");  // finish_read frees on failure
@@ -123,8 +122,8 @@ std::vector<uint8_t> read_gray_png(const std::string& path, int32_t expected_wid
 
 // ---- official layout ------------------------------------------------------------------------
 
-void write_pathfinder_official(const std::string& root, const PathfinderConfig& config, int64_t num_examples,
-                               uint64_t seed, int64_t images_per_batch) {
+void write_pathfinder_official(const std::string& root, const PathfinderConfig& config, int64_t num_examples, uint64_t seed,
+                               int64_t images_per_batch) {
   if (images_per_batch <= 0) throw DataError("write_pathfinder_official: images_per_batch must be > 0");
   const Dataset data = make_pathfinder(config, num_examples, seed);
   const fs::path level = fs::path(root) / pathfinder_level_name(config.contour_length);
@@ -136,16 +135,15 @@ void write_pathfinder_official(const std::string& root, const PathfinderConfig& 
     for (int64_t i = 0; i < images_per_batch && b * images_per_batch + i < num_examples; ++i) {
       const Example& e = data.examples[size_t(b * images_per_batch + i)];
       const std::string file = "sample_" + std::to_string(i) + ".png";
-      write_gray_png((level / dir / file).string(), std::vector<uint8_t>(e.tokens.begin(), e.tokens.end()),
-                     config.side, config.side);
+      write_gray_png((level / dir / file).string(), std::vector<uint8_t>(e.tokens.begin(), e.tokens.end()), config.side,
+                     config.side);
       meta << dir << ' ' << file << ' ' << i << ' ' << e.label << ' ' << config.contour_length << '\n';
     }
     if (!meta) throw DataError((level / "metadata").string() + ": writing metadata failed");
   }
 }
 
-Dataset read_pathfinder_official(const std::string& root, const std::string& level,
-                                 const PathfinderReadOptions& options) {
+Dataset read_pathfinder_official(const std::string& root, const std::string& level, const PathfinderReadOptions& options) {
   const fs::path level_dir = fs::path(root) / level;
   const fs::path meta_dir = level_dir / "metadata";
   if (!fs::is_directory(meta_dir)) throw DataError(meta_dir.string() + ": metadata directory is missing");
@@ -186,8 +184,7 @@ Dataset read_pathfinder_official(const std::string& root, const std::string& lev
   return d;
 }
 
-void write_pathfinder_grid(const std::string& path, const Dataset& data, int32_t side, int32_t count,
-                           int32_t columns) {
+void write_pathfinder_grid(const std::string& path, const Dataset& data, int32_t side, int32_t count, int32_t columns) {
   count = std::min<int32_t>(count, int32_t(data.examples.size()));
   if (count <= 0 || columns <= 0) throw DataError("write_pathfinder_grid(" + path + "): nothing to draw");
   const int32_t rows = (count + columns - 1) / columns, cell = side + 4;  // 1 frame + 1 spacing each side
@@ -196,8 +193,8 @@ void write_pathfinder_grid(const std::string& path, const Dataset& data, int32_t
   for (int32_t n = 0; n < count; ++n) {
     const Example& e = data.examples[size_t(n)];
     if (e.tokens.size() != size_t(side) * side)
-      throw DataError("write_pathfinder_grid: example " + std::to_string(n) + " has " +
-                      std::to_string(e.tokens.size()) + " pixels, expected " + std::to_string(side * side));
+      throw DataError("write_pathfinder_grid: example " + std::to_string(n) + " has " + std::to_string(e.tokens.size()) +
+                      " pixels, expected " + std::to_string(side * side));
     const int32_t ox = (n % columns) * cell + 2, oy = (n / columns) * cell + 2;
     const uint8_t frame = e.label == 1 ? 170 : 70;
     for (int32_t i = -1; i <= side; ++i) {

@@ -17,12 +17,12 @@
 namespace dl::tasks {
 
 struct TaskConfig {
-  int32_t seq_len = 0;      // sequence length / crop size (0 = task default)
-  int64_t train_size = 0;   // examples (0 = task default; for fixed datasets: a cap)
+  int32_t seq_len = 0;     // sequence length / crop size (0 = task default)
+  int64_t train_size = 0;  // examples (0 = task default; for fixed datasets: a cap)
   int64_t val_size = 0;
   int64_t test_size = 0;
   uint64_t seed = 0;
-  std::string data_path;    // official data folder; empty = generator / packaged data
+  std::string data_path;  // official data folder; empty = generator / packaged data
 };
 
 using TaskMaker = TaskData (*)(const TaskConfig&);

@@ -52,8 +52,8 @@ std::vector<Example> make_retrieval_pairs(const std::vector<LabeledText>& docs, 
   for (const auto& [genre, members] : by_genre)
     if (members.size() >= 2) negative_firsts.insert(negative_firsts.end(), members.begin(), members.end());
   if (docs.empty() || negative_firsts.empty())
-    throw DataError(name + ": needs a genre with at least two documents to make negative pairs (" +
-                    std::to_string(docs.size()) + " documents)");
+    throw DataError(name + ": needs a genre with at least two documents to make negative pairs (" + std::to_string(docs.size()) +
+                    " documents)");
 
   const int64_t half = count / 2;
   std::vector<Example> pairs;
@@ -90,17 +90,21 @@ std::vector<Example> make_retrieval_pairs(const std::vector<LabeledText>& docs, 
 TaskData make_retrieval_from_docs(const TextSplits& docs, const RetrievalConfig& config) {
   std::mt19937_64 rng(config.seed);
   TaskData t;
-  t.train = pair_dataset("retrieval/train", make_retrieval_pairs(docs.train, config.num_train, config.chunk_len, rng, "retrieval/train"), config.chunk_len);
-  t.val = pair_dataset("retrieval/val", make_retrieval_pairs(docs.val, config.num_val, config.chunk_len, rng, "retrieval/val"), config.chunk_len);
-  t.test = pair_dataset("retrieval/test", make_retrieval_pairs(docs.test, config.num_test, config.chunk_len, rng, "retrieval/test"), config.chunk_len);
+  t.train = pair_dataset("retrieval/train",
+                         make_retrieval_pairs(docs.train, config.num_train, config.chunk_len, rng, "retrieval/train"),
+                         config.chunk_len);
+  t.val = pair_dataset("retrieval/val", make_retrieval_pairs(docs.val, config.num_val, config.chunk_len, rng, "retrieval/val"),
+                       config.chunk_len);
+  t.test =
+      pair_dataset("retrieval/test", make_retrieval_pairs(docs.test, config.num_test, config.chunk_len, rng, "retrieval/test"),
+                   config.chunk_len);
   return t;
 }
 
 TaskData make_retrieval(const RetrievalConfig& config) {
   auto docs = brown_labeled_documents(config.brown_dir);
   for (auto& d : docs) d.label = d.group;  // stratify the document split by the fine genre
-  return make_retrieval_from_docs(split_by_document(std::move(docs), config.val_frac, config.test_frac, config.seed),
-                                  config);
+  return make_retrieval_from_docs(split_by_document(std::move(docs), config.val_frac, config.test_frac, config.seed), config);
 }
 
 // ---- AAN ---------------------------------------------------------------------------------------
@@ -127,8 +131,8 @@ std::vector<AanPair> parse_aan_tsv(std::string_view content, const std::string& 
     const double value = label_text.empty() ? -1 : std::strtod(label_text.c_str(), &parse_end);
     if (label_text.empty() || parse_end != label_text.c_str() + label_text.size() || (value != 0.0 && value != 1.0))
       throw DataError(where + ": label must be 0 or 1, found '" + label_text.substr(0, 20) + "'");
-    pairs.push_back({static_cast<int32_t>(value), std::string(cols[1]), std::string(cols[2]), std::string(cols[3]),
-                     std::string(cols[4])});
+    pairs.push_back(
+        {static_cast<int32_t>(value), std::string(cols[1]), std::string(cols[2]), std::string(cols[3]), std::string(cols[4])});
   }
   return pairs;
 }

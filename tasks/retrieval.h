@@ -30,13 +30,13 @@ namespace dl::tasks {
 
 struct RetrievalConfig {
   uint64_t seed = 0;
-  int32_t chunk_len = 2000;      // bytes per side (LRA AAN: up to 4000)
-  int64_t num_train = 8000;      // pairs, made even by rounding down
+  int32_t chunk_len = 2000;  // bytes per side (LRA AAN: up to 4000)
+  int64_t num_train = 8000;  // pairs, made even by rounding down
   int64_t num_val = 1000;
   int64_t num_test = 1000;
-  double val_frac = 0.1;         // of documents
+  double val_frac = 0.1;  // of documents
   double test_frac = 0.1;
-  std::string brown_dir;         // empty: the npm package in the data cache
+  std::string brown_dir;  // empty: the npm package in the data cache
 };
 
 // `count` balanced pairs from `docs` (LabeledText::group = fine genre). `name` is used in error messages.

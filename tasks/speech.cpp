@@ -71,7 +71,7 @@ int espeak_rate_locked() {
 std::vector<float> resample(const std::vector<float>& in, double in_rate, double out_rate) {
   if (in.empty() || in_rate == out_rate) return in;
   const double cutoff = 0.9 * 0.5 * std::min(in_rate, out_rate) / in_rate;  // cycles per input sample
-  const double half_width = 16.0 / (2.0 * cutoff);                         // in input samples
+  const double half_width = 16.0 / (2.0 * cutoff);                          // in input samples
   const size_t n_out = size_t(std::floor(double(in.size()) * out_rate / in_rate));
   std::vector<float> out(n_out);
   for (size_t j = 0; j < n_out; ++j) {
@@ -99,8 +99,7 @@ std::vector<float> resample(const std::vector<float>& in, double in_rate, double
 // fork()ed child, which starts from that pristine state, sends the 16-bit samples back through a pipe and
 // exits. fork is cheap here (copy-on-write; measured cost in docs/data.md) and the mutex makes sure no
 // other thread is inside espeak-ng while we fork.
-std::vector<int16_t> synthesize_in_child(const std::string& word, const std::string& voice, int32_t rate,
-                                         int32_t pitch) {
+std::vector<int16_t> synthesize_in_child(const std::string& word, const std::string& voice, int32_t rate, int32_t pitch) {
   int fds[2];
   if (pipe(fds) != 0) throw DataError("speech: pipe() failed: " + std::string(std::strerror(errno)));
   const pid_t pid = fork();
@@ -119,8 +118,7 @@ std::vector<int16_t> synthesize_in_child(const std::string& word, const std::str
     } else {
       espeak_SetParameter(espeakRATE, std::clamp(rate, espeakRATE_MINIMUM, espeakRATE_MAXIMUM), 0);
       espeak_SetParameter(espeakPITCH, std::clamp(pitch, 0, 100), 0);
-      if (espeak_Synth(word.c_str(), word.size() + 1, 0, POS_CHARACTER, 0, espeakCHARS_AUTO, nullptr, &pcm) != EE_OK)
-        status = 3;
+      if (espeak_Synth(word.c_str(), word.size() + 1, 0, POS_CHARACTER, 0, espeakCHARS_AUTO, nullptr, &pcm) != EE_OK) status = 3;
     }
     const int64_t n = int64_t(pcm.size());
     const char* p = reinterpret_cast<const char*>(&n);

@@ -36,11 +36,11 @@ struct SpeechConfig {
   // espeak-ng voice names; a "+variant" (m1..m7, f1..f4, ...) is appended at random to vary the speaker.
   std::vector<std::string> voices = {"en", "en-us", "en-gb-scotland", "en-029", "en-gb-x-rp", "en-us-nyc"};
   std::vector<std::string> variants = {"", "m1", "m3", "m7", "f1", "f2", "f4"};
-  int32_t min_rate = 130, max_rate = 230;  // words per minute (espeak default 175)
-  int32_t min_pitch = 25, max_pitch = 75;  // espeak pitch 0-100 (default 50)
-  double min_peak = 0.3, max_peak = 0.9;   // peak amplitude after scaling
+  int32_t min_rate = 130, max_rate = 230;      // words per minute (espeak default 175)
+  int32_t min_pitch = 25, max_pitch = 75;      // espeak pitch 0-100 (default 50)
+  double min_peak = 0.3, max_peak = 0.9;       // peak amplitude after scaling
   double min_noise = 0.002, max_noise = 0.03;  // std of added Gaussian noise (log-uniform)
-  double max_shift_s = 0.1;                 // random offset of the centred word
+  double max_shift_s = 0.1;                    // random offset of the centred word
   AudioEncoding encoding = AudioEncoding::mu_law;
 };
 
@@ -84,7 +84,7 @@ struct SpeechCommandsOptions {
   std::vector<std::string> words;  // classes in label order; empty = every <root>/<word>/ folder not
                                    // starting with '_' (e.g. _background_noise_), sorted
   AudioEncoding encoding = AudioEncoding::mu_law;
-  int64_t max_per_split = -1;      // keep at most this many examples per split (-1 = all)
+  int64_t max_per_split = -1;  // keep at most this many examples per split (-1 = all)
 };
 
 // Reads <root>/<word>/*.wav (16-bit PCM mono 16 kHz; shorter clips are zero-padded at the end, longer

@@ -51,9 +51,8 @@ WavData parse_wav(std::string_view b, const std::string& name) {
     const uint32_t size = u32_at(b, pos + 4);
     const size_t body = pos + 8;
     if (size > b.size() - body)
-      throw DataError(name + ": chunk " + printable(id) + " at byte " + std::to_string(pos) + " claims " +
-                      std::to_string(size) + " bytes but only " + std::to_string(b.size() - body) +
-                      " remain (truncated file)");
+      throw DataError(name + ": chunk " + printable(id) + " at byte " + std::to_string(pos) + " claims " + std::to_string(size) +
+                      " bytes but only " + std::to_string(b.size() - body) + " remain (truncated file)");
     if (id == "fmt ") {
       if (size < 16) throw DataError(name + ": fmt chunk has " + std::to_string(size) + " bytes, expected >= 16");
       uint16_t tag = u16_at(b, body);

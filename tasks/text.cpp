@@ -48,8 +48,7 @@ TextSplits split_by_document(std::vector<LabeledText> docs, double val_frac, dou
 
 Example random_crop(const LabeledText& doc, int32_t min_len, int32_t max_len, std::mt19937_64& rng) {
   if (min_len < 1 || max_len < min_len)
-    throw DataError("random_crop: need 1 <= min_len <= max_len, got " + std::to_string(min_len) + ", " +
-                    std::to_string(max_len));
+    throw DataError("random_crop: need 1 <= min_len <= max_len, got " + std::to_string(min_len) + ", " + std::to_string(max_len));
   const size_t len = std::min<size_t>(doc.text.size(), min_len + uniform_below(rng, max_len - min_len + 1));
   const size_t start = uniform_below(rng, doc.text.size() - len + 1);
   Example e;

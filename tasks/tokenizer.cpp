@@ -321,10 +321,10 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) {
     // A merge may only refer to bytes or to merges learned before it.
     const int64_t limit = bpe_first_merge_id + static_cast<int64_t>(m);
     if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() || !e[1].is_number_integer() ||
-        e[0].get<int64_t>() < special_ids::count || e[0].get<int64_t>() >= limit ||
-        e[1].get<int64_t>() < special_ids::count || e[1].get<int64_t>() >= limit)
-      throw DataError("BpeTokenizer::load: '" + path + "': merge " + std::to_string(m) +
-                      " must be a pair of ids in [5, " + std::to_string(limit) + "), found " + e.dump());
+        e[0].get<int64_t>() < special_ids::count || e[0].get<int64_t>() >= limit || e[1].get<int64_t>() < special_ids::count ||
+        e[1].get<int64_t>() >= limit)
+      throw DataError("BpeTokenizer::load: '" + path + "': merge " + std::to_string(m) + " must be a pair of ids in [5, " +
+                      std::to_string(limit) + "), found " + e.dump());
     tok.merges_.emplace_back(e[0].get<int32_t>(), e[1].get<int32_t>());
   }
   tok.rebuild_tables();

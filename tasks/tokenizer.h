@@ -56,7 +56,7 @@ class CharTokenizer {
   const std::vector<char32_t>& chars() const { return chars_; }
 
  private:
-  std::vector<char32_t> chars_;             // id = special_ids::count + index
+  std::vector<char32_t> chars_;  // id = special_ids::count + index
   std::map<char32_t, int32_t> char_to_id_;
 };
 
@@ -81,9 +81,9 @@ class BpeTokenizer {
   void rebuild_tables();  // bytes of every token and the merge ranks, from merges_
   std::vector<int32_t> encode_word(std::string_view word) const;
 
-  std::vector<std::pair<int32_t, int32_t>> merges_;  // merge i creates id 261 + i
+  std::vector<std::pair<int32_t, int32_t>> merges_;      // merge i creates id 261 + i
   std::map<std::pair<int32_t, int32_t>, int32_t> rank_;  // pair -> merge index
-  std::vector<std::string> token_bytes_;             // id -> bytes ("" for specials)
+  std::vector<std::string> token_bytes_;                 // id -> bytes ("" for specials)
 };
 
 // Splits text into the words BPE trains and encodes on (see BpeTokenizer); concatenating them gives text back.

@@ -12,15 +12,15 @@
 
 namespace dl {
 
-void* host_alloc(size_t nbytes);            // 64-byte aligned; never returns nullptr (throws bad_alloc)
-void host_free(void* p, size_t nbytes);     // nbytes must be the size asked for
-void host_empty_cache();                    // return every cached block to the OS
+void* host_alloc(size_t nbytes);         // 64-byte aligned; never returns nullptr (throws bad_alloc)
+void host_free(void* p, size_t nbytes);  // nbytes must be the size asked for
+void host_empty_cache();                 // return every cached block to the OS
 
 struct AllocatorStats {
-  size_t bytes_in_use = 0;       // handed out and not freed
-  size_t bytes_cached = 0;       // freed, kept for reuse
+  size_t bytes_in_use = 0;  // handed out and not freed
+  size_t bytes_cached = 0;  // freed, kept for reuse
   size_t peak_bytes_in_use = 0;
-  uint64_t os_allocs = 0;        // calls that had to ask the OS
+  uint64_t os_allocs = 0;  // calls that had to ask the OS
   uint64_t cache_hits = 0;
 };
 AllocatorStats host_allocator_stats();

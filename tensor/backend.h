@@ -41,7 +41,7 @@ struct Backend {
   virtual void synchronize() = 0;
 };
 
-Backend* device_backend(Device d);  // nullptr when that device is not built in (cuda/backend_*.{cu,cpp})
+Backend* device_backend(Device d);                   // nullptr when that device is not built in (cuda/backend_*.{cu,cpp})
 Backend& require_backend(Device d, const char* op);  // throws naming op when missing or no device
 
 }  // namespace dl

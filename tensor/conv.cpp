@@ -25,8 +25,8 @@ Geo check(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv1dPara
          std::to_string(p.pad_right) + ")");
   Geo g{x.size(0), x.size(1), x.size(2), w.size(0), w.size(2), p.groups, 0, 0, 0, p.stride, p.dilation, p.pad_left};
   if (g.Cin % g.G || g.Cout % g.G)
-    fail("conv1d: groups = " + std::to_string(g.G) + " must divide Cin = " + std::to_string(g.Cin) + " (x " + shape_str(x.shape()) +
-         ") and Cout = " + std::to_string(g.Cout) + " (weight " + shape_str(w.shape()) + ")");
+    fail("conv1d: groups = " + std::to_string(g.G) + " must divide Cin = " + std::to_string(g.Cin) + " (x " +
+         shape_str(x.shape()) + ") and Cout = " + std::to_string(g.Cout) + " (weight " + shape_str(w.shape()) + ")");
   g.Cig = g.Cin / g.G;
   g.Cog = g.Cout / g.G;
   if (w.size(1) != g.Cig)

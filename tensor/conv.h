@@ -29,7 +29,7 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv1d
 struct Conv1dGrads {
   Tensor dx, dw, db;
 };
-Conv1dGrads conv1d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv1dParams& p, bool need_x,
-                            bool need_w, bool need_b);
+Conv1dGrads conv1d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv1dParams& p, bool need_x, bool need_w,
+                            bool need_b);
 
 }  // namespace dl

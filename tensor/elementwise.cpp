@@ -33,8 +33,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      fail(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " +
-           std::to_string(i) + ": " + std::to_string(da) + " vs " + std::to_string(db) + ")");
+      fail(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " + std::to_string(i) +
+           ": " + std::to_string(da) + " vs " + std::to_string(db) + ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -46,7 +46,7 @@ constexpr int kMaxOps = 4;
 
 // Operands viewed with the output's shape; merged dims; strides per operand (in elements).
 struct StridedLoop {
-  Shape shape;                             // merged shape
+  Shape shape;                                        // merged shape
   std::vector<std::array<int64_t, kMaxOps>> strides;  // per dim, per operand
   int nops = 0;
 };
@@ -142,8 +142,7 @@ template <class T, class F> Tensor unary_map(const Tensor& a, F f) {
     if (st[1] == 1) {
 #pragma omp simd
       for (int64_t i = 0; i < n; i++) o[i] = f(x[i]);
-    }
-    else
+    } else
       for (int64_t i = 0; i < n; i++) o[i] = f(x[i * st[1]]);
   });
   return out;
@@ -247,7 +246,8 @@ Tensor pow_scalar(const Tensor& a, double p) {
   });
 }
 Tensor rpow_scalar(double base, const Tensor& a) {
-  return dispatch_float(a.dtype(), "rpow_scalar", [&]<class T>() { return unary_map<T>(a, [base](T x) { return (T)std::pow((T)base, x); }); });
+  return dispatch_float(a.dtype(), "rpow_scalar",
+                        [&]<class T>() { return unary_map<T>(a, [base](T x) { return (T)std::pow((T)base, x); }); });
 }
 Tensor clamp(const Tensor& a, double lo, double hi) {
   if (lo > hi) fail("clamp: lo " + std::to_string(lo) + " > hi " + std::to_string(hi));
@@ -340,8 +340,8 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor
     auto with_y = [&](auto f) { return binary_map<T>(y, dy, "unary_backward", f); };
     switch (op) {
       case UnaryOp::neg: return with_x([](T, T g) { return -g; });
-      case UnaryOp::exp: return with_y([](T v, T g) { return g * v; });                        // d exp = exp
-      case UnaryOp::log: return with_x([](T v, T g) { return g / v; });                        // d log = 1/x
+      case UnaryOp::exp: return with_y([](T v, T g) { return g * v; });                       // d exp = exp
+      case UnaryOp::log: return with_x([](T v, T g) { return g / v; });                       // d log = 1/x
       case UnaryOp::sqrt: return with_y([](T v, T g) { return g * (T)0.5 / v; });             // 1/(2 sqrt x)
       case UnaryOp::rsqrt: return with_y([](T v, T g) { return g * (T)-0.5 * v * v * v; });   // -x^-1.5 / 2
       case UnaryOp::abs: return with_x([](T v, T g) { return g * (T)((v > 0) - (v < 0)); });  // sign(x)
@@ -405,8 +405,7 @@ void add_(const Tensor& dst, const Tensor& src) {
       if (st[0] == 1 && st[1] == 1) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) d[i] += x[i];
-      }
-      else
+      } else
         for (int64_t i = 0; i < n; i++) d[i * st[0]] += x[i * st[1]];
     });
   });

@@ -20,7 +20,7 @@ Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);      // a^b
+Tensor pow(const Tensor& a, const Tensor& b);  // a^b
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -34,7 +34,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // cond != 
 // ---- with a scalar ----
 Tensor add_scalar(const Tensor& a, double s);
 Tensor mul_scalar(const Tensor& a, double s);
-Tensor pow_scalar(const Tensor& a, double p);  // a^p
+Tensor pow_scalar(const Tensor& a, double p);      // a^p
 Tensor rpow_scalar(double base, const Tensor& a);  // base^a
 Tensor clamp(const Tensor& a, double lo, double hi);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);  // mask != 0 -> value (mask broadcasts)

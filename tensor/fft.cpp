@@ -22,7 +22,7 @@ namespace {
 
 enum class Kind { r2c, c2r };
 using PlanKey = std::tuple<int, int64_t, int64_t, int>;  // kind, n, howmany, dtype
-std::map<PlanKey, void*> g_plans;  // never destroyed: a handful of plans, reused for the process's life
+std::map<PlanKey, void*> g_plans;                        // never destroyed: a handful of plans, reused for the process's life
 
 // A plan for `howmany` contiguous rows of length n (real) / n/2+1 (complex), made on arrays with the
 // alignment every later call will have (16-byte aligned).
@@ -78,7 +78,8 @@ template <class T> void run_rows(Kind kind, int64_t n, int64_t rows, T* in, T* o
   start[chunks] = rows;
   std::vector<void*> plans(chunks);
   for (int64_t c = 0; c < chunks; c++)  // planning is serial (and under the cache's mutex)
-    if (start[c + 1] > start[c]) plans[c] = get_plan<T>(kind, n, start[c + 1] - start[c], in + start[c] * in_row, out + start[c] * out_row);
+    if (start[c + 1] > start[c])
+      plans[c] = get_plan<T>(kind, n, start[c + 1] - start[c], in + start[c] * in_row, out + start[c] * out_row);
 #pragma omp parallel for num_threads(chunks) schedule(static, 1) if (chunks > 1)
   for (int64_t c = 0; c < chunks; c++)
     if (start[c + 1] > start[c]) execute<T>(plans[c], kind, in + start[c] * in_row, out + start[c] * out_row);
@@ -196,7 +197,7 @@ Tensor rfft_backward(const Tensor& dX, int64_t n, int64_t L) {
   int64_t h = n / 2 + 1;
   if (dX.size(-2) != h) fail("rfft_backward: expected " + std::to_string(h) + " bins, got " + shape_str(dX.shape()));
   return dispatch_float(dX.dtype(), "rfft_backward", [&]<class T>() {
-    Tensor bins = dX.clone();  // c2r destroys its input
+    Tensor bins = dX.clone();                                                          // c2r destroys its input
     weight_bins<T>(bins.data<T>(), bins.numel() / (2 * h), n, 1.0, /*inverse=*/true);  // Y_k = dX_k / w_k
     return resize_last(c2r<T>(bins, n), L);
   });

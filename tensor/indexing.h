@@ -23,7 +23,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 void scatter_add_(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);  // out contiguous
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx);
-void index_add_(const Tensor& out, int64_t dim, const Tensor& idx, const Tensor& src);      // out contiguous
+void index_add_(const Tensor& out, int64_t dim, const Tensor& idx, const Tensor& src);  // out contiguous
 Tensor embedding(const Tensor& weight, const Tensor& idx);
 Tensor embedding_backward(const Tensor& dy, const Tensor& idx, int64_t num_embeddings);
 Tensor one_hot(const Tensor& idx, int64_t num_classes, DType dtype = DType::f32);

@@ -31,11 +31,11 @@ template <class T>
 void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
                T beta, T* C, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
+                alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
   else
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
+                alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }
 
 template <class T>
@@ -69,8 +69,8 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   gemm_panels<float>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 template <>
-void gemm<double>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
-                  const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+void gemm<double>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda, const double* B,
+                  int64_t ldb, double beta, double* C, int64_t ldc) {
   gemm_panels<double>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -121,8 +121,8 @@ bool last2_blas_ok(const Tensor& t) {
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
 template <class T>
-void gemm_strided(int64_t M, int64_t N, int64_t K, const T* A, int64_t ars, int64_t acs, const T* B, int64_t brs,
-                  int64_t bcs, T beta, T* C, int64_t ldc) {
+void gemm_strided(int64_t M, int64_t N, int64_t K, const T* A, int64_t ars, int64_t acs, const T* B, int64_t brs, int64_t bcs,
+                  T beta, T* C, int64_t ldc) {
   bool ta, tb;
   int64_t lda, ldb;
   if (!blas_layout(M, K, ars, acs, ta, lda) || !blas_layout(K, N, brs, bcs, tb, ldb))
@@ -344,17 +344,18 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, 
         // OpenBLAS runs single-threaded (see gemm_panels): the columns are cut in kPanel-aligned halves, one
         // gemv per thread, so the dy read (memory-bound) uses both cores.
         const int64_t units = (out + kPanel - 1) / kPanel;
-        const int parts = (double)R * out < kSplitWork || omp_in_parallel() ? 1 : (int)std::min<int64_t>(omp_get_max_threads(), units);
+        const int parts =
+            (double)R * out < kSplitWork || omp_in_parallel() ? 1 : (int)std::min<int64_t>(omp_get_max_threads(), units);
 #pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
         for (int p = 0; p < parts; p++) {
           const int64_t j0 = std::min(out, units * p / parts * kPanel), j1 = std::min(out, units * (p + 1) / parts * kPanel);
           if (j1 <= j0) continue;
           if constexpr (std::is_same_v<T, float>)
-            cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.f, dyc.data<T>() + j0, (blasint)out, one.data(),
-                        1, 0.f, g.db.data<T>() + j0, 1);
+            cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.f, dyc.data<T>() + j0, (blasint)out,
+                        one.data(), 1, 0.f, g.db.data<T>() + j0, 1);
           else
-            cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.0, dyc.data<T>() + j0, (blasint)out, one.data(),
-                        1, 0.0, g.db.data<T>() + j0, 1);
+            cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.0, dyc.data<T>() + j0, (blasint)out,
+                        one.data(), 1, 0.0, g.db.data<T>() + j0, 1);
         }
       });
     }

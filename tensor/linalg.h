@@ -47,7 +47,7 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, 
 // Raw row-major GEMM for kernels in other files (conv): C (M, N) = alpha op(A) op(B) + beta C.
 // Inside an OpenMP parallel region it runs single-threaded on the calling thread.
 template <class T>
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
-          int64_t ldb, T beta, T* C, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+          T beta, T* C, int64_t ldc);
 
 }  // namespace dl

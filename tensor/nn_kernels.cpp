@@ -13,8 +13,8 @@ namespace dl {
 
 namespace {
 
-constexpr int64_t kCols = 256;          // columns handled together by the strided (plain) softmax path
-constexpr int64_t kRowsPerChunk = 32;   // rows per partial in the cross-row sums (dweight, dbias, stats)
+constexpr int64_t kCols = 256;         // columns handled together by the strided (plain) softmax path
+constexpr int64_t kRowsPerChunk = 32;  // rows per partial in the cross-row sums (dweight, dbias, stats)
 
 void cpu_float(const Tensor& x, const char* op) {
   if (!x.defined()) fail(std::string(op) + ": the input tensor is undefined");
@@ -73,8 +73,7 @@ template <class T, bool Log> void softmax_strip(const T* x, T* y, int64_t C, int
     for (int64_t j = 0; j < nb; j++) s[j] += exp_t(x[c * B + j] - m[j]);
   for (int64_t j = 0; j < nb; j++) s[j] = Log ? (double)m[j] + std::log(s[j]) : 1.0 / s[j];
   for (int64_t c = 0; c < C; c++)
-    for (int64_t j = 0; j < nb; j++)
-      y[c * B + j] = Log ? x[c * B + j] - (T)s[j] : (T)(exp_t(x[c * B + j] - m[j]) * s[j]);
+    for (int64_t j = 0; j < nb; j++) y[c * B + j] = Log ? x[c * B + j] - (T)s[j] : (T)(exp_t(x[c * B + j] - m[j]) * s[j]);
 }
 
 // softmax backward:     dx = y (dy - sum(dy y))          (from dy_i/dx_j = y_i (delta_ij - y_j))
@@ -183,7 +182,8 @@ void check_param(const Tensor& p, int64_t C, const Tensor& x, const char* op, co
     fail(std::string(op) + ": " + what + " has shape " + shape_str(p.shape()) + ", expected [" + std::to_string(C) +
          "] to match the normalised dim of the input " + shape_str(x.shape()));
   if (p.dtype() != x.dtype())
-    fail(std::string(op) + ": " + what + " dtype " + dtype_name(p.dtype()) + " differs from the input's " + dtype_name(x.dtype()));
+    fail(std::string(op) + ": " + what + " dtype " + dtype_name(p.dtype()) + " differs from the input's " +
+         dtype_name(x.dtype()));
 }
 
 // layer_norm (Center) and rms_norm (!Center) over rows of C:
@@ -232,10 +232,11 @@ template <bool Center> NormOut norm_fwd(const Tensor& x, const Tensor& w, const 
 //   dxhat = dy w;  dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat))   (rms: no mean(dxhat) term)
 //   dw = sum_rows(dy xhat);  db = sum_rows(dy)
 template <bool Center>
-NormGrads norm_bwd(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
-                   bool need_dx, bool need_dw, bool need_db, const char* op) {
+NormGrads norm_bwd(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w, bool need_dx,
+                   bool need_dw, bool need_db, const char* op) {
   cpu_float(x, op);
-  if (dy.shape() != x.shape()) fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected " + shape_str(x.shape()));
+  if (dy.shape() != x.shape())
+    fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected " + shape_str(x.shape()));
   int64_t C = x.size(-1), R = x.numel() / std::max<int64_t>(C, 1);
   Tensor xc = x.contiguous(), gc = dy.to(x.dtype()).contiguous(), rc = rstd.contiguous(), mc = Center ? mean.contiguous() : mean;
   Tensor wc = w.defined() ? w.contiguous() : w;
@@ -287,12 +288,16 @@ NormGrads norm_bwd(const Tensor& dy, const Tensor& x, const Tensor& mean, const 
 
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_fwd<false>(x, dim, "softmax"); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_fwd<true>(x, dim, "log_softmax"); }
-Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim) { return softmax_bwd<false>(y, dy, dim, "softmax backward"); }
+Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim) {
+  return softmax_bwd<false>(y, dy, dim, "softmax backward");
+}
 Tensor log_softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim) {
   return softmax_bwd<true>(y, dy, dim, "log_softmax backward");
 }
 
-NormOut layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) { return norm_fwd<true>(x, w, b, eps, "layer_norm"); }
+NormOut layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+  return norm_fwd<true>(x, w, b, eps, "layer_norm");
+}
 NormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
                               bool need_dx, bool need_dw, bool need_db) {
   return norm_bwd<true>(dy, x, mean, rstd, w, need_dx, need_dw, need_db, "layer_norm backward");
@@ -360,7 +365,8 @@ NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Ten
                                     bool need_dx, bool need_dw, bool need_db) {
   const char* op = "batch_norm backward";
   cpu_float(x, op);
-  if (dy.shape() != x.shape()) fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected " + shape_str(x.shape()));
+  if (dy.shape() != x.shape())
+    fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected " + shape_str(x.shape()));
   ACB s = acb(x.shape(), 1);
   int64_t C = s.C, n = s.A * s.B;
   Tensor xc = x.contiguous(), gc = dy.to(x.dtype()).contiguous();
@@ -444,7 +450,8 @@ Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, do
   cpu_float(x, "dropout");
   if (!x.is_contiguous()) fail("dropout: apply_dropout_bits needs a contiguous tensor");
   const int64_t n = x.numel();
-  if ((int64_t)bits.size() * 64 < n) fail("dropout: " + std::to_string(bits.size()) + " mask words for " + std::to_string(n) + " elements");
+  if ((int64_t)bits.size() * 64 < n)
+    fail("dropout: " + std::to_string(bits.size()) + " mask words for " + std::to_string(n) + " elements");
   const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "dropout", [&]<class T>() {

@@ -37,11 +37,11 @@ struct NormGrads {
   Tensor dx, dweight, dbias;  // undefined where not asked for
 };
 NormOut layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
-NormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                              const Tensor& weight, bool need_dx, bool need_dweight, bool need_dbias);
+NormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight,
+                              bool need_dx, bool need_dweight, bool need_dbias);
 NormOut rms_norm(const Tensor& x, const Tensor& weight, double eps);
-NormGrads rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& rstd, const Tensor& weight,
-                            bool need_dx, bool need_dweight);
+NormGrads rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& rstd, const Tensor& weight, bool need_dx,
+                            bool need_dweight);
 
 // ---- batch norm in training mode: statistics over every dim but C ----
 // x: (N, C) or (B, C, L). mean/var: [C] (var biased, as used to normalise); var_unbiased = var * n/(n-1)
@@ -83,8 +83,8 @@ Tensor cross_entropy_backward(const Tensor& dy, const Tensor& logits, const Tens
                               int64_t ignore_index, double label_smoothing, Reduction reduction, int64_t count);
 // Negative log-likelihood of log-probabilities logp (..., C): loss_row = -logp[t].
 CrossEntropyOut nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index, Reduction reduction);
-Tensor nll_loss_backward(const Tensor& dy, const Shape& logp_shape, DType dtype, const Tensor& target,
-                         int64_t ignore_index, Reduction reduction, int64_t count);
+Tensor nll_loss_backward(const Tensor& dy, const Shape& logp_shape, DType dtype, const Tensor& target, int64_t ignore_index,
+                         Reduction reduction, int64_t count);
 
 // Pointwise losses l(p, t) with an optional mask m (undefined = all ones; any dtype, broadcast to p's
 // shape; 0/1 selects positions, other values weight them). mean = sum(m l) / sum(m).
@@ -102,8 +102,7 @@ struct PairGrads {
   Tensor dpred, dtarget;
 };
 PairGrads pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Tensor& pred, const Tensor& target,
-                                  const Tensor& mask, Reduction reduction, double count, bool need_dpred,
-                                  bool need_dtarget);
+                                  const Tensor& mask, Reduction reduction, double count, bool need_dpred, bool need_dtarget);
 
 // ---- counter-based random draws (dropout masks here and in nn/qkv_attention) ----
 // Element j of row `row` draws u = mix32(row_key(seed, row) ^ j * 0x9E3779B9), a uniform 32-bit value: any draw

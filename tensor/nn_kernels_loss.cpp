@@ -36,8 +36,8 @@ int64_t check_class_target(const Tensor& x, const Tensor& t, int64_t ignore_inde
   if (x.dim() < 1) fail(std::string(op) + ": input must have a class dim (..., C), got a scalar");
   Shape want(x.shape().begin(), x.shape().end() - 1);
   if (t.shape() != want)
-    fail(std::string(op) + ": target has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) +
-         " (the input " + shape_str(x.shape()) + " without its last, class, dim)");
+    fail(std::string(op) + ": target has shape " + shape_str(t.shape()) + ", expected " + shape_str(want) + " (the input " +
+         shape_str(x.shape()) + " without its last, class, dim)");
   if (t.dtype() != DType::i64) fail(std::string(op) + ": target must be i64 class indices, got " + dtype_name(t.dtype()));
   int64_t C = x.size(-1);
   Tensor tc = t.contiguous();
@@ -192,7 +192,9 @@ template <class T> inline T pw_dpred(PointwiseLoss k, T p, T t) {
   }
   return 0;
 }
-template <class T> inline T pw_dtarget(PointwiseLoss k, T p, T t) { return k == PointwiseLoss::bce_logits ? -p : -pw_dpred(k, p, t); }
+template <class T> inline T pw_dtarget(PointwiseLoss k, T p, T t) {
+  return k == PointwiseLoss::bce_logits ? -p : -pw_dpred(k, p, t);
+}
 
 const char* pw_name(PointwiseLoss k) {
   switch (k) {
@@ -213,13 +215,16 @@ PwInputs pw_inputs(PointwiseLoss kind, const Tensor& pred, const Tensor& target,
   if (pred.device() != Device::cpu) fail(std::string(op) + ": implemented for CPU tensors only");
   dispatch_float(pred.dtype(), op, []<class T>() {});
   if (target.shape() != pred.shape())
-    fail(std::string(op) + ": target has shape " + shape_str(target.shape()) + ", expected the input's shape " + shape_str(pred.shape()));
+    fail(std::string(op) + ": target has shape " + shape_str(target.shape()) + ", expected the input's shape " +
+         shape_str(pred.shape()));
   if (target.dtype() != pred.dtype())
-    fail(std::string(op) + ": target dtype " + dtype_name(target.dtype()) + " differs from the input's " + dtype_name(pred.dtype()));
+    fail(std::string(op) + ": target dtype " + dtype_name(target.dtype()) + " differs from the input's " +
+         dtype_name(pred.dtype()));
   PwInputs r{pred.contiguous(), target.contiguous(), Tensor()};
   if (mask.defined()) {
     if (broadcast_shapes(pred.shape(), mask.shape(), op) != pred.shape())
-      fail(std::string(op) + ": mask of shape " + shape_str(mask.shape()) + " does not broadcast to the input " + shape_str(pred.shape()));
+      fail(std::string(op) + ": mask of shape " + shape_str(mask.shape()) + " does not broadcast to the input " +
+           shape_str(pred.shape()));
     r.m = mask.to(pred.dtype()).expand(pred.shape()).contiguous();
   }
   return r;
@@ -260,8 +265,8 @@ PointwiseLossOut pointwise_loss(PointwiseLoss kind, const Tensor& pred, const Te
 }
 
 // dpred = g_i m_i dl/dp, dtarget = g_i m_i dl/dt with g_i = dy / count (mean), dy (sum) or dy_i (none)
-PairGrads pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Tensor& pred, const Tensor& target, const Tensor& mask,
-                                  Reduction red, double count, bool need_dp, bool need_dt) {
+PairGrads pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Tensor& pred, const Tensor& target,
+                                  const Tensor& mask, Reduction red, double count, bool need_dp, bool need_dt) {
   PwInputs in = pw_inputs(kind, pred, target, mask);
   int64_t n = pred.numel();
   RowScale g(dy, red, count);

@@ -180,9 +180,7 @@ template <bool IsMax> ValuesIndices extreme(const Tensor& x, int64_t dim, bool k
   if (x.dim() == 0) return {x.clone(), zeros({}, DType::i64)};
   Layout L = make_layout(x, {dim}, keepdim, op);
   ValuesIndices r{Tensor::empty(L.out_shape, x.dtype()), Tensor::empty(L.out_shape, DType::i64)};
-  dispatch_float(x.dtype(), op, [&]<class T>() {
-    arg_extreme<T, IsMax>(L, r.values.data<T>(), r.indices.data<int64_t>(), op);
-  });
+  dispatch_float(x.dtype(), op, [&]<class T>() { arg_extreme<T, IsMax>(L, r.values.data<T>(), r.indices.data<int64_t>(), op); });
   return r;
 }
 

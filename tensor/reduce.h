@@ -20,7 +20,7 @@ namespace dl {
 using Dims = std::vector<int64_t>;
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false);
-Tensor sum(const Tensor& x);   // every element -> shape []
+Tensor sum(const Tensor& x);  // every element -> shape []
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false);
 Tensor mean(const Tensor& x);  // every element -> shape []
 // Variance over dims with the two-pass formula sum((x - mean)^2) / (n - ddof), ddof = unbiased ? 1 : 0.

@@ -19,7 +19,10 @@ const Tensor& TensorFile::at(const std::string& name) const {
     std::string have;
     int k = 0;
     for (auto& [n, t] : tensors) {
-      if (k++ == 8) { have += ", ..."; break; }
+      if (k++ == 8) {
+        have += ", ...";
+        break;
+      }
       have += (have.empty() ? "" : ", ") + n;
     }
     throw SafetensorsError(source + ": no tensor named '" + name + "' (it has: " + have + ")");
@@ -33,7 +36,10 @@ static float half_to_float(uint16_t h) {
     if (mant == 0) f = sign << 31;
     else {  // subnormal
       exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) { mant <<= 1; exp--; }
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        exp--;
+      }
       mant &= 0x3ff;
       f = (sign << 31) | (exp << 23) | (mant << 13);
     }
@@ -88,8 +94,13 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& src) {
       throw terr("data_offsets are not unsigned integers");
     uint64_t b = v["data_offsets"][0], e = v["data_offsets"][1];
     if (b > e || e > data_size)
-      throw terr("data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "] outside the data section of " + std::to_string(data_size) + " bytes");
-    size_t elem = dt == "F32" || dt == "I32" ? 4 : (dt == "F64" || dt == "I64") ? 8 : (dt == "F16" || dt == "BF16") ? 2 : (dt == "U8" || dt == "BOOL") ? 1 : 0;
+      throw terr("data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "] outside the data section of " +
+                 std::to_string(data_size) + " bytes");
+    size_t elem = dt == "F32" || dt == "I32"      ? 4
+                  : (dt == "F64" || dt == "I64")  ? 8
+                  : (dt == "F16" || dt == "BF16") ? 2
+                  : (dt == "U8" || dt == "BOOL")  ? 1
+                                                  : 0;
     if (elem == 0) throw terr("unsupported dtype " + dt + " (expected F32, F64, F16, BF16, I64, I32, U8 or BOOL)");
     // guard the product against overflow before comparing byte counts
     uint64_t count = 1;
@@ -98,7 +109,8 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& src) {
       count *= (uint64_t)d;
     }
     if (count * elem != e - b)
-      throw terr("shape " + shape_str(shape) + " of " + dt + " needs " + std::to_string(count * elem) + " bytes, data_offsets give " + std::to_string(e - b));
+      throw terr("shape " + shape_str(shape) + " of " + dt + " needs " + std::to_string(count * elem) +
+                 " bytes, data_offsets give " + std::to_string(e - b));
     const char* p = base + b;
     Tensor t;
     if (dt == "F32" || dt == "F64" || dt == "I64") {
@@ -108,8 +120,11 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& src) {
       t = Tensor::empty(shape, DType::i64);
       int64_t* o = t.data<int64_t>();
       for (uint64_t i = 0; i < count; i++) {
-        if (dt == "I32") { int32_t x; std::memcpy(&x, p + 4 * i, 4); o[i] = x; }
-        else o[i] = (uint8_t)p[i];
+        if (dt == "I32") {
+          int32_t x;
+          std::memcpy(&x, p + 4 * i, 4);
+          o[i] = x;
+        } else o[i] = (uint8_t)p[i];
       }
     } else {  // F16 / BF16 -> F32
       t = Tensor::empty(shape, DType::f32);
@@ -118,7 +133,10 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& src) {
         uint16_t x;
         std::memcpy(&x, p + 2 * i, 2);
         if (dt == "F16") o[i] = half_to_float(x);
-        else { uint32_t u = (uint32_t)x << 16; std::memcpy(&o[i], &u, 4); }
+        else {
+          uint32_t u = (uint32_t)x << 16;
+          std::memcpy(&o[i], &u, 4);
+        }
       }
     }
     f.tensors[name] = t;
@@ -167,7 +185,9 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     if (!t0.defined()) throw SafetensorsError(path + ": tensor '" + name + "' is undefined");
     Tensor t = t0.to(Device::cpu).contiguous();
     size_t nb = (size_t)t.numel() * dtype_size(t.dtype());
-    h[name] = {{"dtype", t.dtype() == DType::f32 ? "F32" : t.dtype() == DType::f64 ? "F64" : "I64"},
+    h[name] = {{"dtype", t.dtype() == DType::f32   ? "F32"
+                         : t.dtype() == DType::f64 ? "F64"
+                                                   : "I64"},
                {"shape", t.shape()},
                {"data_offsets", {data.size(), data.size() + nb}}};
     data.append((const char*)t.raw_data(), nb);

@@ -21,11 +21,11 @@ struct SafetensorsError : std::runtime_error {
 };
 
 struct TensorFile {
-  std::map<std::string, Tensor> tensors;          // CPU tensors (F32, F64, I64; F16/BF16 are widened to F32)
-  std::map<std::string, std::string> metadata;    // "__metadata__"
+  std::map<std::string, Tensor> tensors;            // CPU tensors (F32, F64, I64; F16/BF16 are widened to F32)
+  std::map<std::string, std::string> metadata;      // "__metadata__"
   const Tensor& at(const std::string& name) const;  // throws naming the file's missing tensor
   bool has(const std::string& name) const { return tensors.count(name) > 0; }
-  std::string source;                             // the path it was read from (for messages)
+  std::string source;  // the path it was read from (for messages)
 };
 
 TensorFile load_safetensors(const std::string& path);

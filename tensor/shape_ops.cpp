@@ -23,7 +23,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
       fail("cat: input " + std::to_string(i) + " has shape " + shape_str(x.shape()) + " but input 0 has " + shape_str(s) +
            "; all dims except dim " + std::to_string(d) + " must match");
     if (x.dtype() != x0.dtype())
-      fail(std::string("cat: input ") + std::to_string(i) + " is " + dtype_name(x.dtype()) + ", input 0 is " + dtype_name(x0.dtype()));
+      fail(std::string("cat: input ") + std::to_string(i) + " is " + dtype_name(x.dtype()) + ", input 0 is " +
+           dtype_name(x0.dtype()));
     total += x.size(d);
   }
   s[d] = total;
@@ -87,8 +88,9 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value) {
   for (size_t k = 0; k < pads.size() / 2; k++) {
     int64_t d = x.dim() - 1 - (int64_t)k, l = pads[2 * k], r = pads[2 * k + 1], n = x.size(d);
     s[d] = n + l + r;
-    if (s[d] < 0) fail("pad: padding (" + std::to_string(l) + ", " + std::to_string(r) + ") leaves a negative size for dim " +
-                       std::to_string(d) + " of " + shape_str(x.shape()));
+    if (s[d] < 0)
+      fail("pad: padding (" + std::to_string(l) + ", " + std::to_string(r) + ") leaves a negative size for dim " +
+           std::to_string(d) + " of " + shape_str(x.shape()));
     // the part of x that survives (negative pads crop), and where it lands in the output
     int64_t s0 = std::max<int64_t>(0, -l), len = std::max<int64_t>(0, n - s0 - std::max<int64_t>(0, -r));
     src = src.narrow(d, s0, len);

@@ -123,15 +123,13 @@ Tensor Tensor::view(const Shape& shape) const {
     }
   }
   if (infer >= 0) {
-    if (known == 0 || numel() % known != 0)
-      fail("view: cannot view " + shape_str(shape_) + " as " + shape_str(shape));
+    if (known == 0 || numel() % known != 0) fail("view: cannot view " + shape_str(shape_) + " as " + shape_str(shape));
     s[infer] = numel() / known;
   }
   if (shape_numel(s) != numel())
     fail("view: shape " + shape_str(shape) + " has " + std::to_string(shape_numel(s)) + " elements, the tensor " +
          shape_str(shape_) + " has " + std::to_string(numel()));
-  if (!is_contiguous())
-    fail("view: tensor of shape " + shape_str(shape_) + " is not contiguous; use reshape() (which copies)");
+  if (!is_contiguous()) fail("view: tensor of shape " + shape_str(shape_) + " is not contiguous; use reshape() (which copies)");
   return Tensor(storage_, s, contiguous_strides(s), offset_, dtype_);
 }
 
@@ -150,7 +148,8 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
-  if ((int64_t)dims.size() != dim()) fail("permute: " + std::to_string(dims.size()) + " dims given for a tensor of rank " + std::to_string(dim()));
+  if ((int64_t)dims.size() != dim())
+    fail("permute: " + std::to_string(dims.size()) + " dims given for a tensor of rank " + std::to_string(dim()));
   Shape s(dim()), st(dim());
   std::vector<bool> seen(dim(), false);
   for (int64_t i = 0; i < dim(); i++) {
@@ -185,7 +184,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   d = wrap_dim(d, dim(), "select");
   if (index < 0) index += shape_[d];
   if (index < 0 || index >= shape_[d])
-    fail("select: index " + std::to_string(index) + " out of range for dim " + std::to_string(d) + " of size " + std::to_string(shape_[d]));
+    fail("select: index " + std::to_string(index) + " out of range for dim " + std::to_string(d) + " of size " +
+         std::to_string(shape_[d]));
   Shape s = shape_, st = strides_;
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
@@ -193,8 +193,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  if ((int64_t)shape.size() < dim())
-    fail("expand: cannot expand " + shape_str(shape_) + " to fewer dims " + shape_str(shape));
+  if ((int64_t)shape.size() < dim()) fail("expand: cannot expand " + shape_str(shape_) + " to fewer dims " + shape_str(shape));
   int64_t lead = (int64_t)shape.size() - dim();
   Shape s(shape.size()), st(shape.size());
   for (int64_t i = 0; i < (int64_t)shape.size(); i++) {
@@ -212,8 +211,8 @@ Tensor Tensor::expand(const Shape& shape) const {
       s[i] = want;
       st[i] = 0;
     } else {
-      fail("expand: cannot expand " + shape_str(shape_) + " to " + shape_str(shape) + " (dim " + std::to_string(i) +
-           ": " + std::to_string(have) + " is not 1)");
+      fail("expand: cannot expand " + shape_str(shape_) + " to " + shape_str(shape) + " (dim " + std::to_string(i) + ": " +
+           std::to_string(have) + " is not 1)");
     }
   }
   return Tensor(storage_, s, st, offset_, dtype_);
@@ -221,7 +220,8 @@ Tensor Tensor::expand(const Shape& shape) const {
 
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim(), "squeeze");
-  if (shape_[d] != 1) fail("squeeze: dim " + std::to_string(d) + " of " + shape_str(shape_) + " has size " + std::to_string(shape_[d]) + ", not 1");
+  if (shape_[d] != 1)
+    fail("squeeze: dim " + std::to_string(d) + " of " + shape_str(shape_) + " has size " + std::to_string(shape_[d]) + ", not 1");
   Shape s = shape_, st = strides_;
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
@@ -255,7 +255,8 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::to(DType t) const {
   if (t == dtype_) return *this;
-  if (device() != Device::cpu) fail(std::string("to(dtype): only CPU tensors convert dtype; this one is on ") + device_name(device()));
+  if (device() != Device::cpu)
+    fail(std::string("to(dtype): only CPU tensors convert dtype; this one is on ") + device_name(device()));
   Tensor src = contiguous(), out = Tensor::empty(shape_, t);
   int64_t n = numel();
   dispatch_all(dtype_, "to", [&]<class S>() {
@@ -299,7 +300,8 @@ void Tensor::fill_(double v) {
 }
 
 double Tensor::at(const Shape& index) const {
-  if ((int64_t)index.size() != dim()) fail("at: index of rank " + std::to_string(index.size()) + " for tensor " + shape_str(shape_));
+  if ((int64_t)index.size() != dim())
+    fail("at: index of rank " + std::to_string(index.size()) + " for tensor " + shape_str(shape_));
   if (device() != Device::cpu) return to(Device::cpu).at(index);
   int64_t off = 0;
   for (int64_t i = 0; i < dim(); i++) {
@@ -331,7 +333,8 @@ std::string Tensor::str(int max_per_dim) const {
   auto rec = [&](auto& self, int64_t d) -> void {
     if (d == dim()) {
       double v = c.at(idx);
-      if (dtype_ == DType::i64) os << (int64_t)v; else os << v;
+      if (dtype_ == DType::i64) os << (int64_t)v;
+      else os << v;
       return;
     }
     os << "[";
@@ -380,8 +383,7 @@ Tensor arange(double start, double end, double step, DType t) {
 }
 
 template <class T> static Tensor from_vec(const std::vector<T>& v, const Shape& s) {
-  if ((int64_t)v.size() != shape_numel(s))
-    fail("from_vector: " + std::to_string(v.size()) + " values for shape " + shape_str(s));
+  if ((int64_t)v.size() != shape_numel(s)) fail("from_vector: " + std::to_string(v.size()) + " values for shape " + shape_str(s));
   Tensor out = Tensor::empty(s, dtype_of<T>());
   if (!v.empty()) std::memcpy(out.raw_data(), v.data(), v.size() * sizeof(T));
   return out;
@@ -442,8 +444,12 @@ template <class F> static Tensor fill_random(const Shape& shape, DType dtype, F&
   });
   return out;
 }
-Tensor rand(const Shape& s, Generator& g, DType t) { return fill_random(s, t, [&] { return g.uniform(); }); }
-Tensor randn(const Shape& s, Generator& g, DType t) { return fill_random(s, t, [&] { return g.normal(); }); }
+Tensor rand(const Shape& s, Generator& g, DType t) {
+  return fill_random(s, t, [&] { return g.uniform(); });
+}
+Tensor randn(const Shape& s, Generator& g, DType t) {
+  return fill_random(s, t, [&] { return g.normal(); });
+}
 Tensor uniform(const Shape& s, double lo, double hi, Generator& g, DType t) {
   return fill_random(s, t, [&] { return lo + (hi - lo) * g.uniform(); });
 }

@@ -97,8 +97,8 @@ class Tensor {
   void zero_() { fill_(0.0); }
 
   // ---- scalars and printing ----
-  double item() const;                 // numel must be 1
-  double at(const Shape& index) const;  // read one element (slow; for tests and printing)
+  double item() const;                   // numel must be 1
+  double at(const Shape& index) const;   // read one element (slow; for tests and printing)
   std::vector<float> to_vector() const;  // a float copy of all elements in row-major order
   std::string str(int max_per_dim = 6) const;
 

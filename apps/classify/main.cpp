@@ -36,7 +36,8 @@ struct Encoder : nn::Module {
     nn::BackboneOptions shared{c.dropout, /*causal=*/false, d.max_len};
     for (int i = 0; i < c.layers; i++) {
       auto mixer = e.make(c.d_model, nn::backbone_config(e, shared), g);
-      blocks->push_back(std::make_shared<nn::ResidualBlock>(mixer, c.d_model, nn::ResidualBlockOptions{"layer", true, c.dropout, 2 * c.d_model}, g));
+      blocks->push_back(std::make_shared<nn::ResidualBlock>(
+          mixer, c.d_model, nn::ResidualBlockOptions{"layer", true, c.dropout, 2 * c.d_model}, g));
     }
     norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.d_model));
     head = register_module("head", std::make_shared<nn::Linear>(c.d_model, d.num_classes, g));
@@ -48,7 +49,7 @@ struct Encoder : nn::Module {
     for (int64_t i = 0; i < B * T; i++) tok.data<int64_t>()[i] = b.tokens[i], mask.data<float>()[i] = b.mask[i];
     Var x = embed->forward(tok);  // (B, T, D)
     for (auto& blk : blocks->items()) x = blk->forward(x, mask);
-    Var m(mask.unsqueeze(2));     // masked mean over T: (B, D)
+    Var m(mask.unsqueeze(2));  // masked mean over T: (B, D)
     return head->forward(div(sum(mul(norm->forward(x), m), {1}), Var(sum(mask, {1}, true))));
   }
   std::shared_ptr<nn::Embedding> embed;
@@ -107,8 +108,11 @@ static harness::CellResult run_cell(const harness::Cell& cell, const harness::Ru
 }
 
 static harness::Table report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
-  harness::Table t{"classify (preset " + p.name + ")", {"task", "layer", "seeds", "val acc", "test acc", "params", "steps/s"},
-                   {false, false, true, true, true, true, true}, {}, {"Accuracies in %, mean ± standard error over seeds (one seed: binomial)."}};
+  harness::Table t{"classify (preset " + p.name + ")",
+                   {"task", "layer", "seeds", "val acc", "test acc", "params", "steps/s"},
+                   {false, false, true, true, true, true, true},
+                   {},
+                   {"Accuracies in %, mean ± standard error over seeds (one seed: binomial)."}};
   harness::Plot bars;  // test accuracy per task/layer
   bars.title = "classify: test accuracy (mean ± standard error over seeds)", bars.ylabel = "test accuracy (%)";
   bars.series = {harness::Series{"test", {}, {}, {}}};

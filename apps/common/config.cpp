@@ -87,7 +87,8 @@ Preset load_preset(const std::string& name_or_path, const std::string& dir, cons
   p.path = is_path ? name_or_path : dir + "/" + name_or_path + ".json";
   std::ifstream in(p.path);
   if (!in)
-    throw ConfigError("preset '" + name_or_path + "' not found (looked for " + p.path + "; known presets: " + join(preset_names(dir)) + ")");
+    throw ConfigError("preset '" + name_or_path + "' not found (looked for " + p.path +
+                      "; known presets: " + join(preset_names(dir)) + ")");
   try {
     p.raw = json::parse(in);
   } catch (const json::parse_error& e) {
@@ -100,7 +101,8 @@ Preset load_preset(const std::string& name_or_path, const std::string& dir, cons
   for (auto& [k, v] : p.raw.items())
     if (std::find(top.begin(), top.end(), k) == top.end())
       throw ConfigError(p.path + ": unknown top-level key '" + k + "' (known: " + join(top) + ")");
-  if (p.raw.contains("description") && !p.raw["description"].is_string()) throw ConfigError(p.path + ": 'description' must be a string");
+  if (p.raw.contains("description") && !p.raw["description"].is_string())
+    throw ConfigError(p.path + ": 'description' must be a string");
   p.description = p.raw.value("description", "");
   for (auto& a : axes) p.values.push_back(string_list(p.raw, a.name + "s", p.path, a));
   for (auto& k : top)
@@ -118,13 +120,16 @@ Preset load_preset(const std::string& name_or_path, const std::string& dir, cons
     for (auto& [key, section] : p.raw["cells_cfg"].items()) {
       auto parts = split_slash(key);
       if (parts.size() > axes.size())
-        throw ConfigError(p.path + ": cells_cfg key '" + key + "' has more parts than the axes (" + std::to_string(axes.size()) + ")");
+        throw ConfigError(p.path + ": cells_cfg key '" + key + "' has more parts than the axes (" + std::to_string(axes.size()) +
+                          ")");
       for (size_t i = 0; i < parts.size(); i++) check_value(axes[i], parts[i], "cells_cfg key '" + key + "'");
     }
   if (p.raw.contains("seeds")) {
-    if (!p.raw["seeds"].is_array() || p.raw["seeds"].empty()) throw ConfigError(p.path + ": 'seeds' must be a non-empty list of integers");
+    if (!p.raw["seeds"].is_array() || p.raw["seeds"].empty())
+      throw ConfigError(p.path + ": 'seeds' must be a non-empty list of integers");
     for (auto& s : p.raw["seeds"]) {
-      if (!s.is_number_integer() || s.get<int>() < 0) throw ConfigError(p.path + ": 'seeds' must hold integers >= 0, found " + s.dump());
+      if (!s.is_number_integer() || s.get<int>() < 0)
+        throw ConfigError(p.path + ": 'seeds' must hold integers >= 0, found " + s.dump());
       p.seeds.push_back(s.get<int>());
     }
   }

@@ -104,7 +104,8 @@ Preset load_preset(const std::string& name_or_path, const std::string& dir, cons
 std::vector<std::string> preset_names(const std::string& dir);
 
 // The resolved config of one cell: preset sections, then the overrides.
-template <class C> C resolve(const Preset& p, const std::vector<std::string>& cell_values, const std::vector<std::string>& overrides) {
+template <class C>
+C resolve(const Preset& p, const std::vector<std::string>& cell_values, const std::vector<std::string>& overrides) {
   C c;
   for (auto& [where, section] : p.sections_for(cell_values)) apply_config(c, section, where);
   apply_overrides(c, overrides);

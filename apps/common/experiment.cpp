@@ -83,7 +83,8 @@ Table write_reports(const Experiment& e, const Preset& p, const std::string& out
   Table t = e.report(out, p, rs);
   json cells = json::array();
   for (auto& r : rs) cells.push_back(r.to_json());
-  write_text_atomic(out + "/results.json", json{{"app", e.name}, {"preset", p.name}, {"table", t.to_json()}, {"cells", cells}}.dump(2) + "\n");
+  write_text_atomic(out + "/results.json",
+                    json{{"app", e.name}, {"preset", p.name}, {"table", t.to_json()}, {"cells", cells}}.dump(2) + "\n");
   write_text_atomic(out + "/results.md", t.markdown());
   write_run_metrics(out, rs);
   return t;
@@ -150,7 +151,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
   Shared o;
   o.preset = e.default_preset, o.out = "runs/" + e.name;
   std::vector<std::vector<std::string>> pick(e.axes.size());  // run: --<axis>s
-  std::vector<std::string> one(e.axes.size());                 // cell: --<axis>
+  std::vector<std::string> one(e.axes.size());                // cell: --<axis>
   CLI::App* run = app.add_subcommand("run", "run a sweep: every combination of the preset's axes, for every seed");
   add_shared(run, o);
   CLI::App* cell = app.add_subcommand("cell", "run one cell (one value of each axis), for every seed");

@@ -50,7 +50,7 @@ struct Experiment {
   // The run's table from its finished cells (the harness writes results.md / results.json); the app may also
   // write its plots into <out>/plots.
   std::function<Table(const std::string& out, const Preset&, const std::vector<CellResult>&)> report;
-  std::function<void(std::ostream&)> list;              // extra lines for `list` (may be empty)
+  std::function<void(std::ostream&)> list;                  // extra lines for `list` (may be empty)
   std::function<std::vector<Command>(CLI::App&)> commands;  // the app's own subcommands (may be empty)
 };
 

@@ -94,7 +94,9 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       lv += loss.item();
     }
     apply_update(model, opt, spec.clip);
-    if (!std::isfinite(lv)) throw std::runtime_error(label + ": loss is " + std::to_string(lv) + " at step " + std::to_string(step) + " (lower the lr?)");
+    if (!std::isfinite(lv))
+      throw std::runtime_error(label + ": loss is " + std::to_string(lv) + " at step " + std::to_string(step) +
+                               " (lower the lr?)");
     loss_ema = step == 0 ? lv : 0.95 * loss_ema + 0.05 * lv;
     r.steps_run++;
     const int done = step + 1;

@@ -35,19 +35,19 @@ struct Interrupted : std::runtime_error {
 
 // Where and how a cell runs (the harness fills it; phases and apps read it).
 struct RunContext {
-  std::string out;         // the run folder
-  std::string dir;         // the cell folder, <out>/cells/<cell>
-  std::string label;       // "[listops/s4d/scratch seed 0]" for logs
+  std::string out;    // the run folder
+  std::string dir;    // the cell folder, <out>/cells/<cell>
+  std::string label;  // "[listops/s4d/scratch seed 0]" for logs
   std::string device = "cpu";
-  bool resume = false;     // continue from checkpoints (otherwise a cell starts afresh)
-  bool quiet = false;      // no progress bar, no log lines
-  int stop_after = -1;     // tests: throw Interrupted after this many steps in this process, as a SIGKILL would
-                           // (no checkpoint is written)
+  bool resume = false;  // continue from checkpoints (otherwise a cell starts afresh)
+  bool quiet = false;   // no progress bar, no log lines
+  int stop_after = -1;  // tests: throw Interrupted after this many steps in this process, as a SIGKILL would
+                        // (no checkpoint is written)
   std::string metrics_csv() const { return dir + "/metrics.csv"; }
 };
 
 struct PhaseSpec {
-  std::string name;          // "pretrain", "finetune": the checkpoint folder <cell>/<name> and the csv's phase
+  std::string name;  // "pretrain", "finetune": the checkpoint folder <cell>/<name> and the csv's phase
   int steps = 0;
   int accum = 1;             // micro-batches per optimizer step
   double clip = 0;           // max global gradient norm; 0: no clipping
@@ -81,7 +81,7 @@ struct PhaseResult {
   double final_loss = 0;  // the smoothed training loss at the end
   int steps_run = 0;      // steps executed in this process (for steps/s)
   double seconds = 0;
-  int start = 0;          // the step this process started from (> 0 after a resume)
+  int start = 0;  // the step this process started from (> 0 after a resume)
 };
 
 // Runs the phase, appending its evaluations to `curve` (which a resume replaces by the checkpoint's).

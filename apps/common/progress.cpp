@@ -10,7 +10,8 @@
 namespace dl::harness {
 
 Progress::Progress(std::string label, int total, int start, bool quiet)
-    : label_(std::move(label)), total_(total), start_(start), tty_(isatty(2)), quiet_(quiet), t0_(std::chrono::steady_clock::now()), last_print_(t0_) {}
+    : label_(std::move(label)), total_(total), start_(start), tty_(isatty(2)), quiet_(quiet),
+      t0_(std::chrono::steady_clock::now()), last_print_(t0_) {}
 
 void Progress::update(int step, double loss, double acc) {
   if (quiet_) return;

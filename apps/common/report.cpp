@@ -65,7 +65,8 @@ void plot_lines(const Plot& p, const std::string& path) {
   for (size_t i = 0; i < p.series.size(); i++) {
     const Series& s = p.series[i];
     d << "# " << s.title << "\n";
-    for (size_t j = 0; j < s.x.size(); j++) d << s.x[j] << " " << s.y[j] << (s.err.empty() ? "" : " " + std::to_string(s.err[j])) << "\n";
+    for (size_t j = 0; j < s.x.size(); j++)
+      d << s.x[j] << " " << s.y[j] << (s.err.empty() ? "" : " " + std::to_string(s.err[j])) << "\n";
     d << "\n\n";  // gnuplot data blocks are separated by two blank lines
     plot << (i ? ", \\\n     " : "plot ") << quoted(path + ".dat") << " index " << i
          << (s.err.empty() ? " using 1:2 with linespoints" : " using 1:2:3 with yerrorlines") << " title " << quoted(s.title);

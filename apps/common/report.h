@@ -15,9 +15,9 @@ using json = nlohmann::json;
 struct Table {
   std::string title;
   std::vector<std::string> columns;
-  std::vector<bool> right;                    // per column: right-aligned (numbers); missing = left
+  std::vector<bool> right;  // per column: right-aligned (numbers); missing = left
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> notes;             // paragraphs under the table
+  std::vector<std::string> notes;  // paragraphs under the table
 
   std::string markdown() const;  // "# title", the table, the notes
   json to_json() const;          // {"title", "columns", "rows", "notes"}

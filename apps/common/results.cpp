@@ -32,8 +32,9 @@ static double number_or_nan(const json& j, const char* key) {
 }
 
 json CurvePoint::to_json() const {
-  return {{"phase", phase}, {"step", step}, {"train_loss", number_or_null(train_loss)}, {"val_loss", number_or_null(val_loss)},
-          {"accuracy", accuracy}, {"lr", lr}};
+  return {
+      {"phase", phase},       {"step", step}, {"train_loss", number_or_null(train_loss)}, {"val_loss", number_or_null(val_loss)},
+      {"accuracy", accuracy}, {"lr", lr}};
 }
 CurvePoint CurvePoint::from_json(const json& j) {
   CurvePoint p;
@@ -54,9 +55,10 @@ json CellResult::to_json() const {
   for (size_t i = 0; i < cell.axes.size(); i++) axes[cell.axes[i]] = cell.values.at(i);
   for (auto& [k, v] : metrics) m[k] = number_or_null(v);
   for (auto& p : curve) c.push_back(p.to_json());
-  return {{"cell", cell.name()}, {"axes", axes}, {"axis_order", cell.axes}, {"seed", cell.seed}, {"metrics", m},
-          {"test_examples", test_examples}, {"params", params}, {"wall_s", wall_s}, {"steps_per_s", steps_per_s},
-          {"curve", c}, {"config", cell.config}, {"extra", extra}};
+  return {{"cell", cell.name()}, {"axes", axes},          {"axis_order", cell.axes},
+          {"seed", cell.seed},   {"metrics", m},          {"test_examples", test_examples},
+          {"params", params},    {"wall_s", wall_s},      {"steps_per_s", steps_per_s},
+          {"curve", c},          {"config", cell.config}, {"extra", extra}};
 }
 
 CellResult CellResult::from_json(const json& j) {
@@ -67,7 +69,8 @@ CellResult CellResult::from_json(const json& j) {
   }
   r.cell.seed = j.at("seed");
   r.cell.config = j.value("config", json::object());
-  for (auto& [k, v] : j.at("metrics").items()) r.metrics[k] = v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+  for (auto& [k, v] : j.at("metrics").items())
+    r.metrics[k] = v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
   r.test_examples = j.value("test_examples", (int64_t)0), r.params = j.value("params", (int64_t)0);
   r.wall_s = j.value("wall_s", 0.0), r.steps_per_s = j.value("steps_per_s", 0.0);
   for (auto& p : j.value("curve", json::array())) r.curve.push_back(CurvePoint::from_json(p));
@@ -92,7 +95,9 @@ std::string read_text(const std::string& path) {
 std::string cell_dir(const std::string& out, const Cell& c) { return out + "/cells/" + c.name(); }
 std::string result_path(const std::string& out, const Cell& c) { return cell_dir(out, c) + "/result.json"; }
 
-void write_result(const std::string& out, const CellResult& r) { write_text_atomic(result_path(out, r.cell), r.to_json().dump(2) + "\n"); }
+void write_result(const std::string& out, const CellResult& r) {
+  write_text_atomic(result_path(out, r.cell), r.to_json().dump(2) + "\n");
+}
 
 std::vector<CellResult> collect_results(const std::string& out) {
   std::vector<CellResult> rs;
@@ -116,7 +121,8 @@ void append_metrics_csv(const std::string& path, const std::string& cell, const 
   bool fresh = !fs::exists(path);
   std::ofstream f(path, std::ios::app);
   if (fresh) f << kCsvHeader;
-  f << cell << "," << p.phase << "," << p.step << "," << p.train_loss << "," << p.val_loss << "," << p.accuracy << "," << p.lr << "\n";
+  f << cell << "," << p.phase << "," << p.step << "," << p.train_loss << "," << p.val_loss << "," << p.accuracy << "," << p.lr
+    << "\n";
 }
 
 void truncate_metrics_csv(const std::string& path, const std::string& phase, int step) {

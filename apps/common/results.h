@@ -23,11 +23,11 @@ struct Cell {
   std::vector<std::string> axes;    // the app's axis names, e.g. task, model, regime
   std::vector<std::string> values;  // one value per axis
   int seed = 0;
-  json config;                      // the resolved config (stored in the result)
+  json config;  // the resolved config (stored in the result)
 
-  std::string name() const;   // listops__s4d__scratch__seed0 (the folder)
-  std::string key() const;    // listops/s4d/scratch (the seeds of one key are averaged)
-  std::string label() const;  // listops/s4d/scratch seed 0 (logs)
+  std::string name() const;                                 // listops__s4d__scratch__seed0 (the folder)
+  std::string key() const;                                  // listops/s4d/scratch (the seeds of one key are averaged)
+  std::string label() const;                                // listops/s4d/scratch seed 0 (logs)
   const std::string& value(const std::string& axis) const;  // throws naming an axis the app does not have
 };
 
@@ -47,7 +47,7 @@ struct CellResult {
   int64_t params = 0;
   double wall_s = 0, steps_per_s = 0;
   std::vector<CurvePoint> curve;
-  json extra = json::object();            // anything else the app records
+  json extra = json::object();  // anything else the app records
 
   double metric(const std::string& name) const;  // throws naming a metric the result lacks
   json to_json() const;

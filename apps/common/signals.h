@@ -7,6 +7,6 @@ namespace dl::harness {
 
 void install_stop_handlers();  // SIGINT and SIGTERM; idempotent
 bool stop_requested();
-void clear_stop_request();     // tests, and after an Interrupted was handled
+void clear_stop_request();  // tests, and after an Interrupted was handled
 
 }  // namespace dl::harness

@@ -30,7 +30,8 @@ MeanSE accuracy_mean_se(const std::vector<double>& accs, int64_t n_test) {
 }
 
 MeanSE paired_difference(const std::vector<double>& a, const std::vector<double>& b, int64_t n_test) {
-  if (a.size() != b.size()) throw std::logic_error("paired_difference: " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " values");
+  if (a.size() != b.size())
+    throw std::logic_error("paired_difference: " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " values");
   if (a.size() == 1) {
     MeanSE m{b[0] - a[0], std::hypot(binomial_se(a[0], n_test), binomial_se(b[0], n_test)), 1, true};
     return m;

@@ -15,12 +15,12 @@ namespace dl::harness {
 
 struct MeanSE {
   double mean = 0, se = 0;
-  int n = 0;             // how many values (seeds)
-  bool binomial = false; // se is the binomial error of one seed
+  int n = 0;              // how many values (seeds)
+  bool binomial = false;  // se is the binomial error of one seed
 };
 
-MeanSE mean_se(const std::vector<double>& xs);                      // se 0 when n < 2
-double binomial_se(double p, int64_t n);                            // sqrt(p (1 - p) / n); 0 when n <= 0
+MeanSE mean_se(const std::vector<double>& xs);  // se 0 when n < 2
+double binomial_se(double p, int64_t n);        // sqrt(p (1 - p) / n); 0 when n <= 0
 MeanSE accuracy_mean_se(const std::vector<double>& accs, int64_t n_test);
 // b - a per seed; a and b in the same seed order and of the same length.
 MeanSE paired_difference(const std::vector<double>& a, const std::vector<double>& b, int64_t n_test);

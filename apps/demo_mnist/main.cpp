@@ -75,7 +75,11 @@ int main(int argc, char** argv) {
     tasks::TaskData data = tasks::make_fashion_mnist(ic);
     Generator g((uint64_t)seed);
     Mlp model(hidden, 0.1, g);
-    optim::AdamW opt(model.parameters(), [&] { optim::AdamWOptions o; o.lr = lr; return o; }());
+    optim::AdamW opt(model.parameters(), [&] {
+      optim::AdamWOptions o;
+      o.lr = lr;
+      return o;
+    }());
     int64_t n = (int64_t)data.train.examples.size(), steps_per_epoch = n / batch;
     optim::Schedule sched = optim::warmup_cosine(100, epochs * steps_per_epoch);
     std::mt19937_64 rng((uint64_t)seed);

@@ -35,7 +35,7 @@ optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr) {
   go.lr = lr;
   go.weight_decay = c.weight_decay;
   go.rules = {optim::s4_rule(c.ssm_lr, nn::own_lr_parameter_names(m))};  // what the layers ask for, as the S4 repo does
-  go.no_decay_norm_bias_embed = true;                                     // norms, biases and embeddings: no weight decay
+  go.no_decay_norm_bias_embed = true;                                    // norms, biases and embeddings: no weight decay
   optim::AdamWOptions ao;
   ao.lr = lr;
   ao.weight_decay = c.weight_decay;
@@ -44,8 +44,8 @@ optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr) {
 
 // One phase of the cell on the harness: pretraining (the SPT objective, validation loss) or fine-tuning
 // (classification, validation accuracy). `dropout` is the generator the model's dropout layers draw from.
-static harness::PhaseResult train(bool pretrain, LraModel& m, Generator& dropout, const tasks::TaskData& data, const CellConfig& c,
-                                  const harness::RunContext& ctx, std::vector<harness::CurvePoint>& curve) {
+static harness::PhaseResult train(bool pretrain, LraModel& m, Generator& dropout, const tasks::TaskData& data,
+                                  const CellConfig& c, const harness::RunContext& ctx, std::vector<harness::CurvePoint>& curve) {
   harness::PhaseSpec spec;
   spec.name = pretrain ? "pretrain" : "finetune";
   spec.steps = pretrain ? c.pretrain_steps : c.steps;

@@ -41,11 +41,13 @@ void CellConfig::validate() const {
   };
   auto one_of = [&](const char* name, const std::string& v, const std::vector<std::string>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-      throw ConfigError(key() + ": field '" + std::string(name) + "' must be one of " + harness::join(allowed) + ", found \"" + v + "\"");
+      throw ConfigError(key() + ": field '" + std::string(name) + "' must be one of " + harness::join(allowed) + ", found \"" +
+                        v + "\"");
   };
   positive("d_model", d_model), positive("layers", layers), positive("batch", batch), positive("steps", steps);
   positive("lr", lr);
-  if (mask_prob <= 0 || mask_prob >= 1) throw ConfigError(key() + ": field 'mask_prob' must be in (0, 1), found " + std::to_string(mask_prob));
+  if (mask_prob <= 0 || mask_prob >= 1)
+    throw ConfigError(key() + ": field 'mask_prob' must be in (0, 1), found " + std::to_string(mask_prob));
   one_of("schedule", schedule, {"constant", "linear", "cosine"});
   one_of("pool", pool, {"mean", "last"});
   one_of("pos", pos, {"rotary", "sinusoidal", "learned", "none"});
@@ -57,7 +59,8 @@ void CellConfig::validate() const {
     } catch (const json::parse_error&) {
     }
     if (!object)
-      throw ConfigError(key() + ": layer_cfg must be a JSON object in a string, e.g. \"{\\\"kernel_size\\\": 7}\", found " + layer_cfg);
+      throw ConfigError(key() + ": layer_cfg must be a JSON object in a string, e.g. \"{\\\"kernel_size\\\": 7}\", found " +
+                        layer_cfg);
   }
   if (model == "transformer" && d_model % heads != 0)
     throw ConfigError(key() + ": d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads));

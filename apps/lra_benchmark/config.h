@@ -26,17 +26,17 @@ using json = nlohmann::json;
 struct CellConfig {
   std::string task = "listops", model = "transformer", regime = "scratch";
   // data
-  int seq_len = 0;            // 0 = the task's default
+  int seq_len = 0;  // 0 = the task's default
   int train_size = 0, val_size = 0, test_size = 0;
-  std::string data_path;      // official files instead of the embedded default
+  std::string data_path;  // official files instead of the embedded default
   // model
   int d_model = 64, layers = 2, heads = 4, ffn_mult = 2, d_state = 64;
   double dropout = 0.1;
-  std::string norm = "layer";     // "layer" or "batch"
+  std::string norm = "layer";  // "layer" or "batch"
   bool prenorm = true;
-  std::string pos = "rotary";     // transformer positions: "rotary", "sinusoidal", "learned", "none"
-  int window = 0;                 // > 0: local attention window (Path-X)
-  std::string pool = "mean";      // "mean" or "last"
+  std::string pos = "rotary";  // transformer positions: "rotary", "sinusoidal", "learned", "none"
+  int window = 0;              // > 0: local attention window (Path-X)
+  std::string pool = "mean";   // "mean" or "last"
   // fine-tuning (or training from scratch)
   int batch = 32, steps = 300, warmup = 30, eval_every = 100, eval_batches = 16, test_batches = 0;
   double lr = 1e-3, ssm_lr = 1e-3, weight_decay = 0.05, clip = 1.0;
@@ -53,7 +53,8 @@ struct CellConfig {
     f("seq_len", c.seq_len), f("train_size", c.train_size), f("val_size", c.val_size), f("test_size", c.test_size);
     f("data_path", c.data_path);
     f("d_model", c.d_model), f("layers", c.layers), f("heads", c.heads), f("ffn_mult", c.ffn_mult), f("d_state", c.d_state);
-    f("dropout", c.dropout), f("norm", c.norm), f("prenorm", c.prenorm), f("pos", c.pos), f("window", c.window), f("pool", c.pool);
+    f("dropout", c.dropout), f("norm", c.norm), f("prenorm", c.prenorm), f("pos", c.pos), f("window", c.window),
+        f("pool", c.pool);
     f("batch", c.batch), f("steps", c.steps), f("warmup", c.warmup), f("eval_every", c.eval_every);
     f("eval_batches", c.eval_batches), f("test_batches", c.test_batches);
     f("lr", c.lr), f("ssm_lr", c.ssm_lr), f("weight_decay", c.weight_decay), f("clip", c.clip), f("schedule", c.schedule);

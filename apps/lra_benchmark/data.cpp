@@ -15,8 +15,9 @@ using namespace dl;
 const tasks::TaskData& task_data(const CellConfig& c) {
   static std::map<std::string, std::unique_ptr<tasks::TaskData>> cache;
   static std::mutex mu;
-  std::string key = c.task + "|" + std::to_string(c.seq_len) + "|" + std::to_string(c.train_size) + "|" + std::to_string(c.val_size) +
-                    "|" + std::to_string(c.test_size) + "|" + std::to_string(c.seed) + "|" + c.data_path;
+  std::string key = c.task + "|" + std::to_string(c.seq_len) + "|" + std::to_string(c.train_size) + "|" +
+                    std::to_string(c.val_size) + "|" + std::to_string(c.test_size) + "|" + std::to_string(c.seed) + "|" +
+                    c.data_path;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[key];
   if (!slot) {
@@ -90,8 +91,8 @@ struct PretrainBatch {
   Tensor loss_mask;  // continuous: (B, T, F) 1 where masked
 };
 
-PretrainBatch make_pretrain_batch(const tasks::Batch& b, bool second, const std::string& regime, double p,
-                                         int vocab, int pad_id, std::mt19937_64& rng) {
+PretrainBatch make_pretrain_batch(const tasks::Batch& b, bool second, const std::string& regime, double p, int vocab, int pad_id,
+                                  std::mt19937_64& rng) {
   PretrainBatch pb;
   int64_t B = b.batch_size;
   if (b.feature_dim > 0) {  // continuous inputs: masked denoising only ([x (1-m), m], L1 on masked positions)
@@ -124,7 +125,8 @@ PretrainBatch make_pretrain_batch(const tasks::Batch& b, bool second, const std:
   for (int64_t i = 0; i < B; i++) {
     std::vector<int32_t> x(tok.begin() + i * T, tok.begin() + i * T + len[i]);
     if (x.size() < 2) continue;
-    tasks::TokenObjective obj = regime == "spt-causal" ? tasks::causal_lm(x, pad_id) : tasks::mask_tokens(x, p, vocab, pad_id, rng);
+    tasks::TokenObjective obj =
+        regime == "spt-causal" ? tasks::causal_lm(x, pad_id) : tasks::mask_tokens(x, p, vocab, pad_id, rng);
     for (size_t t = 0; t < obj.inputs.size(); t++) {
       pb.in.tokens.data<int64_t>()[i * To + t] = obj.inputs[t];
       pb.targets.data<int64_t>()[i * To + t] = obj.targets[t];

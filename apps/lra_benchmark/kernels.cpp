@@ -57,7 +57,9 @@ void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L, cons
   for (int64_t l = 0; l < n; l++) {
     env << l;
     for (auto& [name, v] : cols) {
-      if ((int64_t)v.size() <= l) throw std::logic_error("write_learned_kernels: '" + name + "' has " + std::to_string(v.size()) + " lags, expected at least " + std::to_string(n));
+      if ((int64_t)v.size() <= l)
+        throw std::logic_error("write_learned_kernels: '" + name + "' has " + std::to_string(v.size()) +
+                               " lags, expected at least " + std::to_string(n));
       env << " " << v[l];
     }
     env << "\n";
@@ -71,7 +73,8 @@ void write_learned_kernels(LraModel& m, const std::string& cdir, int64_t L, cons
      << "set title 'max over channels of |K[c, l]|, block 0: " << m.cfg.key() << "'\nset ylabel 'max_c |K[c, l]|'\n"
      << "set logscale y\nplot ";
   for (size_t i = 0; i < cols.size(); i++)
-    gp << (i ? ", " : "") << "'" << cdir << "/kernels_max.dat' using 1:" << i + 2 << " with lines title '" << cols[i].first << "'";
+    gp << (i ? ", " : "") << "'" << cdir << "/kernels_max.dat' using 1:" << i + 2 << " with lines title '" << cols[i].first
+       << "'";
   gp << "\nunset logscale y\nset title 'learned kernels of the first channels (after fine-tuning)'\nset ylabel 'K[h, l]'\nplot ";
   for (int64_t h = 0; h < shown; h++)
     gp << (h ? ", " : "") << "'" << cdir << "/kernels.dat' using 1:" << h + 2 << " with lines title 'channel " << h << "'";

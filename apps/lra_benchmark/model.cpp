@@ -26,7 +26,8 @@ static std::shared_ptr<nn::SequenceLayer> make_mixer(const CellConfig& c, const 
   if (!c.layer_cfg.empty()) l.update(LayerConfig::parse(c.layer_cfg));
   auto mixer = e.make(c.d_model, l, g);
   if (causal && !mixer->is_causal())
-    throw ConfigError(c.key() + ": layer '" + e.name + "' looks at later positions, so it cannot be pretrained causally (use spt-masked)");
+    throw ConfigError(c.key() + ": layer '" + e.name +
+                      "' looks at later positions, so it cannot be pretrained causally (use spt-masked)");
   return mixer;
 }
 
@@ -59,7 +60,8 @@ Var LraModel::encode(const Inputs& in) {
   Var x = embed_ ? embed_->forward(in.tokens) : in_proj_->forward(Var(in.features));  // (B, L, D)
   int64_t L = x.size(1);
   if (L > shape.max_len && (pos_.defined() || sinusoid_.defined()))
-    fail("LraModel: sequence of length " + std::to_string(L) + " is longer than the positions table (" + std::to_string(shape.max_len) + ")");
+    fail("LraModel: sequence of length " + std::to_string(L) + " is longer than the positions table (" +
+         std::to_string(shape.max_len) + ")");
   if (pos_.defined()) x = x + narrow(pos_, 0, 0, L);
   if (sinusoid_.defined()) x = x + Var(sinusoid_.narrow(0, 0, L));
   x = drop_->forward(x);
@@ -83,9 +85,9 @@ Var LraModel::pool(const Var& h, const Tensor& mask, const std::string& how) {
     return index_select(reshape(h, {B * L, h.size(2)}), 0, from_vector(idx, {B}));
   }
   // masked mean: sum_l m[b,l] h[b,l,:] / sum_l m[b,l]
-  Tensor m3 = m.unsqueeze(2);                                   // (B, L, 1)
-  Tensor count = clamp(sum(m, {1}, true), 1.0, 1e30);           // (B, 1)
-  return div(sum(mul(h, Var(m3)), {1}), Var(count));            // (B, D)
+  Tensor m3 = m.unsqueeze(2);                          // (B, L, 1)
+  Tensor count = clamp(sum(m, {1}, true), 1.0, 1e30);  // (B, 1)
+  return div(sum(mul(h, Var(m3)), {1}), Var(count));   // (B, D)
 }
 
 Var LraModel::classify(const Inputs& a, const Inputs* b) {
@@ -93,7 +95,7 @@ Var LraModel::classify(const Inputs& a, const Inputs* b) {
   if (!shape.two_tower) return head_->forward(pa);
   if (!b) fail("LraModel: the retrieval head needs two sequences");
   Var pb = pool(encode(*b), b->mask, cfg.pool);
-  Var feats = cat({pa, pb, pa * pb, pa - pb}, 1);              // (B, 4D)
+  Var feats = cat({pa, pb, pa * pb, pa - pb}, 1);  // (B, 4D)
   return head_->forward(gelu(head2_->forward(feats)));
 }
 

@@ -31,11 +31,11 @@ using dl::Tensor;
 using dl::Var;
 
 struct TaskShape {
-  int vocab = 0;          // token vocabulary (0 when continuous)
-  int features = 0;       // per-position features (0 when tokens)
+  int vocab = 0;     // token vocabulary (0 when continuous)
+  int features = 0;  // per-position features (0 when tokens)
   int classes = 0;
   int max_len = 0;
-  bool two_tower = false; // retrieval
+  bool two_tower = false;  // retrieval
 };
 
 struct Inputs {
@@ -49,10 +49,10 @@ class LraModel : public dl::nn::Module {
   LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g);
   std::string type_name() const override { return "LraModel"; }
 
-  Var encode(const Inputs& in);                         // (B, L, D) after the final norm
-  Var classify(const Inputs& a, const Inputs* b = nullptr);  // (B, classes); b for two-tower tasks
-  Var pretrain_logits(const Var& h);                    // (B, L, vocab) or (B, L, F)
-  static Var pool(const Var& h, const Tensor& mask, const std::string& how);  // (B, D)
+  Var encode(const Inputs& in);                                                      // (B, L, D) after the final norm
+  Var classify(const Inputs& a, const Inputs* b = nullptr);                          // (B, classes); b for two-tower tasks
+  Var pretrain_logits(const Var& h);                                                 // (B, L, vocab) or (B, L, F)
+  static Var pool(const Var& h, const Tensor& mask, const std::string& how);         // (B, D)
   int64_t pretrain_head_params() const { return pretrain_head_->num_parameters(); }  // not part of the fine-tuned model
   dl::nn::ResidualBlock& block(size_t i) { return (*blocks_)[i]; }
   size_t num_blocks() const { return blocks_->size(); }

@@ -136,7 +136,8 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
     std::string gain = "-";
     if (g.regime != "scratch")
       for (auto& s : groups)
-        if (s.task == g.task && s.model == g.model && s.regime == "scratch") gain = harness::format_mean_se(spt_gain(g, s), 100, 1, true);
+        if (s.task == g.task && s.model == g.model && s.regime == "scratch")
+          gain = harness::format_mean_se(spt_gain(g, s), 100, 1, true);
     double wall = 0, rate = 0;
     for (auto* r : g.seeds) wall += r->wall_s / g.seeds.size(), rate += r->steps_per_s / g.seeds.size();
     t.rows.push_back({g.task, g.model, g.regime, std::to_string(g.seeds.size()), harness::format_mean_se(val),

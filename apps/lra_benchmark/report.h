@@ -16,6 +16,7 @@
 
 namespace lra {
 
-dl::harness::Table lra_report(const std::string& out, const dl::harness::Preset& p, const std::vector<dl::harness::CellResult>& rs);
+dl::harness::Table lra_report(const std::string& out, const dl::harness::Preset& p,
+                              const std::vector<dl::harness::CellResult>& rs);
 
 }  // namespace lra

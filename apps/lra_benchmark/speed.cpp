@@ -76,18 +76,29 @@ SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
 
 json SpeedResult::to_json(const std::string& preset) const {
   auto round2 = [](double x) { return std::round(x * 100) / 100; };
-  json s = {{"vocab", shape.vocab}, {"features", shape.features}, {"classes", shape.classes}, {"max_len", shape.max_len},
+  json s = {{"vocab", shape.vocab},
+            {"features", shape.features},
+            {"classes", shape.classes},
+            {"max_len", shape.max_len},
             {"two_tower", shape.two_tower}};
-  return {{"preset", preset},       {"task", task},       {"model", model},
-          {"params", params},       {"batch", batch},     {"seq_len", seq_len},
-          {"ms_per_step", round2(ms_per_step)},           {"steps_per_s", round2(steps_per_s)},
-          {"peak_rss_mb", round2(peak_rss_mb)},           {"shape", s}};
+  return {{"preset", preset},
+          {"task", task},
+          {"model", model},
+          {"params", params},
+          {"batch", batch},
+          {"seq_len", seq_len},
+          {"ms_per_step", round2(ms_per_step)},
+          {"steps_per_s", round2(steps_per_s)},
+          {"peak_rss_mb", round2(peak_rss_mb)},
+          {"shape", s}};
 }
 
 // ---------------------------------------------------------------------------------------------
 SpeedCommand::SpeedCommand(CLI::App& app) {
-  cmd_ = app.add_subcommand("speed", "training steps/s of each task x model of a preset (scratch fine-tuning), one JSON line each");
-  cmd_->add_option("--preset,--config", preset_, "preset name (apps/lra_benchmark/presets) or a JSON file")->capture_default_str();
+  cmd_ =
+      app.add_subcommand("speed", "training steps/s of each task x model of a preset (scratch fine-tuning), one JSON line each");
+  cmd_->add_option("--preset,--config", preset_, "preset name (apps/lra_benchmark/presets) or a JSON file")
+      ->capture_default_str();
   cmd_->add_option("--tasks", tasks_, "only these tasks")->delimiter(',');
   cmd_->add_option("--models", models_, "only these models")->delimiter(',');
   cmd_->add_option("--set", sets_, "override a field: --set batch=8 (repeatable)");

@@ -59,8 +59,8 @@ int main(int argc, char** argv) {
   std::printf("wrote %s\n", csv.c_str());
   if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     std::string plot = "set datafile separator ','; set terminal png size 900,500; set output '" + out +
-                       "/kernel.png'; set xlabel 'l'; set ylabel 'K[h, l]'; plot for [i=2:" + std::to_string(H + 1) +
-                       "] '" + csv + "' using 1:i with lines title columnhead(i)";
+                       "/kernel.png'; set xlabel 'l'; set ylabel 'K[h, l]'; plot for [i=2:" + std::to_string(H + 1) + "] '" +
+                       csv + "' using 1:i with lines title columnhead(i)";
     if (std::system(("gnuplot -e \"" + plot + "\"").c_str()) == 0) std::printf("wrote %s/kernel.png\n", out.c_str());
   }
   return 0;

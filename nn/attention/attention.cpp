@@ -16,7 +16,8 @@ static constexpr double kMasked = -1e9;  // the fill for disallowed scores (see 
 
 Var split_heads(const Var& x, int64_t heads) {
   if (x.dim() != 3 || x.size(2) % heads)
-    fail("split_heads: expected (B, T, C) with C divisible by " + std::to_string(heads) + " heads, found " + shape_str(x.shape()));
+    fail("split_heads: expected (B, T, C) with C divisible by " + std::to_string(heads) + " heads, found " +
+         shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   return transpose(reshape(x, {B, T, heads, C / heads}), 1, 2);  // (B, NH, T, HS)
 }
@@ -29,7 +30,8 @@ Var merge_heads(const Var& x) {
 static Tensor key_mask_f64(const Tensor& key_mask, int64_t B, int64_t S, const char* op) {
   if (!key_mask.defined()) return Tensor();
   if (key_mask.shape() != Shape{B, S})
-    fail(std::string(op) + ": mask shape mismatch: expected (B, S) = " + shape_str({B, S}) + ", found " + shape_str(key_mask.shape()));
+    fail(std::string(op) + ": mask shape mismatch: expected (B, S) = " + shape_str({B, S}) + ", found " +
+         shape_str(key_mask.shape()));
   return key_mask.to(DType::f64).contiguous();
 }
 
@@ -53,8 +55,8 @@ Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S
 Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const SDPAOptions& o, Var* weights) {
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || k.shape() != v.shape() || q.size(0) != k.size(0) ||
       q.size(1) != k.size(1) || q.size(3) != k.size(3))
-    fail("scaled_dot_product_attention: expected q (B, NH, T, HS), k and v (B, NH, S, HS), found " + shape_str(q.shape()) +
-         ", " + shape_str(k.shape()) + ", " + shape_str(v.shape()));
+    fail("scaled_dot_product_attention: expected q (B, NH, T, HS), k and v (B, NH, S, HS), found " + shape_str(q.shape()) + ", " +
+         shape_str(k.shape()) + ", " + shape_str(v.shape()));
   const int64_t B = q.size(0), T = q.size(2), S = k.size(2), HS = q.size(3);
   Var scores = matmul(q, transpose(k, -2, -1));  // (B, NH, T, S)
   if (o.scale) scores = scores * (1.0 / std::sqrt((double)HS));
@@ -106,7 +108,8 @@ Var local_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_
 MultiheadAttention::MultiheadAttention(int64_t d, const AttentionOptions& o, Generator& g) : opt(o), d_model(d), gen_(&g) {
   if (o.heads <= 0 || d % o.heads)
     fail("MultiheadAttention: d_model = " + std::to_string(d) + " is not divisible by heads = " + std::to_string(o.heads));
-  if (o.rotary && (d / o.heads) % 2) fail("MultiheadAttention: rotary needs an even head size, found " + std::to_string(d / o.heads));
+  if (o.rotary && (d / o.heads) % 2)
+    fail("MultiheadAttention: rotary needs an even head size, found " + std::to_string(d / o.heads));
   // as torch.nn.MultiheadAttention._reset_parameters: xavier_uniform in_proj, zero biases
   in_proj_weight = register_parameter("in_proj_weight", init::xavier_uniform({3 * d, d}, g));
   in_proj_bias = register_parameter("in_proj_bias", zeros({3 * d}));
@@ -114,7 +117,9 @@ MultiheadAttention::MultiheadAttention(int64_t d, const AttentionOptions& o, Gen
   out_proj->bias.mutable_data().zero_();
 }
 
-std::vector<std::string> MultiheadAttention::config_keys() { return {"heads", "dropout", "rotary", "causal", "window", "fused", "packed"}; }
+std::vector<std::string> MultiheadAttention::config_keys() {
+  return {"heads", "dropout", "rotary", "causal", "window", "fused", "packed"};
+}
 
 std::shared_ptr<MultiheadAttention> MultiheadAttention::from_config(int64_t d, const LayerConfig& c, Generator& g) {
   check_config_keys(c, "attention", config_keys());
@@ -139,9 +144,11 @@ std::string MultiheadAttention::extra_repr() const {
   return s;
 }
 
-AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dt, Device dev) {
+AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dt,
+                                    Device dev) {
   const bool fused = o.fused && !want_weights && !(training && o.dropout > 0);
-  if (self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32 && dev == Device::cpu) return AttentionPath::packed;
+  if (self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32 && dev == Device::cpu)
+    return AttentionPath::packed;
   if (self && o.window > 0) return AttentionPath::windowed;
   if (fused) return AttentionPath::fused;
   return AttentionPath::composed;
@@ -150,15 +157,16 @@ AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool w
 Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask, bool self, Var* weights) {
   const int64_t C = d_model;
   if (x.dim() != 3 || x.size(2) != C || mem.dim() != 3 || mem.size(2) != C || mem.size(0) != x.size(0))
-    fail("MultiheadAttention: expected x (B, T, " + std::to_string(C) + ") and memory (B, S, " + std::to_string(C) +
-         "), found " + shape_str(x.shape()) + " and " + shape_str(mem.shape()));
+    fail("MultiheadAttention: expected x (B, T, " + std::to_string(C) + ") and memory (B, S, " + std::to_string(C) + "), found " +
+         shape_str(x.shape()) + " and " + shape_str(mem.shape()));
   const int64_t B = x.size(0), S = mem.size(1);
   if (mask.defined() && mask.shape() != Shape{B, S})
-    fail("MultiheadAttention: mask shape mismatch: expected (B, S) = " + shape_str({B, S}) + ", found " + shape_str(mask.shape()));
+    fail("MultiheadAttention: mask shape mismatch: expected (B, S) = " + shape_str({B, S}) + ", found " +
+         shape_str(mask.shape()));
   const AttentionPath path = choose_attention_path(opt, self, weights != nullptr, is_training(), x.dtype(), x.data().device());
   if (path == AttentionPath::packed) return out_proj->forward(packed_self_attention(x, mask));
   if (self && opt.window > 0 && weights) fail("MultiheadAttention: windowed attention does not return weights");
-  Var q = split_heads(linear(x, narrow(in_proj_weight, 0, 0, C), narrow(in_proj_bias, 0, 0, C)), opt.heads);  // (B, NH, T, HS)
+  Var q = split_heads(linear(x, narrow(in_proj_weight, 0, 0, C), narrow(in_proj_bias, 0, 0, C)), opt.heads);    // (B, NH, T, HS)
   Var k = split_heads(linear(mem, narrow(in_proj_weight, 0, C, C), narrow(in_proj_bias, 0, C, C)), opt.heads);  // (B, NH, S, HS)
   Var v = split_heads(linear(mem, narrow(in_proj_weight, 0, 2 * C, C), narrow(in_proj_bias, 0, 2 * C, C)), opt.heads);
   const bool causal = self && opt.causal;

@@ -35,12 +35,12 @@ Var split_heads(const Var& x, int64_t heads);  // (B, T, C) -> (B, NH, T, HS)
 Var merge_heads(const Var& x);                 // (B, NH, T, HS) -> (B, T, C)
 
 struct SDPAOptions {
-  Tensor key_mask;         // (B, S), 1 = real, or undefined
-  bool causal = false;     // s <= t (T == S)
-  int64_t window = 0;      // > 0: |t - s| <= window (band mask; full T x S matrix)
-  Var bias;                // added to the scores, broadcast to (B, NH, T, S) (T5's relative bias), or undefined
-  bool scale = true;       // divide by sqrt(HS) (T5 does not)
-  double dropout = 0;      // on the weights, when training
+  Tensor key_mask;      // (B, S), 1 = real, or undefined
+  bool causal = false;  // s <= t (T == S)
+  int64_t window = 0;   // > 0: |t - s| <= window (band mask; full T x S matrix)
+  Var bias;             // added to the scores, broadcast to (B, NH, T, S) (T5's relative bias), or undefined
+  bool scale = true;    // divide by sqrt(HS) (T5 does not)
+  double dropout = 0;   // on the weights, when training
   bool training = false;
   Generator* gen = nullptr;
 };
@@ -51,12 +51,12 @@ Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const
 Var local_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, int64_t window, bool causal);
 
 // The allowed-mask as 0/1 of dtype `dt`, shape (B or 1, 1, T, S); validates key_mask's shape (names `op`).
-Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S, bool causal, int64_t window,
-                         DType dt, const char* op);
+Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S, bool causal, int64_t window, DType dt,
+                         const char* op);
 
 struct AttentionOptions {
   int64_t heads = 1;
-  double dropout = 0;   // on attention weights
+  double dropout = 0;  // on attention weights
   bool causal = false;
   bool rotary = false;  // RoPE on q and k (self-attention)
   int64_t window = 0;   // > 0: block-wise local attention

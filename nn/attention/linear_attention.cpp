@@ -12,13 +12,14 @@ namespace dl::nn {
 
 Var linear_attention(const Var& pq, const Var& pk0, const Var& v, const Tensor& key_mask, bool causal, double eps) {
   if (pq.dim() != 4 || pk0.shape() != pq.shape() || v.dim() != 4 || v.size(2) != pq.size(2))
-    fail("linear_attention: expected phi(q), phi(k) (B, NH, T, F) and v (B, NH, T, HS), found " + shape_str(pq.shape()) +
-         ", " + shape_str(pk0.shape()) + ", " + shape_str(v.shape()));
+    fail("linear_attention: expected phi(q), phi(k) (B, NH, T, F) and v (B, NH, T, HS), found " + shape_str(pq.shape()) + ", " +
+         shape_str(pk0.shape()) + ", " + shape_str(v.shape()));
   const int64_t B = pq.size(0), T = pq.size(2);
   Var pk = pk0;
   if (key_mask.defined()) {
     if (key_mask.shape() != Shape{B, T})
-      fail("linear_attention: mask shape mismatch: expected (B, T) = " + shape_str({B, T}) + ", found " + shape_str(key_mask.shape()));
+      fail("linear_attention: mask shape mismatch: expected (B, T) = " + shape_str({B, T}) + ", found " +
+           shape_str(key_mask.shape()));
     pk = pk * Var(key_mask.to(pk.dtype()).reshape({B, 1, T, 1}));  // padded keys contribute nothing
   }
   Var num, den;
@@ -27,9 +28,9 @@ Var linear_attention(const Var& pq, const Var& pk0, const Var& v, const Tensor& 
     num = sum(unsqueeze(pq, -1) * S, {-2});                   // (B, NH, T, HS)
     den = sum(pq * cumsum(pk, 2), {-1}, true);                // (B, NH, T, 1)
   } else {
-    Var KV = matmul(transpose(pk, -2, -1), v);                          // (B, NH, F, HS)
-    num = matmul(pq, KV);                                               // (B, NH, T, HS)
-    den = matmul(pq, unsqueeze(sum(pk, {2}), -1));                      // (B, NH, T, 1)
+    Var KV = matmul(transpose(pk, -2, -1), v);      // (B, NH, F, HS)
+    num = matmul(pq, KV);                           // (B, NH, T, HS)
+    den = matmul(pq, unsqueeze(sum(pk, {2}), -1));  // (B, NH, T, 1)
   }
   return num / (den + eps);
 }
@@ -53,10 +54,11 @@ Tensor orthogonal_random_features(int64_t m, int64_t hs, Generator& g) {
 
 Var favor_features(const Var& x0, const Tensor& W, bool is_query, const Tensor& key_mask) {
   const int64_t m = W.size(0), hs = W.size(1);
-  if (x0.size(-1) != hs) fail("favor_features: head size " + std::to_string(x0.size(-1)) + " != projection width " + std::to_string(hs));
+  if (x0.size(-1) != hs)
+    fail("favor_features: head size " + std::to_string(x0.size(-1)) + " != projection width " + std::to_string(hs));
   Var x = x0 * std::pow((double)hs, -0.25);
   Var wx = matmul(x, Var(W.to(x.dtype()).transpose(0, 1)));  // (B, NH, T, m)
-  Var sq = sum(x * x, {-1}, true) * 0.5;                      // |x'|^2 / 2: (B, NH, T, 1)
+  Var sq = sum(x * x, {-1}, true) * 0.5;                     // |x'|^2 / 2: (B, NH, T, 1)
   // the stabiliser c is a constant for the gradient: it cancels in num / den
   Tensor c;
   if (is_query) {
@@ -74,7 +76,8 @@ Var favor_features(const Var& x0, const Tensor& W, bool is_query, const Tensor& 
 
 LinearAttention::LinearAttention(int64_t d, int64_t h, const std::string& feat, bool causal_, Generator& g)
     : heads(h), feature(feat), causal(causal_) {
-  if (h <= 0 || d % h) fail("LinearAttention: d_model = " + std::to_string(d) + " is not divisible by heads = " + std::to_string(h));
+  if (h <= 0 || d % h)
+    fail("LinearAttention: d_model = " + std::to_string(d) + " is not divisible by heads = " + std::to_string(h));
   if (feat != "elu" && feat != "relu" && feat != "favor")
     fail("LinearAttention: unknown feature map '" + feat + "' (known: elu, relu; favor via Performer)");
   q_proj = register_module("q_proj", std::make_shared<Linear>(d, d, g));
@@ -85,7 +88,8 @@ LinearAttention::LinearAttention(int64_t d, int64_t h, const std::string& feat, 
 
 std::shared_ptr<LinearAttention> LinearAttention::from_config(int64_t d, const LayerConfig& c, Generator& g) {
   check_config_keys(c, "linear_attention", config_keys());
-  return std::make_shared<LinearAttention>(d, cfg_int(c, "linear_attention", "heads", 4), cfg_str(c, "linear_attention", "feature", "elu"),
+  return std::make_shared<LinearAttention>(d, cfg_int(c, "linear_attention", "heads", 4),
+                                           cfg_str(c, "linear_attention", "feature", "elu"),
                                            cfg_bool(c, "linear_attention", "causal", false), g);
 }
 
@@ -115,7 +119,9 @@ Performer::Performer(int64_t d, int64_t h, int64_t m_, bool causal_, Generator& 
   register_buffer("feature_projection", orthogonal_random_features(m, d / h, g));
 }
 
-void Performer::redraw(Generator& g) { buffer("feature_projection").copy_(orthogonal_random_features(m, q_proj->out_features / heads, g)); }
+void Performer::redraw(Generator& g) {
+  buffer("feature_projection").copy_(orthogonal_random_features(m, q_proj->out_features / heads, g));
+}
 
 Var Performer::phi(const Var& x, bool is_query, const Tensor& mask) const {
   for (auto& [n, t] : named_buffers())

@@ -21,13 +21,13 @@ LightweightConv::LightweightConv(int64_t C_, const ConvSeqOptions& o, Generator&
 
 Var LightweightConv::forward(const Var& x) {
   const int64_t K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
-  Var w = softmax(reshape(weight, {H, K}), 1);                            // (H, K), each row sums to 1
-  w = dropout(w, opt.weight_dropout, is_training(), *gen);                 // DropConnect on the kernel
-  w = reshape(repeat_interleave(w, C / H, 0), {C, 1, K});                 // (C, 1, K): head h(c) = c / (C/H)
-  Var xt = transpose(x, 1, 2);                                            // (B, C, L)
+  Var w = softmax(reshape(weight, {H, K}), 1);              // (H, K), each row sums to 1
+  w = dropout(w, opt.weight_dropout, is_training(), *gen);  // DropConnect on the kernel
+  w = reshape(repeat_interleave(w, C / H, 0), {C, 1, K});   // (C, 1, K): head h(c) = c / (C/H)
+  Var xt = transpose(x, 1, 2);                              // (B, C, L)
   Conv1dParams p;
   p.pad_left = pl, p.pad_right = K - 1 - pl, p.groups = C;
-  return transpose(conv1d(xt, w, Var(), p), 1, 2);                        // (B, L, C)
+  return transpose(conv1d(xt, w, Var(), p), 1, 2);  // (B, L, C)
 }
 
 DynamicConv::DynamicConv(int64_t C_, const ConvSeqOptions& o, Generator& g) : C(C_), opt(o), gen(&g) {
@@ -36,18 +36,18 @@ DynamicConv::DynamicConv(int64_t C_, const ConvSeqOptions& o, Generator& g) : C(
 
 Var DynamicConv::forward(const Var& x) {
   const int64_t B = x.size(0), L = x.size(1), K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
-  Var w = reshape(weight_linear->forward(x), {B, L, H, K});               // a kernel per position
+  Var w = reshape(weight_linear->forward(x), {B, L, H, K});  // a kernel per position
   w = softmax(w, 3);
   w = dropout(w, opt.weight_dropout, is_training(), *gen);
-  w = repeat_interleave(w, C / H, 2);                                     // (B, L, C, K)
-  Var xp = pad(transpose(x, 1, 2), {pl, K - 1 - pl});                     // (B, C, L + K - 1)
-  xp = transpose(xp, 1, 2);                                               // (B, L + K - 1, C)
+  w = repeat_interleave(w, C / H, 2);                  // (B, L, C, K)
+  Var xp = pad(transpose(x, 1, 2), {pl, K - 1 - pl});  // (B, C, L + K - 1)
+  xp = transpose(xp, 1, 2);                            // (B, L + K - 1, C)
   Var y;
-  for (int64_t k = 0; k < K; k++) {                                       // y[t] += w[t, k] x[t + k - pl]
+  for (int64_t k = 0; k < K; k++) {  // y[t] += w[t, k] x[t + k - pl]
     Var term = narrow(xp, 1, k, L) * select(w, 3, k);
     y = k == 0 ? term : y + term;
   }
-  return y;                                                               // (B, L, C)
+  return y;  // (B, L, C)
 }
 
 DilatedSeparableConv::DilatedSeparableConv(int64_t C_, const ConvSeqOptions& o, Generator& g) : C(C_), opt(o) {
@@ -83,13 +83,15 @@ std::vector<std::string> GLUConvBlock::config_keys(const std::string& kind) {
   return keys;
 }
 
-std::shared_ptr<GLUConvBlock> GLUConvBlock::from_config(const std::string& kind, int64_t d_model, const LayerConfig& cfg, Generator& g) {
+std::shared_ptr<GLUConvBlock> GLUConvBlock::from_config(const std::string& kind, int64_t d_model, const LayerConfig& cfg,
+                                                        Generator& g) {
   check_config_keys(cfg, kind, config_keys(kind));
   ConvSeqOptions o;
   o.kernel_size = cfg_int(cfg, kind, "kernel_size", 7);
   o.causal = cfg_bool(cfg, kind, "causal", false);
   if (o.kernel_size < 1 || (!o.causal && o.kernel_size % 2 == 0))
-    config_error(kind, "kernel_size", o.causal ? "must be >= 1" : "must be odd and >= 1 for a non-causal convolution", std::to_string(o.kernel_size));
+    config_error(kind, "kernel_size", o.causal ? "must be >= 1" : "must be odd and >= 1 for a non-causal convolution",
+                 std::to_string(o.kernel_size));
   o.num_heads = cfg_int(cfg, kind, "num_heads", 1);
   if (o.num_heads < 1 || d_model % o.num_heads)
     config_error(kind, "num_heads", "must divide d_model = " + std::to_string(d_model), std::to_string(o.num_heads));
@@ -102,9 +104,9 @@ std::shared_ptr<GLUConvBlock> GLUConvBlock::from_config(const std::string& kind,
 
 Var GLUConvBlock::forward(const Var& x, const Tensor& mask) {
   check_sequence_input(kind, x, C);
-  Var h = glu(input_linear->forward(x));   // (B, L, 2C) -> (B, L, C)
-  h = apply_mask(h, mask);                 // padding stays zero through the convolution
-  h = conv->forward(h);                    // (B, L, C)
+  Var h = glu(input_linear->forward(x));  // (B, L, 2C) -> (B, L, C)
+  h = apply_mask(h, mask);                // padding stays zero through the convolution
+  h = conv->forward(h);                   // (B, L, C)
   return drop->forward(output_linear->forward(h));
 }
 

@@ -27,11 +27,11 @@ namespace dl::nn {
 
 struct ConvSeqOptions {
   int64_t kernel_size = 7;
-  int64_t num_heads = 1;      // lightweight / dynamic
-  int64_t dilation = 1;       // dilated
+  int64_t num_heads = 1;  // lightweight / dynamic
+  int64_t dilation = 1;   // dilated
   bool causal = false;
   double weight_dropout = 0.0;
-  double dropout = 0.0;       // on the block output
+  double dropout = 0.0;  // on the block output
 };
 
 // A convolution over (B, L, C) -> (B, L, C).
@@ -76,7 +76,8 @@ class GLUConvBlock : public SequenceLayer {
  public:
   // kind: "lightconv", "dynamicconv" or "dilatedconv"
   GLUConvBlock(const std::string& kind, int64_t d_model, const ConvSeqOptions& opt, Generator& g);
-  static std::shared_ptr<GLUConvBlock> from_config(const std::string& kind, int64_t d_model, const LayerConfig& cfg, Generator& g);
+  static std::shared_ptr<GLUConvBlock> from_config(const std::string& kind, int64_t d_model, const LayerConfig& cfg,
+                                                   Generator& g);
   static std::vector<std::string> config_keys(const std::string& kind);
   std::string type_name() const override { return "GLUConvBlock(" + kind + ")"; }
   Var forward(const Var& x, const Tensor& mask) override;

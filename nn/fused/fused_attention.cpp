@@ -77,8 +77,8 @@ void forward_kernel(const T* q, const T* k, const T* v, const double* mask, T* o
 }
 
 template <class T>
-void backward_kernel(const T* q, const T* k, const T* v, const double* mask, const T* o, const double* L, const T* dout,
-                     T* dq, T* dk, T* dv, const Dims4& d, bool causal) {
+void backward_kernel(const T* q, const T* k, const T* v, const double* mask, const T* o, const double* L, const T* dout, T* dq,
+                     T* dk, T* dv, const Dims4& d, bool causal) {
   const double c = 1.0 / std::sqrt((double)d.HS);
   const int64_t BH = d.B * d.NH;
 #pragma omp parallel for schedule(static)
@@ -140,8 +140,8 @@ struct FusedAttentionNode : Node {
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), q.dtype()),
            dv = Tensor::empty(v.shape(), q.dtype());
     dispatch_float(q.dtype(), "fused_attention", [&]<class T>() {
-      backward_kernel<T>(q.data<T>(), k.data<T>(), v.data<T>(), mask.defined() ? mask.data<double>() : nullptr,
-                         o.data<T>(), L.data<double>(), g.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), d, causal);
+      backward_kernel<T>(q.data<T>(), k.data<T>(), v.data<T>(), mask.defined() ? mask.data<double>() : nullptr, o.data<T>(),
+                         L.data<double>(), g.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), d, causal);
     });
     return {needs_grad(0) ? dq : Tensor(), needs_grad(1) ? dk : Tensor(), needs_grad(2) ? dv : Tensor()};
   }
@@ -159,7 +159,8 @@ Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_
     fail("fused_attention: k and v must be (B, NH, S, HS) = " + shape_str({d.B, d.NH, d.S, d.HS}) + ", found k " +
          shape_str(k.shape()) + ", v " + shape_str(v.shape()));
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) fail("fused_attention: q, k, v must have one dtype");
-  if (causal && d.T > d.S) fail("fused_attention: causal needs T <= S, found T = " + std::to_string(d.T) + ", S = " + std::to_string(d.S));
+  if (causal && d.T > d.S)
+    fail("fused_attention: causal needs T <= S, found T = " + std::to_string(d.T) + ", S = " + std::to_string(d.S));
   Tensor mask;
   if (key_mask.defined()) {
     if (key_mask.shape() != Shape{d.B, d.S})
@@ -170,8 +171,8 @@ Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_
   Tensor qc = q.data().contiguous(), kc = k.data().contiguous(), vc = v.data().contiguous();
   Tensor o = Tensor::empty(q.shape(), q.dtype()), L = Tensor::empty({d.B, d.NH, d.T}, DType::f64);
   dispatch_float(q.dtype(), "fused_attention", [&]<class T>() {
-    forward_kernel<T>(qc.data<T>(), kc.data<T>(), vc.data<T>(), mask.defined() ? mask.data<double>() : nullptr,
-                      o.data<T>(), L.data<double>(), d, causal);
+    forward_kernel<T>(qc.data<T>(), kc.data<T>(), vc.data<T>(), mask.defined() ? mask.data<double>() : nullptr, o.data<T>(),
+                      L.data<double>(), d, causal);
   });
   if (!any_requires_grad({q, k, v})) return Var(o);
   auto n = std::make_shared<FusedAttentionNode>();

@@ -38,11 +38,11 @@ struct LstmCellNode : Node {
           const double dh = pdy[(b * 2 + 0) * Hd + j];
           const double dcn = pdy[(b * 2 + 1) * Hd + j] + dh * o * (1 - tc * tc);  // h = o tanh(c)
           T* dg = pdg + b * 4 * Hd;
-          dg[j] = (T)(dcn * g * i * (1 - i));               // di = dc g
-          dg[Hd + j] = (T)(dcn * cp * f * (1 - f));         // df = dc c_prev
-          dg[2 * Hd + j] = (T)(dcn * i * (1 - g * g));      // dg = dc i
-          dg[3 * Hd + j] = (T)(dh * tc * o * (1 - o));      // do = dh tanh(c)
-          pdc[b * Hd + j] = (T)(dcn * f);                   // c = f c_prev + ...
+          dg[j] = (T)(dcn * g * i * (1 - i));           // di = dc g
+          dg[Hd + j] = (T)(dcn * cp * f * (1 - f));     // df = dc c_prev
+          dg[2 * Hd + j] = (T)(dcn * i * (1 - g * g));  // dg = dc i
+          dg[3 * Hd + j] = (T)(dh * tc * o * (1 - o));  // do = dh tanh(c)
+          pdc[b * Hd + j] = (T)(dcn * f);               // c = f c_prev + ...
         }
     });
     return {needs_grad(0) ? dgates : Tensor(), needs_grad(1) ? dc : Tensor()};
@@ -201,7 +201,8 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
 
 Var lstm_cell_fused(const Var& gates, const Var& c) {
   if (gates.dim() != 2 || c.dim() != 2 || gates.size(0) != c.size(0) || gates.size(1) != 4 * c.size(1))
-    fail("lstm_cell_fused: expected gates (B, 4Hd) and c (B, Hd), found " + shape_str(gates.shape()) + " and " + shape_str(c.shape()));
+    fail("lstm_cell_fused: expected gates (B, 4Hd) and c (B, Hd), found " + shape_str(gates.shape()) + " and " +
+         shape_str(c.shape()));
   const int64_t B = c.size(0), Hd = c.size(1);
   Tensor g = gates.data().contiguous(), cc = c.data().to(g.dtype()).contiguous();
   Tensor out = Tensor::empty({B, 2, Hd}, g.dtype());

@@ -176,8 +176,8 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
   }
   const float* Pd = dr.on ? X : P;
   cols_times(Pd, G, C, dV, ld, d, causal, 1.f);  // dV = Pd^T dO
-  scores(G, V, X, d, causal, 1.f, C, ld);         // X = dPd = dO V^T
-  for (int64_t t = 0; t < T; t++) {  // dP = dPd M;  dS = P (dP - sum_s P dP)
+  scores(G, V, X, d, causal, 1.f, C, ld);        // X = dPd = dO V^T
+  for (int64_t t = 0; t < T; t++) {              // dP = dPd M;  dS = P (dP - sum_s P dP)
     float *p = P + t * T, *x = X + t * T;
     const int64_t n = causal ? t + 1 : T;
     if (dr.on) {
@@ -232,7 +232,8 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
   if (!(p >= 0 && p <= 1)) fail("qkv_attention: dropout p must be in [0, 1], found " + std::to_string(p));
   Dims d{qkv.size(0), qkv.size(1), qkv.size(2) / 3, heads, qkv.size(2) / 3 / heads};
   if (key_mask.defined() && key_mask.shape() != Shape{d.B, d.T})
-    fail("qkv_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({d.B, d.T}) + ", found " + shape_str(key_mask.shape()));
+    fail("qkv_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({d.B, d.T}) + ", found " +
+         shape_str(key_mask.shape()));
   Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
   const float* pk = km.defined() ? km.data<float>() : nullptr;
   const bool dropping = training && p > 0;
@@ -242,7 +243,8 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
   const float* px = x.data<float>();
   float *po = out.data<float>(), *pl = L.data<float>();
   const int64_t T = d.T;
-  over_pairs(d, T * T + T, [&](int64_t bh, float* scratch) { forward_pair(px, pk, po, pl, scratch, scratch + T * T, d, bh, causal, dr); });
+  over_pairs(d, T * T + T,
+             [&](int64_t bh, float* scratch) { forward_pair(px, pk, po, pl, scratch, scratch + T * T, d, bh, causal, dr); });
   if (!any_requires_grad({qkv})) return Var(out);
   auto n = std::make_shared<QKVAttentionNode>();
   n->qkv = x, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr;

@@ -26,8 +26,8 @@ namespace dl::nn {
 // 2^a 3^b 5^c 7^d >= 2L: any n >= 2L has no wrap-around, and these sizes keep FFTW on its fast codelets.
 namespace {
 
-constexpr int64_t kRows = 16;   // 16 floats = one cache line of u[b, t, :]
-constexpr int64_t kAhead = 16;  // prefetch distance (in t) of the strided gathers and scatters
+constexpr int64_t kRows = 16;    // 16 floats = one cache line of u[b, t, :]
+constexpr int64_t kAhead = 16;   // prefetch distance (in t) of the strided gathers and scatters
 using cf = std::complex<float>;  // layout-compatible with fftwf_complex
 
 int64_t fft_size(int64_t m) {  // the smallest 2^a 3^b 5^c 7^d >= m
@@ -56,9 +56,9 @@ fftwf_plan batched_plan(Dir dir, int n, int rows, float* x, cf* Xc) {
   const int ld = (int)row_stride(n), hld = (int)bins_stride(n);
   fftwf_complex* X = reinterpret_cast<fftwf_complex*>(Xc);
   if (!p)
-    p = dir == Dir::r2c ? fftwf_plan_many_dft_r2c(1, &n, rows, x, nullptr, 1, ld, X, nullptr, 1, hld, FFTW_ESTIMATE)
-                        : fftwf_plan_many_dft_c2r(1, &n, rows, X, nullptr, 1, hld, x, nullptr, 1, ld,
-                                                  FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+    p = dir == Dir::r2c
+            ? fftwf_plan_many_dft_r2c(1, &n, rows, x, nullptr, 1, ld, X, nullptr, 1, hld, FFTW_ESTIMATE)
+            : fftwf_plan_many_dft_c2r(1, &n, rows, X, nullptr, 1, hld, x, nullptr, 1, ld, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
   if (!p) fail("ssm_conv: FFTW could not make a plan for n = " + std::to_string(n));
   return p;
 }
@@ -165,8 +165,8 @@ struct FastConvNode : Node {
   // directly), saved when K or D needs a gradient: the forward computes them anyway and the backward needs
   // them for dK and dD (twice u's memory, one FFT per row less).
   Tensor U;
-  Tensor D;  // float32 (H) or undefined
-  std::vector<cf> FK;          // kernel spectra / n, (H, n/2+1)
+  Tensor D;            // float32 (H) or undefined
+  std::vector<cf> FK;  // kernel spectra / n, (H, n/2+1)
   DType u_dtype, k_dtype, D_dtype;
   int64_t B, L, H, Cc, n;
   const char* name() const override { return "ssm_conv"; }

@@ -37,11 +37,11 @@ Var FNet::forward(const Var& x, const Tensor& mask) {
   if (mask.defined() && (mask.dim() != 2 || mask.size(0) != x.size(0) || mask.size(1) != L))
     fail("layer fnet: padding mask must be (B, L) = (" + std::to_string(x.size(0)) + ", " + std::to_string(L) + "), found " +
          shape_str(mask.shape()));
-  Var u = apply_mask(x, mask);                                  // (B, L, H), padded positions zeroed
-  auto& [CH, SH] = dft(H, x.dtype(), x.data().device());        // (H, H)
-  auto& [CL, SL] = dft(L, x.dtype(), x.data().device());        // (L, L)
-  Var p = matmul(u, Var(CH)), q = matmul(u, Var(SH));           // (B, L, H): X C_H, X S_H
-  return matmul(Var(CL), p) - matmul(Var(SL), q);               // (B, L, H): C_L X C_H - S_L X S_H
+  Var u = apply_mask(x, mask);                            // (B, L, H), padded positions zeroed
+  auto& [CH, SH] = dft(H, x.dtype(), x.data().device());  // (H, H)
+  auto& [CL, SL] = dft(L, x.dtype(), x.data().device());  // (L, L)
+  Var p = matmul(u, Var(CH)), q = matmul(u, Var(SH));     // (B, L, H): X C_H, X S_H
+  return matmul(Var(CL), p) - matmul(Var(SL), q);         // (B, L, H): C_L X C_H - S_L X S_H
 }
 
 }  // namespace dl::nn

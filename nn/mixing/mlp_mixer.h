@@ -20,7 +20,7 @@ class MixerBlock : public SequenceLayer {
   static std::shared_ptr<MixerBlock> from_config(int64_t d_model, const LayerConfig& c, Generator& g);
   static std::vector<std::string> config_keys() { return {"max_len", "token_hidden", "channel_hidden"}; }
   std::string type_name() const override { return "MixerBlock"; }
-  Var forward(const Var& x, const Tensor& mask) override;  // (B, T, C) with T <= seq_len
+  Var forward(const Var& x, const Tensor& mask) override;     // (B, T, C) with T <= seq_len
   bool wants_feed_forward() const override { return false; }  // mlp_channels is its feed-forward
 
   std::shared_ptr<LayerNorm> norm1, norm2;

@@ -31,7 +31,7 @@ GPT2Attention::GPT2Attention(const GPT2Config& c, Generator& g) : cfg(c) {
 
 Var GPT2Attention::forward(const Var& x) {
   const int64_t C = cfg.n_embd;
-  Var qkv = c_attn->forward(x);  // (B, T, 3C)
+  Var qkv = c_attn->forward(x);                           // (B, T, 3C)
   Var q = split_heads(narrow(qkv, 2, 0, C), cfg.n_head);  // (B, NH, T, HS)
   Var k = split_heads(narrow(qkv, 2, C, C), cfg.n_head);
   Var v = split_heads(narrow(qkv, 2, 2 * C, C), cfg.n_head);
@@ -83,7 +83,8 @@ Var GPT2Transformer::forward(const Var& idx_v) {
   if (idx.dim() != 2 || idx.dtype() != DType::i64)
     fail("GPT2: expected token ids (B, T) of dtype i64, found " + shape_str(idx.shape()) + " " + dtype_name(idx.dtype()));
   const int64_t T = idx.size(1);
-  if (T > cfg.n_positions) fail("GPT2: sequence length " + std::to_string(T) + " > n_positions " + std::to_string(cfg.n_positions));
+  if (T > cfg.n_positions)
+    fail("GPT2: sequence length " + std::to_string(T) + " > n_positions " + std::to_string(cfg.n_positions));
   Var x = drop->forward(wte->forward(idx) + narrow(wpe->weight, 0, 0, T));  // (B, T, C)
   for (auto& b : h->items()) x = b->forward(x);
   return ln_f->forward(x);
@@ -102,7 +103,7 @@ GPT2Model::GPT2Model(const GPT2Config& c, Generator& g) : cfg(c) {
 }
 
 Var GPT2Model::forward(const Tensor& idx) {
-  Var x = transformer->forward(Var(idx));  // (B, T, C)
+  Var x = transformer->forward(Var(idx));                       // (B, T, C)
   return matmul(x, transpose(transformer->wte->weight, 0, 1));  // (B, T, V), lm_head tied to wte
 }
 
@@ -123,7 +124,8 @@ GPT2Config gpt2_config_from_file(const std::string& path, int64_t n_head) {
   c.n_positions = get("wpe.weight").size(0);
   c.n_head = n_head;
   c.n_layer = 0;
-  while (f.has("h." + std::to_string(c.n_layer) + ".ln_1.weight") || f.has("transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight"))
+  while (f.has("h." + std::to_string(c.n_layer) + ".ln_1.weight") ||
+         f.has("transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight"))
     c.n_layer++;
   return c;
 }
@@ -131,7 +133,9 @@ GPT2Config gpt2_config_from_file(const std::string& path, int64_t n_head) {
 LoadReport load_gpt2_hf(GPT2Model& m, const std::string& path) {
   TensorFile f = load_safetensors(path);
   std::map<std::string, Tensor> sd;
-  auto ends_with = [](const std::string& s, const std::string& e) { return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0; };
+  auto ends_with = [](const std::string& s, const std::string& e) {
+    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+  };
   for (auto& [n, t] : f.tensors) {
     if (n == "lm_head.weight" || ends_with(n, ".attn.bias") || ends_with(n, ".attn.masked_bias")) continue;
     sd[n.rfind("transformer.", 0) == 0 ? n : "transformer." + n] = t;

@@ -75,8 +75,8 @@ class GPT2Model : public Module {  // HF's GPT2LMHeadModel
  public:
   GPT2Model(const GPT2Config& c, Generator& g);  // init as HF: N(0, 0.02), c_proj N(0, 0.02/sqrt(2 n_layer))
   std::string type_name() const override { return "GPT2Model"; }
-  Var forward(const Tensor& idx);                               // logits (B, T, V)
-  Var loss(const Var& logits, const Tensor& targets) const;     // mean cross entropy, ignore_index -100
+  Var forward(const Tensor& idx);                            // logits (B, T, V)
+  Var loss(const Var& logits, const Tensor& targets) const;  // mean cross entropy, ignore_index -100
   std::shared_ptr<GPT2Transformer> transformer;
   GPT2Config cfg;
 };

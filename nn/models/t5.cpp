@@ -21,7 +21,8 @@ int64_t t5_relative_bucket(int64_t rp, bool bidirectional, int64_t nb, int64_t m
   const int64_t max_exact = nb / 2;
   if (rp < max_exact) return ret + rp;
   // in float32 as HF computes it, so bucket edges fall where they do there
-  float scaled = std::log((float)rp / (float)max_exact) / (float)std::log((double)max_distance / max_exact) * (float)(nb - max_exact);
+  float scaled =
+      std::log((float)rp / (float)max_exact) / (float)std::log((double)max_distance / max_exact) * (float)(nb - max_exact);
   return ret + std::min<int64_t>(max_exact + (int64_t)scaled, nb - 1);
 }
 
@@ -31,7 +32,9 @@ T5Attention::T5Attention(const T5Config& c, bool has_bias, bool bi, Generator& g
   k = register_module("k", std::make_shared<Linear>(c.d_model, inner, g, false));
   v = register_module("v", std::make_shared<Linear>(c.d_model, inner, g, false));
   o = register_module("o", std::make_shared<Linear>(inner, c.d_model, g, false));
-  if (has_bias) relative_attention_bias = register_module("relative_attention_bias", std::make_shared<Embedding>(c.num_buckets, c.num_heads, g));
+  if (has_bias)
+    relative_attention_bias =
+        register_module("relative_attention_bias", std::make_shared<Embedding>(c.num_buckets, c.num_heads, g));
 }
 
 Var T5Attention::position_bias(int64_t T, int64_t S) const {
@@ -68,10 +71,8 @@ struct DenseReluDense : Module {
 // one sub-layer: layer_norm plus either an attention (under `attn_name`) or the feed-forward
 struct SubLayer : Module {
   SubLayer(const T5Config& c, const std::string& attn_name, bool has_bias, bool bi, Generator& g) {
-    if (attn_name.empty())
-      ff = register_module("DenseReluDense", std::make_shared<DenseReluDense>(c, g));
-    else
-      attn = register_module(attn_name, std::make_shared<T5Attention>(c, has_bias, bi, g));
+    if (attn_name.empty()) ff = register_module("DenseReluDense", std::make_shared<DenseReluDense>(c, g));
+    else attn = register_module(attn_name, std::make_shared<T5Attention>(c, has_bias, bi, g));
     layer_norm = register_module("layer_norm", std::make_shared<RMSNorm>(c.d_model, c.eps));
   }
   std::string type_name() const override { return attn ? "T5LayerAttention" : "T5LayerFF"; }
@@ -125,15 +126,18 @@ T5Model::T5Model(const T5Config& c, Generator& g) : cfg(c) {
   decoder = register_module("decoder", std::make_shared<Stack>(c, true, g));
 }
 
-Var T5Model::encode(const Tensor& ids, const Tensor& mask) { return encoder->forward(shared->forward(ids), mask, Var(), Tensor()); }
+Var T5Model::encode(const Tensor& ids, const Tensor& mask) {
+  return encoder->forward(shared->forward(ids), mask, Var(), Tensor());
+}
 
 Var T5Model::decode_logits(const Tensor& dec_in, const Var& enc, const Tensor& enc_mask) {
-  Var h = decoder->forward(shared->forward(dec_in), Tensor(), enc, enc_mask);  // (B, T, C)
+  Var h = decoder->forward(shared->forward(dec_in), Tensor(), enc, enc_mask);               // (B, T, C)
   return matmul(h * std::pow((double)cfg.d_model, -0.5), transpose(shared->weight, 0, 1));  // (B, T, V)
 }
 
 T5Model::Output T5Model::forward(const Tensor& ids, const Tensor& mask, const Tensor& labels) {
-  if (labels.dim() != 2 || labels.dtype() != DType::i64) fail("T5Model: labels must be (B, T) i64, found " + shape_str(labels.shape()));
+  if (labels.dim() != 2 || labels.dtype() != DType::i64)
+    fail("T5Model: labels must be (B, T) i64, found " + shape_str(labels.shape()));
   const int64_t B = labels.size(0), T = labels.size(1);
   // decoder input: labels shifted right, start token 0, -100 -> 0
   Tensor dec_in = zeros({B, T}, DType::i64);

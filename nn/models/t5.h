@@ -46,8 +46,8 @@ class T5Model : public Module {
  public:
   T5Model(const T5Config& c, Generator& g);
   std::string type_name() const override { return "T5Model"; }
-  Var encode(const Tensor& ids, const Tensor& mask);                                   // (B, S, C)
-  Var decode_logits(const Tensor& dec_in, const Var& enc, const Tensor& enc_mask);      // (B, T, V)
+  Var encode(const Tensor& ids, const Tensor& mask);                                // (B, S, C)
+  Var decode_logits(const Tensor& dec_in, const Var& enc, const Tensor& enc_mask);  // (B, T, V)
   struct Output {
     Var logits, loss;
   };

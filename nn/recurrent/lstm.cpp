@@ -14,9 +14,9 @@ Var lstm_cell_composed(const Var& gates, const Var& c) {
   const int64_t Hd = c.size(1);
   Var i = sigmoid(narrow(gates, 1, 0, Hd)), f = sigmoid(narrow(gates, 1, Hd, Hd));
   Var g = tanh(narrow(gates, 1, 2 * Hd, Hd)), o = sigmoid(narrow(gates, 1, 3 * Hd, Hd));
-  Var cn = f * c + i * g;                    // (B, Hd)
-  Var h = o * tanh(cn);                      // (B, Hd)
-  return stack({h, cn}, 1);                  // (B, 2, Hd)
+  Var cn = f * c + i * g;    // (B, Hd)
+  Var h = o * tanh(cn);      // (B, Hd)
+  return stack({h, cn}, 1);  // (B, 2, Hd)
 }
 
 LSTM::LSTM(int64_t in, int64_t hid, const LSTMOptions& o, Generator& g) : opt(o), input_size(in), hidden_size(hid), gen(&g) {
@@ -40,9 +40,9 @@ LSTM::LSTM(int64_t in, int64_t hid, const LSTMOptions& o, Generator& g) : opt(o)
 }
 
 std::string LSTM::extra_repr() const {
-  return "input=" + std::to_string(input_size) + ", hidden=" + std::to_string(hidden_size) + ", layers=" +
-         std::to_string(opt.num_layers) + (opt.layer_norm ? ", layer_norm" : "") + (opt.sequence ? ", sequence node" : "") +
-         (opt.fused ? ", fused cell" : "");
+  return "input=" + std::to_string(input_size) + ", hidden=" + std::to_string(hidden_size) +
+         ", layers=" + std::to_string(opt.num_layers) + (opt.layer_norm ? ", layer_norm" : "") +
+         (opt.sequence ? ", sequence node" : "") + (opt.fused ? ", fused cell" : "");
 }
 
 std::shared_ptr<LSTM> LSTM::from_config(int64_t d_model, const LayerConfig& cfg, Generator& g) {
@@ -82,7 +82,7 @@ Var LSTM::forward(const Var& x, const Tensor& mask) {
         c = f * c + i * g;
         h = o * tanh(l.ln_c->forward(c));
       } else {
-        gates = select(xg, 1, t) + linear(h, l.w_hh, l.b_hh);                      // (B, 4Hd)
+        gates = select(xg, 1, t) + linear(h, l.w_hh, l.b_hh);                           // (B, 4Hd)
         Var hc = opt.fused ? lstm_cell_fused(gates, c) : lstm_cell_composed(gates, c);  // (B, 2, Hd)
         h = select(hc, 1, 0), c = select(hc, 1, 1);
       }

@@ -40,7 +40,8 @@ Tensor DLR::ssm_recurrent(const Tensor& u_) const {
   if (opt.bidirectional) fail("DLR::ssm_recurrent: a bidirectional layer has no recurrent mode (it looks ahead)");
   const int64_t Bn = u_.size(0), L = u_.size(1), N = kernel->Lambda_im.size(0);
   Tensor u = u_.to(DType::f64).contiguous(), y = zeros({Bn, L, H}, DType::f64);
-  Tensor xs = kernel->Lambda_log_neg_re.data().to(DType::f64).contiguous(), ys = kernel->Lambda_im.data().to(DType::f64).contiguous();
+  Tensor xs = kernel->Lambda_log_neg_re.data().to(DType::f64).contiguous(),
+         ys = kernel->Lambda_im.data().to(DType::f64).contiguous();
   Tensor Dd = D.data().to(DType::f64).contiguous();
   std::vector<cplx> W = to_cplx(kernel->W.data()), lam(N);
   for (int64_t n = 0; n < N; n++) {
@@ -54,8 +55,8 @@ Tensor DLR::ssm_recurrent(const Tensor& u_) const {
         const double ut = u.data<double>()[(b * L + t) * H + h];
         double acc = 0;
         for (int64_t n = 0; n < N; n++) {
-          st[n] = lam[n] * st[n] + ut;                   // x_k = lambda x_{k-1} + u_k
-          acc += (W[h * N + n] * st[n]).real();          // y_k = Re(W x_k)
+          st[n] = lam[n] * st[n] + ut;           // x_k = lambda x_{k-1} + u_k
+          acc += (W[h * N + n] * st[n]).real();  // y_k = Re(W x_k)
         }
         y.data<double>()[(b * L + t) * H + h] = acc + Dd.data<double>()[h] * ut;
       }

@@ -36,13 +36,13 @@ class EMAKernel : public Module {
     gamma = register_parameter("gamma", randn({channels, H, N}, g));
   }
   std::string type_name() const override { return "EMAKernel"; }
-  Var forward(int64_t L) const {                                             // K (Cc, H, L)
-    Var p = sigmoid(delta);                                                  // (H, N)
-    Var log_q = log(1.0 - p * sigmoid(alpha));                               // (H, N), q in (0, 1)
-    Var l(arange(0.0, (double)L, 1.0, delta.dtype()).reshape({1, 1, L}));   // (1, 1, L)
-    Var powers = exp(unsqueeze(log_q, 2) * l);                               // (H, N, L): q^l
+  Var forward(int64_t L) const {                                                 // K (Cc, H, L)
+    Var p = sigmoid(delta);                                                      // (H, N)
+    Var log_q = log(1.0 - p * sigmoid(alpha));                                   // (H, N), q in (0, 1)
+    Var l(arange(0.0, (double)L, 1.0, delta.dtype()).reshape({1, 1, L}));        // (1, 1, L)
+    Var powers = exp(unsqueeze(log_q, 2) * l);                                   // (H, N, L): q^l
     Var weight = gamma * unsqueeze(p * beta, 0) * (1.0 / std::sqrt((double)N));  // (Cc, H, N)
-    return sum(unsqueeze(weight, 3) * unsqueeze(powers, 0), {2});            // (Cc, H, L)
+    return sum(unsqueeze(weight, 3) * unsqueeze(powers, 0), {2});                // (Cc, H, L)
   }
   Var delta, alpha, beta, gamma;
   int64_t N;

@@ -15,8 +15,7 @@ namespace dl::nn::hippo {
 std::vector<double> legs_A(int64_t N) {
   std::vector<double> A(N * N, 0.0);
   for (int64_t n = 0; n < N; n++)
-    for (int64_t k = 0; k <= n; k++)
-      A[n * N + k] = n == k ? -(double)(n + 1) : -std::sqrt(2.0 * n + 1) * std::sqrt(2.0 * k + 1);
+    for (int64_t k = 0; k <= n; k++) A[n * N + k] = n == k ? -(double)(n + 1) : -std::sqrt(2.0 * n + 1) * std::sqrt(2.0 * k + 1);
   return A;
 }
 

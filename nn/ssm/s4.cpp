@@ -115,8 +115,9 @@ Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, 
   const int64_t Cc = Ct.size(0), H = Ct.size(1), N2 = Ct.size(2), M = Lk / 2 + 1;
   if (B.shape() != Shape{H, N2, 2} || P.shape() != Shape{1, H, N2, 2} || log_dt.shape() != Shape{H} ||
       inv_A_real.shape() != Shape{H, N2} || A_imag.shape() != Shape{H, N2})
-    fail("s4_dplr_kernel: shapes do not match C " + shape_str(Ct.shape()) + ": log_dt " + shape_str(log_dt.shape()) + ", inv_A_real " +
-         shape_str(inv_A_real.shape()) + ", A_imag " + shape_str(A_imag.shape()) + ", B " + shape_str(B.shape()) + ", P " + shape_str(P.shape()));
+    fail("s4_dplr_kernel: shapes do not match C " + shape_str(Ct.shape()) + ": log_dt " + shape_str(log_dt.shape()) +
+         ", inv_A_real " + shape_str(inv_A_real.shape()) + ", A_imag " + shape_str(A_imag.shape()) + ", B " +
+         shape_str(B.shape()) + ", P " + shape_str(P.shape()));
   DplrIn in = unpack(log_dt.data(), inv_A_real.data(), A_imag.data(), B.data(), P.data(), Ct.data(), Lk);
   std::vector<double> K(Cc * H * Lk);
   fftw_plan c2r = plan_for((int)Lk, true);
@@ -147,7 +148,8 @@ Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, 
   std::vector<Var> ins = {log_dt, inv_A_real, A_imag, B, P, Ct};
   if (!any_requires_grad(ins)) return Var(outT);
   auto n = std::make_shared<DplrNode>();
-  n->log_dt = log_dt.data(), n->ar = inv_A_real.data(), n->ai = A_imag.data(), n->B = B.data(), n->P = P.data(), n->Ct = Ct.data();
+  n->log_dt = log_dt.data(), n->ar = inv_A_real.data(), n->ai = A_imag.data(), n->B = B.data(), n->P = P.data(),
+  n->Ct = Ct.data();
   n->Lk = Lk;
   return record(n, outT, ins);
 }
@@ -242,12 +244,10 @@ std::vector<Tensor> DplrNode::apply(const Tensor& dy) {
     fftw_free(buf);
   }
   const DType t = Ct.dtype();
-  return {needs_grad(0) ? from_vector(g_ldt, {H}).to(t) : Tensor(),
-          needs_grad(1) ? from_vector(g_ar, {H, N2}).to(t) : Tensor(),
-          needs_grad(2) ? from_vector(g_ai, {H, N2}).to(t) : Tensor(),
-          needs_grad(3) ? from_cplx(g_B, {H, N2, 2}, t) : Tensor(),
-          needs_grad(4) ? from_cplx(g_P, {1, H, N2, 2}, t) : Tensor(),
-          needs_grad(5) ? from_cplx(g_Ct, {Cc, H, N2, 2}, t) : Tensor()};
+  return {
+      needs_grad(0) ? from_vector(g_ldt, {H}).to(t) : Tensor(),    needs_grad(1) ? from_vector(g_ar, {H, N2}).to(t) : Tensor(),
+      needs_grad(2) ? from_vector(g_ai, {H, N2}).to(t) : Tensor(), needs_grad(3) ? from_cplx(g_B, {H, N2, 2}, t) : Tensor(),
+      needs_grad(4) ? from_cplx(g_P, {1, H, N2, 2}, t) : Tensor(), needs_grad(5) ? from_cplx(g_Ct, {Cc, H, N2, 2}, t) : Tensor()};
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -436,8 +436,7 @@ void S4Kernel::StepParams::step(int64_t h, std::vector<cplx>& x, double u) const
 }
 
 // y_k = Re(C x_k) + D u_k with x_k = Abar x_{k-1} + Bbar u_k stepped by `s` (either step above), x_0 = 0.
-template <class Step>
-static Tensor run_recurrence(const Tensor& u_, const Tensor& D, const Step& s, int64_t n) {
+template <class Step> static Tensor run_recurrence(const Tensor& u_, const Tensor& D, const Step& s, int64_t n) {
   const int64_t Bn = u_.size(0), L = u_.size(1), H = u_.size(2);
   Tensor u = u_.to(DType::f64).contiguous(), y = zeros({Bn, L, H}, DType::f64);
   auto Dv = f64(D);

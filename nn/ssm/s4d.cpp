@@ -79,7 +79,9 @@ S4D::S4D(int64_t d_model, const S4DOptions& o, Generator& g) : SSMLayer("s4d", d
   add_output(opt.dropout, /*glu=*/true, g);
 }
 
-std::vector<std::string> S4D::config_keys() { return {"d_state", "init", "disc", "dt_min", "dt_max", "bidirectional", "dropout", "chunk"}; }
+std::vector<std::string> S4D::config_keys() {
+  return {"d_state", "init", "disc", "dt_min", "dt_max", "bidirectional", "dropout", "chunk"};
+}
 
 std::shared_ptr<S4D> S4D::from_config(int64_t d_model, const LayerConfig& cfg, Generator& g) {
   const std::string L = "s4d";

@@ -31,12 +31,12 @@
 namespace dl::nn {
 
 struct S4DKernelOptions {
-  int64_t d_state = 64;       // N (even); N2 = N/2 modes are stored
-  std::string init = "lin";   // lin | inv | legs | real
+  int64_t d_state = 64;      // N (even); N2 = N/2 modes are stored
+  std::string init = "lin";  // lin | inv | legs | real
   Discretization disc = Discretization::zoh;
   double dt_min = 1e-3, dt_max = 1e-1;
-  int64_t channels = 1;       // 2 for a bidirectional layer
-  int64_t chunk = 256;        // Vandermonde block along L
+  int64_t channels = 1;  // 2 for a bidirectional layer
+  int64_t chunk = 256;   // Vandermonde block along L
 };
 
 class S4DKernel : public Module {

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-
 namespace dl::nn {
 
 MinimalS4DKernel::MinimalS4DKernel(int64_t H, int64_t N, Generator& g, double dt_min, double dt_max) {
@@ -22,12 +21,12 @@ MinimalS4DKernel::MinimalS4DKernel(int64_t H, int64_t N, Generator& g, double dt
 
 Var MinimalS4DKernel::forward(int64_t L) const {
   // dt A = a + i b                                                     (H, N2)
-  Var dt = unsqueeze(exp(log_dt), 1);                                   // (H, 1)
-  Var A_re = neg(exp(log_A_real));                                      // (H, N2)
-  Var a = A_re * dt, b = A_imag * dt;                                   // (H, N2)
+  Var dt = unsqueeze(exp(log_dt), 1);  // (H, 1)
+  Var A_re = neg(exp(log_A_real));     // (H, N2)
+  Var a = A_re * dt, b = A_imag * dt;  // (H, N2)
   // Bbar = (exp(dt A) - 1)/A = (p + i q)/(A_re + i A_imag)
   Var e = exp(a);
-  Var p = e * cos(b) - 1.0, q = e * sin(b);                             // (H, N2)
+  Var p = e * cos(b) - 1.0, q = e * sin(b);  // (H, N2)
   Var den = A_re * A_re + A_imag * A_imag;
   Var f_re = (p * A_re + q * A_imag) / den, f_im = (q * A_re - p * A_imag) / den;
   // Ct = C Bbar                                                        (H, N2)

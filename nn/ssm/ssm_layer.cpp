@@ -12,14 +12,16 @@ SSMLayerOptions read_ssm_options(const LayerConfig& cfg, const std::string& laye
   auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
   SSMLayerOptions o;
   o.d_state = cfg_int(cfg, layer, "d_state", 64);
-  if (conjugate_pairs && (o.d_state < 2 || o.d_state % 2)) config_error(layer, "d_state", "must be even and >= 2", std::to_string(o.d_state));
+  if (conjugate_pairs && (o.d_state < 2 || o.d_state % 2))
+    config_error(layer, "d_state", "must be even and >= 2", std::to_string(o.d_state));
   if (o.d_state < 1 || o.d_state > max_state)
     config_error(layer, "d_state", "must be in [1, " + std::to_string(max_state) + "]", std::to_string(o.d_state));
   if (has("dt_min")) {
     o.dt_min = cfg_float(cfg, layer, "dt_min", 1e-3);
     o.dt_max = cfg_float(cfg, layer, "dt_max", 1e-1);
     if (!(o.dt_min > 0 && o.dt_max >= o.dt_min))
-      config_error(layer, "dt_min", "must satisfy 0 < dt_min <= dt_max", std::to_string(o.dt_min) + " (dt_max " + std::to_string(o.dt_max) + ")");
+      config_error(layer, "dt_min", "must satisfy 0 < dt_min <= dt_max",
+                   std::to_string(o.dt_min) + " (dt_max " + std::to_string(o.dt_max) + ")");
   }
   if (has("bidirectional")) o.bidirectional = cfg_bool(cfg, layer, "bidirectional", false);
   o.dropout = cfg_dropout(cfg, layer);

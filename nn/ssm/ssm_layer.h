@@ -20,7 +20,7 @@ namespace dl::nn {
 
 // The config fields every SSM layer takes (the kernel adds its own).
 struct SSMLayerOptions {
-  int64_t d_state = 64;              // N
+  int64_t d_state = 64;  // N
   double dt_min = 1e-3, dt_max = 1e-1;
   bool bidirectional = false;
   double dropout = 0.0;
@@ -40,13 +40,13 @@ template <class KernelOptions> struct SSMOptions {
 class SSMLayer : public SequenceLayer {
  public:
   Var forward(const Var& x, const Tensor& mask) override;  // (B, L, H) -> (B, L, H)
-  Var ssm(const Var& u);                                    // y = K * u + D u, (B, L, H); no output projection
-  virtual Var kernel_forward(int64_t L) = 0;                // K (Cc, H, L)
+  Var ssm(const Var& u);                                   // y = K * u + D u, (B, L, H); no output projection
+  virtual Var kernel_forward(int64_t L) = 0;               // K (Cc, H, L)
 
   bool is_causal() const override { return !bidirectional; }
   bool wants_feed_forward() const override { return false; }
   std::vector<std::string> own_lr_parameters() const override;  // "kernel." + kernel_ssm_parameters()
-  Tensor learned_kernel(int64_t L) override;                     // float32 (Cc, H, L), outside the graph
+  Tensor learned_kernel(int64_t L) override;                    // float32 (Cc, H, L), outside the graph
 
   Var D;
   std::shared_ptr<Dropout> drop;

@@ -38,9 +38,7 @@ static std::vector<double> to_f64(const Tensor& t) {
   Tensor d = t.to(DType::f64).contiguous();
   return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
 }
-static Tensor tensor_from(const std::vector<double>& v, const Shape& s, DType dtype) {
-  return from_vector(v, s).to(dtype);
-}
+static Tensor tensor_from(const std::vector<double>& v, const Shape& s, DType dtype) { return from_vector(v, s).to(dtype); }
 
 // ---------------------------------------------------------------------------------------------------
 // The plain convolution (the reference twin): float64, one 1-D transform per (b, h) row read with stride H.
@@ -69,7 +67,8 @@ struct Scratch {
   int n;
   double* r;
   fftw_complex *a, *b;
-  explicit Scratch(int n_) : n(n_), r(fftw_alloc_real(n_)), a(fftw_alloc_complex(n_ / 2 + 1)), b(fftw_alloc_complex(n_ / 2 + 1)) {}
+  explicit Scratch(int n_)
+      : n(n_), r(fftw_alloc_real(n_)), a(fftw_alloc_complex(n_ / 2 + 1)), b(fftw_alloc_complex(n_ / 2 + 1)) {}
   ~Scratch() {
     fftw_free(r);
     fftw_free(a);
@@ -181,14 +180,13 @@ std::vector<Tensor> SsmConvNode::apply(const Tensor& dy_) {
       for (int64_t b = 0; b < B; b++) {
         const double* dy = pdy + b * L * H + h;
         rfft_padded(p, s, dy, H, L, s.a);  // DY
-        if (need_u) {  // du = irfft(conj(FK) DY) + D dy
+        if (need_u) {                      // du = irfft(conj(FK) DY) + D dy
           for (int64_t m = 0; m <= n / 2; m++) {
             s.b[m][0] = sk.a[m][0] * s.a[m][0] + sk.a[m][1] * s.a[m][1];
             s.b[m][1] = sk.a[m][0] * s.a[m][1] - sk.a[m][1] * s.a[m][0];
           }
           fftw_execute_dft_c2r(p.c2r, s.b, s.r);
-          for (int64_t t = 0; t < L; t++)
-            pdu[(b * L + t) * H + h] = s.r[t] / (double)n + (pD ? pD[h] * dy[t * H] : 0.0);
+          for (int64_t t = 0; t < L; t++) pdu[(b * L + t) * H + h] = s.r[t] / (double)n + (pD ? pD[h] * dy[t * H] : 0.0);
         }
         if (need_k) {  // dKfull += irfft(conj(U) DY)
           rfft_padded(p, su, pu + b * L * H + h, H, L, su.a);
@@ -271,8 +269,8 @@ struct Powers {
 };
 }  // namespace
 
-void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale,
-                         int64_t chunk, double* K) {
+void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, int64_t chunk,
+                         double* K) {
   chunk = std::max<int64_t>(1, std::min(chunk, L));
 #pragma omp parallel if (Cc * H * N * L > 16384)
   {
@@ -281,7 +279,8 @@ void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, i
     for (int64_t h = 0; h < H; h++) {
       Powers p(E + h * N, N);
       for (int64_t c = 0; c < Cc; c++)
-        for (int64_t n = 0; n < N; n++) cr[c * N + n] = Ct[(c * H + h) * N + n].real(), ci[c * N + n] = Ct[(c * H + h) * N + n].imag();
+        for (int64_t n = 0; n < N; n++)
+          cr[c * N + n] = Ct[(c * H + h) * N + n].real(), ci[c * N + n] = Ct[(c * H + h) * N + n].imag();
       for (int64_t l = 0; l < L; l++) {
         if (l % chunk == 0) p.anchor(l);
         for (int64_t c = 0; c < Cc; c++) {  // K = scale Re(Ct . v)
@@ -297,8 +296,8 @@ void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, i
   }
 }
 
-void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64_t Cc, int64_t H, int64_t N,
-                          int64_t L, double scale, int64_t chunk, cplx* g_Ct, cplx* g_E) {
+void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64_t Cc, int64_t H, int64_t N, int64_t L,
+                          double scale, int64_t chunk, cplx* g_Ct, cplx* g_E) {
   chunk = std::max<int64_t>(1, std::min(chunk, L));
 #pragma omp parallel if (Cc * H * N * L > 16384)
   {
@@ -335,8 +334,7 @@ void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64
   }
 }
 
-void vandermonde_powers(const cplx* Ct, const cplx* Abar, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale,
-                        double* K) {
+void vandermonde_powers(const cplx* Ct, const cplx* Abar, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, double* K) {
   for (int64_t c = 0; c < Cc; c++)
     for (int64_t h = 0; h < H; h++) {
       std::vector<cplx> x(Ct + (c * H + h) * N, Ct + (c * H + h) * N + N);  // C Bbar Abar^l, advanced each l
@@ -361,9 +359,9 @@ namespace {
 // Everything the forward computes per (h, n) that the backward needs again.
 struct DiagParams {
   int64_t Cc, H, N, L;
-  std::vector<double> dt;         // (H)
+  std::vector<double> dt;           // (H)
   std::vector<cplx> A, B, C, F, E;  // A, B, F, E: (H, N); C: (Cc, H, N); Bbar = B F
-  std::vector<double> exp_a_re;   // exp(a_re), (H, N)
+  std::vector<double> exp_a_re;     // exp(a_re), (H, N)
 };
 
 DiagParams diag_setup(const Tensor& log_dt, const Tensor& a_re, const Tensor& A_imag, const Tensor& Bt, const Tensor& Ct,
@@ -471,7 +469,8 @@ Var diag_ssm_kernel(const Var& log_dt, const Var& a_re, const Var& A_imag, const
   if (C.dim() != 4 || C.size(3) != 2) fail("diag_ssm_kernel: C must be (Cc, H, N2, 2), found " + shape_str(C.shape()));
   const int64_t H = C.size(1), N = C.size(2);
   auto expect = [&](const Var& v, const Shape& s, const char* what) {
-    if (v.shape() != s) fail(std::string("diag_ssm_kernel: ") + what + " must be " + shape_str(s) + ", found " + shape_str(v.shape()));
+    if (v.shape() != s)
+      fail(std::string("diag_ssm_kernel: ") + what + " must be " + shape_str(s) + ", found " + shape_str(v.shape()));
   };
   expect(log_dt, {H}, "log_dt");
   expect(a_re, {H, N}, "A real parameter");
@@ -527,7 +526,8 @@ Var dlr_kernel(const Var& x, const Var& y, const Var& W, int64_t L, int64_t chun
   if (W.dim() != 4 || W.size(3) != 2) fail("dlr_kernel: W must be (Cc, H, N, 2), found " + shape_str(W.shape()));
   const int64_t Cc = W.size(0), H = W.size(1), N = W.size(2);
   if (x.shape() != Shape{N} || y.shape() != Shape{N})
-    fail("dlr_kernel: Lambda parts must be (" + std::to_string(N) + "), found " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+    fail("dlr_kernel: Lambda parts must be (" + std::to_string(N) + "), found " + shape_str(x.shape()) + " and " +
+         shape_str(y.shape()));
   auto xs = to_f64(x.data()), ys = to_f64(y.data());
   std::vector<cplx> Wc = to_cplx(W.data()), E(H * N);
   for (int64_t h = 0; h < H; h++)

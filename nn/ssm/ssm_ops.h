@@ -62,14 +62,13 @@ Tensor ssm_conv_direct(const Tensor& u, const Tensor& k, const Tensor& D);
 // ---- the Vandermonde core: K[c, h, l] = scale * Re sum_n Ct[c, h, n] exp(E[h, n] l) ----
 // Memory: O(N) per thread, the powers exp(E l) of one l at a time. They are advanced by multiplying by exp(E)
 // and restarted from exp(E l0) computed directly every `chunk` steps (rounding grows with chunk, not with L).
-void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale,
-                         int64_t chunk, double* K);
+void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, int64_t chunk,
+                         double* K);
 // g_Ct[c, h, n] = scale sum_l dK conj(V),  g_E[h, n] = scale sum_c conj(Ct) sum_l dK l conj(V)
-void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64_t Cc, int64_t H, int64_t N,
-                          int64_t L, double scale, int64_t chunk, cplx* g_Ct, cplx* g_E);
+void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64_t Cc, int64_t H, int64_t N, int64_t L,
+                          double scale, int64_t chunk, cplx* g_Ct, cplx* g_E);
 // The reference: Abar^l by repeated multiplication, no exp/log. K = scale Re sum_n Ct Abar^l.
-void vandermonde_powers(const cplx* Ct, const cplx* Abar, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale,
-                        double* K);
+void vandermonde_powers(const cplx* Ct, const cplx* Abar, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, double* K);
 
 enum class Discretization { zoh, bilinear };
 Discretization parse_discretization(const std::string& s, const std::string& layer);
@@ -87,7 +86,7 @@ Var diag_ssm_kernel(const Var& log_dt, const Var& a_re, const Var& A_imag, const
 Var dlr_kernel(const Var& x, const Var& y, const Var& W, int64_t L, int64_t chunk = 256);
 
 // Helpers for complex parameters stored as (..., 2) reals.
-std::vector<cplx> to_cplx(const Tensor& t);  // t (..., 2) -> numel/2 complex, row-major
+std::vector<cplx> to_cplx(const Tensor& t);                              // t (..., 2) -> numel/2 complex, row-major
 Tensor from_cplx(const std::vector<cplx>& v, Shape shape, DType dtype);  // shape includes the trailing 2
 
 }  // namespace dl::nn

@@ -28,8 +28,9 @@ const std::string kExe = std::string(DL_BINARY_DIR) + "/classify";
 
 // classify cell --task listops --layer lstm with the given extra arguments; returns the child's pid.
 pid_t spawn_cell(const std::string& out, std::vector<std::string> extra) {
-  std::vector<std::string> args = {kExe, "cell", "--task", "listops", "--layer", "lstm", "--out", out, "--quiet", "--threads", "1", "--seed", "0",
-                                   "--set", "seq_len=64", "--set", "train_size=1000", "--set", "test_size=256", "--set", "d_model=32"};
+  std::vector<std::string> args = {kExe,         "cell",    "--task",          "listops", "--layer",       "lstm",  "--out",
+                                   out,          "--quiet", "--threads",       "1",       "--seed",        "0",     "--set",
+                                   "seq_len=64", "--set",   "train_size=1000", "--set",   "test_size=256", "--set", "d_model=32"};
   args.insert(args.end(), extra.begin(), extra.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

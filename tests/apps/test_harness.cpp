@@ -23,8 +23,8 @@
 using namespace dl;
 namespace harness = dl::harness;
 namespace fs = std::filesystem;
-using harness::ConfigError;
 using dl::test::error_of;
+using harness::ConfigError;
 using json = nlohmann::json;
 
 struct Cfg {
@@ -44,11 +44,17 @@ TEST(HarnessConfig, TypedFieldsAndUnknownOnes) {
   EXPECT_EQ(c.lr, 2.0);  // an integer is a number
   EXPECT_TRUE(c.fast);
   EXPECT_EQ(c.name, "b");
-  EXPECT_EQ(error_of([&] { harness::apply_config(c, {{"steps", 1.5}}, "here"); }),
+  EXPECT_EQ(error_of([&] {
+              harness::apply_config(c, {{"steps", 1.5}}, "here");
+            }),
             "here: field 'steps' must be an integer, found number (1.5)");
-  EXPECT_EQ(error_of([&] { harness::apply_config(c, {{"fast", "yes"}}, "f.json defaults"); }),
+  EXPECT_EQ(error_of([&] {
+              harness::apply_config(c, {{"fast", "yes"}}, "f.json defaults");
+            }),
             "f.json defaults: field 'fast' must be true or false, found string (\"yes\")");
-  EXPECT_EQ(error_of([&] { harness::apply_config(c, {{"stepz", 1}}, "here"); }),
+  EXPECT_EQ(error_of([&] {
+              harness::apply_config(c, {{"stepz", 1}}, "here");
+            }),
             "here: unknown field 'stepz' (known fields: steps, seed, lr, fast, name)");
   json j = harness::config_to_json(c);
   Cfg back;
@@ -64,8 +70,9 @@ TEST(HarnessConfig, OverridesParseJsonElseString) {
   EXPECT_TRUE(c.fast);
   EXPECT_EQ(c.steps, 7);
   EXPECT_NE(error_of([&] { harness::apply_overrides(c, {"lr"}); }).find("expected field=value"), std::string::npos);
-  EXPECT_NE(error_of([&] { harness::apply_overrides(c, {"steps=many"}); }).find("--set steps=many: field 'steps' must be an integer"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { harness::apply_overrides(c, {"steps=many"}); }).find("--set steps=many: field 'steps' must be an integer"),
+      std::string::npos);
 }
 
 static std::vector<harness::Axis> two_axes() { return {{"task", {"t1", "t2"}}, {"model", {"m1", "m2"}}}; }
@@ -85,15 +92,17 @@ TEST(HarnessPreset, ResolutionOrderLaterAndMoreSpecificWin) {
   EXPECT_EQ(pr.values, (std::vector<std::vector<std::string>>{{"t1", "t2"}, {"m1"}}));
   EXPECT_EQ(pr.seeds, (std::vector<int>{3, 4}));
   Cfg c = harness::resolve<Cfg>(pr, {"t1", "m1"}, {});
-  EXPECT_EQ(c.steps, 5);       // cells_cfg "t1" over tasks_cfg
-  EXPECT_EQ(c.lr, 3);          // models_cfg over tasks_cfg
-  EXPECT_EQ(c.name, "cell");   // "t1/m1" (two parts) over "t1" (one)
+  EXPECT_EQ(c.steps, 5);      // cells_cfg "t1" over tasks_cfg
+  EXPECT_EQ(c.lr, 3);         // models_cfg over tasks_cfg
+  EXPECT_EQ(c.name, "cell");  // "t1/m1" (two parts) over "t1" (one)
   c = harness::resolve<Cfg>(pr, {"t2", "m1"}, {"lr=9"});
   EXPECT_EQ(c.steps, 1);
-  EXPECT_EQ(c.lr, 9);          // --set last
+  EXPECT_EQ(c.lr, 9);  // --set last
   EXPECT_EQ(c.name, "d");
   // the file and the section are named in errors
-  EXPECT_NE(error_of([&] { harness::resolve<Cfg>(pr, {"t1", "m1"}, {"name=1"}); }).find("--set name=1: field 'name' must be a string"),
+  EXPECT_NE(error_of([&] {
+              harness::resolve<Cfg>(pr, {"t1", "m1"}, {"name=1"});
+            }).find("--set name=1: field 'name' must be a string"),
             std::string::npos);
   write(d, "typo.json", R"({"tasks": ["t1"], "models": ["m1"], "tasks_cfg": {"t3": {"steps": 2}}})");
   EXPECT_NE(error_of([&] { harness::load_preset("typo", d, two_axes()); }).find("tasks_cfg: unknown task 't3' (known: t1, t2)"),
@@ -101,22 +110,27 @@ TEST(HarnessPreset, ResolutionOrderLaterAndMoreSpecificWin) {
   write(d, "cells.json", R"({"tasks": ["t1"], "models": ["m1"], "cells_cfg": {"t1/m9": {"steps": 2}}})");
   EXPECT_NE(error_of([&] { harness::load_preset("cells", d, two_axes()); }).find("unknown model 'm9'"), std::string::npos);
   write(d, "top.json", R"({"tasks": ["t1"], "models": ["m1"], "regimes": ["x"]})");
-  EXPECT_NE(error_of([&] { harness::load_preset("top", d, two_axes()); }).find("unknown top-level key 'regimes'"), std::string::npos);
+  EXPECT_NE(error_of([&] { harness::load_preset("top", d, two_axes()); }).find("unknown top-level key 'regimes'"),
+            std::string::npos);
   write(d, "val.json", R"({"tasks": ["t1"], "models": ["m3"]})");
-  EXPECT_NE(error_of([&] { harness::load_preset("val", d, two_axes()); }).find("unknown model 'm3' (known: m1, m2)"), std::string::npos);
+  EXPECT_NE(error_of([&] { harness::load_preset("val", d, two_axes()); }).find("unknown model 'm3' (known: m1, m2)"),
+            std::string::npos);
   write(d, "seeds.json", R"({"tasks": ["t1"], "models": ["m1"], "seeds": [1, "2"]})");
-  EXPECT_NE(error_of([&] { harness::load_preset("seeds", d, two_axes()); }).find("'seeds' must hold integers"), std::string::npos);
+  EXPECT_NE(error_of([&] { harness::load_preset("seeds", d, two_axes()); }).find("'seeds' must hold integers"),
+            std::string::npos);
   write(d, "bad.json", R"({"tasks": ["t1"],)");
   EXPECT_NE(error_of([&] { harness::load_preset("bad", d, two_axes()); }).find("bad.json: not valid JSON"), std::string::npos);
-  EXPECT_NE(error_of([&] { harness::load_preset("nope", d, two_axes()); }).find("known presets: bad, cells, p, seeds, top, typo, val"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { harness::load_preset("nope", d, two_axes()); }).find("known presets: bad, cells, p, seeds, top, typo, val"),
+      std::string::npos);
 }
 
 TEST(HarnessSeeds, ListsAndRanges) {
   EXPECT_EQ(harness::parse_seeds("0,1,2"), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(harness::parse_seeds("0-3"), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(harness::parse_seeds("7,2-3"), (std::vector<int>{7, 2, 3}));
-  for (std::string bad : {"", "a", "3-1", "1,,2", "1.5", "-2", "2-x"}) EXPECT_THROW(harness::parse_seeds(bad), ConfigError) << bad;
+  for (std::string bad : {"", "a", "3-1", "1,,2", "1.5", "-2", "2-x"})
+    EXPECT_THROW(harness::parse_seeds(bad), ConfigError) << bad;
 }
 
 TEST(HarnessStats, StandardErrorsByHand) {
@@ -278,7 +292,11 @@ TEST(HarnessPhase, SigintWritesACheckpointAndResumesBitIdentical) {
   harness::install_stop_handlers();
   {
     ToyRun part(8);  // a real SIGINT during step 6 (0-based): the phase finishes the step, saves at 7 and stops
-    std::string msg = error_of([&] { part.run(kSpec, context(d + "/part", false), [](int step) { if (step == 6) std::raise(SIGINT); }); });
+    std::string msg = error_of([&] {
+      part.run(kSpec, context(d + "/part", false), [](int step) {
+        if (step == 6) std::raise(SIGINT);
+      });
+    });
     EXPECT_NE(msg.find("interrupted at step 7 of 12"), std::string::npos) << msg;
     EXPECT_EQ(optim::latest_checkpoint(d + "/part/train")->step, 7);
   }

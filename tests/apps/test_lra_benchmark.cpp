@@ -52,7 +52,8 @@ static std::vector<std::vector<double>> read_columns(const std::string& path) {
 
 TEST(LraConfig, UnknownFieldIsNamedWithTheKnownOnes) {
   std::string d = dl::test::app_temp_dir("cfg_unknown");
-  std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"lrr": 0.1}})";
+  std::ofstream(d + "/bad.json")
+      << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"lrr": 0.1}})";
   try {
     load_preset(d + "/bad.json");
     FAIL();
@@ -66,7 +67,8 @@ TEST(LraConfig, UnknownFieldIsNamedWithTheKnownOnes) {
 
 TEST(LraConfig, WrongTypeNamesFieldExpectedAndFound) {
   std::string d = dl::test::app_temp_dir("cfg_type");
-  std::ofstream(d + "/bad.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"steps": "many"}})";
+  std::ofstream(d + "/bad.json")
+      << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"], "defaults": {"steps": "many"}})";
   try {
     load_preset(d + "/bad.json");
     FAIL();
@@ -166,8 +168,8 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
   ASSERT_EQ(env_scratch.size(), kern.size());
   bool pretraining_moved = false, finetuning_moved = false;
   for (size_t l = 0; l < kern.size(); l++) {
-    ASSERT_EQ(kern[l].size(), 5u);  // lag + d_model 16's first 4 channels
-    ASSERT_EQ(env[l].size(), 4u);   // lag, init, pretrained, fine-tuned
+    ASSERT_EQ(kern[l].size(), 5u);         // lag + d_model 16's first 4 channels
+    ASSERT_EQ(env[l].size(), 4u);          // lag, init, pretrained, fine-tuned
     ASSERT_EQ(env_scratch[l].size(), 3u);  // lag, init, fine-tuned
     EXPECT_EQ(kern[l][0], (double)l);
     EXPECT_EQ(env[l][0], (double)l);
@@ -237,7 +239,9 @@ TEST(LraSweep, EveryRegistryLayerIsAModel) {
     EXPECT_EQ(fs::exists(harness::cell_dir(o.out, cells[0]) + "/kernels.dat"), m.block(0).mixer().learned_kernel(8).defined());
   }
   for (auto& model : {"ema", "s4d", "dlr"})
-    EXPECT_TRUE(fs::exists(harness::cell_dir(o.out, harness::expand_cells(e, p, {{"listops"}, {model}, {"spt-masked"}}, {0}, few)[0]) + "/kernels.dat"));
+    EXPECT_TRUE(
+        fs::exists(harness::cell_dir(o.out, harness::expand_cells(e, p, {{"listops"}, {model}, {"spt-masked"}}, {0}, few)[0]) +
+                   "/kernels.dat"));
   try {
     auto cells = harness::expand_cells(e, p, {{"listops"}, {"fnet"}, {"spt-causal"}}, {0}, few);
     harness::run_cells(e, p, cells, o);
@@ -297,7 +301,7 @@ TEST(LraModelPool, LastAndMeanIgnorePadding) {
   EXPECT_EQ(last.at({1, 0}), 103.0);
   EXPECT_EQ(last.at({2, 1}), -200.0);
   Tensor mean = LraModel::pool(h, mask, "mean").data();
-  EXPECT_NEAR(mean.at({0, 0}), 1.0, 1e-6);    // (0 + 1 + 2) / 3
-  EXPECT_NEAR(mean.at({1, 1}), -101.5, 1e-6); // -(100 + 101 + 102 + 103) / 4
+  EXPECT_NEAR(mean.at({0, 0}), 1.0, 1e-6);     // (0 + 1 + 2) / 3
+  EXPECT_NEAR(mean.at({1, 1}), -101.5, 1e-6);  // -(100 + 101 + 102 + 103) / 4
   EXPECT_NEAR(mean.at({2, 0}), 200.0, 1e-6);
 }

@@ -41,7 +41,8 @@ static NaiveConv naive_conv(const Tensor& x_, const Tensor& w_, const Tensor& b_
   int64_t B = x.size(0), Cin = x.size(1), L = x.size(2), Cout = w.size(0), Cig = w.size(1), K = w.size(2);
   int64_t Cog = Cout / p.groups, Lout = conv1d_out_length(L, K, p);
   Tensor dy = dy_.to(DType::f64).contiguous();
-  NaiveConv r{zeros({B, Cout, Lout}, DType::f64), zeros(x.shape(), DType::f64), zeros(w.shape(), DType::f64), zeros({Cout}, DType::f64)};
+  NaiveConv r{zeros({B, Cout, Lout}, DType::f64), zeros(x.shape(), DType::f64), zeros(w.shape(), DType::f64),
+              zeros({Cout}, DType::f64)};
   const double *px = x.data<double>(), *pw = w.data<double>(), *pb = b.data<double>(), *pg = dy.data<double>();
   double *py = r.y.data<double>(), *pdx = r.dx.data<double>(), *pdw = r.dw.data<double>(), *pdb = r.db.data<double>();
   for (int64_t bb = 0; bb < B; bb++)
@@ -70,10 +71,10 @@ TEST(ConvAgree, Conv1dMatchesNaiveLoop) {
   };
   std::vector<Case> cases = {
       {{3, 5, 40}, {7, 5, 3}, {}},
-      {{2, 6, 33}, {4, 6, 4}, {.pad_left = 9, .dilation = 3}},                                  // causal dilated
-      {{2, 6, 31}, {8, 3, 5}, {.stride = 2, .pad_left = 2, .pad_right = 3, .groups = 2}},      // grouped, strided
-      {{3, 8, 50}, {8, 1, 4}, {.pad_left = 6, .dilation = 2, .groups = 8}},                    // depthwise causal
-      {{2, 4, 29}, {8, 1, 3}, {.stride = 3, .pad_left = 1, .pad_right = 1, .groups = 4}},      // depthwise, multiplier 2
+      {{2, 6, 33}, {4, 6, 4}, {.pad_left = 9, .dilation = 3}},                             // causal dilated
+      {{2, 6, 31}, {8, 3, 5}, {.stride = 2, .pad_left = 2, .pad_right = 3, .groups = 2}},  // grouped, strided
+      {{3, 8, 50}, {8, 1, 4}, {.pad_left = 6, .dilation = 2, .groups = 8}},                // depthwise causal
+      {{2, 4, 29}, {8, 1, 3}, {.stride = 3, .pad_left = 1, .pad_right = 1, .groups = 4}},  // depthwise, multiplier 2
       {{10, 64, 4096}, {2, 64, 8}, {.pad_left = 7}},  // cols (512 x 4096 per batch) split into batch chunks
   };
   for (auto& c : cases) {
@@ -105,5 +106,5 @@ TEST(ConvErrors, ChannelMismatchNamesShapes) {
     EXPECT_NE(m.find("[8, 3, 3]"), std::string::npos) << m;
   }
   EXPECT_THROW(conv1d(ones({1, 4, 10}), ones({6, 2, 3}), Tensor(), {.groups = 3}), ShapeError);  // 3 does not divide 4
-  EXPECT_THROW(conv1d(ones({1, 2, 3}), ones({2, 2, 5}), Tensor()), ShapeError);                   // too short
+  EXPECT_THROW(conv1d(ones({1, 2, 3}), ones({2, 2, 5}), Tensor()), ShapeError);                  // too short
 }

@@ -33,7 +33,8 @@ DL_OP_TESTS(Linalg, linalg_cases());
 // ---- two algorithms agree: sgemm paths vs a naive triple loop ----
 // Reference: out[batch, i, j] = sum_k a[batch, i, k] b[batch, k, j] with broadcasting, in double.
 static Tensor naive_matmul(const Tensor& a, const Tensor& b) {
-  Shape full = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2), "naive");
+  Shape full =
+      broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2), "naive");
   int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1), nb = shape_numel(full);
   Shape fa = full, fb = full, fo = full;
   fa.insert(fa.end(), {M, K});
@@ -73,7 +74,8 @@ TEST(LinalgAgree, MatmulMatchesNaiveOnOddSizesAndLayouts) {
         {randn({3, 5, 29, 37}, g, dt).transpose(-1, -2), randn({29, 41}, g, dt), "shared b, a transposed"},
         {randn({37, 29}, g, dt), randn({3, 29, 41}, g, dt), "shared a"},
         {randn({2, 1, 7, 13}, g, dt), randn({3, 13, 5}, g, dt), "broadcast batch"},
-        {randn({2, 1, 13, 7}, g, dt).transpose(-1, -2), randn({3, 5, 13}, g, dt).transpose(-1, -2), "broadcast batch, transposed"},
+        {randn({2, 1, 13, 7}, g, dt).transpose(-1, -2), randn({3, 5, 13}, g, dt).transpose(-1, -2),
+         "broadcast batch, transposed"},
         {randn({4, 61, 3}, g, dt).narrow(1, 3, 31).transpose(-1, -2), randn({4, 31, 9}, g, dt), "narrowed, strided rows"},
         {randn({1, 13}, g, dt).expand({7, 13}), randn({13, 5}, g, dt), "expanded (stride-0) a"},
     };

@@ -81,7 +81,8 @@ Tensor rand_f32(const Shape& s, uint64_t seed, double scale = 1.0) {
 }
 
 // Run the fused and the composed version on the same inputs with the same dy; compare y and every grad.
-void expect_agree(const std::string& what, const std::vector<Tensor>& ins, const std::function<Var(const std::vector<Var>&)>& fused,
+void expect_agree(const std::string& what, const std::vector<Tensor>& ins,
+                  const std::function<Var(const std::vector<Var>&)>& fused,
                   const std::function<Var(const std::vector<Var>&)>& composed) {
   std::vector<Var> a, b;
   for (auto& t : ins) a.push_back(Var(t, t.dtype() != DType::i64)), b.push_back(Var(t, t.dtype() != DType::i64));
@@ -103,33 +104,36 @@ DL_OP_TESTS(NnOps, nn_cases());
 // ---- fused kernels agree with their composition from primitives (float32, larger inputs) ----
 TEST(NnOpsAgree, SoftmaxEqualsExpOfXMinusLogsumexp) {
   for (int64_t dim : {-1, 0, 1}) {
-    expect_agree("softmax dim " + std::to_string(dim), {rand_f32({37, 300, 3}, 1, 3.0)},
-                 [dim](auto& x) { return softmax(x[0], dim); },
-                 [dim](auto& x) { return exp(x[0] - logsumexp(x[0], {dim}, true)); });
-    expect_agree("log_softmax dim " + std::to_string(dim), {rand_f32({37, 300, 3}, 2, 3.0)},
-                 [dim](auto& x) { return log_softmax(x[0], dim); },
-                 [dim](auto& x) { return x[0] - logsumexp(x[0], {dim}, true); });
+    expect_agree(
+        "softmax dim " + std::to_string(dim), {rand_f32({37, 300, 3}, 1, 3.0)}, [dim](auto& x) { return softmax(x[0], dim); },
+        [dim](auto& x) { return exp(x[0] - logsumexp(x[0], {dim}, true)); });
+    expect_agree(
+        "log_softmax dim " + std::to_string(dim), {rand_f32({37, 300, 3}, 2, 3.0)},
+        [dim](auto& x) { return log_softmax(x[0], dim); }, [dim](auto& x) { return x[0] - logsumexp(x[0], {dim}, true); });
   }
-  expect_agree("softmax last, long rows", {rand_f32({64, 2048}, 3, 5.0)}, [](auto& x) { return softmax(x[0], -1); },
-               [](auto& x) { return exp(x[0] - logsumexp(x[0], {-1}, true)); });
+  expect_agree(
+      "softmax last, long rows", {rand_f32({64, 2048}, 3, 5.0)}, [](auto& x) { return softmax(x[0], -1); },
+      [](auto& x) { return exp(x[0] - logsumexp(x[0], {-1}, true)); });
 }
 
 TEST(NnOpsAgree, LayerNormEqualsMeanVarFormula) {
-  expect_agree("layer_norm", {rand_f32({8, 50, 256}, 4, 2.0), rand_f32({256}, 5), rand_f32({256}, 6)},
-               [](auto& x) { return layer_norm(x[0], x[1], x[2], 1e-5); },
-               [](auto& x) {
-                 Var mu = mean(x[0], {-1}, true), v = var(x[0], {-1}, false, true);
-                 return (x[0] - mu) * rsqrt(v + 1e-5) * x[1] + x[2];
-               });
-  expect_agree("rms_norm", {rand_f32({8, 50, 256}, 7, 2.0), rand_f32({256}, 8)},
-               [](auto& x) { return rms_norm(x[0], x[1], 1e-6); },
-               [](auto& x) { return x[0] * rsqrt(mean(x[0] * x[0], {-1}, true) + 1e-6) * x[1]; });
-  expect_agree("batch_norm", {rand_f32({16, 24, 40}, 9, 2.0), rand_f32({24}, 10), rand_f32({24}, 11)},
-               [](auto& x) { return batch_norm_train(x[0], x[1], x[2], 1e-5).y; },
-               [](auto& x) {
-                 Var mu = mean(x[0], {0, 2}, true), v = var(x[0], {0, 2}, false, true);
-                 return (x[0] - mu) * rsqrt(v + 1e-5) * reshape(x[1], {24, 1}) + reshape(x[2], {24, 1});
-               });
+  expect_agree(
+      "layer_norm", {rand_f32({8, 50, 256}, 4, 2.0), rand_f32({256}, 5), rand_f32({256}, 6)},
+      [](auto& x) { return layer_norm(x[0], x[1], x[2], 1e-5); },
+      [](auto& x) {
+        Var mu = mean(x[0], {-1}, true), v = var(x[0], {-1}, false, true);
+        return (x[0] - mu) * rsqrt(v + 1e-5) * x[1] + x[2];
+      });
+  expect_agree(
+      "rms_norm", {rand_f32({8, 50, 256}, 7, 2.0), rand_f32({256}, 8)}, [](auto& x) { return rms_norm(x[0], x[1], 1e-6); },
+      [](auto& x) { return x[0] * rsqrt(mean(x[0] * x[0], {-1}, true) + 1e-6) * x[1]; });
+  expect_agree(
+      "batch_norm", {rand_f32({16, 24, 40}, 9, 2.0), rand_f32({24}, 10), rand_f32({24}, 11)},
+      [](auto& x) { return batch_norm_train(x[0], x[1], x[2], 1e-5).y; },
+      [](auto& x) {
+        Var mu = mean(x[0], {0, 2}, true), v = var(x[0], {0, 2}, false, true);
+        return (x[0] - mu) * rsqrt(v + 1e-5) * reshape(x[1], {24, 1}) + reshape(x[2], {24, 1});
+      });
 }
 
 TEST(NnOpsAgree, CrossEntropyEqualsSmoothedNllOfLogSoftmax) {
@@ -147,9 +151,10 @@ TEST(NnOpsAgree, CrossEntropyEqualsSmoothedNllOfLogSoftmax) {
       count++;
       for (int64_t c = 0; c < C; c++) q.data<float>()[i * C + c] = (float)(ls / C + (c == ti ? 1.0 - ls : 0.0));
     }
-    expect_agree("cross_entropy ls=" + std::to_string(ls), {rand_f32({N, C}, 13, 4.0), t},
-                 [ls](auto& x) { return cross_entropy(x[0], x[1].data(), -100, ls); },
-                 [q, count](auto& x) { return sum(log_softmax(x[0], -1) * Var(q)) * (-1.0 / (double)count); });
+    expect_agree(
+        "cross_entropy ls=" + std::to_string(ls), {rand_f32({N, C}, 13, 4.0), t},
+        [ls](auto& x) { return cross_entropy(x[0], x[1].data(), -100, ls); },
+        [q, count](auto& x) { return sum(log_softmax(x[0], -1) * Var(q)) * (-1.0 / (double)count); });
   }
 }
 
@@ -283,10 +288,13 @@ TEST(NnOpsErrors, CrossEntropyClassIndexOutOfRange) {
   EXPECT_NE(m.find("cross_entropy"), std::string::npos) << m;
   EXPECT_NE(m.find("target value 5"), std::string::npos) << m;
   EXPECT_NE(m.find("5 classes"), std::string::npos) << m;
-  EXPECT_NE(shape_error_of([] { (void)cross_entropy(Var(zeros({2, 5})), from_vector(std::vector<int64_t>{-1, 0}, {2})); })
-                .find("target value -1"),
+  EXPECT_NE(shape_error_of([] {
+              (void)cross_entropy(Var(zeros({2, 5})), from_vector(std::vector<int64_t>{-1, 0}, {2}));
+            }).find("target value -1"),
             std::string::npos);
-  EXPECT_NE(shape_error_of([] { (void)cross_entropy(Var(zeros({2, 5})), zeros({2}, DType::i64), -100, 1.0); }).find("label_smoothing"),
+  EXPECT_NE(shape_error_of([] {
+              (void)cross_entropy(Var(zeros({2, 5})), zeros({2}, DType::i64), -100, 1.0);
+            }).find("label_smoothing"),
             std::string::npos);
 }
 
@@ -296,7 +304,10 @@ TEST(NnOpsErrors, LayerNormWeightShapeMismatch) {
   EXPECT_NE(m.find("weight"), std::string::npos) << m;
   EXPECT_NE(m.find("[6]"), std::string::npos) << m;
   EXPECT_NE(m.find("[8]"), std::string::npos) << m;
-  EXPECT_NE(shape_error_of([] { (void)layer_norm(Var(zeros({2, 8})), Var(), Var(ones({2, 8})), 1e-5); }).find("bias"), std::string::npos);
+  EXPECT_NE(shape_error_of([] {
+              (void)layer_norm(Var(zeros({2, 8})), Var(), Var(ones({2, 8})), 1e-5);
+            }).find("bias"),
+            std::string::npos);
 }
 
 TEST(NnOpsErrors, LossShapeAndMaskMismatch) {

@@ -82,7 +82,7 @@ TEST(Reduce, WholeTensorSumAndMeanShapes) {
 // The plain path (permute + copy) and the fast paths (contiguous rows, column strips) must agree.
 TEST(Reduce, FastPathAgreesWithPlain) {
   Generator g(5);
-  Tensor x = randn({16, 33, 70}, g);               // contiguous: fast paths
+  Tensor x = randn({16, 33, 70}, g);                           // contiguous: fast paths
   Tensor xt = x.transpose(0, 2).contiguous().transpose(0, 2);  // same values, non-contiguous: plain path
   for (Dims d : {Dims{2}, Dims{1}, Dims{0}, Dims{0, 1}, Dims{1, 2}, Dims{0, 2}, Dims{}}) {
     EXPECT_TRUE(all_close(sum(x, d), sum(xt, d), kAgreeF32, "sum"));

@@ -102,7 +102,8 @@ static double loss_value(const OpCase& c, const std::vector<Tensor>& xs, const T
     }
     Tensor ana = vs[k].grad();
     if (!ana.defined()) return ::testing::AssertionFailure() << c.name << ": no gradient reached input " << k;
-    auto r = all_close(ana, num, c.grad_tol, c.name + " d/d input " + std::to_string(k) + (noncontiguous ? " (non-contiguous)" : ""));
+    auto r =
+        all_close(ana, num, c.grad_tol, c.name + " d/d input " + std::to_string(k) + (noncontiguous ? " (non-contiguous)" : ""));
     if (!r) return r;
   }
   return ::testing::AssertionSuccess();

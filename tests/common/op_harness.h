@@ -24,20 +24,20 @@ using InputGen = std::function<Tensor(Generator&)>;  // makes one float64 (or i6
 using OpFn = std::function<Var(const std::vector<Var>&)>;
 
 struct OpCase {
-  std::string name;                 // fixture file name and test name
-  std::vector<InputGen> inputs;     // for the finite-difference check
+  std::string name;              // fixture file name and test name
+  std::vector<InputGen> inputs;  // for the finite-difference check
   OpFn f;
   Tol fixture_tol = kFixture;
   Tol grad_tol = kGradcheck;
-  bool has_fixture = true;          // false only for ops PyTorch lacks; say why where it is set
+  bool has_fixture = true;  // false only for ops PyTorch lacks; say why where it is set
   bool check_noncontiguous = true;
   double eps = 1e-6;
 };
 
 // Input generators
 InputGen randn_input(Shape s, double scale = 1.0);
-InputGen uniform_input(Shape s, double lo, double hi);   // e.g. positive inputs for log/sqrt
-InputGen randint_input(Shape s, int64_t lo, int64_t hi); // an i64 index tensor
+InputGen uniform_input(Shape s, double lo, double hi);    // e.g. positive inputs for log/sqrt
+InputGen randint_input(Shape s, int64_t lo, int64_t hi);  // an i64 index tensor
 InputGen const_input(Tensor t);
 
 // Element-wise comparison with a readable failure (first bad index, values, max error).

@@ -106,7 +106,8 @@ TEST(Cuda, UnaryMatchesCpu) {
   Generator g(2);
   for (DType t : {DType::f32, DType::f64}) {
     for (const UnaryCase& c : kUnaryCases) {
-      Tensor x = c.positive ? uniform({33, 1031}, 0.01, 10.0, g, t) : normal({33, 1031}, 0.0, c.op == UnaryOp::exp ? 3.0 : 8.0, g, t);
+      Tensor x =
+          c.positive ? uniform({33, 1031}, 0.01, 10.0, g, t) : normal({33, 1031}, 0.0, c.op == UnaryOp::exp ? 3.0 : 8.0, g, t);
       Tensor expected = unary(c.op, x);
       Tensor actual = unary(c.op, dev(x));  // dispatches through tensor/elementwise.cpp to the backend
       ASSERT_EQ(actual.device(), Device::cuda);
@@ -213,7 +214,7 @@ TEST(Cuda, SoftmaxLastMatchesCpu) {
   for (DType t : {DType::f32, DType::f64}) {
     for (const Shape& s : kRowShapes) {
       Tensor x = normal(s, 0.0, 30.0, g, t);  // large logits: exp(x) alone would overflow f32
-      Tensor expected = softmax(x, -1);      // the CPU kernel (tensor/nn_kernels.cpp)
+      Tensor expected = softmax(x, -1);       // the CPU kernel (tensor/nn_kernels.cpp)
       Tensor out = Tensor::empty(s, t, Device::cuda);
       gpu().softmax_last(dev(x), out);
       std::string what = "softmax_last " + shape_str(s) + " " + dtype_name(t);

@@ -10,8 +10,7 @@ using namespace dl::nn;
 namespace {
 
 // One fixture: build the module, load its state, run `fwd` on the fixture's input, compare everything.
-template <class M, class F>
-void expect_matches(const std::string& name, M& m, F fwd, Tol tol = kFixture) {
+template <class M, class F> void expect_matches(const std::string& name, M& m, F fwd, Tol tol = kFixture) {
   TensorFile f = nn_fixture(name);
   load_fixture_state(m, f);
   Var x = fixture_input(f);

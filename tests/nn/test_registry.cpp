@@ -102,5 +102,6 @@ TEST(Registry, OwnLrParameterNamesAreParameters) {
   };
   check(s4d, s4d.own_lr_parameters());
   check(s4, s4.own_lr_parameters());
-  EXPECT_EQ(s4d.own_lr_parameters(), (std::vector<std::string>{"kernel.log_dt", "kernel.inv_A_real", "kernel.A_imag", "kernel.B"}));
+  EXPECT_EQ(s4d.own_lr_parameters(),
+            (std::vector<std::string>{"kernel.log_dt", "kernel.inv_A_real", "kernel.A_imag", "kernel.B"}));
 }

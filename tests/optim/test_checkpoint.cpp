@@ -33,8 +33,8 @@ struct TrainRun {
   std::shared_ptr<TinyMLP> model;
   std::unique_ptr<AdamW> opt;
   Schedule sched = warmup_cosine(5, 20, 1e-4);
-  Generator data{1234};   // batches
-  Generator noise{99};    // label noise: a second generator whose state must travel too
+  Generator data{1234};  // batches
+  Generator noise{99};   // label noise: a second generator whose state must travel too
   int64_t step = 0;
 
   explicit TrainRun(uint64_t init_seed) {
@@ -100,7 +100,7 @@ TEST(Checkpoint, ResumeIsBitIdentical) {
     first.train(10);
     CheckpointInfo info = save_checkpoint(dir, *first.model, *first.opt, first.state());
     EXPECT_EQ(info.step, 10);
-  }  // everything destroyed
+  }                        // everything destroyed
   TrainRun second(12345);  // even a different initialisation: the checkpoint must overwrite all of it
   second.resume(dir);
   EXPECT_EQ(second.step, 10);
@@ -110,8 +110,7 @@ TEST(Checkpoint, ResumeIsBitIdentical) {
   EXPECT_TRUE(bit_identical(*straight.model, *second.model));
   OptimizerState a = straight.opt->state_dict(), b = second.opt->state_dict();
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
-  for (auto& [n, t] : a.tensors)
-    EXPECT_EQ(std::memcmp(t.raw_data(), b.tensors.at(n).raw_data(), (size_t)t.numel() * 4), 0) << n;
+  for (auto& [n, t] : a.tensors) EXPECT_EQ(std::memcmp(t.raw_data(), b.tensors.at(n).raw_data(), (size_t)t.numel() * 4), 0) << n;
   EXPECT_TRUE(a.tensors.count("fc1.weight.exp_avg") && a.tensors.count("fc2.bias.exp_avg_sq"));
 }
 

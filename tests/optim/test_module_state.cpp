@@ -61,9 +61,9 @@ TEST(ModuleState, SafetensorsRoundTripIsExact) {
 TEST(ModuleState, StrictLoadListsEveryProblemAndChangesNothing) {
   TinyMLP a(4, 6, 5, 1), b(4, 6, 5, 2);
   auto sd = a.state_dict();
-  sd.erase("fc2.bias");                     // missing
-  sd["fc3.weight"] = zeros({2, 2});         // unexpected
-  sd["fc1.weight"] = zeros({6, 3});         // wrong shape
+  sd.erase("fc2.bias");              // missing
+  sd["fc3.weight"] = zeros({2, 2});  // unexpected
+  sd["fc1.weight"] = zeros({6, 3});  // wrong shape
   std::map<std::string, Tensor> before;
   for (auto& [n, t] : b.state_dict()) before[n] = t.clone();
   try {
@@ -108,8 +108,7 @@ TEST(ModuleState, PartialLoadsAreExplicit) {
   EXPECT_THROW(bare.load_state_dict(trained.state_dict()), nn::CheckpointError);
   nn::LoadOptions strip;
   strip.strip_prefix = "backbone.";
-  EXPECT_THROW(bare.load_state_dict(trained.state_dict(), strip), nn::CheckpointError)
-      << "head.* is unexpected unless ignored";
+  EXPECT_THROW(bare.load_state_dict(trained.state_dict(), strip), nn::CheckpointError) << "head.* is unexpected unless ignored";
   strip.ignore_unexpected = {"head."};
   r = bare.load_state_dict(trained.state_dict(), strip);
   EXPECT_TRUE(r.ok()) << r.str();

@@ -70,8 +70,7 @@ TEST_P(TorchTrajectory, EveryStepMatchesTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Optim, TorchTrajectory,
                          ::testing::Values("sgd_plain", "sgd_momentum", "sgd_dampening_wd", "sgd_nesterov", "sgd_skipped",
-                                           "adam_wd", "adam_betas", "adam_skipped", "adamw_default", "adamw_wd",
-                                           "adamw_groups"),
+                                           "adam_wd", "adam_betas", "adam_skipped", "adamw_default", "adamw_wd", "adamw_groups"),
                          [](const auto& i) { return i.param; });
 
 TEST(Optimizer, DefaultsMatchTorch) {

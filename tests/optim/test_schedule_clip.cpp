@@ -94,7 +94,7 @@ TEST(Schedule, MakeScheduleByName) {
   c.kind = "constant * linear_warmup * rsqrt_normalized_decay";
   c.warmup = 100;
   Schedule s = make_schedule(c);
-  EXPECT_DOUBLE_EQ(s(100, 0.01), 0.01);   // fairseq-style: peaks at base
+  EXPECT_DOUBLE_EQ(s(100, 0.01), 0.01);  // fairseq-style: peaks at base
   EXPECT_DOUBLE_EQ(s(400, 0.01), 0.005);
   c = ScheduleConfig();
   c.kind = "warmup_cosine";
@@ -133,7 +133,8 @@ TEST(Clip, MatchesTorchClipGradNorm) {
     double total = clip_grad_norm(ps, max_norm, q);
     EXPECT_NEAR(total, f.at("total." + c).item(), 1e-5 * std::abs(f.at("total." + c).item())) << c;
     for (int i = 0; i < 3; i++)
-      EXPECT_TRUE(all_close(ps[i].grad(), f.at("clipped." + c + ".g" + std::to_string(i)), kFixture, c + " g" + std::to_string(i)));
+      EXPECT_TRUE(
+          all_close(ps[i].grad(), f.at("clipped." + c + ".g" + std::to_string(i)), kFixture, c + " g" + std::to_string(i)));
     EXPECT_FALSE(ps[3].grad().defined());
   }
 }

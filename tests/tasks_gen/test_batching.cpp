@@ -36,8 +36,8 @@ std::vector<std::vector<int64_t>> draw(Batcher& b, int n) {
 }
 
 bool same_batch(const Batch& a, const Batch& b) {
-  return a.tokens == b.tokens && a.mask == b.mask && a.labels == b.labels && a.indices == b.indices &&
-         a.seq_len == b.seq_len && a.epoch == b.epoch && a.index_in_epoch == b.index_in_epoch;
+  return a.tokens == b.tokens && a.mask == b.mask && a.labels == b.labels && a.indices == b.indices && a.seq_len == b.seq_len &&
+         a.epoch == b.epoch && a.index_in_epoch == b.index_in_epoch;
 }
 
 }  // namespace
@@ -56,7 +56,7 @@ TEST(Batching, EpochIsAPermutationAndSeedDeterminesOrder) {
     EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 103u);  // each example exactly once
   }
   EXPECT_NE(std::vector(ea.begin(), ea.begin() + 11), std::vector(ea.begin() + 11, ea.end()));  // reshuffled
-  EXPECT_EQ(ea[10].size(), 3u);  // last partial batch kept
+  EXPECT_EQ(ea[10].size(), 3u);                                                                 // last partial batch kept
   Batcher unshuffled(d, {.batch_size = 10, .shuffle = false});
   EXPECT_EQ(unshuffled.next().indices, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   Batcher dropped(d, {.batch_size = 10, .drop_last = true});
@@ -186,8 +186,8 @@ TEST(Batching, ResumeFromSavedPositionSeesTheSameBatches) {
       resumed.next();  // some unrelated progress that the restore must discard
       resumed.set_position(DataPosition::from_string(saved));
       for (int i = 0; i < 20; ++i)
-        ASSERT_TRUE(same_batch(want[size_t(i)], resumed.next())) << "prefetch " << prefetch << " after " << n_before
-                                                                 << " batches, batch " << i;
+        ASSERT_TRUE(same_batch(want[size_t(i)], resumed.next()))
+            << "prefetch " << prefetch << " after " << n_before << " batches, batch " << i;
       EXPECT_EQ(first.position(), resumed.position());
     }
   }

@@ -28,7 +28,7 @@ TEST(BitMemory, LayoutValuesAndTarget) {
     query_bits += 1000;
     EXPECT_EQ(e.label, -1);
   }
-  EXPECT_NEAR(double(zeros) / query_bits, 0.5, 0.006);  // 300k draws: sd ~0.0009
+  EXPECT_NEAR(double(zeros) / query_bits, 0.5, 0.006);              // 300k draws: sd ~0.0009
   for (int q = 0; q < 5; ++q) EXPECT_GT(query_counts[q], 30) << q;  // every pattern gets queried
 }
 

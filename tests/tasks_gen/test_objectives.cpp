@@ -154,8 +154,7 @@ TEST(Objectives, SpanCorruptionStatisticsSentinelsAndReconstruction) {
   EXPECT_NEAR(mean_span, 3.0, 0.1) << "achieved mean span length";
   RecordProperty("noise_density", std::to_string(density));
   RecordProperty("mean_span_length", std::to_string(mean_span));
-  std::printf("  span corruption over %lld tokens: noise density %.4f, mean span %.3f\n", (long long)tokens, density,
-              mean_span);
+  std::printf("  span corruption over %lld tokens: noise density %.4f, mean span %.3f\n", (long long)tokens, density, mean_span);
 }
 
 TEST(Objectives, SegmentationIsUniformOverSpans) {

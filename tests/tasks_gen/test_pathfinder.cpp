@@ -23,8 +23,7 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 // Runs f and returns the DataError message (fails the test if nothing or something else is thrown).
-template <class F>
-std::string data_error_of(F f) {
+template <class F> std::string data_error_of(F f) {
   try {
     f();
   } catch (const DataError& e) {
@@ -90,8 +89,7 @@ TEST(Pathfinder, MarkersDrawnAtEveryScaleAndPathsPresent) {
       ASSERT_EQ(s.pixels.size(), size_t(side) * side);
       EXPECT_EQ(s.label, label);
       for (int m = 0; m < 2; ++m)  // the marker disc is (nearly) solid white
-        EXPECT_GT(mean_in_disc(s.pixels, side, s.marker_xy[m][0], s.marker_xy[m][1], c.geometry.marker_radius * 0.7),
-                  200.0)
+        EXPECT_GT(mean_in_disc(s.pixels, side, s.marker_xy[m][0], s.marker_xy[m][1], c.geometry.marker_radius * 0.7), 200.0)
             << "side " << side << " marker " << m;
       const double dx = s.marker_xy[0][0] - s.marker_xy[1][0], dy = s.marker_xy[0][1] - s.marker_xy[1][1];
       EXPECT_GT(std::hypot(dx, dy), 2 * c.geometry.marker_radius) << "markers overlap at side " << side;
@@ -179,8 +177,7 @@ TEST(Pathfinder, DamagedFilesNameTheFile) {
     ASSERT_TRUE(png_image_write_to_file(&rgb, (level / "imgs/0/sample_0.png").c_str(), 0, px.data(), 0, nullptr));
   }
   msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
-  EXPECT_NE(msg.find("imgs/0/sample_0.png: expected an 8-bit grayscale PNG, found RGB 8-bit"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("imgs/0/sample_0.png: expected an 8-bit grayscale PNG, found RGB 8-bit"), std::string::npos) << msg;
   // A missing PNG.
   fs::remove(level / "imgs/0/sample_0.png");
   msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
@@ -205,10 +202,8 @@ TEST(Pathfinder, MetadataParserEdgeCases) {
             std::string::npos);
   EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("a b.png 0 1\n\nc d.png 1 1\n", "m.npy"); }).find("m.npy:2: blank"),
             std::string::npos);
-  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("../x a.png 0 1\n", "m.npy"); }).find("stay below"),
-            std::string::npos);
-  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("imgs/0 a.jpg 0 1\n", "m.npy"); }).find(".png"),
-            std::string::npos);
+  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("../x a.png 0 1\n", "m.npy"); }).find("stay below"), std::string::npos);
+  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("imgs/0 a.jpg 0 1\n", "m.npy"); }).find(".png"), std::string::npos);
   EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("imgs/0 a.png -3 1\n", "m.npy"); }).find("sample index"),
             std::string::npos);
 }

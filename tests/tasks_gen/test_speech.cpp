@@ -20,8 +20,7 @@ double rms(const std::vector<float>& x, size_t from, size_t to) {
   return std::sqrt(e / double(to - from));
 }
 
-template <class F>
-std::string data_error_of(F f) {
+template <class F> std::string data_error_of(F f) {
   try {
     f();
   } catch (const DataError& e) {
@@ -51,7 +50,7 @@ TEST(Speech, SynthesisedWordsAreAudibleAndDistinct) {
   const std::vector<float> yes2 = synthesize_word("yes", "en-us", 175, 50);
   const std::vector<float> no = synthesize_word("no", "en-us", 175, 50);
   const std::vector<float> scot = synthesize_word("yes", "en-gb-scotland+f2", 175, 50);
-  EXPECT_EQ(yes, yes2);  // espeak-ng itself is deterministic
+  EXPECT_EQ(yes, yes2);           // espeak-ng itself is deterministic
   EXPECT_GT(yes.size(), 1600u);   // > 0.1 s of speech
   EXPECT_LT(yes.size(), 16000u);  // < 1 s
   EXPECT_GT(rms(yes, 0, yes.size()), 0.02);
@@ -105,8 +104,12 @@ TEST(Speech, ConcurrentSynthesisIsSerialisedSafely) {
   const std::vector<float> want_a = synthesize_word("left", "en", 160, 40);
   const std::vector<float> want_b = synthesize_word("right", "en-029", 200, 60);
   std::vector<float> got_a, got_b;
-  std::thread t1([&] { for (int i = 0; i < 3; ++i) got_a = synthesize_word("left", "en", 160, 40); });
-  std::thread t2([&] { for (int i = 0; i < 3; ++i) got_b = synthesize_word("right", "en-029", 200, 60); });
+  std::thread t1([&] {
+    for (int i = 0; i < 3; ++i) got_a = synthesize_word("left", "en", 160, 40);
+  });
+  std::thread t2([&] {
+    for (int i = 0; i < 3; ++i) got_b = synthesize_word("right", "en-029", 200, 60);
+  });
   t1.join();
   t2.join();
   EXPECT_EQ(got_a, want_a);
@@ -172,8 +175,7 @@ TEST(Wav, SpeechCommandsFolders) {
 
   write_wav((root / "yes" / "bad.wav").string(), tone(100, 300), 8000);
   const std::string msg = data_error_of([&] { read_speech_commands(root.string(), {}); });
-  EXPECT_NE(msg.find("yes/bad.wav: expected mono 16000 Hz audio, found 1 channel(s) at 8000 Hz"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("yes/bad.wav: expected mono 16000 Hz audio, found 1 channel(s) at 8000 Hz"), std::string::npos) << msg;
   fs::remove(root / "testing_list.txt");
   EXPECT_NE(data_error_of([&] { read_speech_commands(root.string(), {}); }).find("testing_list.txt: cannot open"),
             std::string::npos);

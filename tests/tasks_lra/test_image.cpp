@@ -121,15 +121,16 @@ TEST(FashionMnistFormat, MismatchedCountsAndBadLabelsNameTheFile) {
 TEST(Cifar10, GrayscaleMatchesTensorflow) {
   EXPECT_EQ(tf_rgb_to_grayscale(0, 0, 0), 0);
   EXPECT_EQ(tf_rgb_to_grayscale(255, 255, 255), 255);
-  EXPECT_EQ(tf_rgb_to_grayscale(255, 0, 0), 76);     // 0.2989 * 255.5 = 76.37
-  EXPECT_EQ(tf_rgb_to_grayscale(0, 255, 0), 149);    // 0.5870 * 255.5 = 149.98
-  EXPECT_EQ(tf_rgb_to_grayscale(0, 0, 255), 29);     // 0.1140 * 255.5 = 29.13
+  EXPECT_EQ(tf_rgb_to_grayscale(255, 0, 0), 76);       // 0.2989 * 255.5 = 76.37
+  EXPECT_EQ(tf_rgb_to_grayscale(0, 255, 0), 149);      // 0.5870 * 255.5 = 149.98
+  EXPECT_EQ(tf_rgb_to_grayscale(0, 0, 255), 29);       // 0.1140 * 255.5 = 29.13
   EXPECT_EQ(tf_rgb_to_grayscale(100, 150, 200), 141);  // 140.74 / 255 * 255.5 = 141.02
 }
 
 std::string cifar_record(uint8_t label, uint8_t r, uint8_t g, uint8_t b) {
   std::string rec(1, static_cast<char>(label));
-  rec += std::string(1024, static_cast<char>(r)) + std::string(1024, static_cast<char>(g)) + std::string(1024, static_cast<char>(b));
+  rec +=
+      std::string(1024, static_cast<char>(r)) + std::string(1024, static_cast<char>(g)) + std::string(1024, static_cast<char>(b));
   return rec;
 }
 

@@ -38,7 +38,7 @@ struct RefParser {
     std::sort(args.begin(), args.end());
     const size_t n = args.size();
     const double median = n % 2 ? args[n / 2] : (args[n / 2 - 1] + args[n / 2]) / 2.0;  // np.median
-    return static_cast<int>(median);                                                     // int(...)
+    return static_cast<int>(median);                                                    // int(...)
   }
 };
 

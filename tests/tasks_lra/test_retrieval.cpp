@@ -97,7 +97,8 @@ TEST(Aan, WriteReadAndLoadTheOfficialFiles) {
   TempDir dir("aan");
   const std::vector<AanPair> pairs = {{1, "P01-1", "P02-2", "first text", "second text"},
                                       {0, "P03-3", "P04-4", "third \"quoted\" text", std::string(12000, 'z')}};
-  for (const char* split : {"train", "eval", "test"}) write_aan_tsv(dir.file(std::string("new_aan_pairs.") + split + ".tsv"), pairs);
+  for (const char* split : {"train", "eval", "test"})
+    write_aan_tsv(dir.file(std::string("new_aan_pairs.") + split + ".tsv"), pairs);
   const auto back = read_aan_tsv(dir.file("new_aan_pairs.train.tsv"));
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[1].text1, "third \"quoted\" text");  // LRA reads with quoting off

@@ -18,10 +18,9 @@ using testing::data_error_message;
 using testing::TempDir;
 using testing::write_file;
 
-const std::string tagged =
-    "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, 1-1/2/cd cups/nns ./.\n"
-    "\tIt/pps was/bedz (/( really/rb )/) over/rb !/.\n\n\n"
-    "\tHe/pps left/vbd ;/. Atlanta's/np$ 4-1/2%/nn rate/nn rose/vbd ?/.\n";
+const std::string tagged = "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, 1-1/2/cd cups/nns ./.\n"
+                           "\tIt/pps was/bedz (/( really/rb )/) over/rb !/.\n\n\n"
+                           "\tHe/pps left/vbd ;/. Atlanta's/np$ 4-1/2%/nn rate/nn rose/vbd ?/.\n";
 
 TEST(Brown, ParsesTaggedTokensSplittingOnTheLastSlash) {
   const auto paras = parse_brown_tagged(tagged, "ca01");
@@ -32,9 +31,8 @@ TEST(Brown, ParsesTaggedTokensSplittingOnTheLastSlash) {
 
 TEST(Brown, DetokenisesToReadableText) {
   const auto doc = parse_brown_document(tagged, "cn07", "somewhere/cn07");
-  EXPECT_EQ(doc.text,
-            "The jury said \"no evidence\", 1-1/2 cups. It was (really) over!\n"
-            "He left; Atlanta's 4-1/2% rate rose?");
+  EXPECT_EQ(doc.text, "The jury said \"no evidence\", 1-1/2 cups. It was (really) over!\n"
+                      "He left; Atlanta's 4-1/2% rate rose?");
   EXPECT_EQ(doc.genre_letter, 'n');
   EXPECT_EQ(brown_genre_names()[doc.genre], "adventure");
   EXPECT_EQ(brown_class5_names()[doc.class5], "fiction");
@@ -50,10 +48,10 @@ TEST(Brown, BadTokensAndIdsNameFileAndLine) {
 }
 
 TEST(Brown, FifteenGenresMergeIntoFiveClasses) {
-  const std::map<char, std::string> expected = {
-      {'a', "press"},   {'b', "press"},   {'c', "press"},          {'d', "general"}, {'e', "general"},
-      {'f', "general"}, {'g', "belles_lettres"}, {'h', "learned"}, {'j', "learned"}, {'k', "fiction"},
-      {'l', "fiction"}, {'m', "fiction"}, {'n', "fiction"},        {'p', "fiction"}, {'r', "fiction"}};
+  const std::map<char, std::string> expected = {{'a', "press"},   {'b', "press"},   {'c', "press"},          {'d', "general"},
+                                                {'e', "general"}, {'f', "general"}, {'g', "belles_lettres"}, {'h', "learned"},
+                                                {'j', "learned"}, {'k', "fiction"}, {'l', "fiction"},        {'m', "fiction"},
+                                                {'n', "fiction"}, {'p', "fiction"}, {'r', "fiction"}};
   ASSERT_EQ(brown_genre_letters.size(), 15u);
   for (char c : brown_genre_letters) EXPECT_EQ(brown_class5_names()[brown_class5(c)], expected.at(c)) << c;
   EXPECT_NE(data_error_message([] { brown_genre_index('q'); }).find("'q'"), std::string::npos);

@@ -90,8 +90,7 @@ TEST(Wordnet, SubsetOfClassesFromASmallFile) {
 }
 
 TEST(WordnetReal, FourteenBalancedNounSupersenses) {
-  if (!std::filesystem::exists("/usr/share/wordnet/data.noun"))
-    GTEST_SKIP() << "Debian package wordnet-base is not installed";
+  if (!std::filesystem::exists("/usr/share/wordnet/data.noun")) GTEST_SKIP() << "Debian package wordnet-base is not installed";
   const TextSplits s = wordnet_supersense_texts({});
   EXPECT_EQ(s.class_names.size(), 14u);
   EXPECT_EQ(s.train.size() + s.val.size() + s.test.size(), 28000u);

@@ -38,8 +38,7 @@ inline void write_file(const std::string& path, const std::string& content) {
 }
 
 // Runs `body`, expects a DataError, and returns its message (empty if none was thrown, which fails the test).
-template <class F>
-std::string data_error_message(F&& body) {
+template <class F> std::string data_error_message(F&& body) {
   try {
     body();
   } catch (const DataError& e) {

@@ -58,9 +58,8 @@ Tensor sum_to_serial(const Tensor& g, const Shape& shape) {
 TEST(FastKernels, SumToParallelAgreesWithSerial) {
   Generator g(2);
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{64, 300, 128}, {128}},       {{64, 300, 128}, {300, 128}}, {{64, 300, 128}, {64, 1, 1}},
-      {{64, 300, 128}, {64, 300, 1}}, {{7, 5, 3}, {1, 5, 1}},       {{2000, 33}, {2000, 1}},
-      {{33, 2000}, {1, 2000}}};
+      {{64, 300, 128}, {128}}, {{64, 300, 128}, {300, 128}}, {{64, 300, 128}, {64, 1, 1}}, {{64, 300, 128}, {64, 300, 1}},
+      {{7, 5, 3}, {1, 5, 1}},  {{2000, 33}, {2000, 1}},      {{33, 2000}, {1, 2000}}};
   for (auto& [from, to] : cases) {
     Tensor x = randn(from, g);
     Tensor ref = sum_to_serial(x, to);

@@ -256,7 +256,9 @@ TEST(AttentionGradcheck, Layers) {
     // the denominator, so the analytic gradient (which treats c as a constant, as Performer does) differs
     // from finite differences by ~eps relative to the denominator.
     constexpr Tol kStabilised{1e-4, 1e-5};
-    EXPECT_TRUE(module_gradcheck(m, {x}, [&] { return m.forward(x, mask); }, kStabilised)) << "performer";
+    EXPECT_TRUE(module_gradcheck(
+        m, {x}, [&] { return m.forward(x, mask); }, kStabilised))
+        << "performer";
   }
   {
     Generator g(5);

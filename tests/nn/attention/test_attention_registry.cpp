@@ -37,7 +37,7 @@ TEST(AttentionRegistry, CausalFlagAndConfigErrors) {
   EXPECT_TRUE(make_layer("attention", 8, {{"heads", 2}, {"causal", true}}, g)->is_causal());
   EXPECT_TRUE(make_layer("linear_attention", 8, {{"heads", 2}, {"causal", true}}, g)->is_causal());
   EXPECT_FALSE(make_layer("performer", 8, {{"heads", 2}}, g)->is_causal());
-  EXPECT_THROW(make_layer("mixer", 8, LayerConfig::object(), g), ShapeError);              // max_len is required
-  EXPECT_THROW(make_layer("attention", 8, {{"heads", "two"}}, g), ShapeError);             // wrong type
-  EXPECT_THROW(make_layer("linear_attention", 8, {{"feature", "tanh"}}, g), ShapeError);   // unknown feature
+  EXPECT_THROW(make_layer("mixer", 8, LayerConfig::object(), g), ShapeError);             // max_len is required
+  EXPECT_THROW(make_layer("attention", 8, {{"heads", "two"}}, g), ShapeError);            // wrong type
+  EXPECT_THROW(make_layer("linear_attention", 8, {{"feature", "tanh"}}, g), ShapeError);  // unknown feature
 }

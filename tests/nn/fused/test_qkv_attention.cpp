@@ -24,7 +24,7 @@ namespace {
 Var composed(const Var& qkv, int64_t NH, bool causal, const Tensor& mask, const Tensor& key_mask = Tensor()) {
   const int64_t C = qkv.size(2) / 3, T = qkv.size(1);
   Var q = split_heads(narrow(qkv, 2, 0, C), NH), k = split_heads(narrow(qkv, 2, C, C), NH),
-      v = split_heads(narrow(qkv, 2, 2 * C, C), NH);  // (B, NH, T, HS)
+      v = split_heads(narrow(qkv, 2, 2 * C, C), NH);                              // (B, NH, T, HS)
   Var s = matmul(q, transpose(k, -2, -1)) * (1.0 / std::sqrt((double)(C / NH)));  // (B, NH, T, T)
   if (causal || key_mask.defined()) {
     Tensor allowed = attention_allowed(key_mask, qkv.size(0), T, T, causal, 0, DType::f32, "test");

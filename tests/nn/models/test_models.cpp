@@ -46,8 +46,7 @@ GPT2Config tiny_gpt2() {
 }
 
 // 10 AdamW steps as torch.optim.AdamW(lr=1e-2, wd=0.01); returns the loss before each step.
-template <class LossFn>
-std::vector<double> adamw_trajectory(Module& m, LossFn loss_fn, int steps) {
+template <class LossFn> std::vector<double> adamw_trajectory(Module& m, LossFn loss_fn, int steps) {
   optim::AdamWOptions o;
   o.lr = 1e-2;
   o.weight_decay = 0.01;
@@ -84,7 +83,8 @@ TEST(GPT2, MatchesPyTorchLogitsLossGradientsAndTrajectory) {
 
   GPT2Model fresh(tiny_gpt2(), g);
   fresh.load_state_dict(model_state(f));
-  auto losses = adamw_trajectory(fresh, [&] { return fresh.loss(fresh.forward(idx), tgt); }, 10);
+  auto losses = adamw_trajectory(
+      fresh, [&] { return fresh.loss(fresh.forward(idx), tgt); }, 10);
   EXPECT_TRUE(trajectory_matches(losses, f.at("extra.losses")));
   EXPECT_LT(losses.back(), losses.front());
 }
@@ -149,10 +149,8 @@ TEST(GPT2, FPTFreezingLeavesFrozenGradsUndefined) {
   Tensor idx = randint(0, 50, {2, 8}, g);
   m.loss(m.forward(idx), idx).backward();
   for (auto& [n, p] : m.named_parameters()) {
-    if (p.requires_grad())
-      EXPECT_TRUE(p.grad().defined()) << n;
-    else
-      EXPECT_FALSE(p.grad().defined()) << n << " is frozen but has a gradient";
+    if (p.requires_grad()) EXPECT_TRUE(p.grad().defined()) << n;
+    else EXPECT_FALSE(p.grad().defined()) << n << " is frozen but has a gradient";
   }
 }
 
@@ -194,7 +192,8 @@ TEST(TransformerClassifier, MatchesPyTorchLogitsLossGradientsAndTrajectory) {
   EXPECT_TRUE(check_fixture(m, f, cross_entropy(logits, labels), {}, kModel));
   TinyClassifier fresh(g);
   fresh.load_state_dict(model_state(f));
-  auto losses = adamw_trajectory(fresh, [&] { return cross_entropy(fresh.logits(idx, mask), labels); }, 10);
+  auto losses = adamw_trajectory(
+      fresh, [&] { return cross_entropy(fresh.logits(idx, mask), labels); }, 10);
   EXPECT_TRUE(trajectory_matches(losses, f.at("extra.losses")));
 }
 
@@ -202,7 +201,8 @@ TEST(TransformerClassifier, MatchesPyTorchLogitsLossGradientsAndTrajectory) {
 namespace {
 T5Config tiny_t5() {
   T5Config c;
-  c.vocab_size = 30, c.d_model = 16, c.d_kv = 8, c.d_ff = 32, c.num_layers = 2, c.num_heads = 2, c.num_buckets = 8, c.max_distance = 16;
+  c.vocab_size = 30, c.d_model = 16, c.d_kv = 8, c.d_ff = 32, c.num_layers = 2, c.num_heads = 2, c.num_buckets = 8,
+  c.max_distance = 16;
   return c;
 }
 }  // namespace
@@ -232,7 +232,8 @@ TEST(T5, TeacherForcingMatchesPyTorchAndGreedyDecodes) {
   EXPECT_EQ(greedy.to_vector(), f.at("extra.greedy").to_vector());
   T5Model fresh(tiny_t5(), g);
   fresh.load_state_dict(model_state(f));
-  auto losses = adamw_trajectory(fresh, [&] { return fresh.forward(ids, mask, labels).loss; }, 3);
+  auto losses = adamw_trajectory(
+      fresh, [&] { return fresh.forward(ids, mask, labels).loss; }, 3);
   EXPECT_TRUE(trajectory_matches(losses, f.at("extra.losses")));
 }
 
@@ -306,7 +307,8 @@ TEST(TransformerGradcheck, Blocks) {
   {
     Generator g(5);
     T5Config c;
-    c.vocab_size = 6, c.d_model = 4, c.d_kv = 2, c.d_ff = 5, c.num_layers = 1, c.num_heads = 2, c.num_buckets = 4, c.max_distance = 8;
+    c.vocab_size = 6, c.d_model = 4, c.d_kv = 2, c.d_ff = 5, c.num_layers = 1, c.num_heads = 2, c.num_buckets = 4,
+    c.max_distance = 8;
     T5Model m(c, g);
     to_f64(m);
     Tensor ids = randint(0, 6, {2, 3}, g), dec = randint(0, 6, {2, 2}, g);

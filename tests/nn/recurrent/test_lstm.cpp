@@ -48,7 +48,8 @@ TEST(LSTM, FusedAndComposedLayersAgree) {
   yb.backward(gout);
   EXPECT_TRUE(all_close(xa.grad(), xb.grad(), test::kAgreeF32, "dx"));
   auto pa = a.named_parameters(), pb = b.named_parameters();
-  for (size_t i = 0; i < pa.size(); i++) EXPECT_TRUE(all_close(pa[i].second.grad(), pb[i].second.grad(), test::kAgreeF32, pa[i].first));
+  for (size_t i = 0; i < pa.size(); i++)
+    EXPECT_TRUE(all_close(pa[i].second.grad(), pb[i].second.grad(), test::kAgreeF32, pa[i].first));
 }
 
 TEST(LSTM, LayerNormVariantFiniteDifferences) {

@@ -74,7 +74,7 @@ TEST(EMA, WhatBackbonesAsk) {
   auto both = make_layer("ema", 4, LayerConfig{{"d_state", 2}, {"bidirectional", true}}, g);
   EXPECT_TRUE(causal->is_causal());
   EXPECT_FALSE(both->is_causal());
-  EXPECT_FALSE(causal->wants_feed_forward());    // the shell's GLU projection ends the layer
+  EXPECT_FALSE(causal->wants_feed_forward());        // the shell's GLU projection ends the layer
   EXPECT_TRUE(causal->own_lr_parameters().empty());  // MEGA trains them at the base lr
   EXPECT_EQ(both->learned_kernel(9).shape(), (Shape{2, 4, 9}));
   Tensor k = causal->learned_kernel(9), direct = static_cast<EMA&>(*causal).kernel->forward(9).data();

@@ -106,7 +106,8 @@ TEST(S4DKernel, ChunkedEqualsUnchunked) {
     return diag_ssm_kernel(Var(in.log_dt), Var(in.a_re), Var(in.A_imag), Var(in.B), Var(in.C), 300, o).data();
   };
   Tensor whole = run(300);
-  for (int64_t chunk : {1, 16, 64, 299}) EXPECT_TRUE(all_close(run(chunk), whole, test::kAgreeF64, "chunk " + std::to_string(chunk)));
+  for (int64_t chunk : {1, 16, 64, 299})
+    EXPECT_TRUE(all_close(run(chunk), whole, test::kAgreeF64, "chunk " + std::to_string(chunk)));
 }
 
 TEST(S4DKernel, FiniteDifferences) {
@@ -202,8 +203,9 @@ TEST(S4Kernel, CauchyEqualsNaiveDenseKernel) {
       for (int64_t i = 0; i < K.numel(); i++) err = std::max(err, std::abs(K.data<double>()[i] - naive.data<double>()[i]));
       EXPECT_TRUE(all_close(K, naive, {1e-8, 1e-9}, "N=" + std::to_string(N) + " L=" + std::to_string(L)))
           << "max abs err " << err;
-      if (N == 16) std::printf("[ info ] S4 DPLR vs naive, N=%ld L=%ld l_kernel=%ld: max abs err %.3g\n", (long)N, (long)L,
-                               (long)k.l_kernel(), err);
+      if (N == 16)
+        std::printf("[ info ] S4 DPLR vs naive, N=%ld L=%ld l_kernel=%ld: max abs err %.3g\n", (long)N, (long)L,
+                    (long)k.l_kernel(), err);
     }
   }
 }
@@ -212,8 +214,11 @@ TEST(S4Kernel, FiniteDifferences) {
   test::OpCase c;
   c.name = "s4_dplr_kernel";
   const int64_t Cc = 2, H = 2, N2 = 3, Lk = 10;
-  c.inputs = {test::uniform_input({H}, std::log(1e-2), std::log(0.5)), test::uniform_input({H, N2}, -1.5, 0.5),
-              test::uniform_input({H, N2}, 0.0, 6.0), test::randn_input({H, N2, 2}), test::randn_input({1, H, N2, 2}, 0.5),
+  c.inputs = {test::uniform_input({H}, std::log(1e-2), std::log(0.5)),
+              test::uniform_input({H, N2}, -1.5, 0.5),
+              test::uniform_input({H, N2}, 0.0, 6.0),
+              test::randn_input({H, N2, 2}),
+              test::randn_input({1, H, N2, 2}, 0.5),
               test::randn_input({Cc, H, N2, 2})};
   c.f = [](const std::vector<Var>& v) { return s4_dplr_kernel(v[0], v[1], v[2], v[3], v[4], v[5], Lk); };
   EXPECT_TRUE(test::gradcheck(c, false));
@@ -280,6 +285,7 @@ TEST(SsmTiming, KernelAndConvAtLraScale) {
   y.backward(ones(y.shape()));
   auto t2 = std::chrono::steady_clock::now();
   std::printf("[ info ] S4D ssm H=128 N=64 L=1024 B=4: forward %.1f ms, backward %.1f ms\n",
-              std::chrono::duration<double, std::milli>(t1 - t0).count(), std::chrono::duration<double, std::milli>(t2 - t1).count());
+              std::chrono::duration<double, std::milli>(t1 - t0).count(),
+              std::chrono::duration<double, std::milli>(t2 - t1).count());
   EXPECT_TRUE(x.grad().defined());
 }
