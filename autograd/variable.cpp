@@ -27,6 +27,7 @@ struct AccumulateGrad : Node {
            (v->name.empty() ? "" : " ('" + v->name + "')"));
     if (!v->grad.defined()) v->grad = dy.clone();  // own copy: dy may alias another node's buffer
     else add_(v->grad, dy);
+    if (v->grad_hook) v->grad_hook();
     return {};
   }
 };
@@ -108,16 +109,33 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
       if (nx && seen.insert(nx.get()).second) stack.push_back(nx.get());
   }
   // 2. reverse creation order is a topological order: a node is created after all its inputs' nodes.
-  //    Leaf accumulators have sequence 0 and run last.
+  //    Leaf accumulators have sequence 0 and would run last; each runs as soon as its last contribution has
+  //    arrived instead (counted in `waiting`), so a leaf's gradient (and its grad_hook) is complete while the
+  //    rest of the graph still runs. The values are the same either way: the same contributions, added in the
+  //    same order.
   std::sort(order.begin(), order.end(), [](Node* a, Node* b) { return a->sequence > b->sequence; });
+  std::unordered_map<Node*, int> waiting;  // contributions still to come, per node
+  for (Node* n : order)
+    for (auto& nx : n->next)
+      if (nx) waiting[nx.get()]++;
 
   struct Pending {
     Tensor g;
     bool owned = false;  // g is our own buffer, safe to add into in place
   };
   std::unordered_map<Node*, Pending> grads;
+  std::unordered_set<Node*> accumulated;  // accumulators already run early
   grads[start.get()] = {grad_output, false};
+  auto arrived = [&](Node* nx) {  // one contribution into nx is in; run a leaf accumulator once all are
+    if (--waiting[nx] > 0 || nx->sequence != 0 || !accumulated.insert(nx).second) return;
+    auto it = grads.find(nx);
+    if (it == grads.end() || !it->second.g.defined()) return;
+    Tensor dy = it->second.g;
+    grads.erase(it);
+    nx->apply(dy);
+  };
   for (Node* n : order) {
+    if (n->sequence == 0 && accumulated.count(n)) continue;
     auto it = grads.find(n);
     if (it == grads.end() || !it->second.g.defined()) continue;
     Tensor dy = it->second.g;
@@ -134,6 +152,7 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
           n->release();
           n->released = true;
         }
+        arrived(n->next[0].get());
         continue;
       }
     }
@@ -157,6 +176,7 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
         p.g = add(p.g, gin[i]);
         p.owned = true;
       }
+      arrived(nx);
     }
   }
 }

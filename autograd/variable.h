@@ -35,6 +35,10 @@ struct VarImpl {
   std::shared_ptr<Node> grad_fn;      // null for leaves
   std::shared_ptr<Node> accumulator;  // leaves: the AccumulateGrad node, made on first use
   std::string name;                   // optional, for graph printing (parameters get their dotted name)
+  // Leaves: called during backward right after this leaf's gradient for that backward is complete (every
+  // contribution added), while the rest of the graph may still be running. Data-parallel training starts its
+  // all-reduce there, so communication overlaps the remaining backward.
+  std::function<void()> grad_hook;
 };
 
 class Var {
@@ -53,6 +57,7 @@ class Var {
   bool is_leaf() const { return p_->grad_fn == nullptr; }
   const std::string& name() const { return p_->name; }
   void set_name(std::string n) const { p_->name = std::move(n); }
+  void set_grad_hook(std::function<void()> hook) const { p_->grad_hook = std::move(hook); }  // see VarImpl
   VarImpl* impl() const { return p_.get(); }
   const std::shared_ptr<VarImpl>& impl_ptr() const { return p_; }
 

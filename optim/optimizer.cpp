@@ -99,6 +99,10 @@ void Optimizer::zero_grad() {
     for (auto& p : g.params) p.var.zero_grad();
 }
 
+void Optimizer::retain_state(const std::function<bool(const std::string& name)>& keep) {
+  for (auto it = state_.begin(); it != state_.end();) it = keep(it->first) ? std::next(it) : state_.erase(it);
+}
+
 OptimizerState Optimizer::state_dict() const {
   OptimizerState out;
   json j;

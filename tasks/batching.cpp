@@ -267,4 +267,22 @@ Batch Batcher::collate(const std::vector<int64_t>& indices) const {
   return b;
 }
 
+Batch slice_rows(const Batch& b, int32_t begin, int32_t count) {
+  if (begin < 0 || count < 0 || begin + count > b.batch_size)
+    throw DataError("slice_rows: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ") of a batch of " +
+                    std::to_string(b.batch_size));
+  auto rows = [&](const auto& v, int64_t per_row) {  // the rows' span of a (B, per_row) buffer
+    using V = std::decay_t<decltype(v)>;
+    return v.empty() ? V{} : V(v.begin() + begin * per_row, v.begin() + (begin + count) * per_row);
+  };
+  Batch s = b;
+  s.batch_size = count;
+  s.tokens = rows(b.tokens, b.seq_len), s.mask = rows(b.mask, b.seq_len), s.lengths = rows(b.lengths, 1);
+  s.tokens2 = rows(b.tokens2, b.seq_len2), s.mask2 = rows(b.mask2, b.seq_len2), s.lengths2 = rows(b.lengths2, 1);
+  s.features = rows(b.features, (int64_t)b.seq_len * b.feature_dim);
+  s.target_features = rows(b.target_features, b.target_dim);
+  s.labels = rows(b.labels, 1), s.indices = rows(b.indices, 1);
+  return s;
+}
+
 }  // namespace dl::tasks

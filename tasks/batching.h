@@ -57,6 +57,10 @@ struct Batch {
   int64_t epoch = 0, index_in_epoch = 0;  // which batch this is
 };
 
+// Rows [begin, begin + count) of a batch, every field cut alike (the padded lengths T, T2 stay the batch's): the
+// shard of a global batch one data-parallel rank trains on. begin + count must not pass batch_size.
+Batch slice_rows(const Batch& b, int32_t begin, int32_t count);
+
 struct BatcherConfig {
   int32_t batch_size = 32;
   uint64_t seed = 0;

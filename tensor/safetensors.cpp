@@ -176,13 +176,13 @@ void atomic_write_file(const std::string& path, const std::string& contents) {
   }
 }
 
-void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+std::string serialize_safetensors(const std::map<std::string, Tensor>& tensors,
+                                  const std::map<std::string, std::string>& metadata, const std::string& what) {
   json h = json::object();
   if (!metadata.empty()) h["__metadata__"] = metadata;
   std::string data;
   for (auto& [name, t0] : tensors) {
-    if (!t0.defined()) throw SafetensorsError(path + ": tensor '" + name + "' is undefined");
+    if (!t0.defined()) throw SafetensorsError(what + ": tensor '" + name + "' is undefined");
     Tensor t = t0.to(Device::cpu).contiguous();
     size_t nb = (size_t)t.numel() * dtype_size(t.dtype());
     h[name] = {{"dtype", t.dtype() == DType::f32   ? "F32"
@@ -198,7 +198,12 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   std::string out((const char*)&n, 8);
   out += hs;
   out += data;
-  atomic_write_file(path, out);
+  return out;
+}
+
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  atomic_write_file(path, serialize_safetensors(tensors, metadata, path));
 }
 
 }  // namespace dl

@@ -32,6 +32,10 @@ TensorFile load_safetensors(const std::string& path);
 TensorFile parse_safetensors(const std::string& bytes, const std::string& source_name);  // fuzzable core
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+// The bytes save_safetensors writes (to send them between processes); `what` names them in errors.
+std::string serialize_safetensors(const std::map<std::string, Tensor>& tensors,
+                                  const std::map<std::string, std::string>& metadata = {},
+                                  const std::string& what = "safetensors");
 
 // Write `contents` to `path` atomically (temp file + fsync + rename). Throws std::runtime_error on failure.
 void atomic_write_file(const std::string& path, const std::string& contents);

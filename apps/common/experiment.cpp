@@ -91,26 +91,36 @@ Table write_reports(const Experiment& e, const Preset& p, const std::string& out
 }
 
 std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const std::vector<Cell>& cells, const SweepOptions& o) {
+  Communicator& comm = *o.comm;
+  const bool writer = comm.rank() == 0;
   std::vector<CellResult> done;
-  fs::create_directories(o.out);
+  if (writer) fs::create_directories(o.out);
   for (auto& c : cells) {
+    check_same_on_every_rank(comm, c.config.dump(), "the config of cell " + c.label());
     RunContext ctx;
     ctx.out = o.out, ctx.dir = cell_dir(o.out, c), ctx.label = "[" + c.label() + "]";
-    ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet, ctx.stop_after = o.stop_after;
+    ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet || !writer, ctx.stop_after = o.stop_after;
+    ctx.comm = &comm, ctx.parallel.zero1 = o.zero1;
     if (o.resume && fs::exists(result_path(o.out, c))) {
-      if (!o.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
+      if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
       done.push_back(CellResult::from_json(json::parse(read_text(result_path(o.out, c)))));
       continue;
     }
-    if (!o.resume) fs::remove_all(ctx.dir);  // a fresh run of this cell forgets earlier checkpoints and logs
-    fs::create_directories(ctx.dir);
+    if (writer) {
+      if (!o.resume) fs::remove_all(ctx.dir);  // a fresh run of this cell forgets earlier checkpoints and logs
+      fs::create_directories(ctx.dir);
+    }
+    comm.barrier();  // the folder is there (and empty) before any rank looks into it
     auto t0 = std::chrono::steady_clock::now();
     CellResult r = e.run_cell(c, ctx);
     r.cell = c;
     if (r.wall_s == 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    write_result(o.out, r);
+    if (comm.size() > 1) r.extra["ranks"] = comm.size();
+    if (writer) {
+      write_result(o.out, r);
+      write_reports(e, p, o.out);
+    }
     done.push_back(r);
-    write_reports(e, p, o.out);
   }
   return done;
 }
@@ -122,7 +132,7 @@ struct Shared {
   std::string preset, out, device = "cpu", seeds;
   std::vector<std::string> sets;
   int seed = -1, threads = 2;
-  bool resume = false, quiet = false;
+  bool resume = false, quiet = false, zero1 = false;
 };
 
 void add_shared(CLI::App* s, Shared& o) {
@@ -135,6 +145,7 @@ void add_shared(CLI::App* s, Shared& o) {
   s->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
   s->add_flag("--resume", o.resume, "continue: skip finished cells, resume half-done ones from their checkpoints");
   s->add_flag("--quiet", o.quiet, "no progress bars or log lines");
+  s->add_flag("--zero1", o.zero1, "under mpirun: shard the optimizer state over the ranks (ZeRO stage 1)");
 }
 
 std::vector<int> seeds_of(const Shared& o, const Preset& p) {
@@ -163,6 +174,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
   }
   CLI::App* list = app.add_subcommand("list", "list the axes' values, the presets and what the app adds");
   std::vector<Command> extra = e.commands ? e.commands(app) : std::vector<Command>{};
+  Communicator* comm = nullptr;  // made once the command line is valid
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {
@@ -197,15 +209,24 @@ int run_main(const Experiment& e, int argc, char** argv) {
       if (!chosen.empty()) values[i] = chosen;
     }
     std::vector<Cell> cells = expand_cells(e, p, values, seeds_of(o, p), o.sets);  // resolves (validates) every cell
-    if (!o.quiet) std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out << "\n";
-    run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet});
-    write_reports(e, p, o.out);
-    std::cout << read_text(o.out + "/results.md") << "\nwritten: " << o.out << "/results.{json,md}, metrics.csv"
-              << (fs::exists(o.out + "/plots") ? ", plots/" : "") << "\n";
+    comm = &communicator();
+    const bool writer = comm->rank() == 0;
+    if (!o.quiet && writer)
+      std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out
+                << (comm->size() > 1 ? ", data-parallel over " + std::to_string(comm->size()) + " ranks (" + comm->name() + ")"
+                                     : "")
+                << "\n";
+    run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet, -1, comm, o.zero1});
+    if (writer) {
+      write_reports(e, p, o.out);
+      std::cout << read_text(o.out + "/results.md") << "\nwritten: " << o.out << "/results.{json,md}, metrics.csv"
+                << (fs::exists(o.out + "/plots") ? ", plots/" : "") << "\n";
+    }
   } catch (const Interrupted& i) {
-    std::cerr << e.name << ": " << i.what() << "\n";
+    if (!comm || comm->rank() == 0) std::cerr << e.name << ": " << i.what() << "\n";
     return 130;
   } catch (const std::exception& ex) {
+    if (comm && comm->size() > 1) comm->abort(e.name + ": error: " + ex.what());  // the other ranks would wait forever
     std::cerr << e.name << ": error: " << ex.what() << "\n";
     return 1;
   }

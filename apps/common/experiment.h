@@ -6,7 +6,9 @@
 //   <app> cell  --<axis> value .. [--preset ..] [--set ..] [--seed k] [--resume] ...
 //   <app> list
 // plus the app's own subcommands. Shared options: --preset/--config, --set (repeatable), --out, --seed,
-// --seeds, --threads, --device cpu|cuda, --resume, --quiet.
+// --seeds, --threads, --device cpu|cuda, --resume, --quiet, --zero1.
+// Under mpirun every rank runs the same command and each cell trains data-parallel over the ranks (phase.h,
+// docs/distributed.md); rank 0 alone writes files and logs.
 // A sweep is every combination of the preset's axis values (or those picked on the command line) times every
 // seed: --seeds > --seed > the preset's "seeds" > the config's own "seed". Every cell's config is resolved (and so
 // validated) before the first one trains. Finished cells are skipped with --resume, a half-done one resumes from
@@ -62,7 +64,9 @@ struct SweepOptions {
   std::string out;
   std::string device = "cpu";
   bool resume = false, quiet = false;
-  int stop_after = -1;  // tests
+  int stop_after = -1;                     // tests
+  Communicator* comm = &single_process();  // data-parallel ranks (under mpirun: communicator())
+  bool zero1 = false;
 };
 // Every combination of `values` (one list per axis, in axis order) times `seeds`, each resolved by e.resolve.
 std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::vector<std::vector<std::string>>& values,

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "apps/common/data_parallel.h"
 #include "apps/common/progress.h"
 #include "apps/common/signals.h"
 #include "optim/checkpoint.h"
@@ -50,50 +51,96 @@ static std::string exact(double x) {  // round-trips a double through text
   return buf;
 }
 
+// A 64-bit mix (splitmix64's finaliser) for the per-rank dropout streams.
+static uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext& ctx, std::vector<CurvePoint>& curve) {
   nn::Module& model = *parts.model;
   optim::Optimizer& opt = *parts.opt;
   tasks::Batcher& batches = *parts.batches;
+  Communicator& comm = *ctx.comm;
+  const int rank = comm.rank(), world = comm.size();
+  const bool quiet = ctx.quiet || rank != 0;
   const std::string dir = ctx.dir + "/" + spec.name, label = ctx.label + " " + spec.name;
   if (spec.accum < 1) throw std::invalid_argument(label + ": accum must be >= 1, found " + std::to_string(spec.accum));
+  std::unique_ptr<DataParallel> par;
+  if (world > 1) par = std::make_unique<DataParallel>(model, opt, comm, ctx.parallel);
+  std::vector<uint64_t> stream_base;  // data-parallel dropout: from the generators' state where the phase starts
+  for (auto& [name, g] : parts.rngs) stream_base.push_back(mix(std::hash<std::string>{}(g->state_string())));
 
   int start = 0;
-  double loss_ema = 0;  // the smoothed training loss shown and logged; part of the saved state
-  if (ctx.resume && optim::latest_checkpoint(dir)) {
+  double loss_ema = 0;                                // the smoothed training loss shown and logged; part of the saved state
+  if (ctx.resume && optim::latest_checkpoint(dir)) {  // every rank reads the same files
     optim::TrainingState st = optim::load_checkpoint(dir, model, opt);
+    if (par) par->keep_own_optimizer_state();
     start = (int)st.step;
     batches.set_position(tasks::DataPosition::from_string(st.data_position));
     for (auto& [name, g] : parts.rngs) st.restore_rng(name, *g);
     curve = curve_from_text(st.extra.at("curve"));
     loss_ema = std::stod(st.extra.at("loss_ema"));
-    truncate_metrics_csv(ctx.metrics_csv(), spec.name, start);  // rows logged after the checkpoint come again
-    if (!ctx.quiet && start < spec.steps) std::cerr << label << ": resumed from step " << start << " (" << dir << ")\n";
+    if (ctx.writer()) truncate_metrics_csv(ctx.metrics_csv(), spec.name, start);  // rows logged after the checkpoint come again
+    if (!quiet && start < spec.steps) std::cerr << label << ": resumed from step " << start << " (" << dir << ")\n";
   }
+  if (par) par->broadcast_parameters();
   auto save = [&](int step) {
-    optim::TrainingState st;
-    st.step = step;
-    st.data_position = batches.position().to_string();
-    for (auto& [name, g] : parts.rngs) st.save_rng(name, *g);
-    st.extra["curve"] = curve_to_text(curve);
-    st.extra["loss_ema"] = exact(loss_ema);
-    optim::save_checkpoint(dir, model, opt, st);
+    if (par) par->gather_optimizer_state();
+    if (ctx.writer()) {
+      optim::TrainingState st;
+      st.step = step;
+      st.data_position = batches.position().to_string();
+      for (auto& [name, g] : parts.rngs) st.save_rng(name, *g);
+      st.extra["curve"] = curve_to_text(curve);
+      st.extra["loss_ema"] = exact(loss_ema);
+      optim::save_checkpoint(dir, model, opt, st);
+    }
+    if (par) par->keep_own_optimizer_state();
   };
 
   model.train();
-  Progress bar(label, spec.steps, start, ctx.quiet);
+  Progress bar(label, spec.steps, start, quiet);
   PhaseResult r;
   r.start = start;
   auto t0 = Clock::now();
   for (int step = start; step < spec.steps; step++) {
+    comm.heartbeat(step);
     optim::apply_schedule(opt, parts.schedule, step);
+    if (par)
+      for (size_t i = 0; i < parts.rngs.size(); i++)
+        parts.rngs[i].second->manual_seed(mix(stream_base[i] ^ mix(step * 1000003ull + rank)));
     double lv = 0;
     for (int micro = 0; micro < spec.accum; micro++) {
-      Var loss = parts.loss(batches.next(), Step{step, micro});
-      if (spec.accum > 1) loss = loss * (1.0 / spec.accum);
+      tasks::Batch b = batches.next();
+      double scale = 1.0 / spec.accum;
+      if (par) {  // this rank's rows of the global batch, weighted by their share of it
+        const int B = b.batch_size, base = B / world, extra = B % world;
+        const int n = base + (rank < extra), begin = rank * base + std::min(rank, extra);
+        if (n == 0)
+          throw std::invalid_argument(label + ": a batch of " + std::to_string(B) + " leaves rank " + std::to_string(rank) +
+                                      " of " + std::to_string(world) + " nothing");
+        b = tasks::slice_rows(b, begin, n);
+        scale *= (double)n / B;
+        if (micro == spec.accum - 1) par->arm();
+      }
+      Var loss = parts.loss(b, Step{step, micro, rank});
+      if (scale != 1.0) loss = loss * scale;
       loss.backward();
       lv += loss.item();
     }
-    apply_update(model, opt, spec.clip);
+    if (par) {
+      par->finish();
+      par->clip(spec.clip);
+      opt.step();
+      opt.zero_grad();
+      par->after_step();
+      comm.allreduce_sum(&lv, 1);  // the global batch's loss
+    } else {
+      apply_update(model, opt, spec.clip);
+    }
     if (!std::isfinite(lv))
       throw std::runtime_error(label + ": loss is " + std::to_string(lv) + " at step " + std::to_string(step) +
                                " (lower the lr?)");
@@ -102,16 +149,18 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
     const int done = step + 1;
     double acc = -1;
     if ((spec.eval_every > 0 && done % spec.eval_every == 0) || done == spec.steps) {
-      EvalPoint e = parts.eval ? parts.eval() : EvalPoint{};
+      EvalPoint e = parts.eval ? parts.eval() : EvalPoint{};  // every rank: apps may split the evaluation over ranks
       model.train();
       CurvePoint p{spec.name, done, loss_ema, e.val_loss, acc = e.accuracy, opt.lr()};
       curve.push_back(p);
-      append_metrics_csv(ctx.metrics_csv(), ctx.label, p);
+      if (ctx.writer()) append_metrics_csv(ctx.metrics_csv(), ctx.label, p);
     }
     bar.update(done, loss_ema, acc);
     bool saved = false;
     if ((spec.checkpoint_every > 0 && done % spec.checkpoint_every == 0) || done == spec.steps) save(done), saved = true;
-    if (done < spec.steps && stop_requested()) {
+    double stop = stop_requested() ? 1 : 0;
+    if (par) comm.allreduce_sum(&stop, 1);  // a signal to any rank stops them all at this step
+    if (done < spec.steps && stop > 0) {
       if (!saved) save(done);
       bar.finish();
       throw Interrupted(label + ": interrupted at step " + std::to_string(done) + " of " + std::to_string(spec.steps) +
@@ -123,11 +172,12 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
   bar.finish();
   r.final_loss = loss_ema;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (par) r.comm_seconds = par->comm_seconds();
   return r;
 }
 
-void save_backbone(const nn::Module& m, const std::string& path, const std::vector<std::string>& drop,
-                   const std::map<std::string, std::string>& metadata) {
+static void write_backbone(const nn::Module& m, const std::string& path, const std::vector<std::string>& drop,
+                           const std::map<std::string, std::string>& metadata) {
   std::map<std::string, Tensor> sd;
   for (auto& [n, t] : m.state_dict()) {
     bool dropped = false;
@@ -137,6 +187,12 @@ void save_backbone(const nn::Module& m, const std::string& path, const std::vect
   std::map<std::string, std::string> meta = metadata;
   meta.emplace("format", "pt");
   save_safetensors(path, sd, meta);
+}
+
+void save_backbone(const nn::Module& m, const std::string& path, const std::vector<std::string>& drop,
+                   const std::map<std::string, std::string>& metadata, Communicator& comm) {
+  if (comm.rank() == 0) write_backbone(m, path, drop, metadata);
+  comm.barrier();  // the others load it next
 }
 
 nn::LoadReport load_backbone(nn::Module& m, const std::string& path, const std::vector<std::string>& allow_missing) {

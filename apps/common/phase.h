@@ -13,6 +13,24 @@
 // same curve (rows logged after the checkpoint are dropped from metrics.csv and logged again). So a killed run
 // that resumes ends bit-identical to one that never stopped. Phases chain (pretraining, then fine-tuning) with an
 // explicit partial load between them: save_backbone / load_backbone.
+//
+// Data-parallel (ctx.comm with more than one rank; apps/common/data_parallel.h): every rank draws the same global
+// batch (so the data order does not depend on the number of ranks) and trains on its rows of it - rank r of W gets
+// B/W rows, the first B mod W ranks one more - with its loss weighted by its share n_r / B, so the summed gradient is
+// the global batch's. Rank 0's parameters are broadcast first; gradients are all-reduced during the backward;
+// clipping uses the global norm; rank 0 alone writes checkpoints and logs. Dropout draws a separate stream per rank
+// and step (seeded from the generator's state at the phase start, the step and the rank), so a resume with the same
+// ranks is exact; a single process draws as it always did. A stop request on any rank stops every rank at the
+// same step.
+//
+// Data-parallel (ctx.comm with more than one rank; apps/common/data_parallel.h): every rank draws the same global
+// batch (so the data order does not depend on the number of ranks) and trains on its rows of it - rank r of W gets
+// B/W rows, the first B mod W ranks one more - with its loss weighted by its share n_r / B, so the summed gradient is
+// the global batch's. Rank 0's parameters are broadcast first; gradients are all-reduced during the backward;
+// clipping uses the global norm; rank 0 alone writes checkpoints and logs. Dropout draws a separate stream per rank
+// and step (seeded from the generator's state at the phase start, the step and the rank), so a resume with the same
+// ranks is exact; a single process draws as it always did. A stop request on any rank stops every rank at the
+// same step.
 #pragma once
 #include <functional>
 #include <stdexcept>
@@ -20,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include "apps/common/comm.h"
+#include "apps/common/data_parallel.h"
 #include "apps/common/results.h"
 #include "nn/module.h"
 #include "optim/optimizer.h"
@@ -39,11 +59,14 @@ struct RunContext {
   std::string dir;    // the cell folder, <out>/cells/<cell>
   std::string label;  // "[listops/s4d/scratch seed 0]" for logs
   std::string device = "cpu";
-  bool resume = false;  // continue from checkpoints (otherwise a cell starts afresh)
-  bool quiet = false;   // no progress bar, no log lines
-  int stop_after = -1;  // tests: throw Interrupted after this many steps in this process, as a SIGKILL would
-                        // (no checkpoint is written)
+  bool resume = false;                     // continue from checkpoints (otherwise a cell starts afresh)
+  bool quiet = false;                      // no progress bar, no log lines
+  int stop_after = -1;                     // tests: throw Interrupted after this many steps in this process, as a SIGKILL would
+                                           // (no checkpoint is written)
+  Communicator* comm = &single_process();  // data-parallel: the ranks of this job (comm.h)
+  DataParallelOptions parallel;            // data-parallel: ZeRO-1, bucket size (data_parallel.h)
   std::string metrics_csv() const { return dir + "/metrics.csv"; }
+  bool writer() const { return comm->rank() == 0; }  // only rank 0 writes files and logs
 };
 
 struct PhaseSpec {
@@ -58,6 +81,7 @@ struct PhaseSpec {
 struct Step {
   int step = 0;   // the optimizer step (0-based)
   int micro = 0;  // the micro-batch within it (< accum)
+  int rank = 0;   // data-parallel: this rank, whose shard of the global batch the loss sees (draw per-rank noise)
 };
 
 // What eval() measured; val_loss NaN / accuracy -1 where it does not measure it.
@@ -81,7 +105,8 @@ struct PhaseResult {
   double final_loss = 0;  // the smoothed training loss at the end
   int steps_run = 0;      // steps executed in this process (for steps/s)
   double seconds = 0;
-  int start = 0;  // the step this process started from (> 0 after a resume)
+  int start = 0;            // the step this process started from (> 0 after a resume)
+  double comm_seconds = 0;  // data-parallel: time spent waiting on gradient and parameter communication
 };
 
 // Runs the phase, appending its evaluations to `curve` (which a resume replaces by the checkpoint's).
@@ -95,9 +120,10 @@ void apply_update(nn::Module& m, optim::Optimizer& opt, double clip);
 std::vector<CurvePoint> saved_curve(const std::string& phase_dir);
 
 // ---- chaining phases ----
-// Save the weights of `m` whose names start with none of `drop` (e.g. a pretraining head) as safetensors.
+// Save the weights of `m` whose names start with none of `drop` (e.g. a pretraining head) as safetensors; with
+// several ranks rank 0 writes and every rank waits until it has.
 void save_backbone(const nn::Module& m, const std::string& path, const std::vector<std::string>& drop,
-                   const std::map<std::string, std::string>& metadata = {});
+                   const std::map<std::string, std::string>& metadata = {}, Communicator& comm = single_process());
 // Load such a file into `m`; names starting with one of `allow_missing` may be absent (e.g. a fresh head).
 nn::LoadReport load_backbone(nn::Module& m, const std::string& path, const std::vector<std::string>& allow_missing);
 

@@ -62,14 +62,16 @@ static harness::PhaseResult train(bool pretrain, LraModel& m, Generator& dropout
   parts.rngs = {{"dropout", &dropout}};
   if (pretrain) {
     parts.loss = [&](const tasks::Batch& b, const harness::Step& s) {
-      std::mt19937_64 rng((uint64_t)c.seed * 1000003ull + (uint64_t)s.step + (uint64_t)s.micro * 1000000007ull);  // resume-exact
+      // resume-exact; each data-parallel rank corrupts its own rows with its own stream (rank 0's is the one-process one)
+      std::mt19937_64 rng((uint64_t)c.seed * 1000003ull + (uint64_t)s.step + (uint64_t)s.micro * 1000000007ull +
+                          (uint64_t)s.rank * 0x9E3779B97F4A7C15ull);
       return pretrain_loss(m, b, c, data.train.pad_id, rng);
     };
-    parts.eval = [&] { return harness::EvalPoint{pretrain_val_loss(m, data.val, c, c.eval_batches), -1}; };
+    parts.eval = [&] { return harness::EvalPoint{pretrain_val_loss(m, data.val, c, c.eval_batches, *ctx.comm), -1}; };
   } else {
     parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return classification_loss(m, b); };
     parts.eval = [&] {
-      SplitEval e = evaluate_split(m, data.val, c.batch, c.eval_batches);
+      SplitEval e = evaluate_split(m, data.val, c.batch, c.eval_batches, *ctx.comm);
       return harness::EvalPoint{e.loss, e.accuracy};
     };
   }
@@ -84,7 +86,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   harness::CellResult res;
   std::vector<harness::CurvePoint> curve_pre, curve_ft;
   int steps_run = 0;
-  double train_seconds = 0;
+  double train_seconds = 0, comm_seconds = 0;
 
   // 1. self-pretraining on the training split (its labels unused), then keep the backbone only
   const std::string backbone = ctx.dir + "/backbone.safetensors";
@@ -92,8 +94,9 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
     Generator g((uint64_t)c.seed);
     LraModel m(c, shape, causal, g);
     harness::PhaseResult pr = train(true, m, g, data, c, ctx, curve_pre);
-    steps_run += pr.steps_run, train_seconds += pr.seconds;
-    harness::save_backbone(m, backbone, kHeads, {{"dl.cell", c.key()}, {"dl.pretrain_steps", std::to_string(c.pretrain_steps)}});
+    steps_run += pr.steps_run, train_seconds += pr.seconds, comm_seconds += pr.comm_seconds;
+    harness::save_backbone(m, backbone, kHeads, {{"dl.cell", c.key()}, {"dl.pretrain_steps", std::to_string(c.pretrain_steps)}},
+                           *ctx.comm);
   }
   if (spt) {
     if (curve_pre.empty()) curve_pre = harness::saved_curve(ctx.dir + "/pretrain");  // this process resumed after pretraining
@@ -124,10 +127,11 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   }
   res.params = m.num_parameters() - m.pretrain_head_params();
   harness::PhaseResult fr = train(false, m, g, data, c, ctx, curve_ft);
-  steps_run += fr.steps_run, train_seconds += fr.seconds;
+  steps_run += fr.steps_run, train_seconds += fr.seconds, comm_seconds += fr.comm_seconds;
 
   // 3. final evaluation on the whole validation split and the test split
-  SplitEval val = evaluate_split(m, data.val, c.batch, 0), test = evaluate_split(m, data.test, c.batch, c.test_batches);
+  SplitEval val = evaluate_split(m, data.val, c.batch, 0, *ctx.comm),
+            test = evaluate_split(m, data.test, c.batch, c.test_batches, *ctx.comm);
   res.metrics["val_acc"] = val.accuracy;
   res.metrics["test_acc"] = test.accuracy;
   res.test_examples = test.examples;
@@ -138,8 +142,11 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   res.curve.insert(res.curve.end(), curve_ft.begin(), curve_ft.end());
   res.extra = {{"steps", c.steps}, {"pretrain_steps", spt ? c.pretrain_steps : 0}, {"val_examples", val.examples}};
   res.steps_per_s = train_seconds > 0 ? steps_run / train_seconds : 0;
-  m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
-  write_learned_kernels(m, ctx.dir, m.shape.max_len, kernels);
+  if (ctx.comm->size() > 1) res.extra["comm_s_per_step"] = steps_run > 0 ? comm_seconds / steps_run : 0;
+  if (ctx.writer()) {
+    m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+    write_learned_kernels(m, ctx.dir, m.shape.max_len, kernels);
+  }
   if (!ctx.quiet) std::cerr << ctx.label << " val " << 100 * val.accuracy << "%  test " << 100 * test.accuracy << "%\n";
   return res;
 }

@@ -11,6 +11,7 @@
 namespace lra {
 
 using namespace dl;
+namespace harness = dl::harness;
 
 const tasks::TaskData& task_data(const CellConfig& c) {
   static std::map<std::string, std::unique_ptr<tasks::TaskData>> cache;
@@ -162,43 +163,50 @@ static tasks::Batcher in_order(const tasks::Dataset& d, int batch) {
   return tasks::Batcher(d, bc);
 }
 
-SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int max_batches) {
+SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int max_batches, harness::Communicator& comm) {
   NoGradGuard ng;
   m.eval();
   tasks::Batcher bt = in_order(d, batch);
   int64_t nb = bt.batches_per_epoch();
   if (max_batches > 0) nb = std::min<int64_t>(nb, max_batches);
-  int64_t correct = 0;
-  double loss_sum = 0;
-  SplitEval r;
+  double sums[3] = {0, 0, 0};  // correct, loss x examples, examples
   for (int64_t i = 0; i < nb; i++) {
     tasks::Batch b = bt.next();
+    if (i % comm.size() != comm.rank()) continue;  // another rank's batch
     Inputs a = to_inputs(b), c2;
     if (m.shape.two_tower) c2 = to_inputs(b, true);
     Var logits = m.classify(a, m.shape.two_tower ? &c2 : nullptr);  // (B, classes)
     Tensor pred = argmax(logits, 1);
-    for (int j = 0; j < b.batch_size; j++) correct += pred.data<int64_t>()[j] == b.labels[j];
-    loss_sum += cross_entropy(logits, labels_of(b)).item() * b.batch_size;
-    r.examples += b.batch_size;
+    for (int j = 0; j < b.batch_size; j++) sums[0] += pred.data<int64_t>()[j] == b.labels[j];
+    sums[1] += cross_entropy(logits, labels_of(b)).item() * b.batch_size;
+    sums[2] += b.batch_size;
   }
+  comm.allreduce_sum(sums, 3);
   m.train();
-  if (r.examples) r.accuracy = (double)correct / r.examples, r.loss = loss_sum / r.examples;
+  SplitEval r;
+  r.examples = (int64_t)sums[2];
+  if (r.examples) r.accuracy = sums[0] / sums[2], r.loss = sums[1] / sums[2];
   return r;
 }
 
-double pretrain_val_loss(LraModel& m, const tasks::Dataset& d, const CellConfig& c, int max_batches) {
+double pretrain_val_loss(LraModel& m, const tasks::Dataset& d, const CellConfig& c, int max_batches,
+                         harness::Communicator& comm) {
   NoGradGuard ng;
   m.eval();
   tasks::Batcher bt = in_order(d, c.batch);
   int64_t nb = std::min<int64_t>(bt.batches_per_epoch(), std::max(1, max_batches));
   std::mt19937_64 rng(12345);  // fixed corruption so validation losses are comparable across evaluations
-  double s = 0;
+  double sums[2] = {0, 0};     // losses, batches
   for (int64_t i = 0; i < nb; i++) {
     tasks::Batch b = bt.next();
-    s += objective_loss(m, make_pretrain_batch(b, false, c.regime, c.mask_prob, m.shape.vocab, d.pad_id, rng)).item();
+    PretrainBatch pb =
+        make_pretrain_batch(b, false, c.regime, c.mask_prob, m.shape.vocab, d.pad_id, rng);  // every rank draws alike
+    if (i % comm.size() != comm.rank()) continue;
+    sums[0] += objective_loss(m, pb).item(), sums[1] += 1;
   }
+  comm.allreduce_sum(sums, 2);
   m.train();
-  return s / nb;
+  return sums[0] / sums[1];
 }
 
 }  // namespace lra

@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "apps/common/comm.h"
 #include "config.h"
 #include "model.h"
 #include "tasks/batching.h"
@@ -39,8 +40,11 @@ struct SplitEval {
   int64_t examples = 0;
 };
 // Accuracy and mean cross-entropy over a split (all of it, or its first max_batches batches in dataset order).
-SplitEval evaluate_split(LraModel& m, const dl::tasks::Dataset& d, int batch, int max_batches);
+// With several ranks each evaluates every size-th batch and the sums are all-reduced: every rank gets the result.
+SplitEval evaluate_split(LraModel& m, const dl::tasks::Dataset& d, int batch, int max_batches,
+                         dl::harness::Communicator& comm = dl::harness::single_process());
 // The pretraining loss on (the first max_batches batches of) a split, with a fixed corruption so evaluations compare.
-double pretrain_val_loss(LraModel& m, const dl::tasks::Dataset& d, const CellConfig& c, int max_batches);
+double pretrain_val_loss(LraModel& m, const dl::tasks::Dataset& d, const CellConfig& c, int max_batches,
+                         dl::harness::Communicator& comm = dl::harness::single_process());
 
 }  // namespace lra

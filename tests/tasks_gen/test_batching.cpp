@@ -202,3 +202,27 @@ TEST(Batching, PositionStringErrors) {
   p.index = 99;
   EXPECT_THROW(b.set_position(p), DataError);
 }
+
+// A data-parallel rank's shard: rows [begin, begin + count) of every field, the padded length kept.
+TEST(Batching, SliceRowsCutsEveryFieldAlike) {
+  Dataset d = token_dataset();
+  BatcherConfig c;
+  c.batch_size = 8;
+  Batcher bt(d, c);
+  Batch b = bt.next();
+  Batch s = slice_rows(b, 3, 4);
+  ASSERT_EQ(s.batch_size, 4);
+  EXPECT_EQ(s.seq_len, b.seq_len);
+  for (int i = 0; i < 4; i++) {
+    EXPECT_EQ(s.labels[i], b.labels[3 + i]);
+    EXPECT_EQ(s.indices[i], b.indices[3 + i]);
+    EXPECT_EQ(s.lengths[i], b.lengths[3 + i]);
+    for (int t = 0; t < b.seq_len; t++) {
+      EXPECT_EQ(s.tokens[i * b.seq_len + t], b.tokens[(3 + i) * b.seq_len + t]);
+      EXPECT_EQ(s.mask[i * b.seq_len + t], b.mask[(3 + i) * b.seq_len + t]);
+    }
+  }
+  Batch all = slice_rows(b, 0, 8);
+  EXPECT_TRUE(same_batch(all, b));
+  EXPECT_THROW(slice_rows(b, 6, 3), DataError);
+}

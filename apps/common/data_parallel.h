@@ -1,0 +1,82 @@
+// apps/common/data_parallel.h - data-parallel training over a Communicator (comm.h): every rank runs the same model
+// on its shard of each global batch, and the gradients are summed across ranks as they come out of the backward.
+//
+//   start     rank 0's parameters are broadcast, so every replica starts equal
+//   backward  the model's trainable parameters, in reverse order (the order their gradients complete), form
+//             buckets of about bucket_bytes; a parameter's grad_hook (autograd/variable.h) marks it ready, and a
+//             bucket whose parameters are all ready is launched as a non-blocking all-reduce - in bucket order, the
+//             same on every rank - while the backward goes on towards the input
+//   finish    wait for the buckets, copy the sums back into the gradients
+// Each rank's loss is already weighted by its share of the global batch (n_rank / B), so the SUM over ranks is the
+// gradient of the global batch's mean loss; the ranks then hold equal gradients, clip them alike and take the same
+// optimizer step, so the replicas stay equal without a second broadcast.
+//
+// ZeRO stage 1 (zero1): the optimizer state is sharded by parameter (each parameter has one owner rank, assigned
+// greedily by size, largest first, to the least loaded rank, as FairScale's OSS does). A parameter's gradient is
+// reduced to its owner only; the global gradient norm for clipping is the all-reduced sum of the owners' squared
+// norms; each rank steps only the parameters it owns (the optimizer skips parameters without a gradient and never
+// creates state for them), then every owner broadcasts its updated parameters. Checkpoints hold the whole state:
+// gather_optimizer_state() collects the owners' moments on rank 0 before a save, and keep_own_optimizer_state()
+// drops the others' after a load (so a run resumes with any number of ranks, with or without zero1).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "apps/common/comm.h"
+#include "nn/module.h"
+#include "optim/optimizer.h"
+
+namespace dl::harness {
+
+struct DataParallelOptions {
+  bool zero1 = false;
+  int64_t bucket_bytes = 25 << 20;  // PyTorch DDP's default bucket size
+};
+
+class DataParallel {
+ public:
+  DataParallel(nn::Module& model, optim::Optimizer& opt, Communicator& comm, DataParallelOptions o = {});
+  ~DataParallel();  // removes the gradient hooks
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  void broadcast_parameters();      // rank 0's values everywhere
+  void arm();                       // the next backward is the step's last: reduce its gradients as they complete
+  void finish();                    // wait; every gradient the rank needs is the sum over ranks (zero1: its own only)
+  double clip(double max_norm);     // clip by the global gradient norm (0: no clipping); returns the norm
+  void after_step();                // zero1: owners broadcast their updated parameters
+  void gather_optimizer_state();    // zero1: rank 0's optimizer holds every parameter's state (before a save)
+  void keep_own_optimizer_state();  // zero1: forget the state of parameters this rank does not own
+
+  int owner(size_t param) const { return owner_.at(param); }  // zero1; plain data-parallel: -1
+  double comm_seconds() const { return comm_s_; }             // time spent waiting on communication so far
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into params_
+    std::vector<float> flat;     // the gradients, packed
+    int owner = -1;              // zero1: the rank that reduces and updates it
+    size_t ready = 0;
+    Communicator::Handle handle = 0;
+    bool launched = false;
+  };
+  void on_ready(size_t param);
+  void launch_ready_buckets();
+  void launch(Bucket& b);
+
+  nn::Module& model_;
+  optim::Optimizer& opt_;
+  Communicator& comm_;
+  DataParallelOptions o_;
+  std::vector<Var> params_;         // trainable, in reverse order
+  std::vector<std::string> names_;  // their optimizer names
+  std::vector<size_t> bucket_of_;   // per parameter
+  std::vector<int> owner_;          // per parameter (zero1)
+  std::vector<Bucket> buckets_;
+  size_t next_launch_ = 0;
+  bool armed_ = false;
+  double comm_s_ = 0;
+};
+
+}  // namespace dl::harness
