@@ -131,6 +131,10 @@ TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
   }
   std::string md = harness::read_text(o.out + "/results.md");
   for (auto& m : p.values[1]) EXPECT_NE(md.find("| listops | " + m + " | spt-masked | 1 |"), std::string::npos) << md;
+  // the footer says which gains stand out of the noise and what the SSM-Transformer gap did
+  EXPECT_NE(md.find("SPT gains beyond two standard errors: "), std::string::npos) << md;
+  EXPECT_NE(md.find("listops/s4d spt-masked "), std::string::npos) << md;
+  EXPECT_NE(md.find("SSM minus the Transformer's (paired by seed): listops s4d: scratch "), std::string::npos) << md;
   auto all = json::parse(harness::read_text(o.out + "/results.json"));
   ASSERT_EQ(all.at("cells").size(), 4u);
   EXPECT_EQ(all.at("table").at("rows").size(), 4u);
@@ -293,7 +297,7 @@ TEST(LraLearning, BothModelsLearnListOpsWellAboveChance) {
   std::string d = dl::test::app_temp_dir("learning");
   harness::Experiment e = experiment();
   harness::Preset p = load_preset("tiny");
-  const std::vector<std::string> small = {"d_model=32", "layers=2", "seq_len=64", "train_size=1000", "val_size=256",
+  const std::vector<std::string> small = {"d_model=32",   "layers=2",  "seq_len=64",   "train_size=1000",    "val_size=256",
                                           "test_size=64", "steps=300", "eval_every=0", "checkpoint_every=0", "d_state=16"};
   for (auto& model : {"s4d", "transformer"}) {
     SCOPED_TRACE(model);
