@@ -5,6 +5,7 @@
 
 #include "autograd/linalg.h"
 #include "nn/fused/fused_attention.h"
+#include "nn/fused/qkv_attention.h"
 #include "nn/init.h"
 #include "tensor/safetensors.h"
 
@@ -29,14 +30,19 @@ GPT2Attention::GPT2Attention(const GPT2Config& c, Generator& g) : cfg(c) {
   resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(c.dropout, g));
 }
 
-Var GPT2Attention::forward(const Var& x) {
+Var GPT2Attention::forward(const Var& x, Var* weights) {
   const int64_t C = cfg.n_embd;
-  Var qkv = c_attn->forward(x);                           // (B, T, 3C)
+  Var qkv = c_attn->forward(x);  // (B, T, 3C)
+  const bool dropping = is_training() && cfg.dropout > 0;
+  if (!weights && !(cfg.fused_attention && !dropping) && x.dtype() == DType::f32 && x.data().device() == Device::cpu)
+    // the packed path: one primitive on sgemm, no T x T tensor kept (nn/fused/qkv_attention.h)
+    return resid_dropout->forward(
+        c_proj->forward(qkv_attention(qkv, cfg.n_head, true, cfg.dropout, is_training(), *attn_dropout->gen, Tensor())));
   Var q = split_heads(narrow(qkv, 2, 0, C), cfg.n_head);  // (B, NH, T, HS)
   Var k = split_heads(narrow(qkv, 2, C, C), cfg.n_head);
   Var v = split_heads(narrow(qkv, 2, 2 * C, C), cfg.n_head);
   Var y;
-  if (cfg.fused_attention && !(is_training() && cfg.dropout > 0)) {
+  if (cfg.fused_attention && !dropping && !weights) {
     y = fused_attention(q, k, v, Tensor(), true);
   } else {
     SDPAOptions o;
@@ -44,7 +50,7 @@ Var GPT2Attention::forward(const Var& x) {
     o.dropout = cfg.dropout;
     o.training = is_training();
     o.gen = attn_dropout->gen;
-    y = scaled_dot_product_attention(q, k, v, o);
+    y = scaled_dot_product_attention(q, k, v, o, weights);
   }
   return resid_dropout->forward(c_proj->forward(merge_heads(y)));
 }
@@ -64,8 +70,8 @@ GPT2Block::GPT2Block(const GPT2Config& c, Generator& g) {
   mlp = register_module("mlp", std::make_shared<GPT2MLP>(c, g));
 }
 
-Var GPT2Block::forward(const Var& x0) {
-  Var x = x0 + attn->forward(ln_1->forward(x0));
+Var GPT2Block::forward(const Var& x0, Var* attention) {
+  Var x = x0 + attn->forward(ln_1->forward(x0), attention);
   return x + mlp->forward(ln_2->forward(x));
 }
 
@@ -82,11 +88,18 @@ Var GPT2Transformer::forward(const Var& idx_v) {
   const Tensor& idx = idx_v.data();
   if (idx.dim() != 2 || idx.dtype() != DType::i64)
     fail("GPT2: expected token ids (B, T) of dtype i64, found " + shape_str(idx.shape()) + " " + dtype_name(idx.dtype()));
-  const int64_t T = idx.size(1);
+  return forward_embeds(wte->forward(idx));
+}
+
+Var GPT2Transformer::forward_embeds(const Var& embeds, std::vector<Var>* attention) {
+  if (embeds.dim() != 3 || embeds.size(2) != cfg.n_embd)
+    fail("GPT2: expected input embeddings (B, T, " + std::to_string(cfg.n_embd) + "), found " + shape_str(embeds.shape()));
+  const int64_t T = embeds.size(1);
   if (T > cfg.n_positions)
     fail("GPT2: sequence length " + std::to_string(T) + " > n_positions " + std::to_string(cfg.n_positions));
-  Var x = drop->forward(wte->forward(idx) + narrow(wpe->weight, 0, 0, T));  // (B, T, C)
-  for (auto& b : h->items()) x = b->forward(x);
+  Var x = drop->forward(embeds + narrow(wpe->weight, 0, 0, T));  // (B, T, C)
+  if (attention) attention->assign(h->size(), Var());
+  for (size_t i = 0; i < h->size(); i++) x = (*h)[i].forward(x, attention ? &(*attention)[i] : nullptr);
   return ln_f->forward(x);
 }
 

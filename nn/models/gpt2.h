@@ -2,9 +2,10 @@
 // released 124M weights load as they are (load_gpt2_hf).
 //
 // Shape letters: B batch, T time, C = n_embd, NH = n_head, HS = C / NH, V vocab.
-//   x      = wte[idx] + wpe[0..T)                                      (B, T, C)
+//   x      = wte[idx] + wpe[0..T)  (or given embeddings + wpe)            (B, T, C)
 //   block  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))               (pre-LN)
-//          attn: q, k, v = split(c_attn(x)); causal softmax attention; c_proj
+//          attn: q, k, v = split(c_attn(x)); causal softmax attention; c_proj  (f32 CPU: the packed
+//          path, nn/fused/qkv_attention.h; the composed one when the weights are asked for)
 //          mlp:  c_proj(gelu_tanh(c_fc(x)))                           (HF's "gelu_new")
 //   logits = ln_f(x) wte^T                                            (B, T, V)   lm_head tied to wte
 // Names: transformer.wte.weight, transformer.wpe.weight, transformer.h.<i>.{ln_1, attn.c_attn, attn.c_proj,
@@ -34,7 +35,8 @@ class GPT2Attention : public Module {
  public:
   GPT2Attention(const GPT2Config& c, Generator& g);
   std::string type_name() const override { return "GPT2Attention"; }
-  Var forward(const Var& x);  // (B, T, C), causal
+  // (B, T, C), causal; weights: the softmax weights (B, NH, T, T) when asked (composed path)
+  Var forward(const Var& x, Var* weights = nullptr);
   std::shared_ptr<Conv1D> c_attn, c_proj;
   std::shared_ptr<Dropout> attn_dropout, resid_dropout;
   GPT2Config cfg;
@@ -53,7 +55,7 @@ class GPT2Block : public Module {
  public:
   GPT2Block(const GPT2Config& c, Generator& g);
   std::string type_name() const override { return "GPT2Block"; }
-  Var forward(const Var& x);
+  Var forward(const Var& x, Var* attention = nullptr);
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<GPT2Attention> attn;
   std::shared_ptr<GPT2MLP> mlp;
@@ -64,6 +66,9 @@ class GPT2Transformer : public Module {  // HF's GPT2Model: the "transformer." p
   GPT2Transformer(const GPT2Config& c, Generator& g);
   std::string type_name() const override { return "GPT2Transformer"; }
   Var forward(const Var& idx);  // (B, T) i64 -> ln_f output (B, T, C)
+  // HF's inputs_embeds: embeddings (B, T, C) instead of token ids (wte unused), as FPT feeds GPT-2; attention, if
+  // given, receives each block's softmax weights (B, NH, T, T)
+  Var forward_embeds(const Var& embeds, std::vector<Var>* attention = nullptr);
   std::shared_ptr<Embedding> wte, wpe;
   std::shared_ptr<ModuleList<GPT2Block>> h;
   std::shared_ptr<LayerNorm> ln_f;

@@ -315,3 +315,30 @@ TEST(TransformerGradcheck, Blocks) {
     EXPECT_TRUE(module_gradcheck(m, {}, [&] { return m.decode_logits(dec, m.encode(ids, mask), mask); })) << "T5";
   }
 }
+
+// GPT-2's attention runs the packed primitive unless its weights are asked for; both paths agree, and the weights
+// are causal rows of a softmax.
+TEST(GPT2, PackedAttentionEqualsComposedAndWeightsAreCausal) {
+  Generator g(9);
+  GPT2Config c;
+  c.vocab_size = 11, c.n_positions = 8, c.n_embd = 8, c.n_layer = 2, c.n_head = 2;
+  GPT2Transformer t(c, g);
+  Var x(randn({2, 6, 8}, g), true), x2(x.data().clone(), true);
+  std::vector<Var> att;
+  Var packed = t.forward_embeds(x), composed = t.forward_embeds(x2, &att);
+  EXPECT_TRUE(all_close(packed.data(), composed.data(), kAgreeF32, "forward"));
+  Tensor gout = randn(packed.shape(), g);
+  packed.backward(gout), composed.backward(gout);
+  EXPECT_TRUE(all_close(x.grad(), x2.grad(), kAgreeF32, "d embeddings"));
+  ASSERT_EQ(att.size(), 2u);
+  Tensor w = att[1].data().contiguous();  // (B, NH, T, T)
+  ASSERT_EQ(w.shape(), (Shape{2, 2, 6, 6}));
+  for (int64_t t0 = 0; t0 < 6; t0++) {
+    double row = 0;
+    for (int64_t s = 0; s < 6; s++) {
+      row += w.at({1, 1, t0, s});
+      if (s > t0) EXPECT_EQ(w.at({1, 1, t0, s}), 0.0) << "query " << t0 << " sees key " << s;
+    }
+    EXPECT_NEAR(row, 1.0, 1e-5);
+  }
+}
