@@ -1,6 +1,7 @@
 // tests/apps/app_test_util.h - what the app tests share: a fresh scratch folder.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace dl::test {
@@ -11,6 +12,16 @@ inline std::string app_temp_dir(const std::string& name) {
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
+}
+
+// The message of the exception f throws, or "" (the app tests link no op harness).
+inline std::string error_text(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace dl::test

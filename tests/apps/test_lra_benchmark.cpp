@@ -10,13 +10,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "app.h"
+#include "apps/lra_benchmark/app.h"
 #include "app_test_util.h"
 #include "apps/common/experiment.h"
-#include "cell.h"
-#include "config.h"
-#include "data.h"
-#include "model.h"
+#include "apps/lra_benchmark/cell.h"
+#include "apps/lra_benchmark/config.h"
+#include "apps/lra_benchmark/data.h"
+#include "apps/lra_benchmark/model.h"
 #include "tensor/safetensors.h"
 
 using namespace lra;

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "model.h"
-#include "speed.h"
+#include "apps/lra_benchmark/model.h"
+#include "apps/lra_benchmark/speed.h"
 
 using namespace lra;
 namespace fs = std::filesystem;

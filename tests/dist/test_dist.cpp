@@ -15,8 +15,8 @@
 
 #include "apps/common/comm.h"
 #include "apps/common/phase.h"
-#include "data.h"
-#include "model.h"
+#include "apps/lra_benchmark/data.h"
+#include "apps/lra_benchmark/model.h"
 #include "nn/registry.h"
 #include "nn/residual_block.h"
 #include "optim/adam.h"

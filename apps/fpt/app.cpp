@@ -1,0 +1,31 @@
+// apps/fpt/app.cpp - see app.h.
+#include "app.h"
+
+#include "cell.h"
+#include "config.h"
+#include "report.h"
+
+namespace fpt {
+
+namespace harness = dl::harness;
+
+harness::Experiment experiment() {
+  harness::Experiment e;
+  e.name = "fpt";
+  e.description = "FPT: frozen pretrained transformers as universal computation engines (Lu et al. 2021)";
+  e.presets_dir = presets_dir();
+  for (auto& a : axes()) e.axes.push_back({a, "", a.name});
+  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    return resolve_cell(p, v[0], v[1], sets).to_json();
+  };
+  e.run_cell = run_cell;
+  e.report = fpt_report;
+  e.list = [](std::ostream& os) {
+    os << "arms: fpt (language-pretrained, attention and feed-forward frozen), full (random, all trained), full_lang\n"
+          "  (language-pretrained, all trained), lstm, random / bitmem (frozen as fpt), out_only, out_in, out_in_pos,\n"
+          "  fpt_ff, fpt_attn (the parameter ablations)\n";
+  };
+  return e;
+}
+
+}  // namespace fpt

@@ -1,0 +1,118 @@
+// apps/fpt/cell.cpp - see cell.h.
+#include "cell.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "data.h"
+#include "model.h"
+#include "nn/models/gpt2.h"
+#include "optim/adam.h"
+#include "pretrain.h"
+
+namespace fpt {
+
+using namespace dl;
+namespace harness = dl::harness;
+
+std::string source_of(const std::string& arm) {
+  if (arm == "lstm") return "none";
+  if (arm == "random" || arm == "full") return "random";
+  if (arm == "bitmem") return "bit_memory";
+  return "language";
+}
+
+// Accuracy on a split (bits or examples right over those counted), split over the ranks.
+static double accuracy(FptModel& m, const FptTask& t, const tasks::Dataset& d, int batch, int max_batches,
+                       harness::Communicator& comm) {
+  NoGradGuard ng;
+  m.eval();
+  tasks::Batcher bt(d, {batch, 0, false});
+  int64_t nb = bt.batches_per_epoch();
+  if (max_batches > 0) nb = std::min<int64_t>(nb, max_batches);
+  double sums[2] = {0, 0};
+  for (int64_t i = 0; i < nb; i++) {
+    tasks::Batch b = bt.next();
+    if (i % comm.size() != comm.rank()) continue;
+    int64_t n = 0;
+    sums[0] += m.correct(to_batch(t, b), &n), sums[1] += n;
+  }
+  comm.allreduce_sum(sums, 2);
+  m.train();
+  return sums[1] > 0 ? sums[0] / sums[1] : 0;
+}
+
+// Put the source's weights into the model's transformer.
+static nlohmann::json load_source(FptModel& m, const CellConfig& c, const harness::RunContext& ctx) {
+  const std::string source = source_of(c.arm);
+  if (source == "none" || source == "random") return {{"source", source}};
+  if (source == "language" && !c.pretrained.empty()) {  // a real Hugging Face GPT-2 file
+    nn::GPT2Config fc = nn::gpt2_config_from_file(c.pretrained, c.heads);
+    if (fc.n_embd != c.d_model || fc.n_layer != c.layers)
+      throw ConfigError(c.pretrained + ": a GPT-2 with " + std::to_string(fc.n_layer) + " layers of width " +
+                        std::to_string(fc.n_embd) + ", but the cell asks for " + std::to_string(c.layers) + " x " +
+                        std::to_string(c.d_model) + " (--set layers=" + std::to_string(fc.n_layer) +
+                        " --set d_model=" + std::to_string(fc.n_embd) + ")");
+    Generator g(0);
+    fc.dropout = c.dropout;
+    nn::GPT2Model hf(fc, g);
+    nn::load_gpt2_hf(hf, c.pretrained);
+    m.transformer().load_state_dict(hf.transformer->state_dict());  // strict: the same architecture
+    return {{"source", "language"}, {"file", c.pretrained}};
+  }
+  PretrainedInfo p = pretrained_transformer(source, c, ctx);
+  nn::LoadOptions lo;
+  lo.allow_missing = {"input.", "output.", "lstm."};
+  m.load(p.path, lo);
+  nlohmann::json out = {{"source", source}, {"file", p.path}};
+  for (const char* k : {"val_loss_per_byte", "val_perplexity_per_byte", "val_bit_accuracy", "seconds", "steps"})
+    if (p.info.contains(k)) out[k] = p.info[k];
+  return out;
+}
+
+harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
+  const CellConfig c = CellConfig::from_json(cell.config, cell.label() + " config");
+  const FptTask& task = fpt_task(c);
+  Generator g((uint64_t)c.seed);
+  FptModel m(c, task, g);
+  harness::CellResult res;
+  res.extra["pretrained"] = load_source(m, c, ctx);
+  const int frozen = m.freeze();
+  res.params = m.num_parameters();
+  res.extra["trainable_params"] = m.num_parameters(true);
+  res.extra["frozen_tensors"] = frozen;
+
+  optim::AdamOptions ao;  // universal-computation: torch.optim.Adam, no weight decay, no schedule
+  ao.lr = c.lr;
+  optim::Adam opt(m.parameters(true), ao);
+  tasks::Batcher batches(task.data.train, {c.batch, (uint64_t)c.seed * 7919 + 5, true, true});
+  harness::PhaseParts parts;
+  parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return m.loss(to_batch(task, b)); };
+  parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, task, task.data.val, c.batch, c.eval_batches, *ctx.comm)}; };
+  harness::PhaseResult pr =
+      harness::run_phase({"train", c.steps, c.accum, c.clip, c.eval_every, c.checkpoint_every}, parts, ctx, res.curve);
+
+  const double val = accuracy(m, task, task.data.val, c.batch, 0, *ctx.comm),
+               test = accuracy(m, task, task.data.test, c.batch, 0, *ctx.comm);
+  res.metrics = {{"val_acc", val}, {"test_acc", test}};
+  // bits: every bit of every example counts (the paper's per-bit accuracy); classification: every example
+  res.test_examples = (int64_t)task.data.test.examples.size() * (task.bits ? task.readout * task.patch : 1);
+  res.extra["val_examples"] = (int64_t)task.data.val.examples.size() * (task.bits ? task.readout * task.patch : 1);
+  double best = 0;
+  for (auto& p : res.curve) best = std::max(best, p.accuracy);
+  for (auto& p : res.curve)  // training efficiency: the first evaluation within 1 point of the best one
+    if (p.accuracy >= best - 0.01) {
+      res.extra["steps_to_best"] = p.step;
+      break;
+    }
+  res.steps_per_s = pr.seconds > 0 ? pr.steps_run / pr.seconds : 0;
+  if (ctx.writer())
+    m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+  if (!ctx.quiet)
+    std::cerr << ctx.label << " val " << 100 * val << "%  test " << 100 * test << "%  (" << res.extra["trainable_params"]
+              << " of " << res.params << " parameters trained)\n";
+  return res;
+}
+
+}  // namespace fpt

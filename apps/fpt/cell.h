@@ -1,0 +1,18 @@
+// apps/fpt/cell.h - one FPT cell (task, arm, seed): the frozen transformer from its source (language, random,
+// bit memory) or the LSTM, the arm's trainable set, Adam at a constant lr with clipping (universal-computation's
+// trainer), and accuracy on the whole validation and test splits.
+#pragma once
+#include <string>
+
+#include "apps/common/phase.h"
+#include "apps/common/results.h"
+#include "config.h"
+
+namespace fpt {
+
+// language, random, bit_memory, or none (the LSTM)
+std::string source_of(const std::string& arm);
+
+dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
+
+}  // namespace fpt

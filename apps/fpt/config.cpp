@@ -1,0 +1,59 @@
+// apps/fpt/config.cpp - the cell's fields, their checks and the axes (see config.h).
+#include "config.h"
+
+#include <algorithm>
+
+namespace fpt {
+
+namespace harness = dl::harness;
+
+const std::vector<std::string> kTasks = {"bit_memory", "bit_xor", "listops", "image_patches"};
+const std::vector<std::string> kArms = {"fpt",      "full",   "full_lang",  "lstm",   "random",  "bitmem",
+                                        "out_only", "out_in", "out_in_pos", "fpt_ff", "fpt_attn"};
+
+std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/fpt/presets"; }
+std::vector<harness::Axis> axes() { return {{"task", kTasks}, {"arm", kArms}}; }
+
+CellConfig CellConfig::from_json(const json& j, const std::string& where) {
+  CellConfig c;
+  harness::apply_config(c, j, where);
+  return c;
+}
+
+void CellConfig::validate() const {
+  auto positive = [&](const char* name, double v) {
+    if (v <= 0) throw ConfigError(key() + ": field '" + std::string(name) + "' must be > 0, found " + std::to_string(v));
+  };
+  positive("layers", layers), positive("d_model", d_model), positive("heads", heads), positive("batch", batch);
+  positive("accum", accum), positive("steps", steps), positive("lr", lr), positive("lm_context", lm_context);
+  positive("lm_batch", lm_batch), positive("lm_lr", lm_lr), positive("lstm_layers", lstm_layers);
+  if (d_model % heads)
+    throw ConfigError(key() + ": d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads));
+  if (dropout < 0 || dropout >= 1)
+    throw ConfigError(key() + ": field 'dropout' must be in [0, 1), found " + std::to_string(dropout));
+  if (lm_steps < 0 || bitmem_steps < 0) throw ConfigError(key() + ": lm_steps and bitmem_steps must be >= 0");
+  if (bits < 0 || patterns < 0 || patch < 0)
+    throw ConfigError(key() + ": bits, patterns and patch must be >= 0 (0: the default)");
+}
+
+CellConfig resolve_cell(const harness::Preset& p, const std::string& task, const std::string& arm,
+                        const std::vector<std::string>& overrides) {
+  for (auto& [axis, value] : {std::pair{0, task}, {1, arm}}) {
+    const auto& known = p.axes.at(axis).known;
+    if (std::find(known.begin(), known.end(), value) == known.end())
+      throw ConfigError("unknown " + p.axes[axis].name + " '" + value + "' (known: " + harness::join(known) + ")");
+  }
+  CellConfig c = harness::resolve<CellConfig>(p, {task, arm}, overrides);
+  c.task = task, c.arm = arm;
+  c.validate();
+  return c;
+}
+
+harness::Preset load_preset(const std::string& name_or_path) {
+  harness::Preset p = harness::load_preset(name_or_path, presets_dir(), axes());
+  for (auto& t : p.values[0])
+    for (auto& a : p.values[1]) resolve_cell(p, t, a, {});
+  return p;
+}
+
+}  // namespace fpt

@@ -1,0 +1,216 @@
+// tests/apps/test_fpt.cpp - the FPT app (apps/fpt): which parameters each arm trains, the tasks' patching and
+// readout positions, the language model's pretraining, a miniature run of every arm with exact resume, and a
+// learning test that can fail (FPT solves bit XOR).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "apps/fpt/app.h"
+#include "app_test_util.h"
+#include "apps/common/experiment.h"
+#include "apps/fpt/cell.h"
+#include "apps/fpt/config.h"
+#include "apps/fpt/data.h"
+#include "apps/fpt/model.h"
+#include "apps/fpt/pretrain.h"
+#include "tensor/safetensors.h"
+
+using namespace fpt;
+using namespace dl;
+namespace harness = dl::harness;
+namespace fs = std::filesystem;
+
+namespace {
+
+CellConfig small_cell(const std::string& task, const std::string& arm) {
+  CellConfig c;
+  c.task = task, c.arm = arm, c.layers = 2, c.d_model = 16, c.heads = 2, c.lstm_layers = 2, c.dropout = 0.0;
+  c.train_size = 64, c.val_size = 32, c.test_size = 32, c.batch = 8, c.steps = 6, c.eval_every = 3, c.checkpoint_every = 3;
+  c.lm_steps = 20, c.lm_context = 16, c.lm_batch = 4, c.bitmem_steps = 10;
+  if (task == "bit_memory") c.bits = 20, c.patterns = 3, c.patch = 5;
+  if (task == "listops") c.seq_len = 32;
+  return c;
+}
+
+std::vector<std::string> trained(FptModel& m) {
+  std::vector<std::string> names;
+  for (auto& [n, p] : m.named_parameters(true)) names.push_back(n);
+  return names;
+}
+
+}  // namespace
+
+TEST(FptArms, EachArmTrainsItsSet) {
+  CellConfig c = small_cell("bit_xor", "fpt");
+  const FptTask& t = fpt_task(c);
+  auto count = [&](const std::string& arm) {
+    CellConfig a = c;
+    a.arm = arm;
+    Generator g(0);
+    FptModel m(a, t, g);
+    m.freeze();
+    return trained(m);
+  };
+  // fpt: input (w, b), output (w, b), wpe, and per layer ln_1 and ln_2 (w, b), then ln_f (w, b)
+  std::vector<std::string> fpt = count("fpt");
+  EXPECT_EQ(fpt.size(), 2u + 2u + 1u + 2u * 4u + 2u);
+  for (auto& n : fpt) {
+    EXPECT_EQ(n.find(".attn."), std::string::npos) << n;
+    EXPECT_EQ(n.find(".mlp."), std::string::npos) << n;
+    EXPECT_EQ(n.find("wte"), std::string::npos) << n;
+  }
+  EXPECT_EQ(count("random"), fpt);
+  EXPECT_EQ(count("bitmem"), fpt);
+  EXPECT_EQ(count("out_only"), (std::vector<std::string>{"output.weight", "output.bias"}));
+  EXPECT_EQ(count("out_in").size(), 4u);
+  EXPECT_EQ(count("out_in_pos").size(), 5u);
+  // per layer: attention has c_attn and c_proj (w, b) = 4, the feed-forward c_fc and c_proj = 4
+  EXPECT_EQ(count("fpt_attn").size(), fpt.size() + 2u * 4u);
+  EXPECT_EQ(count("fpt_ff").size(), fpt.size() + 2u * 4u);
+  CellConfig f = c;
+  f.arm = "full";
+  Generator g(0);
+  FptModel full(f, t, g);
+  full.freeze();
+  EXPECT_EQ(trained(full).size(), full.named_parameters().size() - 1) << "full trains everything but wte";
+}
+
+TEST(FptTasks, PatchingAndReadout) {
+  const FptTask& x = fpt_task(small_cell("bit_xor", "fpt"));  // 2 x 5 bits, 1 bit per token
+  EXPECT_TRUE(x.bits);
+  EXPECT_EQ(x.readout, 5);
+  EXPECT_EQ(x.outputs, 2);
+  EXPECT_EQ(x.max_len, 10);
+  tasks::Batcher bt(x.data.train, {4, 0, false});
+  tasks::Batch b = bt.next();
+  FptBatch fb = to_batch(x, b);
+  ASSERT_EQ(fb.features.shape(), (Shape{4, 10, 1}));
+  ASSERT_EQ(fb.targets.shape(), (Shape{4, 5}));
+  for (int64_t i = 0; i < 4; i++)
+    for (int64_t k = 0; k < 5; k++)  // the target is the XOR of the two strings' bits
+      EXPECT_EQ(fb.targets.at({i, k}), (double)((fb.features.at({i, k, 0}) > 0.5) != (fb.features.at({i, 5 + k, 0}) > 0.5)));
+  const FptTask& m = fpt_task(small_cell("bit_memory", "fpt"));  // 3 patterns + query of 20 bits, 5 per token
+  EXPECT_EQ(m.max_len, 16);
+  EXPECT_EQ(m.readout, 4);
+  EXPECT_EQ(m.outputs, 10);
+  // the readout is the last positions: with causal attention, changing the last token changes only the last row
+  CellConfig c = small_cell("bit_memory", "fpt");
+  Generator g(1);
+  FptModel model(c, m, g);
+  model.eval();
+  tasks::Batcher mb(m.data.train, {2, 0, false});
+  FptBatch in = to_batch(m, mb.next()), changed = in;
+  changed.features = in.features.clone();
+  changed.features.narrow(1, 15, 1).fill_(3.0);
+  NoGradGuard ng;
+  Tensor a = model.forward(in).data(), b2 = model.forward(changed).data();
+  ASSERT_EQ(a.shape(), (Shape{2, 4, 10}));
+  for (int64_t r = 0; r < 4; r++) {
+    double diff = 0;
+    for (int64_t i = 0; i < 2; i++)
+      for (int64_t o = 0; o < 10; o++) diff += std::fabs(a.at({i, r, o}) - b2.at({i, r, o}));
+    if (r < 3) EXPECT_EQ(diff, 0.0) << "readout row " << r << " saw the last token";
+    else EXPECT_GT(diff, 0.0) << "the last row did not see the last token";
+  }
+}
+
+TEST(FptPretrain, LanguageModelLowersItsValidationLoss) {
+  CellConfig c = small_cell("bit_xor", "fpt");
+  c.lm_steps = 60, c.lm_batch = 8, c.lm_context = 32;
+  harness::RunContext ctx;
+  ctx.quiet = true;
+  PretrainedInfo p = pretrained_transformer("language", c, ctx, /*rebuild=*/true);
+  ASSERT_TRUE(fs::exists(p.path));
+  auto curve = p.info.at("curve");
+  ASSERT_GE(curve.size(), 2u);
+  double first = curve.front().at("val_loss"), last = curve.back().at("val_loss");
+  EXPECT_LT(last, first - 0.3) << "60 steps should lower the byte loss well below its start";
+  EXPECT_LT(last, std::log(256.0)) << "worse than a uniform byte";
+  EXPECT_GT(p.info.at("corpus").at("brown_documents").get<int>(), 400);
+  // a second call reuses the cached file
+  PretrainedInfo again = pretrained_transformer("language", c, ctx);
+  EXPECT_EQ(again.info.dump(), p.info.dump());
+}
+
+TEST(FptSweep, EveryArmRunsAndResumesExactly) {
+  std::string d = dl::test::app_temp_dir("fpt_arms");
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset("tiny");
+  std::vector<std::string> sets = {"layers=2",    "d_model=16",    "heads=2",      "lstm_layers=2",
+                                   "dropout=0.1", "train_size=64", "val_size=32",  "test_size=32",
+                                   "batch=8",     "steps=6",       "eval_every=3", "checkpoint_every=3",
+                                   "lm_steps=20", "lm_context=16", "lm_batch=4",   "bitmem_steps=10"};
+  harness::SweepOptions o;
+  o.out = d + "/all", o.quiet = true;
+  auto cells = harness::expand_cells(e, p, {{"bit_xor"}, kArms}, {0}, sets);
+  auto rs = harness::run_cells(e, p, cells, o);
+  ASSERT_EQ(rs.size(), kArms.size());
+  std::map<std::string, int64_t> trainable;
+  for (auto& r : rs) {
+    EXPECT_EQ(r.curve.back().step, 6) << r.cell.label();
+    trainable[r.cell.value("arm")] = r.extra.at("trainable_params");
+  }
+  EXPECT_LT(trainable["out_only"], trainable["out_in"]);
+  EXPECT_LT(trainable["out_in"], trainable["out_in_pos"]);
+  EXPECT_LT(trainable["out_in_pos"], trainable["fpt"]);
+  EXPECT_LT(trainable["fpt"], trainable["fpt_ff"]);
+  EXPECT_LT(trainable["fpt"], trainable["full"]);
+  EXPECT_EQ(trainable["full"], trainable["full_lang"]);
+  std::string md = harness::read_text(o.out + "/results.md");
+  EXPECT_NE(md.find("| bit_xor | fpt | language | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bit_xor | bitmem | bit_memory | 1 |"), std::string::npos) << md;
+  // a killed fpt cell resumes to the same weights
+  auto one = harness::expand_cells(e, p, {{"bit_xor"}, {"fpt"}}, {0}, sets);
+  harness::SweepOptions part = o;
+  part.out = d + "/part", part.stop_after = 4;
+  EXPECT_THROW(harness::run_cells(e, p, one, part), harness::Interrupted);
+  part.stop_after = -1, part.resume = true;
+  harness::run_cells(e, p, one, part);
+  TensorFile a = load_safetensors(harness::cell_dir(o.out, one[0]) + "/model.safetensors");
+  TensorFile b = load_safetensors(harness::cell_dir(part.out, one[0]) + "/model.safetensors");
+  for (auto& [n, t] : a.tensors)
+    EXPECT_EQ(0, std::memcmp(t.raw_data(), b.at(n).raw_data(), t.numel() * dtype_size(t.dtype())))
+        << n << " differs after resume";
+}
+
+TEST(FptConfig, BadInputIsNamed) {
+  harness::Preset p = load_preset("tiny");
+  EXPECT_NE(dl::test::error_text([&] { resolve_cell(p, "bit_xor", "frozen", {}); }).find("unknown arm 'frozen'"),
+            std::string::npos);
+  EXPECT_NE(dl::test::error_text([&] {
+              resolve_cell(p, "bit_xor", "fpt", {"d_model=10", "heads=4"});
+            }).find("not divisible by heads"),
+            std::string::npos);
+  CellConfig c = small_cell("bit_memory", "fpt");
+  c.patch = 3;  // 20 bits in patches of 3
+  EXPECT_NE(dl::test::error_text([&] { fpt_task(c); }).find("patch 3 does not divide bits 20"), std::string::npos);
+  CellConfig h = small_cell("bit_xor", "fpt");
+  h.pretrained = "/nonexistent/gpt2.safetensors";
+  harness::RunContext ctx;
+  ctx.quiet = true, ctx.dir = dl::test::app_temp_dir("fpt_bad");
+  harness::Cell cell{{"task", "arm"}, {"bit_xor", "fpt"}, 0, h.to_json()};
+  EXPECT_NE(dl::test::error_text([&] { run_cell(cell, ctx); }).find("/nonexistent/gpt2.safetensors"), std::string::npos);
+}
+
+// A learning test that can fail: FPT (a small language-pretrained transformer, attention and feed-forward frozen)
+// learns bit XOR. Measured: 100% on 500 validation examples by step 1500 at lr 3e-3 (82.6% at the paper's 1e-3 after
+// 1000 steps; at 1e-2 it diverges); the same run at lr 1e-7 stays near chance.
+TEST(FptLearning, FrozenPretrainedTransformerSolvesBitXor) {
+  std::string d = dl::test::app_temp_dir("fpt_learning");
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset("tiny");
+  std::vector<std::string> sets = {"layers=2",      "d_model=64",   "heads=4",        "lm_steps=300",          "lm_batch=16",
+                                   "lm_context=64", "steps=1500",   "eval_every=500", "checkpoint_every=1500", "train_size=4000",
+                                   "val_size=500",  "test_size=500"};
+  auto run = [&](const std::string& lr, const std::string& out) {
+    std::vector<std::string> s = sets;
+    s.push_back("lr=" + lr);
+    harness::SweepOptions o;
+    o.out = d + "/" + out, o.quiet = true;
+    return harness::run_cells(e, p, harness::expand_cells(e, p, {{"bit_xor"}, {"fpt"}}, {0}, s), o).at(0).metric("val_acc");
+  };
+  double acc = run("0.003", "learn"), control = run("1e-7", "control");
+  EXPECT_GE(acc, 0.95) << "FPT did not learn bit XOR";
+  EXPECT_LT(control, 0.70) << "learned at lr 1e-7: the threshold tests nothing";
+}
