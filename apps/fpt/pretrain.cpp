@@ -13,6 +13,7 @@
 #include "optim/adam.h"
 #include "optim/schedule.h"
 #include "tasks/brown.h"
+#include "tasks/english.h"
 #include "tensor/safetensors.h"
 
 namespace fpt {
@@ -21,37 +22,15 @@ using namespace dl;
 namespace fs = std::filesystem;
 namespace harness = dl::harness;
 
-// The fortune files change the corpus: the key counts them, so installing `fortunes` later builds a new LM.
-static std::vector<fs::path> fortune_files() {
-  std::error_code ec;
-  std::vector<fs::path> files;
-  for (auto& e : fs::directory_iterator("/usr/share/games/fortunes", ec))
-    if (e.is_regular_file() && !e.path().has_extension()) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 std::string english_corpus(nlohmann::json* what) {
-  std::string text;
-  int64_t brown = 0, n_fortune = 0, fortune_bytes = 0;
-  for (auto& d : tasks::load_brown()) text += d.text + "\n\n", brown++;
-  const size_t brown_bytes = text.size();
-  for (auto& f : fortune_files()) {  // fortune files: entries separated by lines holding "%"
-    std::ifstream in(f);
-    for (std::string line; std::getline(in, line);) {
-      if (line == "%") line.clear();
-      text += line + "\n";
-      fortune_bytes += line.size() + 1;
-    }
-    n_fortune++;
-  }
+  tasks::EnglishCorpus c = tasks::english_corpus();
   if (what)
-    *what = {{"brown_documents", brown},
-             {"brown_bytes", brown_bytes},
-             {"fortune_files", n_fortune},
-             {"fortune_bytes", fortune_bytes},
-             {"bytes", text.size()}};
-  return text;
+    *what = {{"brown_documents", c.brown_documents},
+             {"brown_bytes", c.brown_bytes},
+             {"fortune_files", c.fortune_files},
+             {"fortune_bytes", c.fortune_bytes},
+             {"bytes", c.text.size()}};
+  return std::move(c.text);
 }
 
 // Non-overlapping windows of context + 1 bytes (inputs and next-byte targets) from a byte range.
@@ -68,10 +47,10 @@ static tasks::Dataset windows(const std::string& text, size_t begin, size_t end,
 
 static std::string key_of(const std::string& source, const CellConfig& c) {
   const int steps = source == "language" ? c.lm_steps : c.bitmem_steps;
-  return source + (source == "language" ? "-f" + std::to_string(fortune_files().size()) : "") + "-L" + std::to_string(c.layers) +
-         "-d" + std::to_string(c.d_model) + "-h" + std::to_string(c.heads) + "-s" + std::to_string(steps) +
-         (source == "language" ? "-ctx" + std::to_string(c.lm_context) : "") + "-b" + std::to_string(c.lm_batch) + "-lr" +
-         std::to_string(c.lm_lr) + "-drop" + std::to_string(c.dropout);
+  return source + (source == "language" ? "-f" + std::to_string(tasks::fortune_file_count()) : "") + "-L" +
+         std::to_string(c.layers) + "-d" + std::to_string(c.d_model) + "-h" + std::to_string(c.heads) + "-s" +
+         std::to_string(steps) + (source == "language" ? "-ctx" + std::to_string(c.lm_context) : "") + "-b" +
+         std::to_string(c.lm_batch) + "-lr" + std::to_string(c.lm_lr) + "-drop" + std::to_string(c.dropout);
 }
 
 // The byte LM's training on the harness (resumable from its checkpoints); g is the generator its dropout draws from.
