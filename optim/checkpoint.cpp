@@ -160,6 +160,46 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir) {
   return i;
 }
 
+std::vector<CheckpointInfo> checkpoint_history(const std::string& dir) {
+  json m = read_manifest(dir);
+  std::vector<CheckpointInfo> out;
+  if (!m.is_object()) return out;
+  json h = m.contains("history") && m["history"].is_array() ? m["history"] : json::array({m});
+  for (auto& e : h) {
+    try {
+      CheckpointInfo i;
+      i.step = e.at("step").get<int64_t>();
+      i.id = e.at("id").get<std::string>();
+      i.model_path = (fs::path(dir) / e.at("model").get<std::string>()).string();
+      i.state_path = (fs::path(dir) / e.at("state").get<std::string>()).string();
+      out.push_back(i);
+    } catch (const std::exception& ex) {
+      throw CheckpointError((fs::path(dir) / kManifest).string() + ": a history entry is corrupt: " + ex.what());
+    }
+  }
+  return out;
+}
+
+TrainingState load_latest_good_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt,
+                                          std::vector<std::string>* skipped, const nn::LoadOptions& mo) {
+  std::vector<CheckpointInfo> h = checkpoint_history(dir);
+  if (h.empty())
+    throw CheckpointError("load_checkpoint: " + (fs::path(dir) / kManifest).string() +
+                          " does not exist (no complete checkpoint has been written to " + dir + ")");
+  std::string failures;
+  for (auto& c : h) {
+    try {
+      return load_checkpoint_files(c.model_path, c.state_path, model, opt, mo);
+    } catch (const CheckpointError& e) {
+      const std::string line = "the checkpoint of step " + std::to_string(c.step) + " is damaged: " + e.what();
+      if (skipped) skipped->push_back(line);
+      failures += "\n  " + line;
+    }
+  }
+  throw CheckpointError("load_checkpoint: no checkpoint in " + dir + " loads (" + std::to_string(h.size()) +
+                        " kept):" + failures);
+}
+
 TrainingState load_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt, const nn::LoadOptions& mo) {
   auto info = latest_checkpoint(dir);
   if (!info)

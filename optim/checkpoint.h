@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 #include "optim/optimizer.h"
@@ -59,10 +60,17 @@ CheckpointInfo save_checkpoint(const std::string& dir, const nn::Module& model, 
 
 // The checkpoint the manifest in `dir` names; nullopt when the folder has none.
 std::optional<CheckpointInfo> latest_checkpoint(const std::string& dir);
+// Every complete checkpoint the manifest still keeps (CheckpointOptions::keep_last of them), newest first.
+std::vector<CheckpointInfo> checkpoint_history(const std::string& dir);
 
 // Restore model weights (into their existing storage), optimiser state, and return the training state.
 // Nothing is changed unless everything validates. `model_opts` allows an explicit partial model load.
 TrainingState load_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt, const nn::LoadOptions& model_opts = {});
+// The newest checkpoint of the history that loads: a damaged newest one (truncated, corrupt, a mixed pair) is
+// skipped for the one before it, and `skipped` receives one line per checkpoint passed over, naming its files and
+// what was wrong. Throws naming every failure when none loads; nothing is changed by a checkpoint that fails.
+TrainingState load_latest_good_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt,
+                                          std::vector<std::string>* skipped = nullptr, const nn::LoadOptions& model_opts = {});
 // The same from an explicit (model file, state file) pair; refuses a pair from two different saves.
 TrainingState load_checkpoint_files(const std::string& model_path, const std::string& state_path, nn::Module& model,
                                     Optimizer& opt, const nn::LoadOptions& model_opts = {});

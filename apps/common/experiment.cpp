@@ -95,6 +95,16 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
   const bool writer = comm.rank() == 0;
   std::vector<CellResult> done;
   if (writer) fs::create_directories(o.out);
+  std::unique_ptr<RunLock> lock;  // one writer per run folder; every rank learns whether rank 0 got it
+  std::string lock_error;
+  if (writer) try {
+      lock = std::make_unique<RunLock>(o.out);
+    } catch (const std::exception& ex) {
+      lock_error = ex.what();
+    }
+  double refused = lock_error.empty() ? 0 : 1;
+  comm.allreduce_sum(&refused, 1);
+  if (refused > 0) throw std::runtime_error(writer ? lock_error : o.out + " is in use by another run (see rank 0)");
   for (auto& c : cells) {
     check_same_on_every_rank(comm, c.config.dump(), "the config of cell " + c.label());
     RunContext ctx;

@@ -76,7 +76,10 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
   int start = 0;
   double loss_ema = 0;                                // the smoothed training loss shown and logged; part of the saved state
   if (ctx.resume && optim::latest_checkpoint(dir)) {  // every rank reads the same files
-    optim::TrainingState st = optim::load_checkpoint(dir, model, opt);
+    std::vector<std::string> skipped;                 // a damaged newest checkpoint: fall back to the one before
+    optim::TrainingState st = optim::load_latest_good_checkpoint(dir, model, opt, &skipped);
+    if (ctx.writer())
+      for (auto& s : skipped) std::cerr << label << ": warning: " << s << "; resuming from the previous checkpoint\n";
     if (par) par->keep_own_optimizer_state();
     start = (int)st.step;
     batches.set_position(tasks::DataPosition::from_string(st.data_position));
@@ -96,7 +99,9 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       for (auto& [name, g] : parts.rngs) st.save_rng(name, *g);
       st.extra["curve"] = curve_to_text(curve);
       st.extra["loss_ema"] = exact(loss_ema);
-      optim::save_checkpoint(dir, model, opt, st);
+      optim::CheckpointOptions co;
+      co.keep_last = 2;  // the previous one stays until the next is complete, for a resume that finds this one damaged
+      optim::save_checkpoint(dir, model, opt, st, co);
     }
     if (par) par->keep_own_optimizer_state();
   };
@@ -133,17 +138,23 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
     }
     if (par) {
       par->finish();
+      comm.allreduce_sum(&lv, 1);  // the global batch's loss
+    }
+    if (!std::isfinite(lv)) {  // before the update, so the weights in memory and every checkpoint stay finite
+      auto last = ctx.writer() ? optim::latest_checkpoint(dir) : std::nullopt;
+      throw std::runtime_error(
+          label + ": the loss is " + std::to_string(lv) + " at step " + std::to_string(step) +
+          " (lower the lr?); no update was applied" +
+          (last ? "; the last checkpoint (step " + std::to_string(last->step) + ", " + dir + ") is intact" : std::string()));
+    }
+    if (par) {
       par->clip(spec.clip);
       opt.step();
       opt.zero_grad();
       par->after_step();
-      comm.allreduce_sum(&lv, 1);  // the global batch's loss
     } else {
       apply_update(model, opt, spec.clip);
     }
-    if (!std::isfinite(lv))
-      throw std::runtime_error(label + ": loss is " + std::to_string(lv) + " at step " + std::to_string(step) +
-                               " (lower the lr?)");
     loss_ema = step == 0 ? lv : 0.95 * loss_ema + 0.05 * lv;
     r.steps_run++;
     const int done = step + 1;

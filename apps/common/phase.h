@@ -8,20 +8,14 @@
 //     every eval_every steps and at the end: log (train loss EMA, eval()) to the curve and metrics.csv
 //     every checkpoint_every steps and at the end: checkpoint (model, optimizer, step, data position, RNGs, curve)
 //     SIGINT / SIGTERM: checkpoint now and throw Interrupted; --resume continues from it
+//     a loss that is NaN or infinite: stop before the update with an error naming the step (the checkpoints stay)
+// The last two checkpoints are kept; a resume that finds the newest one damaged (truncated, corrupt) says so and
+// continues from the one before it, losing only the steps between them.
 // A phase resumes from the checkpoint in <cell>/<phase name>/ when asked to and continues exactly: same batches
 // (the Batcher's position), same dropout masks (the generators' states), same learning rates (the step), and the
 // same curve (rows logged after the checkpoint are dropped from metrics.csv and logged again). So a killed run
 // that resumes ends bit-identical to one that never stopped. Phases chain (pretraining, then fine-tuning) with an
 // explicit partial load between them: save_backbone / load_backbone.
-//
-// Data-parallel (ctx.comm with more than one rank; apps/common/data_parallel.h): every rank draws the same global
-// batch (so the data order does not depend on the number of ranks) and trains on its rows of it - rank r of W gets
-// B/W rows, the first B mod W ranks one more - with its loss weighted by its share n_r / B, so the summed gradient is
-// the global batch's. Rank 0's parameters are broadcast first; gradients are all-reduced during the backward;
-// clipping uses the global norm; rank 0 alone writes checkpoints and logs. Dropout draws a separate stream per rank
-// and step (seeded from the generator's state at the phase start, the step and the rank), so a resume with the same
-// ranks is exact; a single process draws as it always did. A stop request on any rank stops every rank at the
-// same step.
 //
 // Data-parallel (ctx.comm with more than one rank; apps/common/data_parallel.h): every rank draws the same global
 // batch (so the data order does not depend on the number of ranks) and trains on its rows of it - rank r of W gets

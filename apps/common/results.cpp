@@ -1,7 +1,13 @@
 // apps/common/results.cpp - cells, results and the run folder's files (see results.h).
 #include "apps/common/results.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -149,6 +155,37 @@ void write_run_metrics(const std::string& out, const std::vector<CellResult>& rs
       if (!header) m << line << "\n";
   }
   write_text_atomic(out + "/metrics.csv", m.str());
+}
+
+RunLock::RunLock(const std::string& out) : path_(out + "/.lock") {
+  std::filesystem::create_directories(out);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    const int fd = ::open(path_.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd >= 0) {
+      const std::string pid = std::to_string(::getpid()) + "\n";
+      const bool ok = ::write(fd, pid.data(), pid.size()) == (ssize_t)pid.size();
+      ::close(fd);
+      if (!ok) throw std::runtime_error(path_ + ": cannot write the run lock");
+      owned_ = true;
+      return;
+    }
+    if (errno != EEXIST) throw std::runtime_error(path_ + ": cannot create the run lock: " + std::strerror(errno));
+    long pid = 0;
+    std::ifstream(path_) >> pid;
+    if (pid == ::getpid()) return;  // this process holds it already (a nested call)
+    if (pid > 0 && (::kill((pid_t)pid, 0) == 0 || errno == EPERM))
+      throw std::runtime_error(out + " is in use by another run (pid " + std::to_string(pid) + ", " + path_ +
+                               "): wait for it to finish, or choose another --out");
+    std::filesystem::remove(path_);  // stale: its process is gone
+  }
+  throw std::runtime_error(path_ + ": cannot take over a stale run lock");
+}
+
+RunLock::~RunLock() {
+  if (owned_) {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
 }
 
 }  // namespace dl::harness

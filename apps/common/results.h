@@ -63,6 +63,20 @@ void write_result(const std::string& out, const CellResult& r);
 // Every cells/*/result.json under out, sorted by cell name; an unreadable one is skipped with a warning.
 std::vector<CellResult> collect_results(const std::string& out);
 
+// <out>/.lock while a run writes there: it holds the writer's pid, and a second run refuses the folder while that
+// process lives (a stale lock, from a process that died, is taken over). Released by the destructor.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& out);  // throws std::runtime_error naming the folder and the pid that holds it
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
+
 // ---- metrics.csv ----
 void append_metrics_csv(const std::string& path, const std::string& cell, const CurvePoint& p);
 // Drop the rows of `phase` after `step`: they were logged after the checkpoint a resumed run restarts from.

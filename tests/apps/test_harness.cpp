@@ -308,3 +308,64 @@ TEST(HarnessPhase, SigintWritesACheckpointAndResumesBitIdentical) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 }
+
+TEST(HarnessPhase, DamagedNewestCheckpointFallsBackToThePreviousOne) {
+  std::string d = dl::test::app_temp_dir("harness_fallback");
+  ToyRun whole(8);
+  whole.run(kSpec, context(d + "/whole", false));
+  {
+    ToyRun part(8);  // killed after 11 steps: checkpoints at 5 and 10 are kept
+    EXPECT_THROW(part.run(kSpec, context(d + "/part", false, 11)), harness::Interrupted);
+  }
+  auto h = optim::checkpoint_history(d + "/part/train");
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].step, 10);
+  EXPECT_EQ(h[1].step, 5);
+  std::filesystem::resize_file(h[0].model_path, 100);  // the newest model file truncated (a disk fault)
+  ToyRun resumed(8);
+  harness::PhaseResult r = resumed.run(kSpec, context(d + "/part", true));
+  EXPECT_EQ(r.start, 5) << "the damaged checkpoint of step 10 must be skipped for the one of step 5";
+  EXPECT_EQ(resumed.weights(), whole.weights()) << "resuming from the older checkpoint still ends bit-identical";
+  // with every kept checkpoint damaged, the resume refuses and names both
+  {
+    ToyRun part(8);
+    EXPECT_THROW(part.run(kSpec, context(d + "/both", false, 11)), harness::Interrupted);
+  }
+  for (auto& c : optim::checkpoint_history(d + "/both/train")) std::filesystem::resize_file(c.state_path, 10);
+  ToyRun again(8);
+  std::string msg = error_of([&] { again.run(kSpec, context(d + "/both", true)); });
+  EXPECT_NE(msg.find("no checkpoint in"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("step 10 is damaged"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("step 5 is damaged"), std::string::npos) << msg;
+}
+
+TEST(HarnessPhase, NonFiniteLossStopsBeforeTheUpdateNamingTheStep) {
+  std::string d = dl::test::app_temp_dir("harness_nan");
+  ToyRun r(8);
+  std::vector<float> before;
+  r.parts.loss = [&](const tasks::Batch& b, const harness::Step& s) {
+    if (s.step == 6) before = r.weights();
+    Var l = r.m.loss(b);
+    return s.step == 6 ? l * std::numeric_limits<double>::quiet_NaN() : l;
+  };
+  std::string msg = error_of([&] { harness::run_phase(kSpec, r.parts, context(d, false), r.curve); });
+  EXPECT_NE(msg.find("the loss is"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nan at step 6"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the last checkpoint (step 5"), std::string::npos) << msg;
+  EXPECT_EQ(r.weights(), before) << "no update may be applied with a NaN loss";
+}
+
+TEST(HarnessRun, ASecondRunIntoTheSameFolderIsRefused) {
+  std::string d = dl::test::app_temp_dir("harness_lock");
+  {
+    harness::RunLock a(d);
+    EXPECT_TRUE(std::filesystem::exists(d + "/.lock"));
+    harness::RunLock nested(d);  // the same process may nest
+  }
+  EXPECT_FALSE(std::filesystem::exists(d + "/.lock")) << "released at the end";
+  std::ofstream(d + "/.lock") << "1\n";  // pid 1 is alive: another run holds the folder
+  std::string msg = error_of([&] { harness::RunLock b(d); });
+  EXPECT_NE(msg.find("is in use by another run (pid 1"), std::string::npos) << msg;
+  std::ofstream(d + "/.lock") << "999999999\n";  // no such process: a stale lock is taken over
+  EXPECT_NO_THROW(harness::RunLock c(d));
+}
