@@ -1,5 +1,5 @@
 // tests/nn/conv/test_conv_seq.cpp - the convolution blocks (lightweight, dynamic, dilated): finite differences of each, causal
-// and not, and the lightweight / dynamic blocks against values recorded from PyTorch (tests/fixtures/nn_zoo_rnn_conv.py).
+// and not, and the lightweight / dynamic / dilated blocks against values recorded from PyTorch (tests/fixtures/nn_zoo_rnn_conv.py).
 #include <gtest/gtest.h>
 
 #include "nn/conv/conv_seq.h"
@@ -45,4 +45,16 @@ TEST(ConvSeq, LightweightAndDynamicBlocksAgainstPyTorch) {
     Var x(f.at("input").clone(), true);
     test::zoo_check(f, m.forward(x, Tensor()), x, p, test::kFixture);
   }
+}
+
+TEST(ConvSeq, DilatedBlockAgainstPyTorch) {
+  // torch.nn.Conv1d(C, C, 3, groups=C, dilation=2) then Linear(C, C), inside the GLU block, centred padding
+  TensorFile f = test::zoo_fixture("dilatedconv");
+  Generator g(0);
+  ConvSeqOptions o;
+  o.kernel_size = 3, o.dilation = 2;
+  GLUConvBlock m("dilatedconv", 6, o, g);
+  auto p = test::zoo_load_into(m, f);
+  Var x(f.at("input").clone(), true);
+  test::zoo_check(f, m.forward(x, Tensor()), x, p, test::kFixture);
 }
