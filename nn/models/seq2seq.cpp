@@ -1,0 +1,188 @@
+// nn/models/seq2seq.cpp - the mixer-by-name encoder-decoder (math in nn/models/seq2seq.h).
+#include "nn/models/seq2seq.h"
+
+#include <cmath>
+
+#include "autograd/linalg.h"
+#include "autograd/shape_ops.h"
+#include "nn/init.h"
+#include "nn/registry.h"
+
+namespace dl::nn {
+
+T5Config Seq2SeqConfig::t5() const {
+  T5Config t;
+  t.vocab_size = vocab_size, t.d_model = d_model, t.d_ff = d_ff, t.num_heads = num_heads, t.d_kv = d_model / num_heads;
+  t.num_buckets = num_buckets, t.max_distance = max_distance, t.eps = eps;
+  return t;
+}
+
+static int64_t per_layer(const std::vector<int64_t>& v, size_t i) { return v.empty() ? 1 : v[std::min(i, v.size() - 1)]; }
+
+static void init_t5_attention(T5Attention& a, const T5Config& c, Generator& g) {
+  const double dk = (double)c.d_kv;
+  a.q->weight.mutable_data().copy_(init::normal(a.q->weight.shape(), std::pow(c.d_model * dk, -0.5), g));
+  a.k->weight.mutable_data().copy_(init::normal(a.k->weight.shape(), std::pow((double)c.d_model, -0.5), g));
+  a.v->weight.mutable_data().copy_(init::normal(a.v->weight.shape(), std::pow((double)c.d_model, -0.5), g));
+  a.o->weight.mutable_data().copy_(init::normal(a.o->weight.shape(), std::pow(c.num_heads * dk, -0.5), g));
+}
+
+// One block: the mixer sub-layer ("attention" for the transformer and the pair block, "mixer" for a registry layer),
+// [decoder: "cross"], the feed-forward; each with its norm.
+struct Seq2SeqModel::Block : Module {
+  enum Kind { encoder_block, decoder_block, pair };
+  Block(const Seq2SeqConfig& c, Kind kind, size_t index, Generator& g) : kind(kind) {
+    const T5Config t = c.t5();
+    norm_mix = register_module("norm_mix", std::make_shared<RMSNorm>(c.d_model, c.eps));
+    if (kind == pair || c.mixer == "transformer") {
+      attention =
+          register_module("attention", std::make_shared<T5Attention>(t, kind != pair && index == 0, kind == encoder_block, g));
+      init_t5_attention(*attention, t, g);
+    } else {
+      const LayerEntry& e = find_layer(c.mixer);
+      BackboneOptions bo;
+      bo.causal = kind == decoder_block;
+      LayerConfig lc = backbone_config(e, bo);
+      if (e.takes("kernel_size")) lc["kernel_size"] = per_layer(c.kernel_sizes, index);
+      if (e.takes("dilation")) lc["dilation"] = per_layer(c.dilations, index);
+      if (e.takes("num_heads")) lc["num_heads"] = c.num_heads;
+      mixer = register_module("mixer", e.make(c.d_model, lc, g));
+      if (kind == decoder_block && !mixer->is_causal())
+        fail("Seq2SeqModel: mixer '" + c.mixer + "' cannot run causally, so it cannot be a decoder's mixer");
+    }
+    if (kind == decoder_block) {
+      norm_cross = register_module("norm_cross", std::make_shared<RMSNorm>(c.d_model, c.eps));
+      cross = register_module("cross", std::make_shared<T5Attention>(t, false, true, g));
+      init_t5_attention(*cross, t, g);
+    }
+    norm_ff = register_module("norm_ff", std::make_shared<RMSNorm>(c.d_model, c.eps));
+    wi = register_module("wi", std::make_shared<Linear>(c.d_model, c.d_ff, g, false));
+    wo = register_module("wo", std::make_shared<Linear>(c.d_ff, c.d_model, g, false));
+    wi->weight.mutable_data().copy_(init::normal(wi->weight.shape(), std::pow((double)c.d_model, -0.5), g));
+    wo->weight.mutable_data().copy_(init::normal(wo->weight.shape(), std::pow((double)c.d_ff, -0.5), g));
+  }
+  std::string type_name() const override { return "Seq2SeqBlock"; }
+
+  // bias: the attention's (relative position or pair mask); mask: this stack's padding (B, L) or undefined.
+  Var forward(Var h, const Tensor& mask, const Var& bias, const Var& enc, const Tensor& enc_mask) {
+    Var n = norm_mix->forward(h);
+    if (attention) h = h + attention->forward(n, n, bias, kind == pair ? Tensor() : mask, kind == decoder_block);
+    else h = h + mixer->forward(n, mask);
+    if (cross) h = h + cross->forward(norm_cross->forward(h), enc, Var(), enc_mask, false);
+    return h + wo->forward(relu(wi->forward(norm_ff->forward(h))));
+  }
+
+  Kind kind;
+  std::shared_ptr<RMSNorm> norm_mix, norm_cross, norm_ff;
+  std::shared_ptr<T5Attention> attention, cross;
+  std::shared_ptr<SequenceLayer> mixer;
+  std::shared_ptr<Linear> wi, wo;
+};
+
+Seq2SeqModel::Seq2SeqModel(const Seq2SeqConfig& c, Generator& g) : cfg(c) {
+  if (c.d_model % c.num_heads)
+    fail("Seq2SeqModel: d_model " + std::to_string(c.d_model) + " is not divisible by num_heads " + std::to_string(c.num_heads));
+  if (c.num_layers < 1 || c.num_decoder_layers < 1) fail("Seq2SeqModel: the encoder and the decoder need at least one layer");
+  shared = register_module("shared", std::make_shared<Embedding>(c.vocab_size, c.d_model, g));
+  shared->weight.mutable_data().copy_(init::normal(shared->weight.shape(), 1.0, g));
+  encoder = register_module("encoder", std::make_shared<ModuleList<Block>>());
+  for (int64_t i = 0; i < c.num_layers; i++) encoder->push_back(std::make_shared<Block>(c, Block::encoder_block, i, g));
+  if (c.pair_attention) pair_block = register_module("pair_block", std::make_shared<Block>(c, Block::pair, 0, g));
+  encoder_norm = register_module("encoder_norm", std::make_shared<RMSNorm>(c.d_model, c.eps));
+  decoder = register_module("decoder", std::make_shared<ModuleList<Block>>());
+  for (int64_t i = 0; i < c.num_decoder_layers; i++) decoder->push_back(std::make_shared<Block>(c, Block::decoder_block, i, g));
+  decoder_norm = register_module("decoder_norm", std::make_shared<RMSNorm>(c.d_model, c.eps));
+}
+
+// The pair block's additive bias (B, 1, S, S): 0 where query and key lie in different segments and the key is
+// real, -1e9 elsewhere (a query with no allowed key - padding - gets a uniform row, harmless as it is masked later).
+static Var pair_bias(const Tensor& segments, const Tensor& mask) {
+  const int64_t B = segments.size(0), S = segments.size(1);
+  Tensor b = zeros({B, 1, S, S});
+  const int64_t* sg = segments.data<int64_t>();
+  const float* m = mask.defined() ? mask.data<float>() : nullptr;
+  float* o = b.data<float>();
+  for (int64_t i = 0; i < B; i++)
+    for (int64_t t = 0; t < S; t++)
+      for (int64_t s = 0; s < S; s++) {
+        const bool ok = sg[i * S + t] != sg[i * S + s] && (!m || m[i * S + s] != 0);
+        o[(i * S + t) * S + s] = ok ? 0.f : -1e9f;
+      }
+  return Var(b);
+}
+
+Var Seq2SeqModel::encode(const Tensor& ids, const Tensor& mask, const Tensor& segments) {
+  if (ids.dim() != 2 || ids.dtype() != DType::i64) fail("Seq2SeqModel: ids must be (B, S) i64, found " + shape_str(ids.shape()));
+  const int64_t S = ids.size(1);
+  Var h = shared->forward(ids);
+  Var bias = encoder->items()[0]->attention ? encoder->items()[0]->attention->position_bias(S, S) : Var();
+  for (auto& b : encoder->items()) h = b->forward(h, mask, bias, Var(), Tensor());
+  if (pair_block) {
+    if (!segments.defined() || segments.shape() != ids.shape())
+      fail("Seq2SeqModel: pair_attention needs segments of the ids' shape " + shape_str(ids.shape()) + ", found " +
+           (segments.defined() ? shape_str(segments.shape()) : std::string("none")));
+    h = pair_block->forward(h, mask, pair_bias(segments, mask), Var(), Tensor());
+  }
+  return encoder_norm->forward(h);
+}
+
+Var Seq2SeqModel::decode_logits(const Tensor& dec_in, const Var& enc, const Tensor& enc_mask) {
+  const int64_t T = dec_in.size(1);
+  Var h = shared->forward(dec_in);
+  Var bias = decoder->items()[0]->attention ? decoder->items()[0]->attention->position_bias(T, T) : Var();
+  for (auto& b : decoder->items()) h = b->forward(h, Tensor(), bias, enc, enc_mask);
+  h = decoder_norm->forward(h);
+  return matmul(h * std::pow((double)cfg.d_model, -0.5), transpose(shared->weight, 0, 1));
+}
+
+Tensor shift_right(const Tensor& labels) {
+  if (labels.dim() != 2 || labels.dtype() != DType::i64)
+    fail("shift_right: labels must be (B, T) i64, found " + shape_str(labels.shape()));
+  const int64_t B = labels.size(0), T = labels.size(1);
+  Tensor dec_in = zeros({B, T}, DType::i64);
+  const int64_t* y = labels.data<int64_t>();
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 1; t < T; t++) dec_in.data<int64_t>()[b * T + t] = y[b * T + t - 1] == -100 ? 0 : y[b * T + t - 1];
+  return dec_in;
+}
+
+Seq2SeqModel::Output Seq2SeqModel::forward(const Tensor& ids, const Tensor& mask, const Tensor& labels, const Tensor& segments) {
+  Tensor dec_in = shift_right(labels);
+  const int64_t B = labels.size(0), T = labels.size(1);
+  Output out;
+  out.logits = decode_logits(dec_in, encode(ids, mask, segments), mask);
+  out.loss = cross_entropy(reshape(out.logits, {B * T, cfg.vocab_size}), labels.reshape({B * T}), -100);
+  return out;
+}
+
+Tensor Seq2SeqModel::greedy(const Tensor& ids, const Tensor& mask, int64_t steps, int64_t stop_id, const Tensor& segments) {
+  NoGradGuard ng;
+  const int64_t B = ids.size(0);
+  Var enc = encode(ids, mask, segments);
+  std::vector<std::vector<int64_t>> seq(B, std::vector<int64_t>{0});
+  std::vector<bool> done(B, false);
+  int64_t n = 0;
+  for (; n < steps; n++) {
+    const int64_t T = n + 1;
+    Tensor dec_in = zeros({B, T}, DType::i64);
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t t = 0; t < T; t++) dec_in.data<int64_t>()[b * T + t] = seq[b][t];
+    Tensor next = argmax(decode_logits(dec_in, enc, mask).data().select(1, T - 1), -1);  // (B)
+    bool all = true;
+    for (int64_t b = 0; b < B; b++) {
+      seq[b].push_back(done[b] ? stop_id : (int64_t)next.at({b}));
+      if (seq[b].back() == stop_id) done[b] = true;
+      all = all && done[b];
+    }
+    if (all) {
+      n++;
+      break;
+    }
+  }
+  Tensor out = full({B, n}, (double)stop_id, DType::i64);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t s = 0; s < n; s++) out.data<int64_t>()[b * n + s] = seq[b][s + 1];
+  return out;
+}
+
+}  // namespace dl::nn
