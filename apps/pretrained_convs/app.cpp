@@ -1,0 +1,35 @@
+// apps/pretrained_convs/app.cpp - see app.h.
+#include "app.h"
+
+#include "cell.h"
+#include "config.h"
+#include "report.h"
+
+namespace pconv {
+
+namespace harness = dl::harness;
+
+harness::Experiment experiment() {
+  harness::Experiment e;
+  e.name = "pretrained_convs";
+  e.description = "Are pre-trained convolutions better than pre-trained Transformers? (Tay et al. 2021)";
+  e.presets_dir = presets_dir();
+  for (auto& a : axes()) e.axes.push_back({a, a.name == "regime" ? "pretrained" : "", a.name});
+  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    return resolve_cell(p, v, sets).to_json();
+  };
+  e.run_cell = run_cell;
+  e.report = pconv_report;
+  e.list = [](std::ostream& os) {
+    os << "models: transformer (T5 self-attention, relative position bias), lightconv, dynamicconv, dilatedconv (GLU +\n"
+          "  softmax-normalised depthwise convolution; causal in the decoder, which keeps cross-attention), and\n"
+          "  <conv>_xattn (one pair-attention block on top of the encoder). Convolutions get the Transformer's parameter\n"
+          "  count by their d_ff (match_params).\n"
+          "regimes: scratch, pretrained (T5 span corruption on Brown + fortunes, cached per model)\n"
+          "tasks: sentiment (UCI labelled sentences), topic (Brown genres), questions (TREC-like), compositional\n"
+          "  (SCAN-like, held-out combinations), pair_edit (does B repeat A?), textfile (your TSV/CSV), imdb (aclImdb)\n";
+  };
+  return e;
+}
+
+}  // namespace pconv

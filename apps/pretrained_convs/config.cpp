@@ -1,0 +1,107 @@
+// apps/pretrained_convs/config.cpp - the cell's fields, their checks and the axes (see config.h).
+#include "config.h"
+
+#include <algorithm>
+
+#include "data.h"
+
+namespace pconv {
+
+namespace harness = dl::harness;
+
+const std::vector<std::string> kTasks = {"sentiment", "topic", "questions", "compositional", "pair_edit", "textfile", "imdb"};
+const std::vector<std::string> kModels = {"transformer",     "lightconv",         "dynamicconv",      "dilatedconv",
+                                          "lightconv_xattn", "dynamicconv_xattn", "dilatedconv_xattn"};
+const std::vector<std::string> kRegimes = {"scratch", "pretrained"};
+
+std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/pretrained_convs/presets"; }
+std::vector<harness::Axis> axes() { return {{"task", kTasks}, {"model", kModels}, {"regime", kRegimes}}; }
+
+std::string CellConfig::mixer() const { return pair_attention() ? model.substr(0, model.size() - 6) : model; }
+
+CellConfig CellConfig::from_json(const json& j, const std::string& where) {
+  CellConfig c;
+  harness::apply_config(c, j, where);
+  return c;
+}
+
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field) {
+  std::vector<int64_t> v;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    size_t used = 0;
+    long long x = 0;
+    try {
+      x = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || x < 1)
+      throw ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not a positive integer");
+    v.push_back(x);
+    at = end + 1;
+  }
+  return v;
+}
+
+void CellConfig::validate() const {
+  auto positive = [&](const char* name, double v) {
+    if (v <= 0) throw ConfigError(key() + ": field '" + std::string(name) + "' must be > 0, found " + std::to_string(v));
+  };
+  positive("d_model", d_model), positive("d_ff", d_ff), positive("layers", layers), positive("decoder_layers", decoder_layers);
+  positive("heads", heads), positive("batch", batch), positive("steps", steps), positive("lr", lr), positive("max_src", max_src);
+  positive("pt_batch", pt_batch), positive("pt_len", pt_len), positive("pt_lr", pt_lr), positive("warmup", warmup);
+  positive("pt_warmup", pt_warmup), positive("pt_windows", pt_windows), positive("eval_examples", eval_examples);
+  if (d_model % heads)
+    throw ConfigError(key() + ": d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads));
+  if (pt_steps < 0) throw ConfigError(key() + ": field 'pt_steps' must be >= 0");
+  if (density <= 0 || density >= 1)
+    throw ConfigError(key() + ": field 'density' must be in (0, 1), found " + std::to_string(density));
+  if (mean_span < 1) throw ConfigError(key() + ": field 'mean_span' must be >= 1, found " + std::to_string(mean_span));
+  if (pt_len * density / mean_span > kSentinels - 1)
+    throw ConfigError(key() + ": pt_len " + std::to_string(pt_len) + " at density " + std::to_string(density) +
+                      " and mean_span " + std::to_string(mean_span) + " needs more than the " + std::to_string(kSentinels) +
+                      " sentinels the vocabulary has");
+  for (int64_t k : parse_int_list(kernel_sizes, "kernel_sizes"))
+    if (k % 2 == 0)
+      throw ConfigError(key() + ": field 'kernel_sizes': " + std::to_string(k) +
+                        " is even; the encoder's convolutions are centred, so every kernel size must be odd");
+  parse_int_list(dilations, "dilations");
+  if ((task == "textfile" || task == "imdb") && data_path.empty())
+    throw ConfigError(key() + ": task '" + task + "' reads its files from data_path (--set data_path=DIR)");
+}
+
+dl::nn::Seq2SeqConfig seq2seq_config(const CellConfig& c, const std::string& mixer, bool pair_attention) {
+  dl::nn::Seq2SeqConfig s;
+  s.vocab_size = vocab_size(), s.d_model = c.d_model, s.d_ff = c.d_ff, s.num_layers = c.layers;
+  s.num_decoder_layers = c.decoder_layers, s.num_heads = c.heads, s.mixer = mixer;
+  s.kernel_sizes = parse_int_list(c.kernel_sizes, "kernel_sizes"), s.dilations = parse_int_list(c.dilations, "dilations");
+  s.pair_attention = pair_attention;
+  return s;
+}
+
+CellConfig resolve_cell(const harness::Preset& p, const std::vector<std::string>& values,
+                        const std::vector<std::string>& overrides) {
+  for (size_t axis = 0; axis < values.size(); axis++) {
+    const auto& known = p.axes.at(axis).known;
+    if (std::find(known.begin(), known.end(), values[axis]) == known.end())
+      throw ConfigError("unknown " + p.axes[axis].name + " '" + values[axis] + "' (known: " + harness::join(known) + ")");
+  }
+  CellConfig c = harness::resolve<CellConfig>(p, values, overrides);
+  c.task = values[0], c.model = values[1], c.regime = values[2];
+  c.validate();
+  return c;
+}
+
+harness::Preset load_preset(const std::string& name_or_path) {
+  harness::Preset p = harness::load_preset(name_or_path, presets_dir(), axes());
+  for (auto& t : p.values[0])
+    for (auto& m : p.values[1])
+      for (auto& r : p.values[2]) resolve_cell(p, {t, m, r}, {});
+  return p;
+}
+
+}  // namespace pconv

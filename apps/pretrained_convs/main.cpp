@@ -1,0 +1,119 @@
+// apps/pretrained_convs - "Are Pre-trained Convolutions Better than Pre-trained Transformers?" (Tay, Dehghani, Gupta,
+// Bahri, Aribandi, Qin, Metzler 2021): convolutional seq2seq models against a Transformer of the same size, each
+// fine-tuned from scratch and after T5 span-corruption pretraining.
+//
+//   pretrained_convs run      [--preset tiny|small|paper|FILE] [--tasks ..] [--models ..] [--regimes ..] [--seeds 0,1,2]
+//   pretrained_convs cell     --task sentiment --model lightconv [--regime scratch|pretrained] [--set k=v]..
+//   pretrained_convs finetune --task sentiment --model lightconv ..   (= cell --regime pretrained)
+//   pretrained_convs pretrain --model lightconv [--preset ..] [--set k=v]..   rebuild the cached pretraining
+//   pretrained_convs eval     --cell DIR [--split val|test|ood]
+//   pretrained_convs speed    [--preset ..] [--lengths 64,..,4096] [--models ..] [--tokens 8192] [--out DIR]
+//   pretrained_convs list
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <omp.h>
+
+#include "app.h"
+#include "apps/common/stats.h"
+#include "cell.h"
+#include "config.h"
+#include "data.h"
+#include "model.h"
+#include "pretrain.h"
+#include "speed.h"
+#include "tensor/safetensors.h"
+
+using namespace pconv;
+namespace harness = dl::harness;
+
+static void eval_cell(const std::string& cell_path, const std::string& split) {
+  const std::string path = std::filesystem::is_directory(cell_path) ? cell_path + "/model.safetensors" : cell_path;
+  dl::TensorFile f = dl::load_safetensors(path);
+  auto it = f.metadata.find("dl.config");
+  if (it == f.metadata.end()) throw ConfigError(path + ": no dl.config metadata (not written by pretrained_convs)");
+  CellConfig c = CellConfig::from_json(json::parse(it->second), path + " metadata");
+  const Seq2SeqTask& t = seq2seq_task(c);
+  const dl::tasks::Dataset* d = split == "val"    ? &t.data.val
+                                : split == "test" ? &t.data.test
+                                : split == "ood"  ? &t.ood_test
+                                                  : nullptr;
+  if (!d || d->examples.empty())
+    throw ConfigError("--split " + split + ": " + c.task + " has val, test" + (t.ood_test.examples.empty() ? "" : ", ood"));
+  dl::Generator g(0);
+  dl::nn::Seq2SeqModel m(plan_model(c).cfg, g);
+  m.load(path);
+  dl::NoGradGuard ng;
+  dl::tasks::Batcher bt(*d, {c.batch, 0, false});
+  DecodeCount n;
+  for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
+    DecodeCount k = decode_and_count(m, bt.next(), t);
+    n.right += k.right, n.not_a_label += k.not_a_label, n.n += k.n;
+  }
+  std::cout << c.key() << " " << split << " accuracy " << 100.0 * n.right / n.n << "% of " << n.n
+            << " (not a label: " << 100.0 * n.not_a_label / n.n << "%)\n";
+}
+
+int main(int argc, char** argv) {
+  // finetune = cell --regime pretrained
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.size() > 1 && args[1] == "finetune") args[1] = "cell", args.push_back("--regime"), args.push_back("pretrained");
+  std::vector<char*> av;
+  for (auto& a : args) av.push_back(a.data());
+
+  harness::Experiment e = experiment();
+  std::string preset = "tiny", model = "lightconv", cell_path, split = "test", lengths, models;
+  std::vector<std::string> sets;
+  SpeedOptions so;
+  int threads = 2;
+  bool quiet = false;
+  // outlives e.commands: the subcommands run after it returns
+  auto base = [&] {
+    harness::Preset p = load_preset(preset);
+    return resolve_cell(p, {p.values[0][0], model, "pretrained"}, sets);
+  };
+  e.commands = [&](CLI::App& app) {
+    app.add_subcommand("finetune", "fine-tune a pretrained model on a task: the same as cell --regime pretrained");
+    CLI::App* pre = app.add_subcommand("pretrain", "rebuild a model's span-corruption pretraining (cached)");
+    pre->add_option("--model", model, "the model")->capture_default_str();
+    pre->add_option("--preset,--config", preset, "preset name or JSON file")->capture_default_str();
+    pre->add_option("--set", sets, "override a config field (repeatable)");
+    pre->add_flag("--quiet", quiet, "no progress bar");
+    CLI::App* ev = app.add_subcommand("eval", "greedy-decoding accuracy of a finished cell's model.safetensors");
+    ev->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
+    ev->add_option("--split", split, "val, test or ood (compositional)")->capture_default_str();
+    CLI::App* sp = app.add_subcommand("speed", "training steps/s and FLOPs of each model against the input length");
+    sp->add_option("--preset,--config", preset, "the preset whose model sizes are timed")->capture_default_str();
+    sp->add_option("--set", sets, "override a config field (repeatable)");
+    sp->add_option("--lengths", lengths, "input lengths, e.g. 64,128,256 (default 64 .. 4096)");
+    sp->add_option("--models", models, "models (default transformer,lightconv,dynamicconv,dilatedconv)");
+    sp->add_option("--tokens", so.tokens, "source tokens per batch")->capture_default_str();
+    sp->add_option("--target", so.target, "target length")->capture_default_str();
+    sp->add_option("--min-seconds", so.min_seconds, "timed seconds per point")->capture_default_str();
+    sp->add_option("--out", so.out, "output folder")->capture_default_str();
+    sp->add_option("--threads", threads, "CPU threads")->capture_default_str();
+    return std::vector<harness::Command>{{pre,
+                                          [&] {
+                                            harness::RunContext ctx;
+                                            Pretrained p = pretrained_model(base(), ctx, /*rebuild=*/true);
+                                            std::cout << p.path << "\nvalidation loss " << p.info.value("val_loss", 0.0)
+                                                      << " after " << p.info.value("steps", 0) << " steps ("
+                                                      << p.info.value("seconds", 0.0) << " s)\n";
+                                          }},
+                                         {ev, [&] { eval_cell(cell_path, split); }},
+                                         {sp, [&] {
+                                            omp_set_num_threads(threads);
+                                            if (!lengths.empty()) {
+                                              so.lengths.clear();
+                                              for (int64_t x : parse_int_list(lengths, "--lengths")) so.lengths.push_back((int)x);
+                                            }
+                                            if (!models.empty()) {
+                                              so.models.clear();
+                                              std::stringstream ss(models);
+                                              for (std::string m; std::getline(ss, m, ',');) so.models.push_back(m);
+                                            }
+                                            run_speed(base(), so);
+                                          }}};
+  };
+  return harness::run_main(e, (int)av.size(), av.data());
+}
