@@ -1,8 +1,14 @@
-// tests/apps/app_test_util.h - what the app tests share: a fresh scratch folder.
+// tests/apps/app_test_util.h - what the app tests share: a fresh scratch folder, the message of a thrown error, and
+// the check that two runs left byte-identical weights.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <string>
+
+#include "op_harness.h"  // error_of
+#include "tensor/safetensors.h"
 
 namespace dl::test {
 
@@ -14,14 +20,15 @@ inline std::string app_temp_dir(const std::string& name) {
   return d;
 }
 
-// The message of the exception f throws, or "" (the app tests link no op harness).
-inline std::string error_text(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
+// Every tensor of safetensors file b equals a's, byte for byte (an exact resume).
+inline void expect_identical_weights(const std::string& a, const std::string& b) {
+  TensorFile fa = load_safetensors(a), fb = load_safetensors(b);
+  ASSERT_EQ(fa.tensors.size(), fb.tensors.size()) << a << " vs " << b;
+  for (auto& [n, t] : fa.tensors) {
+    const Tensor& u = fb.at(n);
+    ASSERT_EQ(t.shape(), u.shape()) << n;
+    EXPECT_EQ(0, std::memcmp(t.raw_data(), u.raw_data(), t.numel() * dtype_size(t.dtype()))) << n << " differs after resume";
   }
-  return "";
 }
 
 }  // namespace dl::test

@@ -167,30 +167,27 @@ TEST(FptSweep, EveryArmRunsAndResumesExactly) {
   EXPECT_THROW(harness::run_cells(e, p, one, part), harness::Interrupted);
   part.stop_after = -1, part.resume = true;
   harness::run_cells(e, p, one, part);
-  TensorFile a = load_safetensors(harness::cell_dir(o.out, one[0]) + "/model.safetensors");
-  TensorFile b = load_safetensors(harness::cell_dir(part.out, one[0]) + "/model.safetensors");
-  for (auto& [n, t] : a.tensors)
-    EXPECT_EQ(0, std::memcmp(t.raw_data(), b.at(n).raw_data(), t.numel() * dtype_size(t.dtype())))
-        << n << " differs after resume";
+  dl::test::expect_identical_weights(harness::cell_dir(o.out, one[0]) + "/model.safetensors",
+                                     harness::cell_dir(part.out, one[0]) + "/model.safetensors");
 }
 
 TEST(FptConfig, BadInputIsNamed) {
   harness::Preset p = load_preset("tiny");
-  EXPECT_NE(dl::test::error_text([&] { resolve_cell(p, "bit_xor", "frozen", {}); }).find("unknown arm 'frozen'"),
+  EXPECT_NE(dl::test::error_of([&] { resolve_cell(p, "bit_xor", "frozen", {}); }).find("unknown arm 'frozen'"),
             std::string::npos);
-  EXPECT_NE(dl::test::error_text([&] {
+  EXPECT_NE(dl::test::error_of([&] {
               resolve_cell(p, "bit_xor", "fpt", {"d_model=10", "heads=4"});
             }).find("not divisible by heads"),
             std::string::npos);
   CellConfig c = small_cell("bit_memory", "fpt");
   c.patch = 3;  // 20 bits in patches of 3
-  EXPECT_NE(dl::test::error_text([&] { fpt_task(c); }).find("patch 3 does not divide bits 20"), std::string::npos);
+  EXPECT_NE(dl::test::error_of([&] { fpt_task(c); }).find("patch 3 does not divide bits 20"), std::string::npos);
   CellConfig h = small_cell("bit_xor", "fpt");
   h.pretrained = "/nonexistent/gpt2.safetensors";
   harness::RunContext ctx;
   ctx.quiet = true, ctx.dir = dl::test::app_temp_dir("fpt_bad");
   harness::Cell cell{{"task", "arm"}, {"bit_xor", "fpt"}, 0, h.to_json()};
-  EXPECT_NE(dl::test::error_text([&] { run_cell(cell, ctx); }).find("/nonexistent/gpt2.safetensors"), std::string::npos);
+  EXPECT_NE(dl::test::error_of([&] { run_cell(cell, ctx); }).find("/nonexistent/gpt2.safetensors"), std::string::npos);
 }
 
 // A learning test that can fail: FPT (a small language-pretrained transformer, attention and feed-forward frozen)

@@ -276,14 +276,8 @@ TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
   EXPECT_EQ(a.metric("val_acc"), b.metric("val_acc"));
   ASSERT_EQ(a.curve.size(), b.curve.size());
   for (size_t i = 0; i < a.curve.size(); i++) EXPECT_EQ(a.curve[i].train_loss, b.curve[i].train_loss) << i;
-  dl::TensorFile fa = dl::load_safetensors(harness::cell_dir(whole.out, cells[0]) + "/model.safetensors");
-  dl::TensorFile fb = dl::load_safetensors(harness::cell_dir(part.out, cells[0]) + "/model.safetensors");
-  ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
-  for (auto& [n, t] : fa.tensors) {
-    const dl::Tensor& u = fb.at(n);
-    ASSERT_EQ(t.shape(), u.shape()) << n;
-    EXPECT_EQ(0, std::memcmp(t.raw_data(), u.raw_data(), t.numel() * dl::dtype_size(t.dtype()))) << n << " differs after resume";
-  }
+  dl::test::expect_identical_weights(harness::cell_dir(whole.out, cells[0]) + "/model.safetensors",
+                                     harness::cell_dir(part.out, cells[0]) + "/model.safetensors");
   // the metrics log has each evaluation once, not the replayed ones twice
   std::string csv = harness::read_text(harness::cell_dir(part.out, cells[0]) + "/metrics.csv");
   std::string csv_whole = harness::read_text(harness::cell_dir(whole.out, cells[0]) + "/metrics.csv");

@@ -63,8 +63,8 @@ TEST(PconvTasks, CompositionalGrammarAndItsHeldOutSplit) {
   EXPECT_EQ(scan_actions("jump around left twice and walk"), "<J<J<J<J<J<J<J<JW");
   EXPECT_EQ(scan_actions("walk after run left"), "<RW");
   EXPECT_EQ(scan_actions("look opposite right thrice"), ">>L>>L>>L");
-  EXPECT_NE(dl::test::error_text([] { scan_actions("fly left"); }).find("expected a verb"), std::string::npos);
-  EXPECT_NE(dl::test::error_text([] { scan_actions("walk around"); }).find("'around' must be followed by left or right"),
+  EXPECT_NE(dl::test::error_of([] { scan_actions("fly left"); }).find("expected a verb"), std::string::npos);
+  EXPECT_NE(dl::test::error_of([] { scan_actions("walk around"); }).find("'around' must be followed by left or right"),
             std::string::npos);
   ScanSplit s = scan_commands(3000, 400, 300, 0);
   EXPECT_EQ(s.train.size(), 3000u);
@@ -116,15 +116,15 @@ TEST(PconvTasks, UserFilesTsvCsvAndTheirErrors) {
   EXPECT_EQ(rows[1].text, "bad\nvery bad");
   EXPECT_EQ(rows[1].id, "neg");
   write(d + "/bad.csv", "text,label\na,pos\nb\n");
-  EXPECT_NE(dl::test::error_text([&] { read_text_label_file(d + "/bad.csv"); }).find("bad.csv:3: 1 fields, the header has 2"),
+  EXPECT_NE(dl::test::error_of([&] { read_text_label_file(d + "/bad.csv"); }).find("bad.csv:3: 1 fields, the header has 2"),
             std::string::npos);
   write(d + "/nolabel.csv", "text,tag\na,b\n");
-  EXPECT_NE(dl::test::error_text([&] { read_text_label_file(d + "/nolabel.csv"); }).find("no column 'label'"), std::string::npos);
+  EXPECT_NE(dl::test::error_of([&] { read_text_label_file(d + "/nolabel.csv"); }).find("no column 'label'"), std::string::npos);
   write(d + "/open.csv", "text,label\n\"never closed,pos\n");
-  EXPECT_NE(dl::test::error_text([&] { read_text_label_file(d + "/open.csv"); }).find("open.csv:2: a quoted field is not closed"),
+  EXPECT_NE(dl::test::error_of([&] { read_text_label_file(d + "/open.csv"); }).find("open.csv:2: a quoted field is not closed"),
             std::string::npos);
   write(d + "/bad.tsv", "pos\tgood\nno tab here\n");
-  EXPECT_NE(dl::test::error_text([&] { read_text_label_file(d + "/bad.tsv"); }).find("bad.tsv:2:"), std::string::npos);
+  EXPECT_NE(dl::test::error_of([&] { read_text_label_file(d + "/bad.tsv"); }).find("bad.tsv:2:"), std::string::npos);
   // a whole textfile task: val carved from train, labels as words
   std::string train, test;
   for (int i = 0; i < 40; i++) train += std::string(i % 2 ? "spam" : "ham") + "\tmessage number " + std::to_string(i) + "\n";
@@ -140,7 +140,7 @@ TEST(PconvTasks, UserFilesTsvCsvAndTheirErrors) {
   write(d + "/test.tsv", "eggs\tmessage\n");
   CellConfig c2 = c;
   c2.max_src = 64;  // a new cache key
-  EXPECT_NE(dl::test::error_text([&] { seq2seq_task(c2); }).find("label 'eggs' is in the test file but not in the training file"),
+  EXPECT_NE(dl::test::error_of([&] { seq2seq_task(c2); }).find("label 'eggs' is in the test file but not in the training file"),
             std::string::npos);
 }
 
@@ -228,18 +228,15 @@ TEST(PconvSweep, EveryModelAndRegimeRunsAndResumesExactly) {
   EXPECT_THROW(harness::run_cells(e, p, one, part), harness::Interrupted);
   part.stop_after = -1, part.resume = true;
   harness::run_cells(e, p, one, part);
-  TensorFile a = load_safetensors(harness::cell_dir(o.out, one[0]) + "/model.safetensors");
-  TensorFile b = load_safetensors(harness::cell_dir(part.out, one[0]) + "/model.safetensors");
-  for (auto& [n, t] : a.tensors)
-    EXPECT_EQ(0, std::memcmp(t.raw_data(), b.at(n).raw_data(), t.numel() * dtype_size(t.dtype())))
-        << n << " differs after resume";
+  dl::test::expect_identical_weights(harness::cell_dir(o.out, one[0]) + "/model.safetensors",
+                                     harness::cell_dir(part.out, one[0]) + "/model.safetensors");
 }
 
 TEST(PconvConfig, BadInputIsNamed) {
   for (auto& name : harness::preset_names(presets_dir())) EXPECT_NO_THROW(load_preset(name)) << name;
   harness::Preset p = load_preset("tiny");
   auto err = [&](const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    return dl::test::error_text([&] { resolve_cell(p, v, sets); });
+    return dl::test::error_of([&] { resolve_cell(p, v, sets); });
   };
   EXPECT_NE(err({"sentiment", "lstm", "scratch"}, {}).find("unknown model 'lstm'"), std::string::npos);
   EXPECT_NE(err({"sentiment", "lightconv", "scratch"}, {"kernel_sizes=3,x"}).find("'x' in \"3,x\" is not a positive integer"),
@@ -256,7 +253,7 @@ TEST(PconvConfig, BadInputIsNamed) {
   std::vector<std::string> sets = kSmall;
   sets.push_back("pretrained=" + d + "/broken.safetensors");
   auto cells = harness::expand_cells(e, p, {{"sentiment"}, {"lightconv"}, {"pretrained"}}, {0}, sets);
-  EXPECT_NE(dl::test::error_text([&] { harness::run_cells(e, p, cells, o); }).find("broken.safetensors"), std::string::npos);
+  EXPECT_NE(dl::test::error_of([&] { harness::run_cells(e, p, cells, o); }).find("broken.safetensors"), std::string::npos);
 }
 
 TEST(PconvLearning, LightweightConvolutionLearnsSentiment) {
