@@ -1,5 +1,5 @@
-// tests/apps/app_test_util.h - what the app tests share: a fresh scratch folder, the message of a thrown error, and
-// the check that two runs left byte-identical weights.
+// tests/apps/app_test_util.h - what the app tests share: a fresh scratch folder, the message of a thrown error, the
+// check that two runs left byte-identical weights, and a killed cell that must resume to them.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "apps/common/experiment.h"
 #include "op_harness.h"  // error_of
 #include "tensor/safetensors.h"
 
@@ -29,6 +30,19 @@ inline void expect_identical_weights(const std::string& a, const std::string& b)
     ASSERT_EQ(t.shape(), u.shape()) << n;
     EXPECT_EQ(0, std::memcmp(t.raw_data(), u.raw_data(), t.numel() * dtype_size(t.dtype()))) << n << " differs after resume";
   }
+}
+
+// Runs `cell` into <dir>/part, killed after `stop_after` steps as a SIGKILL would (no checkpoint then), resumes it,
+// and expects the model file of the uninterrupted run of the same cell in `whole_out`, byte for byte.
+inline void expect_killed_cell_resumes(const harness::Experiment& e, const harness::Preset& p, const harness::Cell& cell,
+                                       harness::SweepOptions o, const std::string& whole_out, const std::string& dir,
+                                       int stop_after) {
+  o.out = dir + "/part", o.stop_after = stop_after, o.resume = false;
+  EXPECT_THROW(harness::run_cells(e, p, {cell}, o), harness::Interrupted);
+  o.stop_after = -1, o.resume = true;
+  harness::run_cells(e, p, {cell}, o);
+  expect_identical_weights(harness::cell_dir(whole_out, cell) + "/model.safetensors",
+                           harness::cell_dir(o.out, cell) + "/model.safetensors");
 }
 
 }  // namespace dl::test

@@ -162,13 +162,7 @@ TEST(FptSweep, EveryArmRunsAndResumesExactly) {
   EXPECT_NE(md.find("| bit_xor | bitmem | bit_memory | 1 |"), std::string::npos) << md;
   // a killed fpt cell resumes to the same weights
   auto one = harness::expand_cells(e, p, {{"bit_xor"}, {"fpt"}}, {0}, sets);
-  harness::SweepOptions part = o;
-  part.out = d + "/part", part.stop_after = 4;
-  EXPECT_THROW(harness::run_cells(e, p, one, part), harness::Interrupted);
-  part.stop_after = -1, part.resume = true;
-  harness::run_cells(e, p, one, part);
-  dl::test::expect_identical_weights(harness::cell_dir(o.out, one[0]) + "/model.safetensors",
-                                     harness::cell_dir(part.out, one[0]) + "/model.safetensors");
+  dl::test::expect_killed_cell_resumes(e, p, one[0], o, o.out, d, 4);
 }
 
 TEST(FptConfig, BadInputIsNamed) {

@@ -223,13 +223,7 @@ TEST(PconvSweep, EveryModelAndRegimeRunsAndResumesExactly) {
   EXPECT_TRUE(rs2.at(1).metrics.count("ood_acc"));
   // a killed cell resumes to the same weights
   auto one = harness::expand_cells(e, p, {{"sentiment"}, {"dynamicconv"}, {"pretrained"}}, {0}, kSmall);
-  harness::SweepOptions part = o;
-  part.out = d + "/part", part.stop_after = 4;
-  EXPECT_THROW(harness::run_cells(e, p, one, part), harness::Interrupted);
-  part.stop_after = -1, part.resume = true;
-  harness::run_cells(e, p, one, part);
-  dl::test::expect_identical_weights(harness::cell_dir(o.out, one[0]) + "/model.safetensors",
-                                     harness::cell_dir(part.out, one[0]) + "/model.safetensors");
+  dl::test::expect_killed_cell_resumes(e, p, one[0], o, o.out, d, 4);
 }
 
 TEST(PconvConfig, BadInputIsNamed) {
