@@ -4,6 +4,7 @@
 // equal parameter budgets, a miniature sweep with exact resume, bad input named, and a learning test that can fail.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -206,7 +207,8 @@ TEST(PconvSweep, EveryModelAndRegimeRunsAndResumesExactly) {
   ASSERT_EQ(rs.size(), 8u);
   for (auto& r : rs) {
     EXPECT_EQ(r.curve.back().step, 6) << r.cell.label();
-    EXPECT_GE(r.metric("test_acc"), 0.0);
+    const double right = r.metric("test_acc") * r.test_examples;  // exact match is a count over the split
+    EXPECT_NEAR(right, std::round(right), 1e-9) << r.cell.label();
     EXPECT_EQ(r.test_examples, 16);
     if (r.cell.value("regime") == "pretrained") {
       EXPECT_TRUE(r.extra.contains("pretrained")) << r.cell.label();
