@@ -31,6 +31,10 @@ void set_field(bool& field, const json& v, const std::string& key, const std::st
   if (!v.is_boolean()) bad_type(v, key, where, "true or false");
   field = v.get<bool>();
 }
+void require_positive(const std::string& key, const char* field, double value) {
+  if (value <= 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be > 0, found " + std::to_string(value));
+}
+
 void set_field(std::string& field, const json& v, const std::string& key, const std::string& where) {
   if (!v.is_string()) bad_type(v, key, where, "a string");
   field = v.get<std::string>();

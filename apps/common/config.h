@@ -69,6 +69,16 @@ template <class C> void apply_config(C& c, const json& j, const std::string& whe
   }
 }
 
+// A config struct read from JSON, every field checked as apply_config does.
+template <class C> C config_from_json(const json& j, const std::string& where) {
+  C c;
+  apply_config(c, j, where);
+  return c;
+}
+
+// The check every app's validate() makes of its sizes and rates: "<key>: field 'lr' must be > 0, found 0.000000".
+void require_positive(const std::string& key, const char* field, double value);
+
 // "field=value": the value is parsed as JSON, and a bare word that is not JSON is a string (--set norm=batch).
 std::pair<std::string, json> parse_override(const std::string& kv);
 

@@ -15,15 +15,11 @@ std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/fpt/prese
 std::vector<harness::Axis> axes() { return {{"task", kTasks}, {"arm", kArms}}; }
 
 CellConfig CellConfig::from_json(const json& j, const std::string& where) {
-  CellConfig c;
-  harness::apply_config(c, j, where);
-  return c;
+  return harness::config_from_json<CellConfig>(j, where);
 }
 
 void CellConfig::validate() const {
-  auto positive = [&](const char* name, double v) {
-    if (v <= 0) throw ConfigError(key() + ": field '" + std::string(name) + "' must be > 0, found " + std::to_string(v));
-  };
+  auto positive = [&](const char* name, double v) { harness::require_positive(key(), name, v); };
   positive("layers", layers), positive("d_model", d_model), positive("heads", heads), positive("batch", batch);
   positive("accum", accum), positive("steps", steps), positive("lr", lr), positive("lm_context", lm_context);
   positive("lm_batch", lm_batch), positive("lm_lr", lm_lr), positive("lstm_layers", lstm_layers);

@@ -30,15 +30,11 @@ std::vector<harness::Axis> axes() {
 }
 
 CellConfig CellConfig::from_json(const json& j, const std::string& where) {
-  CellConfig c;
-  harness::apply_config(c, j, where);
-  return c;
+  return harness::config_from_json<CellConfig>(j, where);
 }
 
 void CellConfig::validate() const {
-  auto positive = [&](const char* name, double v) {
-    if (v <= 0) throw ConfigError(key() + ": field '" + std::string(name) + "' must be > 0, found " + std::to_string(v));
-  };
+  auto positive = [&](const char* name, double v) { harness::require_positive(key(), name, v); };
   auto one_of = [&](const char* name, const std::string& v, const std::vector<std::string>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
       throw ConfigError(key() + ": field '" + std::string(name) + "' must be one of " + harness::join(allowed) + ", found \"" +

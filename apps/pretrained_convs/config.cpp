@@ -20,9 +20,7 @@ std::vector<harness::Axis> axes() { return {{"task", kTasks}, {"model", kModels}
 std::string CellConfig::mixer() const { return pair_attention() ? model.substr(0, model.size() - 6) : model; }
 
 CellConfig CellConfig::from_json(const json& j, const std::string& where) {
-  CellConfig c;
-  harness::apply_config(c, j, where);
-  return c;
+  return harness::config_from_json<CellConfig>(j, where);
 }
 
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field) {
@@ -48,9 +46,7 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
 }
 
 void CellConfig::validate() const {
-  auto positive = [&](const char* name, double v) {
-    if (v <= 0) throw ConfigError(key() + ": field '" + std::string(name) + "' must be > 0, found " + std::to_string(v));
-  };
+  auto positive = [&](const char* name, double v) { harness::require_positive(key(), name, v); };
   positive("d_model", d_model), positive("d_ff", d_ff), positive("layers", layers), positive("decoder_layers", decoder_layers);
   positive("heads", heads), positive("batch", batch), positive("steps", steps), positive("lr", lr), positive("max_src", max_src);
   positive("pt_batch", pt_batch), positive("pt_len", pt_len), positive("pt_lr", pt_lr), positive("warmup", warmup);
