@@ -7,11 +7,13 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 #include <sstream>
 
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
+#include "cli.h"
 #include "autograd/ops.h"
 #include "nn/attention/attention.h"
 #include "nn/attention/linear_attention.h"
@@ -185,6 +187,35 @@ void run_attention_approx(const ApproxOptions& o) {
   harness::write_text_atomic(o.out + "/attention_approx.json", j.dump(2) + "\n");
   harness::write_text_atomic(o.out + "/attention_approx.md", t.markdown());
   std::cout << t.markdown();
+}
+
+}  // namespace studies
+
+// ---- the subcommand ---------------------------------------------------------------------------------------------
+namespace studies {
+
+void add_attention_approx_command(CLI::App& app) {
+  auto o = std::make_shared<ApproxOptions>();
+  auto features = std::make_shared<std::string>(), lengths = std::make_shared<std::string>(),
+       cost_lengths = std::make_shared<std::string>();
+  auto no_cost = std::make_shared<bool>(false);
+  auto threads = std::make_shared<int>(2);
+  CLI::App* aa = app.add_subcommand("attention-approx", "softmax vs linear attention vs Performer: error and cost");
+  aa->add_option("--out", o->out, "output folder")->capture_default_str();
+  aa->add_option("--seeds", o->seeds, "seeds per point")->capture_default_str()->check(CLI::PositiveNumber);
+  aa->add_option("--features", *features, "random-feature counts, e.g. 16,64,256");
+  aa->add_option("--lengths", *lengths, "lengths for the error against length");
+  aa->add_option("--cost-lengths", *cost_lengths, "lengths for time and memory");
+  aa->add_flag("--no-cost", *no_cost, "skip the time and memory measurements");
+  aa->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+  aa->callback([=] {
+    if (!features->empty()) o->features = parse_ints(*features, "--features");
+    if (!lengths->empty()) o->lengths = parse_ints(*lengths, "--lengths");
+    if (!cost_lengths->empty()) o->cost_lengths = parse_ints(*cost_lengths, "--cost-lengths");
+    o->cost = !*no_cost;
+    omp_set_num_threads(*threads);
+    run_attention_approx(*o);
+  });
 }
 
 }  // namespace studies
