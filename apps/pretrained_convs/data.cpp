@@ -397,28 +397,7 @@ static Seq2SeqTask build_task(const CellConfig& c) {
   TextSplits s;
   size_t cap_train = c.train_size, cap_val = c.val_size, cap_test = c.test_size;
   if (c.task == "sentiment") {
-    const std::string dir = tasks::ensure_npm_package("sentiment@5.0.2") + "/test/fixtures";
-    std::vector<LabeledText> all;
-    for (const char* src : {"amazon", "imdb", "yelp"}) {
-      const std::string path = dir + "/" + src + ".json";
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(std::ifstream(path));
-      } catch (const std::exception& e) {
-        throw DataError(path + ": not valid JSON (" + e.what() + ")");
-      }
-      if (!j.is_array()) throw DataError(path + ": expected an array of {\"text\", \"class\"}");
-      for (size_t i = 0; i < j.size(); i++) {
-        if (i + 1 == j.size() && j[i].value("text", "x").empty() && j[i].contains("class") && j[i]["class"].is_null())
-          continue;  // each file ends with an empty placeholder item {"text": "", "class": null}
-        if (!j[i].contains("text") || !j[i].contains("class") || !j[i]["text"].is_string() || !j[i]["class"].is_number_integer())
-          throw DataError(path + ": item " + std::to_string(i) + " lacks a string \"text\" or an integer \"class\"");
-        const int cls = j[i]["class"];
-        if (cls != 0 && cls != 1)
-          throw DataError(path + ": item " + std::to_string(i) + ": class " + std::to_string(cls) + " (expected 0 or 1)");
-        all.push_back({std::string(src) + "/" + std::to_string(i), j[i]["text"], cls, -1});
-      }
-    }
+    std::vector<LabeledText> all = tasks::sentiment_sentences();
     s = tasks::split_by_document(all, 0.1, 0.2, 0);
     s.class_names = {"negative", "positive"};
   } else if (c.task == "topic") {
