@@ -167,12 +167,29 @@ void atomic_write_file(const std::string& path, const std::string& contents) {
     }
     done += (size_t)w;
   }
-  ::fsync(fd);
-  ::close(fd);
+  // a full disk may only show at fsync or close (delayed allocation, network file systems): check both
+  if (::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(path + ": fsync failed: " + std::strerror(e));
+  }
+  if (::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(path + ": close failed: " + std::strerror(e));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
     throw std::runtime_error(path + ": rename from " + tmp + " failed: " + std::strerror(e));
+  }
+  // the rename is durable once the folder's entry is on disk (after a power cut, not only after a kill)
+  const size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
   }
 }
 

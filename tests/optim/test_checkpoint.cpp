@@ -1,4 +1,6 @@
 // tests/optim/test_checkpoint.cpp - exact resume and the checkpoint protocol's refusals (optim/checkpoint.h).
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -302,6 +304,47 @@ TEST(Checkpoint, FailedManifestWriteLeavesTheOldCheckpointIntact) {
   TrainRun loaded(2);
   loaded.resume(dir);
   EXPECT_EQ(loaded.step, 3);
+}
+
+// A disk that fills up in the middle of the model file: RLIMIT_FSIZE (with SIGXFSZ ignored) makes write() fail with
+// EFBIG once the file reaches the limit, as ENOSPC would on a full disk - a real write that stops part-way, in a child
+// process so the limit does not outlive the test. The save must fail naming the reason, delete its partial file and
+// leave the previous checkpoint loadable.
+TEST(Checkpoint, AFullDiskMidWriteIsNamedAndLosesNothing) {
+  std::string dir = scratch_dir("full_disk");
+  TrainRun r(5);
+  r.train(3);
+  const CheckpointInfo first = save_checkpoint(dir, *r.model, *r.opt, r.state());
+  const auto model_bytes = fs::file_size(first.model_path);
+  ASSERT_GT(model_bytes, 600u);
+  // the child (a lambda: the macro cannot take a block with commas)
+  auto child = [&] {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{};
+    ::getrlimit(RLIMIT_FSIZE, &lim);
+    const rlim_t old = lim.rlim_cur;
+    lim.rlim_cur = model_bytes / 2;
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    r.train(3);
+    const std::string msg = error_of([&] { save_checkpoint(dir, *r.model, *r.opt, r.state()); });
+    lim.rlim_cur = old;
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    int bad = 0;
+    if (msg.find("File too large") == std::string::npos || msg.find("untouched") == std::string::npos) {
+      bad |= 1;
+      fprintf(stderr, "message: %s\n", msg.c_str());
+    }
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().find(".tmp.") != std::string::npos) {
+        bad |= 2;
+        fprintf(stderr, "partial file left: %s\n", e.path().c_str());
+      }
+    TrainRun loaded(2);
+    loaded.resume(dir);
+    if (loaded.step != 3) bad |= 4;
+    std::_Exit(bad);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(Checkpoint, AtomicWriteNeverLeavesAPartialFile) {
