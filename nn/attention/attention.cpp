@@ -35,17 +35,35 @@ static Tensor key_mask_f64(const Tensor& key_mask, int64_t B, int64_t S, const c
   return key_mask.to(DType::f64).contiguous();
 }
 
+std::vector<int64_t> prefix_lengths(const Tensor& prefix, int64_t B, int64_t S, const char* op) {
+  if (!prefix.defined()) fail(std::string(op) + ": prefix lengths are undefined");
+  if (prefix.dtype() != DType::i64)
+    fail(std::string(op) + ": prefix lengths must be an i64 tensor (B), found dtype " + dtype_name(prefix.dtype()));
+  if (prefix.shape() != Shape{B})
+    fail(std::string(op) + ": prefix lengths shape mismatch: expected (B) = " + shape_str({B}) + ", found " +
+         shape_str(prefix.shape()));
+  Tensor pc = prefix.contiguous();
+  std::vector<int64_t> P(pc.data<int64_t>(), pc.data<int64_t>() + B);
+  for (int64_t b = 0; b < B; b++)
+    if (P[b] < 0 || P[b] > S)
+      fail(std::string(op) + ": prefix length " + std::to_string(P[b]) + " of example " + std::to_string(b) +
+           " is outside [0, " + std::to_string(S) + "]");
+  return P;
+}
+
 Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S, bool causal, int64_t window, DType dt,
-                         const char* op) {
+                         const char* op, const Tensor& prefix) {
   Tensor km = key_mask_f64(key_mask, B, S, op);
-  const int64_t Bm = km.defined() ? B : 1;
+  const std::vector<int64_t> P = prefix.defined() ? prefix_lengths(prefix, B, S, op) : std::vector<int64_t>();
+  const int64_t Bm = km.defined() || prefix.defined() ? B : 1;
   Tensor a = zeros({Bm, 1, T, S}, DType::f64);
   double* p = a.data<double>();
   for (int64_t b = 0; b < Bm; b++)
     for (int64_t t = 0; t < T; t++)
       for (int64_t s = 0; s < S; s++) {
         bool ok = !km.defined() || km.data<double>()[b * S + s] != 0;
-        if (causal) ok = ok && s <= t + (S - T);
+        if (!P.empty()) ok = ok && (s < P[b] || s <= t + (S - T));  // prefix-LM: the prefix both ways, then causal
+        else if (causal) ok = ok && s <= t + (S - T);
         if (window > 0) ok = ok && std::abs(t - s) <= window;
         p[(b * T + t) * S + s] = ok;
       }
@@ -61,8 +79,8 @@ Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const
   Var scores = matmul(q, transpose(k, -2, -1));  // (B, NH, T, S)
   if (o.scale) scores = scores * (1.0 / std::sqrt((double)HS));
   if (o.bias.defined()) scores = scores + o.bias;
-  if (o.key_mask.defined() || o.causal || o.window > 0) {
-    Tensor allowed = attention_allowed(o.key_mask, B, T, S, o.causal, o.window, scores.dtype(), "attention");
+  if (o.key_mask.defined() || o.causal || o.window > 0 || o.prefix.defined()) {
+    Tensor allowed = attention_allowed(o.key_mask, B, T, S, o.causal, o.window, scores.dtype(), "attention", o.prefix);
     scores = masked_fill(scores, add_scalar(neg(allowed), 1.0), kMasked);  // blocked = 1 - allowed
   }
   Var w = softmax(scores, -1);  // (B, NH, T, S)
@@ -145,16 +163,17 @@ std::string MultiheadAttention::extra_repr() const {
 }
 
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dt,
-                                    Device dev) {
-  const bool fused = o.fused && !want_weights && !(training && o.dropout > 0);
+                                    Device dev, bool prefix) {
+  const bool fused = o.fused && !want_weights && !(training && o.dropout > 0) && !(prefix && o.window > 0);
   if (self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32 && dev == Device::cpu)
     return AttentionPath::packed;
-  if (self && o.window > 0) return AttentionPath::windowed;
+  if (self && o.window > 0) return prefix ? AttentionPath::composed : AttentionPath::windowed;  // no prefix blocks
   if (fused) return AttentionPath::fused;
   return AttentionPath::composed;
 }
 
-Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask, bool self, Var* weights) {
+Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask, bool self, Var* weights,
+                               const Tensor& prefix) {
   const int64_t C = d_model;
   if (x.dim() != 3 || x.size(2) != C || mem.dim() != 3 || mem.size(2) != C || mem.size(0) != x.size(0))
     fail("MultiheadAttention: expected x (B, T, " + std::to_string(C) + ") and memory (B, S, " + std::to_string(C) + "), found " +
@@ -163,9 +182,11 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
   if (mask.defined() && mask.shape() != Shape{B, S})
     fail("MultiheadAttention: mask shape mismatch: expected (B, S) = " + shape_str({B, S}) + ", found " +
          shape_str(mask.shape()));
-  const AttentionPath path = choose_attention_path(opt, self, weights != nullptr, is_training(), x.dtype(), x.data().device());
-  if (path == AttentionPath::packed) return out_proj->forward(packed_self_attention(x, mask));
-  if (self && opt.window > 0 && weights) fail("MultiheadAttention: windowed attention does not return weights");
+  if (prefix.defined()) prefix_lengths(prefix, B, S, "MultiheadAttention");  // fails early on a bad prefix
+  const AttentionPath path =
+      choose_attention_path(opt, self, weights != nullptr, is_training(), x.dtype(), x.data().device(), prefix.defined());
+  if (path == AttentionPath::packed) return out_proj->forward(packed_self_attention(x, mask, prefix));
+  if (path == AttentionPath::windowed && weights) fail("MultiheadAttention: windowed attention does not return weights");
   Var q = split_heads(linear(x, narrow(in_proj_weight, 0, 0, C), narrow(in_proj_bias, 0, 0, C)), opt.heads);    // (B, NH, T, HS)
   Var k = split_heads(linear(mem, narrow(in_proj_weight, 0, C, C), narrow(in_proj_bias, 0, C, C)), opt.heads);  // (B, NH, S, HS)
   Var v = split_heads(linear(mem, narrow(in_proj_weight, 0, 2 * C, C), narrow(in_proj_bias, 0, 2 * C, C)), opt.heads);
@@ -178,11 +199,13 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
   if (path == AttentionPath::windowed) {
     y = local_attention(q, k, v, mask, opt.window, causal);
   } else if (path == AttentionPath::fused) {
-    y = fused_attention(q, k, v, mask, causal);
+    y = fused_attention(q, k, v, mask, causal, prefix);
   } else {
     SDPAOptions o;
     o.key_mask = mask;
     o.causal = causal;
+    o.prefix = prefix;
+    o.window = self && prefix.defined() ? opt.window : 0;  // a windowed prefix-LM runs here (see the path table)
     o.dropout = opt.dropout;
     o.training = is_training();
     o.gen = gen_;
@@ -193,7 +216,7 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
 
 // The same self-attention on the packed projection qkv = x W_in^T + b_in (B, T, 3C): one primitive runs the scores,
 // softmax, dropout and weighted sum per (b, h) on sgemm (nn/fused/qkv_attention.h). Rotary positions turn q and k in place.
-Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask) {
+Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask, const Tensor& prefix) {
   const int64_t C = d_model;
   Var qkv = linear(x, in_proj_weight, in_proj_bias);  // (B, T, 3C) = [q | k | v]
   if (opt.rotary) {
@@ -201,13 +224,18 @@ Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask) 
     Var k = merge_heads(apply_rotary(split_heads(narrow(qkv, 2, C, C), opt.heads)));
     qkv = cat({q, k, narrow(qkv, 2, 2 * C, C)}, 2);
   }
-  return qkv_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask);  // (B, T, C)
+  return qkv_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix);  // (B, T, C)
 }
 
 Var MultiheadAttention::forward(const Var& x, const Tensor& key_mask) { return attend(x, x, key_mask, true, nullptr); }
 
 Var MultiheadAttention::forward_with_weights(const Var& x, const Tensor& key_mask, Var* weights) {
   return attend(x, x, key_mask, true, weights);
+}
+
+Var MultiheadAttention::forward_prefix(const Var& x, const Tensor& key_mask, const Tensor& prefix, Var* weights) {
+  if (!prefix.defined()) fail("MultiheadAttention::forward_prefix: prefix lengths are undefined (use forward)");
+  return attend(x, x, key_mask, true, weights, prefix);
 }
 
 Var MultiheadAttention::cross(const Var& x, const Var& memory, const Tensor& memory_mask, Var* weights) {

@@ -8,6 +8,7 @@
 //   [rotary]  q, k = R q, R k                          (positions.h)
 //   scores  = q k^T / sqrt(HS) [+ bias]                (B, NH, T, S)
 //   allowed = key_mask[b, s] != 0  and  (causal: s <= t)  and  (window w: |t - s| <= w)
+//             prefix-LM (UniLM): causal replaced by  (s < prefix[b]  or  s <= t)
 //   scores  = allowed ? scores : -1e9                  (a large finite value, so a row with nothing allowed
 //                                                       stays finite: it averages v instead of giving NaN)
 //   weights = softmax(scores, over S)                  returned on request
@@ -24,6 +25,21 @@
 // (B, NH, T/w, w, 3w): memory O(T w) instead of O(T^2). It equals full attention with a band mask
 // (tests/nn/attention/test_attention.cpp).
 //
+// Prefix-LM mask (UniLM, Dong et al. 2019, arXiv 1905.03197; the seq2seq mask of SimBERT / RoFormer-Sim): a per-example
+// prefix length P_b (an i64 tensor (B), 0 <= P_b <= S). The first P_b positions ("[CLS] A [SEP]") see one another in
+// both directions; every later position sees the whole prefix and itself and the positions before it, never a later
+// one. Nobody in the prefix sees past it, so the prefix's outputs equal those of the prefix encoded alone. P_b = 0 is
+// the causal mask, P_b = T is full attention. Because allowed keys are s < max(P_b, t + 1), the row is still a
+// contiguous run of keys and the fused and packed primitives support it (see the path table below).
+//
+//        s: 0 1 2 3 4 5        P = 3 (x = allowed)
+//   t = 0   x x x . . .
+//   t = 1   x x x . . .
+//   t = 2   x x x . . .
+//   t = 3   x x x x . .
+//   t = 4   x x x x x .
+//   t = 5   x x x x x x
+//
 // The fused twin (one primitive, online softmax, no T x S matrix) is nn/fused/fused_attention.h; both agree in tests.
 #pragma once
 #include "nn/layers.h"
@@ -39,6 +55,7 @@ struct SDPAOptions {
   bool causal = false;  // s <= t (T == S)
   int64_t window = 0;   // > 0: |t - s| <= window (band mask; full T x S matrix)
   Var bias;             // added to the scores, broadcast to (B, NH, T, S) (T5's relative bias), or undefined
+  Tensor prefix;        // (B) i64, the prefix-LM mask (replaces causal: s < prefix[b] or s <= t), or undefined
   bool scale = true;    // divide by sqrt(HS) (T5 does not)
   double dropout = 0;   // on the weights, when training
   bool training = false;
@@ -50,9 +67,13 @@ Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const
 // Block-wise local attention (see above): q, k, v (B, NH, T, HS), key_mask (B, T) or undefined.
 Var local_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, int64_t window, bool causal);
 
-// The allowed-mask as 0/1 of dtype `dt`, shape (B or 1, 1, T, S); validates key_mask's shape (names `op`).
+// The allowed-mask as 0/1 of dtype `dt`, shape (B or 1, 1, T, S); validates key_mask's and prefix's shapes (names `op`).
+// prefix (B) i64 or undefined: the prefix-LM mask, which replaces `causal`.
 Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S, bool causal, int64_t window, DType dt,
-                         const char* op);
+                         const char* op, const Tensor& prefix = Tensor());
+
+// Checks a prefix-length tensor: i64 of shape (B) with 0 <= prefix[b] <= S; fails naming `op` otherwise.
+std::vector<int64_t> prefix_lengths(const Tensor& prefix, int64_t B, int64_t S, const char* op);
 
 struct AttentionOptions {
   int64_t heads = 1;
@@ -76,9 +97,12 @@ struct AttentionOptions {
 //                                                                             (nn/fused/fused_attention.h)
 //   composed   everything else: cross-attention, returned weights, float64,   the readable reference:
 //              other devices, packed = false                                  scaled_dot_product_attention
+// A prefix-LM mask (forward_prefix) runs on the packed and fused paths (both primitives take the prefix lengths) and on
+// the composed one; with window > 0 it goes to the composed path (band and prefix masks on the full T x T matrix),
+// since the block-wise local attention has no prefix.
 enum class AttentionPath { packed, windowed, fused, composed };
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dtype,
-                                    Device device);
+                                    Device device, bool prefix = false);
 
 class MultiheadAttention : public SequenceLayer {
  public:
@@ -94,6 +118,9 @@ class MultiheadAttention : public SequenceLayer {
   Var forward(const Var& x, const Tensor& key_mask) override;
   // The same, also returning the attention weights (B, NH, T, T) (composed path; no window).
   Var forward_with_weights(const Var& x, const Tensor& key_mask, Var* weights);
+  // Self-attention under the prefix-LM mask: prefix (B) i64, 0 <= prefix[b] <= T (see above; opt.causal is ignored,
+  // the mask already is causal after the prefix). weights: (B, NH, T, T) if asked (composed path).
+  Var forward_prefix(const Var& x, const Tensor& key_mask, const Tensor& prefix, Var* weights = nullptr);
   // Cross-attention: queries from x (B, T, C), keys/values from memory (B, S, C), memory_mask (B, S).
   Var cross(const Var& x, const Var& memory, const Tensor& memory_mask, Var* weights = nullptr);
 
@@ -103,8 +130,8 @@ class MultiheadAttention : public SequenceLayer {
   int64_t d_model;
 
  private:
-  Var attend(const Var& x, const Var& memory, const Tensor& mask, bool self, Var* weights);
-  Var packed_self_attention(const Var& x, const Tensor& mask);
+  Var attend(const Var& x, const Var& memory, const Tensor& mask, bool self, Var* weights, const Tensor& prefix = Tensor());
+  Var packed_self_attention(const Var& x, const Tensor& mask, const Tensor& prefix);
   Generator* gen_;
 };
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "nn/attention/attention.h"  // prefix_lengths
+
 namespace dl::nn {
 
 namespace {
@@ -15,13 +17,16 @@ struct Dims4 {
   int64_t B, NH, T, S, HS;
 };
 
-inline bool allowed(const double* mask_b, int64_t t, int64_t j, const Dims4& d, bool causal) {
+// prefix_b < 0: no prefix-LM mask; otherwise it replaces causal (j < prefix_b or j <= t + S - T).
+inline bool allowed(const double* mask_b, int64_t t, int64_t j, const Dims4& d, bool causal, int64_t prefix_b) {
   if (mask_b && mask_b[j] == 0) return false;
+  if (prefix_b >= 0) return j < prefix_b || j <= t + d.S - d.T;
   return !causal || j <= t + d.S - d.T;
 }
 
 template <class T>
-void forward_kernel(const T* q, const T* k, const T* v, const double* mask, T* o, double* L, const Dims4& d, bool causal) {
+void forward_kernel(const T* q, const T* k, const T* v, const double* mask, T* o, double* L, const Dims4& d, bool causal,
+                    const int64_t* prefix) {
   const double c = 1.0 / std::sqrt((double)d.HS);
   const int64_t BH = d.B * d.NH;
 #pragma omp parallel for schedule(static)
@@ -31,6 +36,7 @@ void forward_kernel(const T* q, const T* k, const T* v, const double* mask, T* o
     const T* kb = k + bh * d.S * d.HS;
     const T* vb = v + bh * d.S * d.HS;
     const double* mb = mask ? mask + b * d.S : nullptr;
+    const int64_t pb = prefix ? prefix[b] : -1;
     std::vector<double> acc(d.HS), s(kBlock);
     for (int64_t t = 0; t < d.T; t++) {
       const T* qt = qb + t * d.HS;
@@ -40,7 +46,7 @@ void forward_kernel(const T* q, const T* k, const T* v, const double* mask, T* o
         const int64_t j1 = std::min(d.S, j0 + kBlock);
         double mblk = -std::numeric_limits<double>::infinity();
         for (int64_t j = j0; j < j1; j++) {
-          if (!allowed(mb, t, j, d, causal)) {
+          if (!allowed(mb, t, j, d, causal, pb)) {
             s[j - j0] = -std::numeric_limits<double>::infinity();
             continue;
           }
@@ -78,7 +84,7 @@ void forward_kernel(const T* q, const T* k, const T* v, const double* mask, T* o
 
 template <class T>
 void backward_kernel(const T* q, const T* k, const T* v, const double* mask, const T* o, const double* L, const T* dout, T* dq,
-                     T* dk, T* dv, const Dims4& d, bool causal) {
+                     T* dk, T* dv, const Dims4& d, bool causal, const int64_t* prefix) {
   const double c = 1.0 / std::sqrt((double)d.HS);
   const int64_t BH = d.B * d.NH;
 #pragma omp parallel for schedule(static)
@@ -88,6 +94,7 @@ void backward_kernel(const T* q, const T* k, const T* v, const double* mask, con
     const T* kb = k + bh * d.S * d.HS;
     const T* vb = v + bh * d.S * d.HS;
     const double* mb = mask ? mask + b * d.S : nullptr;
+    const int64_t pb = prefix ? prefix[b] : -1;
     std::vector<double> dkb(d.S * d.HS, 0.0), dvb(d.S * d.HS, 0.0), dqt(d.HS);
     for (int64_t t = 0; t < d.T; t++) {
       const T* qt = qb + t * d.HS;
@@ -100,7 +107,7 @@ void backward_kernel(const T* q, const T* k, const T* v, const double* mask, con
       for (int64_t j0 = 0; j0 < d.S; j0 += kBlock) {  // the same blocks as the forward, recomputed
         const int64_t j1 = std::min(d.S, j0 + kBlock);
         for (int64_t j = j0; j < j1; j++) {
-          if (!allowed(mb, t, j, d, causal)) continue;
+          if (!allowed(mb, t, j, d, causal, pb)) continue;
           const T* kj = kb + j * d.HS;
           const T* vj = vb + j * d.HS;
           double dot = 0, dp = 0;
@@ -131,6 +138,7 @@ void backward_kernel(const T* q, const T* k, const T* v, const double* mask, con
 
 struct FusedAttentionNode : Node {
   Tensor q, k, v, mask, o, L;  // mask: f64 (B, S) or undefined; L: f64 (B, NH, T)
+  std::vector<int64_t> prefix;  // (B) or empty
   Dims4 d{};
   bool causal = false;
   const char* name() const override { return "fused_attention"; }
@@ -141,7 +149,8 @@ struct FusedAttentionNode : Node {
            dv = Tensor::empty(v.shape(), q.dtype());
     dispatch_float(q.dtype(), "fused_attention", [&]<class T>() {
       backward_kernel<T>(q.data<T>(), k.data<T>(), v.data<T>(), mask.defined() ? mask.data<double>() : nullptr, o.data<T>(),
-                         L.data<double>(), g.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), d, causal);
+                         L.data<double>(), g.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), d, causal,
+                         prefix.empty() ? nullptr : prefix.data());
     });
     return {needs_grad(0) ? dq : Tensor(), needs_grad(1) ? dk : Tensor(), needs_grad(2) ? dv : Tensor()};
   }
@@ -150,7 +159,7 @@ struct FusedAttentionNode : Node {
 
 }  // namespace
 
-Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, bool causal) {
+Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, bool causal, const Tensor& prefix) {
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
     fail("fused_attention: expected q, k, v of rank 4 (B, NH, T, HS), found " + shape_str(q.shape()) + ", " +
          shape_str(k.shape()) + ", " + shape_str(v.shape()));
@@ -159,7 +168,9 @@ Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_
     fail("fused_attention: k and v must be (B, NH, S, HS) = " + shape_str({d.B, d.NH, d.S, d.HS}) + ", found k " +
          shape_str(k.shape()) + ", v " + shape_str(v.shape()));
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) fail("fused_attention: q, k, v must have one dtype");
-  if (causal && d.T > d.S)
+  const std::vector<int64_t> P =
+      prefix.defined() ? prefix_lengths(prefix, d.B, d.S, "fused_attention") : std::vector<int64_t>();
+  if ((causal || !P.empty()) && d.T > d.S)
     fail("fused_attention: causal needs T <= S, found T = " + std::to_string(d.T) + ", S = " + std::to_string(d.S));
   Tensor mask;
   if (key_mask.defined()) {
@@ -172,11 +183,11 @@ Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_
   Tensor o = Tensor::empty(q.shape(), q.dtype()), L = Tensor::empty({d.B, d.NH, d.T}, DType::f64);
   dispatch_float(q.dtype(), "fused_attention", [&]<class T>() {
     forward_kernel<T>(qc.data<T>(), kc.data<T>(), vc.data<T>(), mask.defined() ? mask.data<double>() : nullptr, o.data<T>(),
-                      L.data<double>(), d, causal);
+                      L.data<double>(), d, causal, P.empty() ? nullptr : P.data());
   });
   if (!any_requires_grad({q, k, v})) return Var(o);
   auto n = std::make_shared<FusedAttentionNode>();
-  n->q = qc, n->k = kc, n->v = vc, n->mask = mask, n->o = o, n->L = L, n->d = d, n->causal = causal;
+  n->q = qc, n->k = kc, n->v = vc, n->mask = mask, n->o = o, n->L = L, n->d = d, n->causal = causal, n->prefix = P;
   return record(n, o, {q, k, v});
 }
 

@@ -6,7 +6,8 @@
 //
 // Forward (FlashAttention's online softmax, Milakov & Gimelshein 2018; Dao et al. 2022), per query row t,
 // over key blocks of kBlock keys, never storing the T x S matrix:
-//   s_j = c q_t . k_j  for allowed j  (key_mask[b, j] != 0, and j <= t + S - T when causal)
+//   s_j = c q_t . k_j  for allowed j  (key_mask[b, j] != 0, and j <= t + S - T when causal; with prefix lengths P,
+//                                      j < P[b] or j <= t + S - T instead: the prefix-LM mask of attention.h)
 //   m'  = max(m, max_j s_j);  l = l e^(m - m') + sum_j e^(s_j - m');  acc = acc e^(m - m') + sum_j e^(s_j - m') v_j
 //   o_t = acc / l;  saves L_t = m + log l  (the log-sum-exp of the row)
 // Backward recomputes each block (p_j = e^(s_j - L_t)); with D_t = dO_t . o_t:
@@ -25,6 +26,8 @@
 namespace dl::nn {
 
 // q (B, NH, T, HS), k, v (B, NH, S, HS), key_mask (B, S) (any dtype, nonzero = real) or undefined.
-Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, bool causal);
+// prefix (B) i64 with 0 <= prefix[b] <= S, or undefined: the prefix-LM mask (replaces causal).
+Var fused_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, bool causal,
+                    const Tensor& prefix = Tensor());
 
 }  // namespace dl::nn

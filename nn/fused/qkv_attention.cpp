@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/attention/attention.h"  // prefix_lengths
 #include "tensor/nn_kernels.h"
 
 namespace dl::nn {
@@ -109,18 +110,26 @@ inline void fill_padding(float* s, const float* km, int64_t n) {
   for (int64_t j = 0; j < n; j++) s[j] = km[j] != 0.f ? s[j] : kPadScore;
 }
 
+// The keys row t may see are s < row_keys(t): all T, causal t + 1, prefix-LM max(P_b, t + 1) (prefix_b >= 0).
+inline int64_t row_keys(int64_t t, int64_t T, bool causal, int64_t prefix_b) {
+  if (prefix_b >= 0) return std::max(prefix_b, t + 1);
+  return causal ? t + 1 : T;
+}
+
 // Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved. key_mask (B, T) or null.
 void forward_pair(const float* qkv, const float* key_mask, float* out, float* L, float* S, float* M, const Dims& d, int64_t bh,
-                  bool causal, const Drop& dr) {
+                  bool causal, const Drop& dr, const int64_t* prefix) {
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
   const float* Q = qkv + b * T * ld + h * HS;
   const float *K = Q + C, *V = Q + 2 * C;
   const float c = (float)(1.0 / std::sqrt((double)HS));
   const float* km = key_mask ? key_mask + b * T : nullptr;
-  scores(Q, K, S, d, causal, c);
+  const int64_t pb = prefix ? prefix[b] : -1;
+  const bool tri = causal && !prefix;  // skip the upper triangle in the products (a prefix-LM row may reach past t)
+  scores(Q, K, S, d, tri, c);
   for (int64_t t = 0; t < T; t++) {
     float* s = S + t * T;
-    const int64_t n = causal ? t + 1 : T;  // masked scores give exact zeros, as exp of the composed -1e9 fill does
+    const int64_t n = row_keys(t, T, causal, pb);  // masked scores give exact zeros, as exp of the composed -1e9 fill does
     fill_padding(s, km, n);
     float m = s[0];
 #pragma omp simd reduction(max : m)
@@ -139,12 +148,12 @@ void forward_pair(const float* qkv, const float* key_mask, float* out, float* L,
     }
     for (int64_t j = n; j < T; j++) s[j] = 0.f;
   }
-  rows_times(S, V, ld, out + b * T * C + h * HS, C, d, causal, 1.f);  // O = Pd V
+  rows_times(S, V, ld, out + b * T * C + h * HS, C, d, tri, 1.f);  // O = Pd V
 }
 
 // Backward of one (b, h); P and Pd are recomputed from Q, K, L and the hash.
 void backward_pair(const float* qkv, const float* key_mask, const float* L, const float* dO, float* dqkv, float* P, float* X,
-                   float* M, const Dims& d, int64_t bh, bool causal, const Drop& dr) {
+                   float* M, const Dims& d, int64_t bh, bool causal, const Drop& dr, const int64_t* prefix) {
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
   const float* Q = qkv + b * T * ld + h * HS;
   const float *K = Q + C, *V = Q + 2 * C;
@@ -153,11 +162,13 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
   float *dK = dQ + C, *dV = dQ + 2 * C;
   const float c = (float)(1.0 / std::sqrt((double)HS));
   const float* km = key_mask ? key_mask + b * T : nullptr;
+  const int64_t pb = prefix ? prefix[b] : -1;
+  const bool tri = causal && !prefix;  // skip the upper triangle in the products (a prefix-LM row may reach past t)
   const int64_t first = first_real(km, T);
-  scores(Q, K, P, d, causal, c);
+  scores(Q, K, P, d, tri, c);
   for (int64_t t = 0; t < T; t++) {  // P = exp(S - L); X = Pd = P M
     float *p = P + t * T, *x = X + t * T;
-    const int64_t n = causal ? t + 1 : T;
+    const int64_t n = row_keys(t, T, causal, pb);
     const float Lt = L[bh * T + t];
     fill_padding(p, km, n);
     if (first >= n) {
@@ -175,11 +186,11 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
     }
   }
   const float* Pd = dr.on ? X : P;
-  cols_times(Pd, G, C, dV, ld, d, causal, 1.f);  // dV = Pd^T dO
-  scores(G, V, X, d, causal, 1.f, C, ld);        // X = dPd = dO V^T
+  cols_times(Pd, G, C, dV, ld, d, tri, 1.f);  // dV = Pd^T dO
+  scores(G, V, X, d, tri, 1.f, C, ld);        // X = dPd = dO V^T
   for (int64_t t = 0; t < T; t++) {              // dP = dPd M;  dS = P (dP - sum_s P dP)
     float *p = P + t * T, *x = X + t * T;
-    const int64_t n = causal ? t + 1 : T;
+    const int64_t n = row_keys(t, T, causal, pb);
     if (dr.on) {
       mask_row(dr, bh * T + t, M, n);
 #pragma omp simd
@@ -194,12 +205,13 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
     }
     for (int64_t j = n; j < T; j++) x[j] = 0.f;
   }
-  rows_times(X, K, ld, dQ, ld, d, causal, c);  // dQ = c dS K
-  cols_times(X, Q, ld, dK, ld, d, causal, c);  // dK = c dS^T Q
+  rows_times(X, K, ld, dQ, ld, d, tri, c);  // dQ = c dS K
+  cols_times(X, Q, ld, dK, ld, d, tri, c);  // dK = c dS^T Q
 }
 
 struct QKVAttentionNode : Node {
   Tensor qkv, L, key_mask;  // qkv (B, T, 3C) contiguous; L (B, NH, T); key_mask (B, T) f32 or undefined
+  std::vector<int64_t> prefix;  // (B) or empty
   Dims d{};
   bool causal = false;
   Drop drop;
@@ -213,7 +225,8 @@ struct QKVAttentionNode : Node {
     float* pd = dqkv.data<float>();
     const int64_t T = d.T;
     over_pairs(d, 2 * T * T + T, [&](int64_t bh, float* scratch) {
-      backward_pair(pq, pk, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, d, bh, causal, drop);
+      backward_pair(pq, pk, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, d, bh, causal, drop,
+                    prefix.empty() ? nullptr : prefix.data());
     });
     return {dqkv};
   }
@@ -222,7 +235,8 @@ struct QKVAttentionNode : Node {
 
 }  // namespace
 
-Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask) {
+Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask,
+                  const Tensor& prefix) {
   if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
     fail("qkv_attention: expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
          shape_str(qkv.shape()));
@@ -234,6 +248,9 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
   if (key_mask.defined() && key_mask.shape() != Shape{d.B, d.T})
     fail("qkv_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({d.B, d.T}) + ", found " +
          shape_str(key_mask.shape()));
+  const std::vector<int64_t> P =
+      prefix.defined() ? prefix_lengths(prefix, d.B, d.T, "qkv_attention") : std::vector<int64_t>();
+  const int64_t* pp = P.empty() ? nullptr : P.data();
   Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
   const float* pk = km.defined() ? km.data<float>() : nullptr;
   const bool dropping = training && p > 0;
@@ -244,10 +261,10 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
   float *po = out.data<float>(), *pl = L.data<float>();
   const int64_t T = d.T;
   over_pairs(d, T * T + T,
-             [&](int64_t bh, float* scratch) { forward_pair(px, pk, po, pl, scratch, scratch + T * T, d, bh, causal, dr); });
+             [&](int64_t bh, float* scratch) { forward_pair(px, pk, po, pl, scratch, scratch + T * T, d, bh, causal, dr, pp); });
   if (!any_requires_grad({qkv})) return Var(out);
   auto n = std::make_shared<QKVAttentionNode>();
-  n->qkv = x, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr;
+  n->qkv = x, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr, n->prefix = P;
   return record(n, out, {qkv});
 }
 

@@ -31,8 +31,10 @@ namespace dl::nn {
 
 // qkv (B, T, 3C) -> (B, T, C). Dropout p on the weights when training (mask drawn from g: one u64 per call).
 // key_mask (B, T), 1 = real position, 0 = padding (no query attends to it), or undefined.
+// prefix (B) i64 with 0 <= prefix[b] <= T, or undefined: the prefix-LM mask of attention.h (replaces causal): row t
+// sees keys s < max(prefix[b], t + 1). The products then run on the full T x T (no triangle skipped).
 Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g,
-                  const Tensor& key_mask = Tensor());
+                  const Tensor& key_mask = Tensor(), const Tensor& prefix = Tensor());
 
 // The mask the primitive uses for a call whose seed is `seed`: (B, NH, T, T) holding 0 or 1/(1-p). For tests.
 Tensor qkv_attention_mask(uint64_t seed, int64_t B, int64_t NH, int64_t T, double p);
