@@ -1,4 +1,4 @@
-// fuzz/fuzz_idx.cpp - libFuzzer target for the IDX and CIFAR-10 binary readers (not part of the CMake build).
+// fuzz/fuzz_idx.cpp - libFuzzer target for the IDX and CIFAR-10 binary readers (built by scripts/fuzz.sh).
 //
 // Build and run (from the repository root), e.g. for 20 s:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. fuzz/fuzz_idx.cpp tasks/image.cpp -lz \

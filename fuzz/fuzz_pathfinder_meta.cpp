@@ -1,6 +1,6 @@
 // fuzz/fuzz_pathfinder_meta.cpp - libFuzzer target for the Pathfinder metadata parser.
 //
-// Build and run (from the repository root; not part of CMake):
+// Build and run (from the repository root; scripts/fuzz.sh builds it in build-fuzz/):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
 //       fuzz/fuzz_pathfinder_meta.cpp tasks/pathfinder_io.cpp tasks/pathfinder.cpp -lpng -lz \
 //       -o /tmp/fuzz_pathfinder_meta

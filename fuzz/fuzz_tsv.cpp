@@ -1,4 +1,4 @@
-// fuzz/fuzz_tsv.cpp - libFuzzer target for the ListOps and AAN TSV readers (not part of the CMake build).
+// fuzz/fuzz_tsv.cpp - libFuzzer target for the ListOps and AAN TSV readers (built by scripts/fuzz.sh).
 //
 // Build and run (from the repository root), e.g. for 20 s:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. -DDL_SOURCE_DIR='"."' fuzz/fuzz_tsv.cpp \

@@ -219,7 +219,7 @@ std::vector<LabeledText> sentiment_sentences(const std::string& fixtures_dir) {
     }
     if (!j.is_array()) throw DataError(path + ": expected an array of {\"text\", \"class\"}");
     for (size_t i = 0; i < j.size(); i++) {
-      if (i + 1 == j.size() && j[i].is_object() && j[i].value("text", "x").empty() && j[i].contains("class") &&
+      if (i + 1 == j.size() && j[i].is_object() && j[i].contains("text") && j[i]["text"] == "" && j[i].contains("class") &&
           j[i]["class"].is_null())
         continue;  // the placeholder that ends each file
       if (!j[i].is_object() || !j[i].contains("text") || !j[i].contains("class") || !j[i]["text"].is_string() ||

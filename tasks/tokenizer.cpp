@@ -300,17 +300,18 @@ void BpeTokenizer::save(const std::string& path) const {
   if (!f) throw DataError("BpeTokenizer::save: write to '" + path + "' failed");
 }
 
-BpeTokenizer BpeTokenizer::load(const std::string& path) {
-  const std::string text = read_file(path, "tokenizer file");
+BpeTokenizer BpeTokenizer::load(const std::string& path) { return parse(read_file(path, "tokenizer file"), path); }
+
+BpeTokenizer BpeTokenizer::parse(std::string_view text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw DataError("BpeTokenizer::load: '" + path + "' is not valid JSON: " + e.what());
   }
-  if (!j.is_object() || j.value("type", "") != "byte_bpe")
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string() || j["type"] != "byte_bpe")
     throw DataError("BpeTokenizer::load: '" + path + "': expected \"type\": \"byte_bpe\"");
-  if (j.value("special_count", -1) != special_ids::count)
+  if (!j.contains("special_count") || !j["special_count"].is_number_integer() || j["special_count"] != special_ids::count)
     throw DataError("BpeTokenizer::load: '" + path + "': expected special_count " + std::to_string(special_ids::count));
   if (!j.contains("merges") || !j["merges"].is_array())
     throw DataError("BpeTokenizer::load: '" + path + "': missing \"merges\" array");

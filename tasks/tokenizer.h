@@ -76,6 +76,7 @@ class BpeTokenizer {
   // JSON file: {"type": "byte_bpe", "version": 1, "special_count": 5, "merges": [[a, b], ...]}.
   void save(const std::string& path) const;
   static BpeTokenizer load(const std::string& path);  // throws DataError naming the file and the problem
+  static BpeTokenizer parse(std::string_view json_text, const std::string& path);  // the same from the file's text
 
  private:
   void rebuild_tables();  // bytes of every token and the merge ranks, from merges_

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace dl::harness {
 
@@ -16,7 +17,9 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
 }
 
 [[noreturn]] static void bad_type(const json& v, const std::string& key, const std::string& where, const char* want) {
-  throw ConfigError(where + ": field '" + key + "' must be " + want + ", found " + v.type_name() + " (" + v.dump() + ")");
+  // (dump with replacement: a value's bytes need not be valid UTF-8 when they came from the command line)
+  throw ConfigError(where + ": field '" + key + "' must be " + want + ", found " + v.type_name() + " (" +
+                    v.dump(-1, ' ', false, json::error_handler_t::replace) + ")");
 }
 
 void set_field(int& field, const json& v, const std::string& key, const std::string& where) {
@@ -40,7 +43,24 @@ void set_field(std::string& field, const json& v, const std::string& key, const 
   field = v.get<std::string>();
 }
 
+// The index of the first byte of `s` that does not belong to a well-formed UTF-8 sequence, or npos.
+static size_t invalid_utf8_at(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = (unsigned char)s[i];
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size() || (n == 2 && c < 0xC2)) return i;
+    for (size_t k = 1; k < n; k++)
+      if (((unsigned char)s[i + k] >> 6) != 0x2) return i;
+    i += n;
+  }
+  return std::string::npos;
+}
+
 std::pair<std::string, json> parse_override(const std::string& kv) {
+  // the config travels into JSON files (results, checkpoints), which hold UTF-8 only
+  if (size_t bad = invalid_utf8_at(kv); bad != std::string::npos)
+    throw ConfigError("--set: the text is not valid UTF-8 (byte " + std::to_string(bad) + " is 0x" +
+                      "0123456789ABCDEF"[(unsigned char)kv[bad] >> 4] + "0123456789ABCDEF"[(unsigned char)kv[bad] & 15] + ")");
   auto eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) throw ConfigError("--set '" + kv + "': expected field=value");
   std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
@@ -49,6 +69,8 @@ std::pair<std::string, json> parse_override(const std::string& kv) {
     val = json::parse(v);
   } catch (const json::parse_error&) {
     val = v;  // bare words are strings: --set norm=batch
+  } catch (const json::exception& e) {  // e.g. a number too large for a double: lr=1e999
+    throw ConfigError("--set '" + kv + "': " + e.what());
   }
   return {k, val};
 }
@@ -85,17 +107,24 @@ static std::vector<std::string> split_slash(const std::string& s) {
 }
 
 Preset load_preset(const std::string& name_or_path, const std::string& dir, const std::vector<Axis>& axes) {
+  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  const std::string path = is_path ? name_or_path : dir + "/" + name_or_path + ".json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ConfigError("preset '" + name_or_path + "' not found (looked for " + path +
+                      "; known presets: " + join(preset_names(dir)) + ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_preset(text.str(), path, axes);
+}
+
+Preset parse_preset(const std::string& text, const std::string& path, const std::vector<Axis>& axes) {
   Preset p;
   p.axes = axes;
-  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
-  p.path = is_path ? name_or_path : dir + "/" + name_or_path + ".json";
-  std::ifstream in(p.path);
-  if (!in)
-    throw ConfigError("preset '" + name_or_path + "' not found (looked for " + p.path +
-                      "; known presets: " + join(preset_names(dir)) + ")");
+  p.path = path;
   try {
-    p.raw = json::parse(in);
-  } catch (const json::parse_error& e) {
+    p.raw = json::parse(text);
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range (out_of_range, not parse_error)
     throw ConfigError(p.path + ": not valid JSON: " + e.what());
   }
   if (!p.raw.is_object()) throw ConfigError(p.path + ": a preset must be a JSON object, found " + p.raw.type_name());

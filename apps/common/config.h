@@ -58,7 +58,9 @@ std::string join(const std::vector<std::string>& items, const std::string& sep =
 
 template <class C> void apply_config(C& c, const json& j, const std::string& where) {
   if (!j.is_object()) throw ConfigError(where + ": expected an object of fields, found " + j.type_name());
-  for (auto& [key, val] : j.items()) {
+  for (auto& item : j.items()) {
+    const std::string& key = item.key();  // (named, not a structured binding: clang 14 cannot capture those)
+    const json& val = item.value();
     bool found = false;
     C::fields(c, [&](const char* k, auto& field) {
       if (key != k) return;
@@ -111,6 +113,8 @@ struct Preset {
 // ending in .json). Unknown top-level keys, axis values outside Axis::known, and sections that are not objects
 // are ConfigErrors naming the file.
 Preset load_preset(const std::string& name_or_path, const std::string& dir, const std::vector<Axis>& axes);
+// The same from a preset's text; `path` names it in errors (load_preset reads the file and calls this).
+Preset parse_preset(const std::string& text, const std::string& path, const std::vector<Axis>& axes);
 std::vector<std::string> preset_names(const std::string& dir);
 
 // The resolved config of one cell: preset sections, then the overrides.

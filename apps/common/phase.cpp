@@ -82,10 +82,15 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       for (auto& s : skipped) std::cerr << label << ": warning: " << s << "; resuming from the previous checkpoint\n";
     if (par) par->keep_own_optimizer_state();
     start = (int)st.step;
-    batches.set_position(tasks::DataPosition::from_string(st.data_position));
-    for (auto& [name, g] : parts.rngs) st.restore_rng(name, *g);
-    curve = curve_from_text(st.extra.at("curve"));
-    loss_ema = std::stod(st.extra.at("loss_ema"));
+    try {  // the harness's own entries of the training state: a damaged one is named, never a crash
+      batches.set_position(tasks::DataPosition::from_string(st.data_position));
+      for (auto& [name, g] : parts.rngs) st.restore_rng(name, *g);
+      curve = curve_from_text(st.extra.at("curve"));
+      loss_ema = std::stod(st.extra.at("loss_ema"));
+    } catch (const std::exception& e) {
+      throw optim::CheckpointError(dir + ": the checkpoint's training state is damaged (data position, generators, "
+                                   "curve or loss_ema): " + e.what());
+    }
     if (ctx.writer()) truncate_metrics_csv(ctx.metrics_csv(), spec.name, start);  // rows logged after the checkpoint come again
     if (!quiet && start < spec.steps) std::cerr << label << ": resumed from step " << start << " (" << dir << ")\n";
   }

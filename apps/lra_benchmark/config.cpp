@@ -52,7 +52,7 @@ void CellConfig::validate() const {
     bool object = false;
     try {
       object = json::parse(layer_cfg).is_object();
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {  // not JSON, or a number out of range
     }
     if (!object)
       throw ConfigError(key() + ": layer_cfg must be a JSON object in a string, e.g. \"{\\\"kernel_size\\\": 7}\", found " +

@@ -75,6 +75,22 @@ TEST(HarnessConfig, OverridesParseJsonElseString) {
       std::string::npos);
 }
 
+// Found by fuzz/fuzz_preset.cpp: `--set lr=<bytes that are not UTF-8>` crashed (nlohmann's dump threw type_error
+// while the error message was being built), and such a string field would have crashed the results writer later.
+TEST(HarnessConfig, OverridesThatAreNotUtf8OrOutOfRangeAreNamedErrors) {
+  Cfg c;
+  const std::string msg = error_of([&] { harness::apply_overrides(c, {"lr=\xff\xff$eps=30"}); });
+  EXPECT_NE(msg.find("not valid UTF-8 (byte 3 is 0xFF)"), std::string::npos) << msg;
+  EXPECT_NE(error_of([&] { harness::apply_overrides(c, {"name=caf\xc3"}); }).find("not valid UTF-8"), std::string::npos);
+  harness::apply_overrides(c, {"name=caf\xc3\xa9"});  // é: valid UTF-8 passes
+  EXPECT_EQ(c.name, "caf\xc3\xa9");
+  // also found by the fuzzer: a number beyond a double is nlohmann's out_of_range, not a parse_error
+  EXPECT_NE(error_of([&] { harness::apply_overrides(c, {"lr=1e999"}); }).find("--set 'lr=1e999': "), std::string::npos);
+  const std::string dir = dl::test::app_temp_dir("harness_big_number");
+  std::ofstream(dir + "/p.json") << R"({"defaults": {"lr": 3333333333333333E33333}})";
+  EXPECT_NE(error_of([&] { harness::load_preset(dir + "/p.json", dir, {}); }).find("p.json: not valid JSON"), std::string::npos);
+}
+
 static std::vector<harness::Axis> two_axes() { return {{"task", {"t1", "t2"}}, {"model", {"m1", "m2"}}}; }
 
 static std::string write(const std::string& dir, const std::string& name, const std::string& text) {

@@ -90,5 +90,14 @@ TEST(Bpe, DamagedFilesAreDataErrors) {
   EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
 }
 
+// Found by fuzz/fuzz_bpe.cpp: fields of the wrong JSON type escaped as nlohmann::type_error (a crash in an app).
+TEST(Bpe, FieldsOfTheWrongTypeAreDataErrors) {
+  for (const char* text : {R"({"m.rgeslnt":5,"type":0})", R"({"type": "byte_bpe", "special_count": "5", "merges": []})",
+                           R"({"type": ["byte_bpe"], "merges": []})"}) {
+    const std::string msg = data_error_message([&] { BpeTokenizer::parse(text, "t.json"); });
+    EXPECT_NE(msg.find("t.json"), std::string::npos) << text << ": " << msg;
+  }
+}
+
 }  // namespace
 }  // namespace dl::tasks

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh - build the libFuzzer targets (fuzz/fuzz_*.cpp, every library instrumented with ASan + UBSan) in
+# build-fuzz/ with clang, write the seed corpus, and run each target; prints runs and executions per second of each.
+#
+#   bash scripts/fuzz.sh                 each target for 60 s (a longer campaign: --seconds 3600)
+#   bash scripts/fuzz.sh --ci            each target for a bounded number of runs (what scripts/test.sh runs)
+#   bash scripts/fuzz.sh --seconds 20 --only wav,checkpoint
+# A crash (a sanitizer report, a trap from a broken invariant, another exception type) stops with the input saved
+# as build-fuzz/findings/<target>/crash-*; reproduce with build-fuzz/fuzz_<target> <that file>, then add the input
+# as a regression test beside the reader's tests. Corpora grow in build-fuzz/corpus/<target>/ between runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=60 runs=0 only="" jobs="${DL_JOBS:-$(nproc)}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ci) runs=4000; seconds=0 ;;
+    --seconds) seconds="$2"; shift ;;
+    --runs) runs="$2"; seconds=0; shift ;;
+    --only) only="$2"; shift ;;
+    *) echo "fuzz.sh: unknown flag '$1' (known: --ci, --seconds S, --runs N, --only a,b)" >&2; exit 2 ;;
+  esac
+  shift
+done
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (bash scripts/setup.sh installs it)" >&2; exit 1; }
+
+B=build-fuzz
+if [ ! -f "$B/build.ninja" ]; then
+  CXX=clang++ cmake -S . -B "$B" -G Ninja -DDL_FUZZ=ON -DDL_CUDA=OFF -DDL_MPI=OFF -DDL_BUILD_TESTS=OFF \
+      -DDL_BUILD_BENCH=OFF -DDL_NATIVE=OFF >/dev/null
+fi
+start=$(date +%s)
+cmake --build "$B" --target fuzz_all -j "$jobs" | grep -E "error|warning: unused" || true
+[ -x "$B/fuzz_make_corpus" ] || { echo "fuzz.sh: the fuzz build failed" >&2; exit 1; }
+echo "fuzz: built in $(( $(date +%s) - start )) s"
+rm -rf "$B/seeds"
+"$B/fuzz_make_corpus" "$B/seeds" >/dev/null
+
+targets=$(cd "$B" && ls fuzz_* | grep -v make_corpus | sed 's/^fuzz_//' | sort)
+[ -n "$only" ] && targets=$(echo "$only" | tr ',' '\n')
+printf "%-16s %10s %10s %8s  %s\n" target runs "exec/s" corpus result
+fail=0
+for t in $targets; do
+  [ -x "$B/fuzz_$t" ] || { echo "fuzz.sh: no target '$t' (have: $(echo $targets))" >&2; exit 2; }
+  mkdir -p "$B/corpus/$t" "$B/findings/$t"
+  limit=(-max_total_time="$seconds"); [ "$runs" -gt 0 ] && limit=(-runs="$runs")
+  log="$B/findings/$t/last.log"
+  # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a reader must not allocate what the header claims
+  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 OMP_NUM_THREADS=1 \
+     "$B/fuzz_$t" "$B/corpus/$t" "$B/seeds/$t" "${limit[@]}" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+     -artifact_prefix="$B/findings/$t/" -print_final_stats=1 >"$log" 2>&1; then
+    result=ok
+  else
+    result="CRASH (see $log)"; fail=1
+  fi
+  done_runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  printf "%-16s %10s %10s %8s  %s\n" "$t" "$done_runs" "$rate" "$(ls "$B/corpus/$t" | wc -l)" "$result"
+done
+exit $fail
