@@ -306,8 +306,8 @@ void run_exact_study(const ExactStudyOptions& o) {
     }
     for (const ExactArm& a : arms) {
       ExactRun r = train_exact_arm(task, a, o.selection_seed, steps, o.batch, steps);
-      std::cerr << "[exact] " << name << " select " << a.loss << " lr " << a.lr << " margin " << margin_str(a) << ": val acc "
-                << r.val_acc << "\n";
+      std::cerr << "[exact] " << name << " select " << a.loss << " lr " << a.lr << " margin " << margin_str(a) << " sigma "
+                << sigma_str(a) << ": val acc " << r.val_acc << "\n";
       grid.rows.push_back({name, a.loss, fixed(a.lr, 4), margin_str(a), sigma_str(a), fixed(100 * r.val_acc, 1)});
       jt["grid"].push_back({{"loss", a.loss}, {"lr", a.lr}, {"margin", std::isfinite(a.margin) ? nlohmann::json(a.margin) : nlohmann::json("none")},
                             {"sigma", sigma_str(a)}, {"val_acc", r.val_acc}});
@@ -362,7 +362,7 @@ void run_exact_study(const ExactStudyOptions& o) {
                       std::to_string(task.hidden) + ", " + std::to_string(steps) + " Adam steps of batch " + std::to_string(o.batch) + ".");
   }
   t.notes.push_back(
-      "Settings (lr; EXACT's margin) chosen by validation accuracy on the selection seed, then run on seeds 0.." +
+      "Settings (lr; EXACT's margin and sigma) chosen by validation accuracy on the selection seed, then run on seeds 0.." +
       std::to_string(o.seeds - 1) + " (a seed draws the initialisation, the batch order and the Genz draws; the data are fixed). "
       "NLL and ECE (15 bins) are of softmax(logits); 'T' columns after temperature scaling fitted on the validation split. "
       "EXACT: sigma fixed at 1 or exp(log_sigma) learned (from log_sigma = 0), chosen with the rest; gradient normalisation: " +

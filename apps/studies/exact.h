@@ -65,7 +65,7 @@ struct ExactStudyOptions {
   std::vector<std::string> tasks = {"mixture", "fashion"};
   int seeds = 5;
   int selection_seed = 100;  // the seed the grid is run on (distinct from the reported seeds 0..seeds-1)
-  std::vector<double> lrs = {1e-3, 3e-3, 1e-2};
+  std::vector<double> lrs = {1e-4, 3e-4, 1e-3, 3e-3};
   std::vector<double> margins = {INFINITY, 1.0, 3.0};
   int steps = 1500, batch = 128, eval_every = 100;
   int fashion_steps = 1500;
