@@ -227,7 +227,13 @@ Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask, 
   return qkv_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix);  // (B, T, C)
 }
 
-Var MultiheadAttention::forward(const Var& x, const Tensor& key_mask) { return attend(x, x, key_mask, true, nullptr); }
+Var MultiheadAttention::forward(const Var& x, const Tensor& key_mask) {
+  if (!record_weights) return attend(x, x, key_mask, true, nullptr);
+  Var w;
+  Var y = attend(x, x, key_mask, true, &w);
+  record_weights->push_back(w);
+  return y;
+}
 
 Var MultiheadAttention::forward_with_weights(const Var& x, const Tensor& key_mask, Var* weights) {
   return attend(x, x, key_mask, true, weights);

@@ -127,6 +127,9 @@ class MultiheadAttention : public SequenceLayer {
   Var in_proj_weight, in_proj_bias;
   std::shared_ptr<Linear> out_proj;
   AttentionOptions opt;
+  // When set, forward() takes the composed path and appends its weights (B, NH, T, T) here, so an inspection tool
+  // (apps/explain) can read every layer's map from a whole model's forward without threading a pointer through it.
+  std::vector<Var>* record_weights = nullptr;
   int64_t d_model;
 
  private:

@@ -52,8 +52,11 @@ Var T5Attention::forward(const Var& x, const Var& kv, const Var& bias, const Ten
   opt.causal = causal;
   opt.bias = bias;
   opt.scale = false;
+  Var w;
   Var y = scaled_dot_product_attention(split_heads(q->forward(x), cfg.num_heads), split_heads(k->forward(kv), cfg.num_heads),
-                                       split_heads(v->forward(kv), cfg.num_heads), opt);  // (B, NH, T, HS)
+                                       split_heads(v->forward(kv), cfg.num_heads), opt,
+                                       record_weights ? &w : nullptr);  // (B, NH, T, HS)
+  if (record_weights) record_weights->push_back(w);
   return o->forward(merge_heads(y));
 }
 

@@ -40,6 +40,7 @@ class T5Attention : public Module {
   std::shared_ptr<Embedding> relative_attention_bias;  // null unless has_relative_bias
   T5Config cfg;
   bool bidirectional;
+  std::vector<Var>* record_weights = nullptr;  // when set, forward appends its weights (B, NH, T, S) (apps/explain)
 };
 
 class T5Model : public Module {

@@ -1,0 +1,315 @@
+// apps/explain/explain.cpp - see explain.h. Shape letters: NH heads, T query positions, S key positions, Cc kernel
+// channels, H channels, L length.
+#include "explain.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <numbers>
+#include <sstream>
+
+#include "apps/common/report.h"
+#include "apps/common/results.h"
+#include "nn/ssm/ssm_layer.h"
+#include "subject.h"
+
+namespace explain {
+
+using namespace dl;
+namespace harness = dl::harness;
+namespace fs = std::filesystem;
+
+// ---- 1. the module tree with parameter counts ----
+static void count_modules(const nn::Module& m, const std::string& path, int depth, std::vector<ModuleCount>& out) {
+  out.push_back({path, m.type_name(), depth, m.num_parameters(), m.num_parameters(true)});
+  for (auto& [n, c] : m.named_children()) count_modules(*c, path.empty() ? n : path + "." + n, depth + 1, out);
+}
+
+static std::string thousands(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = (int)s.size() - 3; i > 0; i -= 3) s.insert((size_t)i, ",");
+  return s;
+}
+
+// The module's own parameters (not its children's) as "name [shape]".
+static std::string own_parameters(const nn::Module& m) {
+  std::string s;
+  for (auto& [n, p] : m.named_parameters())
+    if (n.find('.') == std::string::npos) s += (s.empty() ? "" : ", ") + n + " " + shape_str(p.shape());
+  return s;
+}
+
+static std::string module_tree(const nn::Module& root, const std::vector<ModuleCount>& counts, int max_depth) {
+  std::map<std::string, const nn::Module*> by_path;
+  std::function<void(const nn::Module&, const std::string&)> index = [&](const nn::Module& m, const std::string& p) {
+    by_path[p] = &m;
+    for (auto& [n, c] : m.named_children()) index(*c, p.empty() ? n : p + "." + n);
+  };
+  index(root, "");
+  std::ostringstream os;
+  for (const ModuleCount& c : counts) {
+    if (c.depth > max_depth) continue;
+    const nn::Module& m = *by_path.at(c.path);
+    std::string name = c.path.empty() ? "(model)" : c.path.substr(c.path.rfind('.') == std::string::npos ? 0 : c.path.rfind('.') + 1);
+    std::ostringstream left;
+    left << std::string(2 * c.depth, ' ') << name << "  " << c.type;
+    if (!m.extra_repr().empty()) left << "(" << m.extra_repr() << ")";
+    os << std::left << std::setw(58) << left.str() << std::right << std::setw(12) << thousands(c.params);
+    if (c.trainable != c.params) os << "  (" << thousands(c.trainable) << " trainable)";
+    const std::string own = own_parameters(m);
+    if (!own.empty()) os << "   " << own;
+    if (c.depth == max_depth && !m.named_children().empty()) os << "   (+ submodules, --depth)";
+    os << "\n";
+  }
+  return os.str();
+}
+
+// ---- 2. the op graph ----
+// graph_string prints "#id op <- #inputs" per node, root first; the op counts are read back from its lines.
+static std::string graph_summary(const std::string& graph, int max_lines, int64_t* nodes) {
+  std::map<std::string, int> ops;
+  std::istringstream in(graph);
+  std::ostringstream shown;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (max_lines <= 0 || n < max_lines) shown << "  " << line << "\n";
+    std::istringstream f(line);
+    std::string id, op;
+    f >> id >> op;
+    ops[op]++, n++;
+  }
+  *nodes = n;
+  std::ostringstream os;
+  os << shown.str();
+  if (max_lines > 0 && n > max_lines) os << "  ... " << n - max_lines << " more nodes (--graph-lines 0 prints all)\n";
+  os << "op counts:";
+  for (auto& [op, k] : ops) os << " " << op << " x" << k;
+  os << "\n";
+  return os.str();
+}
+
+// ---- plots: <dir>/<name>.{dat,gp,png}; the script names its files relative to dir, so the folder can move ----
+static void write_plot(const std::string& dir, const std::string& name, const std::string& dat, const std::string& gp,
+                       bool run) {
+  harness::write_text_atomic(dir + "/" + name + ".dat", dat);
+  harness::write_text_atomic(dir + "/" + name + ".gp", "set terminal pngcairo size 640,480 noenhanced\nset output '" +
+                                                           name + ".png'\n" + gp);
+  if (!run || !harness::have_gnuplot()) return;
+  const std::string cd = "cd '" + dir + "' && ";
+  if (std::system((cd + "gnuplot '" + name + ".gp' 2>/dev/null").c_str()) != 0)  // gnuplot-nox: no cairo
+    (void)std::system((cd + "sed -i 's/pngcairo/png/' '" + name + ".gp' && gnuplot '" + name + ".gp' 2>/dev/null").c_str());
+}
+
+static std::string file_safe(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum((unsigned char)ch)) ch = '_';
+  return s;
+}
+
+// ---- 3. attention: one heat map per head ----
+static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att, int64_t real_len, const std::string& dir,
+                                           const std::string& cell, bool plots) {
+  std::vector<HeadMap> out;
+  for (const NamedWeights& a : att) {
+    Tensor w = a.w.data().to(DType::f64).contiguous();  // (1, NH, T, S)
+    const int64_t NH = w.size(1), T = std::min(w.size(2), real_len), S = std::min(w.size(3), real_len);
+    for (int64_t h = 0; h < NH; h++) {
+      HeadMap m;
+      m.layer = a.layer, m.head = (int)h;
+      m.w.assign(T, std::vector<double>(S));
+      std::ostringstream d;
+      for (int64_t q = 0; q < T; q++) {
+        for (int64_t k = 0; k < S; k++) {
+          m.w[q][k] = w.data<double>()[((h * w.size(2)) + q) * w.size(3) + k];
+          d << (k ? " " : "") << m.w[q][k];
+        }
+        d << "\n";
+      }
+      const std::string name = "attn_" + file_safe(a.layer) + "_head" + std::to_string(h);
+      m.png = name + ".png";
+      std::ostringstream gp;
+      gp << "set title '" << cell << ": " << a.layer << ", head " << h << "'\n"
+         << "set xlabel 'key position (read from)'\nset ylabel 'query position (reading)'\n"
+         << "set yrange [" << T - 0.5 << ":-0.5]\nset xrange [-0.5:" << S - 0.5 << "]\nset cbrange [0:*]\n"
+         << "set cblabel 'attention weight (each row sums to 1)'\nset palette grey negative\n"
+         << "plot '" << name << ".dat' matrix with image notitle\n";
+      write_plot(dir, name, d.str(), gp.str(), plots);
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+// ---- 4. state-space kernels ----
+std::vector<double> frequency_response(const std::vector<double>& k) {
+  // Khat[j] = sum_l K[l] exp(-2 pi i j l / L): the gain of the convolution y = K * u on a sinusoid of j / L cycles
+  // per step (for a kernel shorter than the input; the FFT convolution pads to 2L, so no wrap-around)
+  const size_t L = k.size();
+  std::vector<double> mag(L / 2 + 1);
+  for (size_t j = 0; j < mag.size(); j++) {
+    double re = 0, im = 0;
+    for (size_t l = 0; l < L; l++) {
+      const double a = -2 * std::numbers::pi * (double)j * (double)l / (double)L;
+      re += k[l] * std::cos(a), im += k[l] * std::sin(a);
+    }
+    mag[j] = std::hypot(re, im);
+  }
+  return mag;
+}
+
+static void find_ssm(nn::Module& m, const std::string& path, std::vector<std::pair<std::string, nn::SSMLayer*>>& out) {
+  if (auto* s = dynamic_cast<nn::SSMLayer*>(&m)) out.push_back({path, s});
+  for (auto& [n, c] : m.named_children()) find_ssm(*c, path.empty() ? n : path + "." + n, out);
+}
+
+// The layer's step sizes: S4 / S4D keep log dt per channel; DLR has no discretisation, but its omega init writes
+// Lambda = -dt/2 + i y with Re Lambda = -x^2, so dt = 2 x^2 per mode is the same quantity.
+static void dt_range(nn::SSMLayer& s, KernelInfo& k) {
+  for (auto& [n, p] : s.named_parameters()) {
+    std::vector<double> dt;
+    Tensor v = p.data().to(DType::f64).contiguous();
+    if (n == "kernel.log_dt") {
+      for (int64_t i = 0; i < v.numel(); i++) dt.push_back(std::exp(v.data<double>()[i]));
+      k.dt_source = "exp(kernel.log_dt), one per channel";
+    } else if (n == "kernel.Lambda_log_neg_re") {
+      for (int64_t i = 0; i < v.numel(); i++) dt.push_back(2 * v.data<double>()[i] * v.data<double>()[i]);
+      k.dt_source = "2 x^2 from kernel.Lambda_log_neg_re (Re Lambda = -x^2 = -dt/2), one per mode";
+    }
+    if (dt.empty()) continue;
+    k.dt_min = *std::min_element(dt.begin(), dt.end()), k.dt_max = *std::max_element(dt.begin(), dt.end());
+  }
+}
+
+static std::vector<KernelInfo> ssm_kernels(nn::Module& root, int64_t L, int n_channels, const std::string& dir,
+                                           const std::string& cell, bool plots) {
+  std::vector<std::pair<std::string, nn::SSMLayer*>> layers;
+  find_ssm(root, "", layers);
+  std::vector<KernelInfo> out;
+  for (auto& [path, s] : layers) {
+    KernelInfo k;
+    k.layer = path, k.type = s->type_name();
+    k.K = s->learned_kernel(L);  // (Cc, H, L)
+    dt_range(*s, k);
+    const int64_t H = k.K.size(1);
+    for (int64_t c = 0; c < std::min<int64_t>(n_channels, H); c++) k.channels.push_back((int)c);
+    Tensor K = k.K.to(DType::f64).contiguous();
+    std::ostringstream kd, fd, kp, fp;
+    const std::string kname = "kernel_" + file_safe(path), fname = "freq_" + file_safe(path);
+    for (size_t i = 0; i < k.channels.size(); i++) {
+      std::vector<double> v(L);
+      for (int64_t l = 0; l < L; l++) v[l] = K.data<double>()[k.channels[i] * L + l];  // kernel channel 0 (forward)
+      std::vector<double> f = frequency_response(v);
+      kd << "# channel " << k.channels[i] << "\n";
+      for (int64_t l = 0; l < L; l++) kd << l << " " << v[l] << "\n";
+      fd << "# channel " << k.channels[i] << "\n";
+      for (size_t j = 0; j < f.size(); j++) fd << (double)j / (double)L << " " << f[j] << "\n";
+      kd << "\n\n", fd << "\n\n";
+      kp << (i ? ", " : "plot ") << "'" << kname << ".dat' index " << i << " using 1:2 with lines title 'channel "
+         << k.channels[i] << "'";
+      fp << (i ? ", " : "plot ") << "'" << fname << ".dat' index " << i << " using 1:2 with lines title 'channel "
+         << k.channels[i] << "'";
+    }
+    k.kernel_png = kname + ".png", k.freq_png = fname + ".png";
+    write_plot(dir, kname, kd.str(),
+               "set title '" + cell + ": " + path + " (" + k.type + ") kernel K[l]'\nset xlabel 'lag l (steps back)'\n"
+               "set ylabel 'K[l]: weight of the input l steps ago'\nset grid\n" + kp.str() + "\n", plots);
+    write_plot(dir, fname, fd.str(),
+               "set title '" + cell + ": " + path + " frequency response |DFT(K)|'\nset xlabel 'frequency (cycles per step)'\n"
+               "set ylabel 'gain |K(f)|'\nset logscale y\nset grid\n" + fp.str() + "\n", plots);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+// ---- 5. explain.md ----
+static std::string markdown(const Report& r, const std::string& tree, const std::string& graph_text) {
+  std::ostringstream md;
+  md << "# explain: " << r.cell << " (" << r.app << ")\n\n"
+     << "Model file `" << r.model_file << "`; input: " << r.input << ".\n\n"
+     << "## Parameters per module\n\nEach line is a module of the tree (indented under its parent), its type, the "
+        "parameters of it and everything below it, and its own tensors with their shapes. A parent's count is the sum of "
+        "its children's and its own. Total: **" << thousands(r.total_params) << "** parameters.\n\n```\n" << tree << "```\n\n"
+     << "## Op graph of one forward pass\n\nOne line per autograd node, the output first: `#id op <- #inputs`; "
+        "a parameter enters through an AccumulateGrad node that names it and its shape. Read it bottom-up to follow "
+        "the computation from the weights to the output. " << r.graph_nodes << " nodes.\n\n```\n" << graph_text << "```\n\n";
+  if (!r.heads.empty()) {
+    md << "## Attention maps\n\nOne heat map per head: row q is the softmax over keys of query position q, so each row "
+          "sums to 1; a dark cell (q, k) means position q reads a lot from position k. A dark diagonal = the head looks "
+          "at the position itself, a dark band just left of it = at its neighbours, a dark first column = at the start "
+          "(often a \"no-op\" sink), an even grey row = it averages everything. A causal model's maps are zero above the "
+          "diagonal.\n\n";
+    std::string layer;
+    for (const HeadMap& h : r.heads) {
+      if (h.layer != layer) md << (layer.empty() ? "" : "\n\n") << "**" << h.layer << "**\n\n", layer = h.layer;
+      md << "![" << h.layer << " head " << h.head << "](" << h.png << ") ";
+    }
+    md << "\n\n";
+  }
+  if (!r.kernels.empty()) {
+    md << "## State-space kernels\n\nAn S4 / S4D / DLR layer computes y = K * u + D u per channel: K[l] is how much "
+          "the input l steps ago adds to the output now (the layer's impulse response). A kernel that decays within a "
+          "few steps is a short memory; one that stays large for hundreds of steps is a long memory; oscillation means "
+          "the layer responds to a rhythm. The frequency response |DFT(K)| says which frequencies of the input pass: "
+          "large at 0 = a smoother (low-pass), large at high frequencies = an edge or change detector. dt sets the "
+          "time scale: a channel with step dt remembers roughly 1/dt steps (small dt = long memory).\n\n";
+    for (const KernelInfo& k : r.kernels) {
+      md << "**" << k.layer << "** (" << k.type << ", " << k.K.size(1) << " channels";
+      if (k.K.size(0) == 2) md << ", bidirectional: the plots show the forward kernel";
+      md << "): dt in [" << k.dt_min << ", " << k.dt_max << "] (" << k.dt_source << "), so memories of about "
+         << std::llround(1 / k.dt_max) << " to " << std::llround(1 / k.dt_min) << " steps.\n\n"
+         << "![kernel](" << k.kernel_png << ") ![frequency response](" << k.freq_png << ")\n\n";
+    }
+  }
+  if (r.heads.empty() && r.kernels.empty())
+    md << "This model has no attention layer and no state-space layer to picture (its mixers are of another kind).\n";
+  return md.str();
+}
+
+Report explain_model_file(const std::string& model_file, const Options& o) {
+  Subject s = open_subject(model_file, o);
+  Report r;
+  r.model_file = model_file, r.app = s.app, r.cell = s.cell, r.input = s.input;
+  r.out_dir = o.out.empty() ? (fs::path(model_file).parent_path() / "explain").string() : o.out;
+  if (r.out_dir.empty()) r.out_dir = "explain";
+  fs::create_directories(r.out_dir);
+  std::ostringstream out;
+  out << r.cell << " (written by " << r.app << "), input: " << r.input << "\n\n";
+
+  count_modules(*s.model, "", 0, r.modules);
+  r.total_params = s.model->num_parameters();
+  const std::string tree = module_tree(*s.model, r.modules, o.depth);
+  out << "== parameters per module ==\n" << tree << "total " << thousands(r.total_params) << " parameters\n\n";
+
+  // the graph exists only where a parameter requires grad: unfreeze all for this pass (frozen arms of FPT); each
+  // parameter is named by its dotted path, so the graph's leaves say which weight they are
+  s.model->set_requires_grad([](const std::string&) { return true; }, true);
+  for (auto& [n, p] : s.model->named_parameters()) p.set_name(n);
+  std::vector<NamedWeights> att;
+  Var y = s.run(&att);
+  r.graph = graph_string(y);
+  const std::string graph_text = graph_summary(r.graph, o.graph_lines, &r.graph_nodes);
+  out << "== op graph of one forward pass (" << r.graph_nodes << " nodes; output " << shape_str(y.shape()) << ") ==\n"
+      << graph_text << "\n";
+
+  r.heads = attention_maps(att, s.real_len, r.out_dir, r.cell, o.plots);
+  out << "== attention ==\n" << att.size() << " attention layers, " << r.heads.size() << " head maps";
+  if (!att.empty()) out << " (" << r.heads.front().w.size() << " x " << r.heads.front().w.front().size() << ")";
+  out << "\n";
+  {
+    NoGradGuard ng;
+    r.kernels = ssm_kernels(*s.model, s.length, o.kernel_channels, r.out_dir, r.cell, o.plots);
+  }
+  out << "== state-space kernels ==\n";
+  for (const KernelInfo& k : r.kernels)
+    out << k.layer << " (" << k.type << "): K " << shape_str(k.K.shape()) << ", dt in [" << k.dt_min << ", " << k.dt_max
+        << "] (" << k.dt_source << ")\n";
+  if (r.kernels.empty()) out << "none\n";
+  harness::write_text_atomic(r.out_dir + "/explain.md", markdown(r, tree, graph_text));
+  out << "\nwrote " << r.out_dir << "/explain.md\n";
+  r.text = out.str();
+  return r;
+}
+
+}  // namespace explain

@@ -1,0 +1,208 @@
+// apps/explain/subject.cpp - see subject.h: one opener per app, and the attention recorders they share.
+#include "subject.h"
+
+#include <sstream>
+
+#include "apps/common/config.h"
+#include "apps/fpt/data.h"
+#include "apps/fpt/model.h"
+#include "apps/lra_benchmark/data.h"
+#include "apps/lra_benchmark/model.h"
+#include "apps/pretrained_convs/data.h"
+#include "apps/pretrained_convs/model.h"
+#include "nn/attention/attention.h"
+#include "nn/models/t5.h"
+#include "tasks/batching.h"
+#include "tensor/safetensors.h"
+
+namespace explain {
+
+using namespace dl;
+using dl::harness::ConfigError;
+using json = nlohmann::json;
+
+std::string detect_app(const json& c) {
+  if (!c.is_object()) return "";
+  if (c.contains("ssm_lr")) return "lra_benchmark";
+  if (c.contains("arm")) return "fpt";
+  if (c.contains("max_src")) return "pretrained_convs";
+  return "";
+}
+
+// ---- attention recorders: every MultiheadAttention / T5Attention under the root whose path passes `want` gets a
+// vector its forward appends its weights to (nn/attention/attention.h record_weights) ----
+namespace {
+struct Recorders {
+  std::vector<std::pair<std::string, std::vector<Var>>> layers;  // filled once, then never resized (pointers into it)
+  void collect(std::vector<NamedWeights>* out) {
+    for (auto& [name, ws] : layers) {
+      for (size_t i = 0; i < ws.size(); i++)
+        if (out) out->push_back({ws.size() == 1 ? name : name + " (sequence " + std::string(1, char('a' + i)) + ")", ws[i]});
+      ws.clear();
+    }
+  }
+};
+
+void find_attention(nn::Module& m, const std::string& path, std::vector<std::pair<std::string, nn::Module*>>& found) {
+  if (dynamic_cast<nn::MultiheadAttention*>(&m) || dynamic_cast<nn::T5Attention*>(&m)) found.push_back({path, &m});
+  for (auto& [n, c] : m.named_children()) find_attention(*c, path.empty() ? n : path + "." + n, found);
+}
+
+std::shared_ptr<Recorders> attach_recorders(nn::Module& root, const std::function<bool(const std::string&)>& want) {
+  std::vector<std::pair<std::string, nn::Module*>> found;
+  find_attention(root, "", found);
+  auto r = std::make_shared<Recorders>();
+  for (auto& [p, m] : found)
+    if (want(p)) r->layers.push_back({p, {}});
+  size_t i = 0;
+  for (auto& [p, m] : found) {
+    if (!want(p)) continue;
+    std::vector<Var>* slot = &r->layers[i++].second;
+    if (auto* a = dynamic_cast<nn::MultiheadAttention*>(m)) a->record_weights = slot;
+    if (auto* a = dynamic_cast<nn::T5Attention*>(m)) a->record_weights = slot;
+  }
+  return r;
+}
+
+void check_example(int k, const tasks::Dataset& d, const std::string& what) {
+  if (k < 0 || k >= (int)d.examples.size())
+    throw ConfigError("--example " + std::to_string(k) + ": the " + what + " split has " +
+                      std::to_string(d.examples.size()) + " examples (0 .. " + std::to_string((int)d.examples.size() - 1) + ")");
+}
+
+std::string head_of(const std::vector<int32_t>& ids, size_t n) {
+  std::ostringstream s;
+  for (size_t i = 0; i < std::min(n, ids.size()); i++) s << (i ? " " : "") << ids[i];
+  if (ids.size() > n) s << " ...";
+  return s.str();
+}
+
+// ---- lra_benchmark ----
+Subject open_lra(const std::string& path, const json& j, const Options& o) {
+  lra::CellConfig c = lra::CellConfig::from_json(j, path + " metadata");
+  if (!o.text.empty()) throw ConfigError("--text: " + c.key() + " is not a byte-level model; use --example");
+  const tasks::TaskData& data = lra::task_data(c);
+  check_example(o.example, data.test, c.task + " test");
+  Generator g((uint64_t)c.seed);
+  auto m = std::make_shared<lra::LraModel>(c, lra::shape_of(data), c.regime == "spt-causal", g);
+  m->load(path);
+  m->eval();
+  tasks::Batcher bt(data.test, {1, 0, false});
+  tasks::Batch b = bt.collate({o.example});
+  const tasks::Example& ex = data.test.examples[o.example];
+  Subject s;
+  // the kernels are shown at the longest length the model was built for (the memory it can have), not just this input's
+  s.app = "lra_benchmark", s.cell = c.key(), s.model = m, s.length = std::max<int64_t>(b.seq_len, m->shape.max_len);
+  s.real_len = b.lengths[0];
+  std::ostringstream in;
+  in << "test example " << o.example << " of " << c.task << " (label " << ex.label << ", " << b.lengths[0] << " positions"
+     << (ex.tokens.empty() ? "" : ": tokens " + head_of(ex.tokens, 16)) << ")";
+  s.input = in.str();
+  auto rec = attach_recorders(*m, [](const std::string&) { return true; });
+  s.run = [m, rec, b](std::vector<NamedWeights>* att) {
+    lra::Inputs a = lra::to_inputs(b), a2;
+    if (m->shape.two_tower) a2 = lra::to_inputs(b, true);
+    Var y = m->classify(a, m->shape.two_tower ? &a2 : nullptr);  // (1, classes)
+    rec->collect(att);
+    return y;
+  };
+  return s;
+}
+
+// ---- fpt ----
+Subject open_fpt(const std::string& path, const json& j, const Options& o) {
+  fpt::CellConfig c = fpt::CellConfig::from_json(j, path + " metadata");
+  if (!o.text.empty()) throw ConfigError("--text: " + c.key() + " does not read text; use --example");
+  const fpt::FptTask& t = fpt::fpt_task(c);
+  check_example(o.example, t.data.test, c.task + " test");
+  Generator g(0);
+  auto m = std::make_shared<fpt::FptModel>(c, t, g);
+  m->load(path);
+  m->eval();
+  tasks::Batcher bt(t.data.test, {1, 0, false});
+  fpt::FptBatch b = fpt::to_batch(t, bt.collate({o.example}));
+  Subject s;
+  s.app = "fpt", s.cell = c.key(), s.model = m;
+  s.length = b.mask.size(1);
+  s.real_len = (int64_t)sum(b.mask).item();
+  s.input = "test example " + std::to_string(o.example) + " of " + c.task + " (" + std::to_string(s.real_len) + " of " +
+            std::to_string(s.length) + " positions real)";
+  s.run = [m, b](std::vector<NamedWeights>* att) {
+    std::vector<Var> w;
+    Var y = m->forward(b, m->has_transformer() ? &w : nullptr);  // (1, readout, outputs)
+    for (size_t i = 0; i < w.size() && att; i++) att->push_back({"transformer.h." + std::to_string(i) + ".attn", w[i]});
+    return y;
+  };
+  return s;
+}
+
+// ---- pretrained_convs: the encoder (what reads the input) ----
+Subject open_pconv(const std::string& path, const json& j, const Options& o) {
+  pconv::CellConfig c = pconv::CellConfig::from_json(j, path + " metadata");
+  const pconv::Seq2SeqTask& t = pconv::seq2seq_task(c);
+  Generator g(0);
+  auto m = std::make_shared<nn::Seq2SeqModel>(pconv::plan_model(c).cfg, g);
+  m->load(path);
+  m->eval();
+  Tensor ids, mask, segments;
+  Subject s;
+  if (!o.text.empty()) {
+    std::vector<int32_t> e = pconv::encode_text(o.text, c.max_src);
+    const int64_t S = (int64_t)e.size();
+    ids = Tensor::empty({1, S}, DType::i64), mask = ones({1, S});
+    for (int64_t i = 0; i < S; i++) ids.data<int64_t>()[i] = e[i];
+    if (t.pair) {
+      segments = zeros({1, S}, DType::i64);
+      int64_t seg = 0;
+      for (int64_t i = 0; i < S; i++) segments.data<int64_t>()[i] = seg = seg || e[i] == pconv::kSeparator;
+    }
+    s.input = "the text \"" + o.text + "\" (" + std::to_string(S) + " bytes with eos)";
+  } else {
+    check_example(o.example, t.data.test, c.task + " test");
+    tasks::Batcher bt(t.data.test, {1, 0, false});
+    tasks::Batch b = bt.collate({o.example});
+    pconv::Seq2SeqBatch x = pconv::to_batch(b, t.pair);
+    ids = x.ids, mask = x.mask, segments = x.segments;
+    const tasks::Example& ex = t.data.test.examples[o.example];
+    std::string text = pconv::decode_bytes(ex.tokens);
+    if (text.size() > 80) text = text.substr(0, 80) + "...";
+    s.input = "test example " + std::to_string(o.example) + " of " + c.task + ": \"" + text + "\" -> \"" +
+              pconv::decode_bytes(ex.tokens2) + "\"";
+  }
+  s.app = "pretrained_convs", s.cell = c.key(), s.model = m, s.length = ids.size(1), s.real_len = ids.size(1);
+  auto rec = attach_recorders(*m, [](const std::string& p) { return p.starts_with("encoder.") || p.starts_with("pair_block."); });
+  s.run = [m, rec, ids, mask, segments](std::vector<NamedWeights>* att) {
+    Var y = m->encode(ids, mask, segments);  // (1, S, C)
+    rec->collect(att);
+    return y;
+  };
+  return s;
+}
+}  // namespace
+
+Subject open_subject(const std::string& path, const Options& o) {
+  TensorFile f;
+  try {
+    f = load_safetensors(path);
+  } catch (const std::exception& e) {
+    throw ConfigError(path + ": not a model file this project's apps write (" + e.what() + ")");
+  }
+  auto it = f.metadata.find("dl.config");
+  if (it == f.metadata.end())
+    throw ConfigError(path + ": no dl.config metadata, so no app of this project wrote it (lra_benchmark, fpt and "
+                      "pretrained_convs store their cell's config there)");
+  json j;
+  try {
+    j = json::parse(it->second);
+  } catch (const std::exception& e) {
+    throw ConfigError(path + ": dl.config metadata is not JSON (" + e.what() + ")");
+  }
+  const std::string app = detect_app(j);
+  if (app == "lra_benchmark") return open_lra(path, j, o);
+  if (app == "fpt") return open_fpt(path, j, o);
+  if (app == "pretrained_convs") return open_pconv(path, j, o);
+  throw ConfigError(path + ": its dl.config is no config of lra_benchmark (has ssm_lr), fpt (has arm) or "
+                    "pretrained_convs (has max_src)");
+}
+
+}  // namespace explain

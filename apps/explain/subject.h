@@ -1,0 +1,46 @@
+// apps/explain/subject.h - the model explain looks at, rebuilt from the file of the app that wrote it, with the one
+// input it runs. Each app has one opener here; explain.cpp knows nothing else about the apps.
+//
+// Which app wrote a file: every app's cell saves model.safetensors with the metadata "dl.config" = its CellConfig as
+// JSON, and the three configs have fields no other has:
+//   lra_benchmark      "ssm_lr"      (LraModel, apps/lra_benchmark/model.h; input: a test example of the task)
+//   fpt                "arm"         (FptModel, apps/fpt/model.h; input: a test example of the task)
+//   pretrained_convs   "max_src"     (Seq2SeqModel, nn/models/seq2seq.h; input: a test example, or --text: the
+//                                     encoder, which is what reads the input, is run)
+// The config is then parsed by the app's own from_json (which rejects unknown fields), the model built by the
+// app's own constructor and the weights loaded strictly: a file whose tensors do not match is an error.
+#pragma once
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "explain.h"
+#include "nn/module.h"
+
+namespace explain {
+
+// One attention layer's weights for the input: (1, NH, T, S).
+struct NamedWeights {
+  std::string layer;
+  dl::Var w;
+};
+
+struct Subject {
+  std::string app, cell, input;  // the app, its cell key, what the input is (in words)
+  std::shared_ptr<dl::nn::Module> model;
+  int64_t length = 0;    // the input's length: the SSM kernels are shown at this length
+  int64_t real_len = 0;  // real (unpadded) positions of the input; the maps are cut to them
+  // One forward pass of the input (grad mode as the caller set it); appends every attention layer's weights.
+  std::function<dl::Var(std::vector<NamedWeights>*)> run;
+};
+
+// "lra_benchmark", "fpt", "pretrained_convs", or "" when the config is none of theirs.
+std::string detect_app(const nlohmann::json& config);
+
+// Opens `path` (a ConfigError naming the file if no app wrote it), rebuilds the model, loads it, picks the input.
+Subject open_subject(const std::string& path, const Options& o);
+
+}  // namespace explain
