@@ -586,7 +586,7 @@ void run_unilm(const UnilmOptions& o) {
     std::vector<double> a, b;
     for (auto& r : runs[x]) a.push_back(r.test.*field);
     for (auto& r : runs[y]) b.push_back(r.test.*field);
-    harness::MeanSE d = harness::paired_difference(a, b, 0);
+    harness::MeanSE d = harness::paired_difference(b, a, 0);  // a - b per seed (the helper gives its 2nd - 1st)
     t.notes.push_back("Paired difference " + x + " - " + y + " in " + what + ": " + harness::format_mean_se(d, 100, 1, true) +
                       " points (" + std::to_string(a.size()) + " seeds).");
     j["paired"][x + "-" + y][what] = {{"mean", d.mean}, {"se", d.se}};

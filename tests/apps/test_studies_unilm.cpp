@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "app_test_util.h"
@@ -140,7 +141,13 @@ TEST(StudiesUnilm, MiniatureRunWritesItsTable) {
   EXPECT_NE(md.find("| untrained | prefix | none (initialisation) | 2 |"), std::string::npos) << md;
   EXPECT_NE(md.find("Paired difference joint - con in recall@1"), std::string::npos) << md;
   EXPECT_NE(md.find("Decoded test examples"), std::string::npos) << md;
-  EXPECT_TRUE(std::filesystem::exists(o.out + "/unilm.json"));
+  ASSERT_TRUE(std::filesystem::exists(o.out + "/unilm.json"));
+  // the paired difference is joint minus con, seed by seed
+  const nlohmann::json j = nlohmann::json::parse(dl::harness::read_text(o.out + "/unilm.json"));
+  double diff = 0;
+  for (int s = 0; s < 2; s++)
+    diff += (j["arms"]["joint"][s]["recall1"].get<double>() - j["arms"]["con"][s]["recall1"].get<double>()) / 2;
+  EXPECT_NEAR(j["paired"]["joint-con"]["recall@1"]["mean"].get<double>(), diff, 1e-12);
   EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/val_token_acc.dat"));
   o.arms = {"joint", "bogus"};
   EXPECT_NE(dl::test::error_of([&] { run_unilm(o); }).find("unknown arm 'bogus'"), std::string::npos);
