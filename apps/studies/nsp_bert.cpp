@@ -176,12 +176,21 @@ template <class M> std::shared_ptr<M> add_to(const std::shared_ptr<nn::Module>& 
   return static_cast<Node&>(*parent).add(name, std::move(m));
 }
 
-// BERT's initialisation: matrices N(0, 0.02), biases 0, LayerNorm weights 1.
-void bert_init(nn::Module& m, Generator& g) {
+// BERT's initialisation: matrices N(0, 0.02), biases 0, LayerNorm weights 1; optionally sinusoidal positions
+// PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(...), times 0.02 sqrt(2) (so their std is 0.02 too).
+void bert_init(nn::Module& m, BertModel& bert, Generator& g) {
   for (auto& [name, p] : m.named_parameters()) {
     if (p.data().dim() == 2) p.mutable_data().copy_(nn::init::normal(p.shape(), 0.02, g));
     else if (name.ends_with("bias")) p.mutable_data().zero_();
   }
+  if (!bert.cfg.sinusoidal_positions) return;
+  Tensor pe = bert.position->weight.mutable_data();  // (max_len, C), contiguous
+  const int64_t C = pe.size(1);
+  for (int64_t t = 0; t < pe.size(0); t++)
+    for (int64_t i = 0; i < C; i++) {
+      const double angle = t / std::pow(10000.0, (double)(i - i % 2) / C);
+      pe.data<float>()[t * C + i] = (float)(0.02 * std::sqrt(2.0) * (i % 2 ? std::cos(angle) : std::sin(angle)));
+    }
 }
 }  // namespace
 
@@ -224,7 +233,7 @@ BertForPreTraining::BertForPreTraining(const BertConfig& c, Generator& g) {
   transform_norm = add_to(transform, "LayerNorm", std::make_shared<nn::LayerNorm>(c.d_model, 1e-12));
   mlm_bias = static_cast<Node&>(*predictions).param("bias", zeros({c.vocab}));
   seq_relationship = add_to(cls, "seq_relationship", std::make_shared<nn::Linear>(c.d_model, 2, g));
-  bert_init(*this, g);
+  bert_init(*this, *bert, g);
 }
 
 Var BertForPreTraining::mlm_logits(const Var& hidden, const Tensor& at) {
@@ -240,7 +249,7 @@ BertClassifier::BertClassifier(const BertConfig& c, int64_t classes, Generator& 
   bert = register_module("bert", std::make_shared<BertModel>(c, g));
   drop = register_module("dropout", std::make_shared<nn::Dropout>(0.1, g));
   classifier = register_module("classifier", std::make_shared<nn::Linear>(c.d_model, classes, g));
-  bert_init(*this, g);
+  bert_init(*this, *bert, g);
 }
 
 Var BertClassifier::forward(const BertBatch& b) { return classifier->forward(drop->forward(bert->pooled(bert->forward(b)))); }
@@ -383,7 +392,7 @@ void pretrain_bert(BertForPreTraining& m, Generator& g, const std::vector<Senten
 std::string pretrain_key(const PretrainOptions& o) {
   const BertConfig& c = o.bert;
   return "f" + std::to_string(tasks::fortune_file_count()) + "-L" + std::to_string(c.layers) + "-d" + std::to_string(c.d_model) +
-         "-h" + std::to_string(c.heads) + "-ff" + std::to_string(c.dim_ff) + (c.norm_first ? "-preln" : "-postln") + "-drop" +
+         "-h" + std::to_string(c.heads) + "-ff" + std::to_string(c.dim_ff) + (c.norm_first ? "-preln" : "-postln") + (c.sinusoidal_positions ? "-sinpos" : "") + "-drop" +
          std::to_string(c.dropout) + "-s" + std::to_string(o.steps) + "-b" + std::to_string(o.batch) + "-lr" + std::to_string(o.lr) +
          "-a" + std::to_string(o.max_a) + "-b" + std::to_string(o.max_b) + "-T" + std::to_string(c.max_len) + "-seed" + std::to_string(o.seed);
 }

@@ -81,6 +81,9 @@ struct BertConfig {
   int64_t vocab = 261, max_len = 131, d_model = 128, layers = 2, heads = 4, dim_ff = 512;
   double dropout = 0.0;     // BERT's 0.1 by flag; at this budget (under one epoch of pairs) none is needed
   bool norm_first = false;  // false: post-LN as BERT; true: pre-LN with a final LayerNorm (bert.encoder.LayerNorm)
+  // true: the learned position table starts as sinusoids (Vaswani et al. 2017) scaled to the 0.02 std of the other
+  // embeddings, instead of BERT's N(0, 0.02): offsets t +- k are then linear maps of t from the first step
+  bool sinusoidal_positions = false;
 };
 
 // Token ids (B, T) i64, segment ids (B, T) i64 and the key mask (B, T) f32 (1 = real) of a padded batch.

@@ -322,6 +322,7 @@ void add_nsp_bert_command(CLI::App& app) {
   s->add_option("--heads", p.bert.heads, "attention heads")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--ff", p.bert.dim_ff, "feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--dropout", p.bert.dropout, "dropout")->capture_default_str()->check(CLI::Range(0.0, 0.9));
+  s->add_flag("--sinusoidal-positions", p.bert.sinusoidal_positions, "start the learned positions as scaled sinusoids");
   s->add_flag("--pre-ln", p.bert.norm_first, "pre-LN layers with a final LayerNorm (default post-LN as BERT)");
   s->add_option("--max-a", p.max_a, "bytes kept of the first sentence (its end)")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--max-b", p.max_b, "bytes kept of the second sentence (its start)")->capture_default_str()->check(CLI::PositiveNumber);
