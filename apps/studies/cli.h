@@ -18,6 +18,7 @@ std::vector<double> parse_reals(const std::string& s, const std::string& flag, b
 // One line per study (defined in <study>.cpp).
 void add_attention_approx_command(CLI::App& app);
 void add_cosent_command(CLI::App& app);
+void add_init_warmup_command(CLI::App& app);
 void add_nsp_bert_command(CLI::App& app);
 void add_exact_command(CLI::App& app);
 void add_unilm_command(CLI::App& app);

@@ -13,7 +13,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"studies: the attention, position and initialisation questions, each a runnable experiment"};
   app.require_subcommand(1);
-  for (auto add : {studies::add_attention_approx_command, studies::add_cosent_command, studies::add_nsp_bert_command,
+  for (auto add : {studies::add_attention_approx_command, studies::add_cosent_command,
+                    studies::add_init_warmup_command, studies::add_nsp_bert_command,
                     studies::add_exact_command, studies::add_unilm_command}) add(app);
   try {
     app.parse(argc, argv);  // the chosen study runs in its subcommand's callback
