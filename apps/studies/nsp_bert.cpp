@@ -13,6 +13,7 @@
 #include <set>
 
 #include "apps/common/results.h"
+#include "apps/common/signals.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
 #include "optim/adam.h"
@@ -411,6 +412,7 @@ Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& 
     return p;
   }
   if (!quiet) std::cerr << "[nsp-bert] pretraining the BERT once (cached in " << dir << ")\n";
+  harness::install_stop_handlers();  // Ctrl-C / SIGTERM: checkpoint after the current step, then stop
   fs::create_directories(dir);
   auto t0 = std::chrono::steady_clock::now();
   tasks::EnglishCorpus corpus = tasks::english_corpus();
