@@ -34,7 +34,7 @@ double mean_ratio(bool norm_first, const LmBatch& b) {
   double s = 0;
   for (int seed = 0; seed < 3; seed++) {
     ByteLmConfig c;
-    c.d_model = 32, c.heads = 4, c.dim_ff = 128, c.max_len = 32, c.depth = 6, c.norm_first = norm_first, c.init = "lecun";
+    c.d_model = 32, c.heads = 4, c.dim_ff = 128, c.max_len = 32, c.depth = 10, c.norm_first = norm_first, c.init = "lecun";
     Generator g(100 + seed);
     ByteLm m(c, g);
     std::vector<double> n = layer_grad_norms(m, b);
@@ -93,9 +93,10 @@ TEST(StudiesInitWarmup, LayerGradNormsMatchFiniteDifferences) {
 TEST(StudiesInitWarmup, PostLnGradientShrinksTowardTheInputComparedWithPreLn) {
   const LmBatch b = lm_batch(english_text(30), 8, 32, "causal", 3);
   const double post = mean_ratio(false, b), pre = mean_ratio(true, b);
+  // measured: post 0.89, pre 3.66 (depth 10, N(0, 1/fan_in), 3 seeds); wired the other way they swap
   EXPECT_LT(post, 1.0) << "post-LN first/last layer gradient ratio";
-  EXPECT_GT(pre, 1.5) << "pre-LN first/last layer gradient ratio";
-  EXPECT_GT(pre, 2 * post);
+  EXPECT_GT(pre, 2.5) << "pre-LN first/last layer gradient ratio";
+  EXPECT_GT(pre, 2.5 * post);
 }
 
 TEST(StudiesInitWarmup, RefusesBadSettingsByName) {
