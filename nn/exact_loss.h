@@ -40,8 +40,9 @@
 // The margin stops pushing rows already right by `margin`. sigma is a positive scalar: a fixed number or a Var (e.g.
 // exp(log_sigma), learned as in the official examples/toy.py). The batch normalisation of the logits that the official
 // code applies with an explicit std is not done here (the caller scales its logits).
-// Gradient normalisation (the paper's recipe; its authors' trainer divides the parameter gradient by a running mean
-// of its norm, momentum 0.9, floored at 0.01): GradientNormalizer below, applied between backward and the step.
+// Gradient normalisation (named in the paper's recipe): GradientNormalizer below divides the parameter gradient by a
+// running mean of its norm (momentum 0.9, floored at 0.01), applied between backward and the step - as a
+// `GradientNormalizer` in public training code of that family does (its repository not confirmed: our reading).
 //
 // Determinism: the uniforms v come from a counter-based hash of (seed, row, sample, dimension), so a row's estimate
 // depends on the seed, the sample count and its row index only - not on the thread count or the evaluation order.
