@@ -119,6 +119,7 @@ Subject open_fpt(const std::string& path, const json& j, const Options& o) {
   auto m = std::make_shared<fpt::FptModel>(c, t, g);
   m->load(path);
   m->eval();
+  m->freeze();  // the arm's frozen parameters (the file does not record them): the tree shows what trained
   tasks::Batcher bt(t.data.test, {1, 0, false});
   fpt::FptBatch b = fpt::to_batch(t, bt.collate({o.example}));
   Subject s;

@@ -1,0 +1,292 @@
+// tests/apps/test_explain.cpp - apps/explain on a tiny model of each app, saved as the app's cell saves it (the
+// config in the "dl.config" metadata): the parameter counts it prints equal the model's and a hand count, every
+// attention map it plots has rows that sum to 1, the S4D kernel it plots is the layer's response to a unit impulse
+// and the diagonal-SSM formula computed here by hand, the frequency response of a 4-tap kernel is the hand DFT, a
+// file from no app is an error naming the file; and a miniature run of the executable on a cell the app trained.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app_test_util.h"
+#include "apps/common/results.h"
+#include "apps/explain/explain.h"
+#include "apps/fpt/data.h"
+#include "apps/fpt/model.h"
+#include "apps/lra_benchmark/data.h"
+#include "apps/lra_benchmark/model.h"
+#include "apps/pretrained_convs/data.h"
+#include "apps/pretrained_convs/model.h"
+#include "nn/ssm/s4d.h"
+
+namespace fs = std::filesystem;
+using dl::Tensor;
+using dl::Var;
+
+namespace {
+
+explain::Options quiet_options(const std::string& out) {
+  explain::Options o;
+  o.out = out, o.plots = false;  // the numbers, not the pictures: gnuplot is not needed here
+  return o;
+}
+
+lra::CellConfig tiny_lra(const std::string& model, const std::string& regime) {
+  lra::CellConfig c;
+  c.task = "listops", c.model = model, c.regime = regime;
+  c.d_model = 4, c.layers = 1, c.heads = 2, c.ffn_mult = 2, c.d_state = 2, c.dropout = 0;
+  c.seq_len = 32, c.train_size = 16, c.val_size = 4, c.test_size = 4;
+  return c;
+}
+
+// Saves a fresh model as the app's cell does: weights + its config in the metadata.
+template <class M, class C> std::string save_cell(const M& m, const C& c, const std::string& dir) {
+  const std::string path = dir + "/model.safetensors";
+  m.save(path, {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+  return path;
+}
+
+void expect_rows_sum_to_one(const explain::Report& r) {
+  ASSERT_FALSE(r.heads.empty());
+  for (const explain::HeadMap& h : r.heads)
+    for (size_t q = 0; q < h.w.size(); q++) {
+      double s = 0;
+      for (double v : h.w[q]) {
+        EXPECT_GE(v, 0.0);
+        s += v;
+      }
+      EXPECT_NEAR(s, 1.0, 1e-5) << h.layer << " head " << h.head << " row " << q;
+    }
+}
+
+std::string thousands(int64_t n) {  // as explain prints counts
+  std::string s = std::to_string(n);
+  for (int i = (int)s.size() - 3; i > 0; i -= 3) s.insert((size_t)i, ",");
+  return s;
+}
+
+}  // namespace
+
+// A 1-layer Transformer whose parameters we count by hand: D = 4, ffn 8, vocab V, 10 classes.
+TEST(Explain, LraTransformerCountsAndAttentionRows) {
+  const std::string d = dl::test::app_temp_dir("explain_lra_tf");
+  lra::CellConfig c = tiny_lra("transformer", "scratch");
+  const dl::tasks::TaskData& data = lra::task_data(c);
+  lra::TaskShape shape = lra::shape_of(data);
+  dl::Generator g(0);
+  lra::LraModel m(c, shape, false, g);
+  const std::string path = save_cell(m, c, d);
+  explain::Report r = explain::explain_model_file(path, quiet_options(d + "/out"));
+
+  const int64_t D = 4, F = 8, V = shape.vocab, K = shape.classes;
+  const int64_t attention = 3 * D * D + 3 * D + D * D + D;  // in_proj (3D, D) + bias, out_proj (D, D) + bias
+  const int64_t block = attention + 2 * D + 2 * D + (D * F + F) + (F * D + D);  // + norm1, norm2, fc1, fc2
+  const int64_t hand = (V + 1) * D + block + 2 * D + (D * K + K) + (D * V + V);  // embed, final norm, head, pretrain head
+  EXPECT_EQ(r.total_params, hand);
+  EXPECT_EQ(r.total_params, m.num_parameters());
+  EXPECT_EQ(r.modules.at(0).params, hand);
+  for (const explain::ModuleCount& mc : r.modules) {
+    if (mc.path == "blocks.0.mixer") {
+      EXPECT_EQ(mc.params, attention);
+    }
+    if (mc.path == "blocks.0") {
+      EXPECT_EQ(mc.params, block);
+    }
+  }
+  EXPECT_NE(r.text.find("total " + thousands(hand) + " parameters"), std::string::npos) << r.text;
+  EXPECT_EQ(r.app, "lra_benchmark");
+  // one map per head, the example's length square; softmax rows
+  ASSERT_EQ(r.heads.size(), 2u);
+  const size_t T = data.test.examples[0].tokens.size();
+  EXPECT_EQ(r.heads[0].w.size(), T);
+  EXPECT_EQ(r.heads[0].w[0].size(), T);
+  expect_rows_sum_to_one(r);
+  // the graph reaches every parameter: one AccumulateGrad per tensor the forward uses (all but the pretrain head)
+  EXPECT_NE(r.graph.find("accumulate_grad blocks.0.mixer.in_proj_weight [12, 4]"), std::string::npos) << r.graph;
+  EXPECT_EQ(r.graph.find("pretrain_head"), std::string::npos);
+  const std::string md = dl::harness::read_text(d + "/out/explain.md");
+  EXPECT_NE(md.find("(" + r.heads[1].png + ")"), std::string::npos);
+  EXPECT_TRUE(fs::exists(d + "/out/" + r.heads[1].png.substr(0, r.heads[1].png.size() - 4) + ".dat"));
+}
+
+// A causal (spt-causal) S4D with N = 2: one complex mode per channel, so K can be computed here by hand, and the
+// layer's own convolution of a unit impulse must give it back: y = K * delta + D delta = K + D delta.
+TEST(Explain, S4dKernelIsTheImpulseResponseAndTheHandFormula) {
+  const std::string d = dl::test::app_temp_dir("explain_s4d");
+  lra::CellConfig c = tiny_lra("s4d", "spt-causal");
+  const dl::tasks::TaskData& data = lra::task_data(c);
+  dl::Generator g(0);
+  lra::LraModel m(c, lra::shape_of(data), true, g);
+  const std::string path = save_cell(m, c, d);
+  explain::Report r = explain::explain_model_file(path, quiet_options(d + "/out"));
+  ASSERT_EQ(r.kernels.size(), 1u);
+  const explain::KernelInfo& k = r.kernels[0];
+  EXPECT_EQ(k.type, "S4D");
+  ASSERT_EQ(k.K.size(0), 1);  // causal: one direction
+  const int64_t H = k.K.size(1), L = k.K.size(2);
+  EXPECT_EQ(H, 4);
+
+  auto& s4d = dynamic_cast<dl::nn::S4D&>(m.block(0).mixer());
+  // the layer on a unit impulse at position 0 (no output projection: ssm() is y = K * u + D u)
+  Tensor u = dl::zeros({1, L, H});
+  for (int64_t h = 0; h < H; h++) u.data<float>()[h] = 1;
+  Tensor y;
+  {
+    dl::NoGradGuard ng;
+    y = s4d.ssm(Var(u)).data().contiguous();  // (1, L, H)
+  }
+  // the kernel as plotted: read back the numbers of the .dat file explain wrote
+  std::ifstream dat(d + "/out/kernel_blocks_0_mixer.dat");
+  std::vector<std::vector<double>> plotted(1);
+  for (std::string line; std::getline(dat, line);) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      if (!plotted.back().empty()) plotted.emplace_back();
+      continue;
+    }
+    std::istringstream f(line);
+    double l, v;
+    f >> l >> v;
+    plotted.back().push_back(v);
+  }
+  ASSERT_EQ(plotted.size(), k.channels.size());
+  const Tensor Dp = s4d.D.data().contiguous();
+  auto& kern = *s4d.kernel;
+  for (size_t i = 0; i < k.channels.size(); i++) {
+    const int64_t h = k.channels[i];
+    ASSERT_EQ((int64_t)plotted[i].size(), L);
+    // by hand: A = -exp(inv_A_real) + i A_imag, dt = exp(log_dt), ZOH: Abar = exp(dt A), Bbar = (Abar - 1)/A B,
+    // K[l] = 2 Re(C Bbar Abar^l)
+    using cplx = std::complex<double>;
+    const double dt = std::exp(kern.log_dt.data().data<float>()[h]);
+    const cplx A(-std::exp(kern.inv_A_real.data().data<float>()[h]), kern.A_imag.data().data<float>()[h]);
+    const float* Bp = kern.B.data().data<float>() + 2 * h;  // (H, 1, 2)
+    const float* Cp = kern.C.data().data<float>() + 2 * h;  // (1, H, 1, 2)
+    const cplx B(Bp[0], Bp[1]), C(Cp[0], Cp[1]), Abar = std::exp(dt * A), Bbar = (Abar - 1.0) / A * B;
+    for (int64_t l = 0; l < L; l++) {
+      const double impulse = y.data<float>()[l * H + h] - (l == 0 ? Dp.data<float>()[h] : 0.0f);
+      const double hand = 2 * std::real(C * Bbar * std::pow(Abar, (double)l));
+      EXPECT_NEAR(plotted[i][l], impulse, 1e-5) << "channel " << h << " lag " << l;
+      EXPECT_NEAR(plotted[i][l], hand, 1e-5) << "channel " << h << " lag " << l;
+    }
+  }
+  // the dt range printed is the layer's own
+  Tensor ldt = kern.log_dt.data().contiguous();
+  double lo = 1e9, hi = 0;
+  for (int64_t h = 0; h < H; h++) lo = std::min(lo, std::exp((double)ldt.data<float>()[h])), hi = std::max(hi, std::exp((double)ldt.data<float>()[h]));
+  EXPECT_NEAR(k.dt_min, lo, 1e-9);
+  EXPECT_NEAR(k.dt_max, hi, 1e-9);
+  EXPECT_EQ(r.total_params, m.num_parameters());
+}
+
+// |DFT| of K = [1, 1, 0, 0] by hand: f = 0: |1 + 1| = 2; f = 1/4: |1 + e^{-i pi/2}| = |1 - i| = sqrt 2; f = 1/2: |1 - 1| = 0.
+TEST(Explain, FrequencyResponseOfFourTapsIsTheHandDft) {
+  // not written as the literal {1, 1, 0, 0}: GCC 12.2 at -O2 -march=native (znver3) builds that constant as a
+  // broadcast of 1.0 into all four lanes (vpbroadcastq), i.e. {1, 1, 1, 1}; element stores are compiled correctly
+  std::vector<double> k(4, 0.0);
+  k[0] = 1, k[1] = 1;
+  std::vector<double> f = explain::frequency_response(k);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_NEAR(f[0], 2.0, 1e-12);
+  EXPECT_NEAR(f[1], std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(f[2], 0.0, 1e-12);
+}
+
+// FPT's GPT-2 body: causal, so every map is lower-triangular, and its rows are softmaxes.
+TEST(Explain, FptAttentionIsCausalAndRowsSumToOne) {
+  const std::string d = dl::test::app_temp_dir("explain_fpt");
+  fpt::CellConfig c;
+  c.task = "bit_xor", c.arm = "random", c.layers = 2, c.d_model = 8, c.heads = 2, c.dropout = 0;
+  c.train_size = 8, c.val_size = 4, c.test_size = 4;
+  const fpt::FptTask& t = fpt::fpt_task(c);
+  dl::Generator g(0);
+  fpt::FptModel m(c, t, g);
+  m.freeze();
+  const std::string path = save_cell(m, c, d);
+  explain::Report r = explain::explain_model_file(path, quiet_options(d + "/out"));
+  EXPECT_EQ(r.app, "fpt");
+  EXPECT_EQ(r.total_params, m.num_parameters());
+  EXPECT_EQ(r.modules.at(0).trainable, m.num_parameters(true));  // the arm's freezing, which the file does not hold
+  EXPECT_LT(r.modules.at(0).trainable, r.total_params);
+  ASSERT_EQ(r.heads.size(), 4u);  // 2 layers x 2 heads
+  expect_rows_sum_to_one(r);
+  for (const explain::HeadMap& h : r.heads)
+    for (size_t q = 0; q < h.w.size(); q++)
+      for (size_t s = q + 1; s < h.w[q].size(); s++) EXPECT_LT(h.w[q][s], 1e-6) << h.layer << " sees the future";
+}
+
+// pretrained_convs' Transformer: the encoder's maps on a given text, one row per byte (and eos).
+TEST(Explain, Seq2SeqEncoderMapsOnAGivenText) {
+  const std::string d = dl::test::app_temp_dir("explain_pconv");
+  pconv::CellConfig c;
+  c.task = "sentiment", c.model = "transformer", c.d_model = 8, c.d_ff = 16, c.layers = 1, c.decoder_layers = 1;
+  c.heads = 2, c.max_src = 32, c.train_size = 8, c.val_size = 4, c.test_size = 4;
+  dl::Generator g(0);
+  dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
+  const std::string path = save_cell(m, c, d);
+  explain::Options o = quiet_options(d + "/out");
+  o.text = "good film";
+  explain::Report r = explain::explain_model_file(path, o);
+  EXPECT_EQ(r.app, "pretrained_convs");
+  EXPECT_EQ(r.total_params, m.num_parameters());
+  ASSERT_EQ(r.heads.size(), 2u);  // the encoder's one self-attention, 2 heads (the decoder's are not run)
+  EXPECT_EQ(r.heads[0].w.size(), 10u);  // 9 bytes + eos
+  expect_rows_sum_to_one(r);
+}
+
+// A file from no app, a file that is no safetensors, a config of no app, and an example beyond the split.
+TEST(Explain, FilesFromNoAppAreClearErrorsNamingTheFile) {
+  const std::string d = dl::test::app_temp_dir("explain_errors");
+  dl::save_safetensors(d + "/plain.safetensors", {{"w", dl::zeros({2, 2})}});
+  std::string e = dl::test::error_of([&] { explain::explain_model_file(d + "/plain.safetensors", quiet_options(d)); });
+  EXPECT_NE(e.find(d + "/plain.safetensors"), std::string::npos) << e;
+  EXPECT_NE(e.find("no dl.config"), std::string::npos) << e;
+
+  dl::save_safetensors(d + "/other.safetensors", {{"w", dl::zeros({2})}}, {{"dl.config", R"({"lr": 1})"}});
+  e = dl::test::error_of([&] { explain::explain_model_file(d + "/other.safetensors", quiet_options(d)); });
+  EXPECT_NE(e.find(d + "/other.safetensors"), std::string::npos) << e;
+  EXPECT_NE(e.find("no config of lra_benchmark"), std::string::npos) << e;
+
+  std::ofstream(d + "/text.safetensors") << "not a tensor file";
+  e = dl::test::error_of([&] { explain::explain_model_file(d + "/text.safetensors", quiet_options(d)); });
+  EXPECT_NE(e.find(d + "/text.safetensors"), std::string::npos) << e;
+
+  lra::CellConfig c = tiny_lra("s4d", "scratch");
+  dl::Generator g(0);
+  lra::LraModel m(c, lra::shape_of(lra::task_data(c)), false, g);
+  const std::string path = save_cell(m, c, d);
+  explain::Options o = quiet_options(d);
+  o.example = 99;
+  e = dl::test::error_of([&] { explain::explain_model_file(path, o); });
+  EXPECT_NE(e.find("--example 99: the listops test split has 4 examples"), std::string::npos) << e;
+}
+
+// The executable on a cell lra_benchmark trained for 2 steps: exit 0, the counts printed, explain.md and the maps.
+TEST(Explain, MiniatureRunOfTheExecutable) {
+  const std::string d = dl::test::app_temp_dir("explain_cli");
+  const std::string bin = std::string(DL_BINARY_DIR);
+  const std::string sets =
+      " --set d_model=8 --set layers=1 --set heads=2 --set d_state=4 --set steps=2 --set warmup=1 --set eval_every=2"
+      " --set checkpoint_every=2 --set seq_len=32 --set train_size=16 --set val_size=4 --set test_size=4 --set batch=4";
+  ASSERT_EQ(std::system((bin + "/lra_benchmark cell --task listops --model transformer --regime scratch --seed 0 --threads 1"
+                         " --quiet --out " + d + "/run" + sets + " > " + d + "/train.log 2>&1").c_str()),
+            0);
+  const std::string cell = d + "/run/cells/listops__transformer__scratch__seed0";
+  ASSERT_EQ(std::system((bin + "/explain --model-file " + cell + "/model.safetensors --example 1 > " + d + "/out.txt 2>&1").c_str()), 0)
+      << dl::harness::read_text(d + "/out.txt");
+  const std::string out = dl::harness::read_text(d + "/out.txt");
+  EXPECT_NE(out.find("listops/transformer/scratch (written by lra_benchmark)"), std::string::npos) << out;
+  EXPECT_NE(out.find("total "), std::string::npos);
+  EXPECT_NE(out.find("1 attention layers, 2 head maps"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(cell + "/explain/explain.md"));
+  EXPECT_TRUE(fs::exists(cell + "/explain/attn_blocks_0_mixer_head1.dat"));
+  if (dl::harness::have_gnuplot()) {
+    EXPECT_TRUE(fs::exists(cell + "/explain/attn_blocks_0_mixer_head1.png"));
+  }
+  // a bad file: exit 1 and the message names it
+  EXPECT_NE(std::system((bin + "/explain --model-file " + d + "/train.log > " + d + "/bad.txt 2>&1").c_str()), 0);
+  EXPECT_NE(dl::harness::read_text(d + "/bad.txt").find(d + "/train.log"), std::string::npos);
+}
