@@ -2,6 +2,7 @@
 // channels, H channels, L length.
 #include "explain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -92,9 +93,9 @@ static std::string graph_summary(const std::string& graph, int max_lines, int64_
 
 // ---- plots: <dir>/<name>.{dat,gp,png}; the script names its files relative to dir, so the folder can move ----
 static void write_plot(const std::string& dir, const std::string& name, const std::string& dat, const std::string& gp,
-                       bool run) {
+                       bool run, const std::string& size = "640,480") {
   harness::write_text_atomic(dir + "/" + name + ".dat", dat);
-  harness::write_text_atomic(dir + "/" + name + ".gp", "set terminal pngcairo size 640,480 noenhanced\nset output '" +
+  harness::write_text_atomic(dir + "/" + name + ".gp", "set terminal pngcairo size " + size + " noenhanced\nset output '" +
                                                            name + ".png'\n" + gp);
   if (!run || !harness::have_gnuplot()) return;
   const std::string cd = "cd '" + dir + "' && ";
@@ -109,7 +110,19 @@ static std::string file_safe(std::string s) {
 }
 
 // ---- 3. attention: one heat map per head ----
-static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att, int64_t real_len, const std::string& dir,
+// gnuplot tics naming each position: ("[MAX" 0, "7" 1, ...), single-quoted (a quote doubled)
+static std::string tics(const std::vector<std::string>& labels, int64_t n) {
+  std::string t = "(";
+  for (int64_t i = 0; i < n; i++) {
+    std::string q;
+    for (char ch : labels[i]) q += ch == '\'' ? std::string("''") : ch == ' ' ? std::string("_") : std::string(1, ch);
+    t += (i ? ", '" : "'") + q + "' " + std::to_string(i);
+  }
+  return t + ")";
+}
+
+static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att, int64_t real_len,
+                                           const std::vector<std::string>& labels, const std::string& dir,
                                            const std::string& cell, bool plots) {
   std::vector<HeadMap> out;
   for (const NamedWeights& a : att) {
@@ -124,7 +137,10 @@ static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att,
         for (int64_t k = 0; k < S; k++) {
           m.w[q][k] = w.data<double>()[((h * w.size(2)) + q) * w.size(3) + k];
           d << (k ? " " : "") << m.w[q][k];
+          m.mean_distance += m.w[q][k] * (double)std::abs(q - k) / (double)T;
         }
+        m.on_first += m.w[q][0] / (double)T;
+        if (q < S) m.on_self += m.w[q][q] / (double)T;
         d << "\n";
       }
       const std::string name = "attn_" + file_safe(a.layer) + "_head" + std::to_string(h);
@@ -133,9 +149,12 @@ static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att,
       gp << "set title '" << cell << ": " << a.layer << ", head " << h << "'\n"
          << "set xlabel 'key position (read from)'\nset ylabel 'query position (reading)'\n"
          << "set yrange [" << T - 0.5 << ":-0.5]\nset xrange [-0.5:" << S - 0.5 << "]\nset cbrange [0:*]\n"
-         << "set cblabel 'attention weight (each row sums to 1)'\nset palette grey negative\n"
-         << "plot '" << name << ".dat' matrix with image notitle\n";
-      write_plot(dir, name, d.str(), gp.str(), plots);
+         << "set cblabel 'attention weight (each row sums to 1)'\nset palette grey negative\n";
+      const bool named = (int64_t)labels.size() >= std::max(T, S) && std::max(T, S) <= 96;  // name the positions
+      if (named)
+        gp << "set xtics " << tics(labels, S) << " rotate by 90 font ',8'\nset ytics " << tics(labels, T) << " font ',8'\n";
+      gp << "plot '" << name << ".dat' matrix with image notitle\n";
+      write_plot(dir, name, d.str(), gp.str(), plots, named && std::max(T, S) > 24 ? "900,820" : "640,480");
       out.push_back(std::move(m));
     }
   }
@@ -166,13 +185,15 @@ static void find_ssm(nn::Module& m, const std::string& path, std::vector<std::pa
 
 // The layer's step sizes: S4 / S4D keep log dt per channel; DLR has no discretisation, but its omega init writes
 // Lambda = -dt/2 + i y with Re Lambda = -x^2, so dt = 2 x^2 per mode is the same quantity.
-static void dt_range(nn::SSMLayer& s, KernelInfo& k) {
+static std::vector<double> dt_range(nn::SSMLayer& s, KernelInfo& k) {
+  std::vector<double> per_channel;  // S4 / S4D: dt of each channel h
   for (auto& [n, p] : s.named_parameters()) {
     std::vector<double> dt;
     Tensor v = p.data().to(DType::f64).contiguous();
     if (n == "kernel.log_dt") {
       for (int64_t i = 0; i < v.numel(); i++) dt.push_back(std::exp(v.data<double>()[i]));
       k.dt_source = "exp(kernel.log_dt), one per channel";
+      per_channel = dt;
     } else if (n == "kernel.Lambda_log_neg_re") {
       for (int64_t i = 0; i < v.numel(); i++) dt.push_back(2 * v.data<double>()[i] * v.data<double>()[i]);
       k.dt_source = "2 x^2 from kernel.Lambda_log_neg_re (Re Lambda = -x^2 = -dt/2), one per mode";
@@ -180,6 +201,21 @@ static void dt_range(nn::SSMLayer& s, KernelInfo& k) {
     if (dt.empty()) continue;
     k.dt_min = *std::min_element(dt.begin(), dt.end()), k.dt_max = *std::max_element(dt.begin(), dt.end());
   }
+  return per_channel;
+}
+
+// The channels to plot: with a dt per channel, from the smallest dt (longest memory) to the largest, evenly through
+// the sorted order, so the plot shows the layer's range of memories; otherwise the first n.
+static std::vector<int> pick_channels(const std::vector<double>& dt, int64_t H, int n) {
+  std::vector<int> order(H), out;
+  for (int64_t h = 0; h < H; h++) order[h] = (int)h;
+  if ((int64_t)dt.size() != H || n >= H) {
+    order.resize(std::min<int64_t>(n, H));
+    return order;
+  }
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return dt[a] < dt[b]; });
+  for (int i = 0; i < n; i++) out.push_back(order[n == 1 ? 0 : (int64_t)std::llround((double)i * (H - 1) / (n - 1))]);
+  return out;
 }
 
 static std::vector<KernelInfo> ssm_kernels(nn::Module& root, int64_t L, int n_channels, const std::string& dir,
@@ -191,9 +227,15 @@ static std::vector<KernelInfo> ssm_kernels(nn::Module& root, int64_t L, int n_ch
     KernelInfo k;
     k.layer = path, k.type = s->type_name();
     k.K = s->learned_kernel(L);  // (Cc, H, L)
-    dt_range(*s, k);
+    const std::vector<double> dt = dt_range(*s, k);
     const int64_t H = k.K.size(1);
-    for (int64_t c = 0; c < std::min<int64_t>(n_channels, H); c++) k.channels.push_back((int)c);
+    k.channels = pick_channels(dt, H, n_channels);
+    auto title = [&](int h) {
+      std::ostringstream t;
+      t << "channel " << h;
+      if ((int64_t)dt.size() == H) t << ", dt " << std::setprecision(2) << dt[h];
+      return t.str();
+    };
     Tensor K = k.K.to(DType::f64).contiguous();
     std::ostringstream kd, fd, kp, fp;
     const std::string kname = "kernel_" + file_safe(path), fname = "freq_" + file_safe(path);
@@ -206,10 +248,10 @@ static std::vector<KernelInfo> ssm_kernels(nn::Module& root, int64_t L, int n_ch
       fd << "# channel " << k.channels[i] << "\n";
       for (size_t j = 0; j < f.size(); j++) fd << (double)j / (double)L << " " << f[j] << "\n";
       kd << "\n\n", fd << "\n\n";
-      kp << (i ? ", " : "plot ") << "'" << kname << ".dat' index " << i << " using 1:2 with lines title 'channel "
-         << k.channels[i] << "'";
-      fp << (i ? ", " : "plot ") << "'" << fname << ".dat' index " << i << " using 1:2 with lines title 'channel "
-         << k.channels[i] << "'";
+      kp << (i ? ", " : "plot ") << "'" << kname << ".dat' index " << i << " using 1:2 with lines title '"
+         << title(k.channels[i]) << "'";
+      fp << (i ? ", " : "plot ") << "'" << fname << ".dat' index " << i << " using 1:2 with lines title '"
+         << title(k.channels[i]) << "'";
     }
     k.kernel_png = kname + ".png", k.freq_png = fname + ".png";
     write_plot(dir, kname, kd.str(),
@@ -240,6 +282,11 @@ static std::string markdown(const Report& r, const std::string& tree, const std:
           "at the position itself, a dark band just left of it = at its neighbours, a dark first column = at the start "
           "(often a \"no-op\" sink), an even grey row = it averages everything. A causal model's maps are zero above the "
           "diagonal.\n\n";
+    md << "| layer | head | mean distance read (positions) | weight on position 0 | weight on itself |\n|---|---:|---:|---:|---:|\n";
+    for (const HeadMap& h : r.heads)
+      md << "| " << h.layer << " | " << h.head << " | " << std::fixed << std::setprecision(1) << h.mean_distance << " | "
+         << std::setprecision(2) << h.on_first << " | " << h.on_self << " |\n";
+    md << std::defaultfloat << std::setprecision(6) << "\n";
     std::string layer;
     for (const HeadMap& h : r.heads) {
       if (h.layer != layer) md << (layer.empty() ? "" : "\n\n") << "**" << h.layer << "**\n\n", layer = h.layer;
@@ -293,10 +340,19 @@ Report explain_model_file(const std::string& model_file, const Options& o) {
   out << "== op graph of one forward pass (" << r.graph_nodes << " nodes; output " << shape_str(y.shape()) << ") ==\n"
       << graph_text << "\n";
 
-  r.heads = attention_maps(att, s.real_len, r.out_dir, r.cell, o.plots);
+  r.heads = attention_maps(att, s.real_len, s.labels, r.out_dir, r.cell, o.plots);
+  if (!s.labels.empty()) {
+    std::string l;
+    for (size_t i = 0; i < s.labels.size() && (int64_t)i < s.real_len; i++) l += (i ? " " : "") + std::to_string(i) + ":" + s.labels[i];
+    r.input += "; positions " + l;
+  }
   out << "== attention ==\n" << att.size() << " attention layers, " << r.heads.size() << " head maps";
   if (!att.empty()) out << " (" << r.heads.front().w.size() << " x " << r.heads.front().w.front().size() << ")";
   out << "\n";
+  for (const HeadMap& h : r.heads)
+    out << "  " << h.layer << " head " << h.head << ": reads " << std::fixed << std::setprecision(1) << h.mean_distance
+        << " positions away on average, " << std::setprecision(2) << h.on_first << " of its weight on position 0, "
+        << h.on_self << " on itself\n" << std::defaultfloat;
   {
     NoGradGuard ng;
     r.kernels = ssm_kernels(*s.model, s.length, o.kernel_channels, r.out_dir, r.cell, o.plots);

@@ -46,6 +46,9 @@ struct HeadMap {
   int head = 0;
   std::vector<std::vector<double>> w;  // (T, S): the numbers the PNG shows
   std::string png;                     // file name inside the output folder
+  // averages over the query rows: how far a query reads (sum_k w[q][k] |q - k|), and the weight on position 0
+  // (the start) and on the query itself (the diagonal)
+  double mean_distance = 0, on_first = 0, on_self = 0;
 };
 
 // One SSM layer's kernel: K (Cc, H, L) as the layer itself computes it (SSMLayer::learned_kernel).

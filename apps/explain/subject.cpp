@@ -98,6 +98,10 @@ Subject open_lra(const std::string& path, const json& j, const Options& o) {
   in << "test example " << o.example << " of " << c.task << " (label " << ex.label << ", " << b.lengths[0] << " positions"
      << (ex.tokens.empty() ? "" : ": tokens " + head_of(ex.tokens, 16)) << ")";
   s.input = in.str();
+  if (c.task == "listops") {  // tasks/listops.h's fixed vocabulary
+    const char* names[] = {"pad", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "[MIN", "[MAX", "[MED", "[SM", "]"};
+    for (int32_t id : ex.tokens) s.labels.push_back(id >= 0 && id < 16 ? names[id] : std::to_string(id));
+  }
   auto rec = attach_recorders(*m, [](const std::string&) { return true; });
   s.run = [m, rec, b](std::vector<NamedWeights>* att) {
     lra::Inputs a = lra::to_inputs(b), a2;
@@ -128,6 +132,8 @@ Subject open_fpt(const std::string& path, const json& j, const Options& o) {
   s.real_len = (int64_t)sum(b.mask).item();
   s.input = "test example " + std::to_string(o.example) + " of " + c.task + " (" + std::to_string(s.real_len) + " of " +
             std::to_string(s.length) + " positions real)";
+  if (t.bits && b.features.size(2) == 1)  // one bit per token
+    for (int64_t i = 0; i < s.length; i++) s.labels.push_back(b.features.data<float>()[i] > 0.5f ? "1" : "0");
   s.run = [m, b](std::vector<NamedWeights>* att) {
     std::vector<Var> w;
     Var y = m->forward(b, m->has_transformer() ? &w : nullptr);  // (1, readout, outputs)
@@ -171,6 +177,10 @@ Subject open_pconv(const std::string& path, const json& j, const Options& o) {
               pconv::decode_bytes(ex.tokens2) + "\"";
   }
   s.app = "pretrained_convs", s.cell = c.key(), s.model = m, s.length = ids.size(1), s.real_len = ids.size(1);
+  for (int64_t i = 0; i < s.length; i++) {  // ByteTokenizer: byte b is id b + 5; eos 1, separator 3
+    const int64_t id = ids.data<int64_t>()[i];
+    s.labels.push_back(id == 1 ? "eos" : id == pconv::kSeparator ? "sep" : id >= 5 && id < 261 ? std::string(1, char(id - 5)) : "#" + std::to_string(id));
+  }
   auto rec = attach_recorders(*m, [](const std::string& p) { return p.starts_with("encoder.") || p.starts_with("pair_block."); });
   s.run = [m, rec, ids, mask, segments](std::vector<NamedWeights>* att) {
     Var y = m->encode(ids, mask, segments);  // (1, S, C)

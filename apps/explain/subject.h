@@ -33,6 +33,7 @@ struct Subject {
   std::shared_ptr<dl::nn::Module> model;
   int64_t length = 0;    // the input's length: the SSM kernels are shown at this length
   int64_t real_len = 0;  // real (unpadded) positions of the input; the maps are cut to them
+  std::vector<std::string> labels;  // what each position holds ("[MAX", "7", a byte, a bit), where known
   // One forward pass of the input (grad mode as the caller set it); appends every attention layer's weights.
   std::function<dl::Var(std::vector<NamedWeights>*)> run;
 };

@@ -213,6 +213,8 @@ TEST(Explain, FptAttentionIsCausalAndRowsSumToOne) {
   EXPECT_LT(r.modules.at(0).trainable, r.total_params);
   ASSERT_EQ(r.heads.size(), 4u);  // 2 layers x 2 heads
   expect_rows_sum_to_one(r);
+  // causal: row 0 can read only position 0, so a head's weight on position 0 is at least 1/T
+  for (const explain::HeadMap& h : r.heads) EXPECT_GE(h.on_first, 1.0 / h.w.size() - 1e-9);
   for (const explain::HeadMap& h : r.heads)
     for (size_t q = 0; q < h.w.size(); q++)
       for (size_t s = q + 1; s < h.w[q].size(); s++) EXPECT_LT(h.w[q][s], 1e-6) << h.layer << " sees the future";
