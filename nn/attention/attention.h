@@ -42,6 +42,7 @@
 //
 // The fused twin (one primitive, online softmax, no T x S matrix) is nn/fused/fused_attention.h; both agree in tests.
 #pragma once
+#include "nn/attention/attention_ops.h"
 #include "nn/layers.h"
 #include "nn/sequence_layer.h"
 
@@ -72,8 +73,7 @@ Var local_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_
 Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S, bool causal, int64_t window, DType dt,
                          const char* op, const Tensor& prefix = Tensor());
 
-// Checks a prefix-length tensor: i64 of shape (B) with 0 <= prefix[b] <= S; fails naming `op` otherwise.
-std::vector<int64_t> prefix_lengths(const Tensor& prefix, int64_t B, int64_t S, const char* op);
+// prefix_lengths (the prefix-LM mask's check, shared with nn/fused/): attention_ops.h
 
 struct AttentionOptions {
   int64_t heads = 1;

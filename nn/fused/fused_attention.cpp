@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "nn/attention/attention.h"  // prefix_lengths
+#include "nn/attention/attention_ops.h"  // prefix_lengths
 
 namespace dl::nn {
 

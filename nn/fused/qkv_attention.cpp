@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "nn/attention/attention.h"  // prefix_lengths
+#include "nn/attention/attention_ops.h"  // prefix_lengths
 #include "tensor/nn_kernels.h"
 
 namespace dl::nn {
