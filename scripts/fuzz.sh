@@ -38,7 +38,7 @@ rm -rf "$B/seeds"
 
 targets=$(cd "$B" && ls fuzz_* | grep -v make_corpus | sed 's/^fuzz_//' | sort)
 [ -n "$only" ] && targets=$(echo "$only" | tr ',' '\n')
-printf "%-16s %10s %10s %8s  %s\n" target runs "exec/s" corpus result
+printf "%-16s %10s %8s %10s %8s  %s\n" target runs seconds "exec/s" corpus result
 fail=0
 for t in $targets; do
   [ -x "$B/fuzz_$t" ] || { echo "fuzz.sh: no target '$t' (have: $(echo $targets))" >&2; exit 2; }
@@ -46,6 +46,7 @@ for t in $targets; do
   limit=(-max_total_time="$seconds"); [ "$runs" -gt 0 ] && limit=(-runs="$runs")
   log="$B/findings/$t/last.log"
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a reader must not allocate what the header claims
+  t0=$(date +%s.%N)
   if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 OMP_NUM_THREADS=1 \
      "$B/fuzz_$t" "$B/corpus/$t" "$B/seeds/$t" "${limit[@]}" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
      -artifact_prefix="$B/findings/$t/" -print_final_stats=1 >"$log" 2>&1; then
@@ -54,7 +55,8 @@ for t in $targets; do
     result="CRASH (see $log)"; fail=1
   fi
   done_runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-  printf "%-16s %10s %10s %8s  %s\n" "$t" "$done_runs" "$rate" "$(ls "$B/corpus/$t" | wc -l)" "$result"
+  secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+  rate=$(awk -v n="$done_runs" -v s="$secs" 'BEGIN {printf (n ~ /^[0-9]+$/ && s > 0) ? "%.0f" : "?", n / s}')
+  printf "%-16s %10s %8s %10s %8s  %s\n" "$t" "$done_runs" "$secs" "$rate" "$(ls "$B/corpus/$t" | wc -l)" "$result"
 done
 exit $fail
