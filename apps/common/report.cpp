@@ -2,11 +2,18 @@
 #include "apps/common/report.h"
 
 #include <cstdlib>
+#include <iomanip>
 #include <sstream>
 
 #include "apps/common/results.h"
 
 namespace dl::harness {
+
+std::string fixed(double x, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << x;
+  return os.str();
+}
 
 std::string Table::markdown() const {
   std::ostringstream os;

@@ -23,6 +23,9 @@ struct Table {
   json to_json() const;          // {"title", "columns", "rows", "notes"}
 };
 
+// x with `digits` digits after the point (fixed notation): the number format of every table.
+std::string fixed(double x, int digits);
+
 bool have_gnuplot();
 // Runs a gnuplot script whose terminal is pngcairo, falling back to png where gnuplot lacks cairo.
 void run_gnuplot(const std::string& script);

@@ -40,11 +40,7 @@ struct Group {
   }
 };
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 
 }  // namespace
 

@@ -59,11 +59,7 @@ harness::MeanSE spt_gain(const Group& g, const Group& scratch) {
   return harness::paired_difference(a, b, g.seeds.front()->test_examples);
 }
 
-std::string fixed(double x, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 
 // Fine-tuning validation accuracy per evaluation step, averaged over the seeds that logged it.
 harness::Series curve_series(const Group& g) {

@@ -34,11 +34,7 @@ struct Group {
   bool has(const std::string& k) const { return !seeds.empty() && seeds.front()->metrics.count(k); }
 };
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 
 // b - a in test accuracy: paired over seeds when both ran the same ones, else the two errors combined.
 MeanSE difference(const Group& a, const Group& b, const std::string& metric = "test_acc") {

@@ -56,11 +56,7 @@ double approx_error(const std::string& kind, int length, int m, double scale, in
 
 namespace {
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 
 struct Cost {
   double ms = 0, peak_mb = 0;

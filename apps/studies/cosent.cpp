@@ -386,11 +386,7 @@ TrainResult train_encoder(const PairTask& t, const std::string& loss, double lr,
 
 namespace {
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 std::string lr_str(double lr) {
   std::ostringstream os;
   os << lr;

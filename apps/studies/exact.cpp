@@ -246,11 +246,7 @@ ExactRun train_exact_arm(const ExactTask& task, const ExactArm& arm, int seed, i
 
 namespace {
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 std::string margin_str(const ExactArm& a) { return a.loss == "ce" ? "-" : std::isfinite(a.margin) ? fixed(a.margin, 1) : "none"; }
 std::string sigma_str(const ExactArm& a) { return a.loss == "ce" ? "-" : a.learn_sigma ? "learned" : "fixed 1"; }
 std::string pm(const harness::MeanSE& m, double scale, int digits) {

@@ -133,11 +133,7 @@ std::vector<double> layer_grad_norms(ByteLm& m, const LmBatch& b) {
 // ---- the study ----------------------------------------------------------------------------------------------------
 namespace {
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 std::string pm(const harness::MeanSE& e, int d) { return fixed(e.mean, d) + " ± " + fixed(e.se, d); }
 const char* ln_name(bool norm_first) { return norm_first ? "pre-LN" : "post-LN"; }
 

@@ -24,11 +24,7 @@ namespace harness = dl::harness;
 
 namespace {
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 std::string pct(double x) { return fixed(100 * x, 1); }
 std::string pct_se(const harness::MeanSE& m) { return harness::format_mean_se(m); }
 

@@ -474,11 +474,7 @@ UnilmRun train_unilm(const UnilmData& data, const std::string& arm_name, double 
 
 namespace {
 
-std::string fixed(double x, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << x;
-  return os.str();
-}
+using dl::harness::fixed;  // apps/common/report.h
 
 nlohmann::json run_json(const UnilmRun& r) {
   return {{"token_acc", r.test.token_acc}, {"exact", r.test.exact},       {"char_acc", r.test.char_acc},
