@@ -1,6 +1,7 @@
 // autograd/variable.cpp - Var, the graph recorder and the backward engine.
 #include "autograd/variable.h"
 
+#include "autograd/anomaly.h"
 #include "autograd/slice_grad.h"
 
 #include <algorithm>
@@ -70,6 +71,7 @@ bool any_requires_grad(const std::vector<Var>& inputs) {
 }
 
 Var record(std::shared_ptr<Node> n, const Tensor& out, const std::vector<Var>& inputs) {
+  if (anomaly_mode()) check_forward_output(*n, out);
   if (!any_requires_grad(inputs)) return Var(out);
   n->next.clear();
   for (const Var& v : inputs) n->next.push_back(edge_of(v));
@@ -157,6 +159,8 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
       }
     }
     std::vector<Tensor> gin = n->apply(dy);
+    if (anomaly_mode())
+      for (size_t i = 0; i < gin.size(); i++) check_backward_gradient(*n, dy, i, gin[i]);
     if (!retain_graph && n->sequence != 0) {
       n->release();
       n->released = true;
