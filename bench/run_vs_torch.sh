@@ -3,6 +3,8 @@
 #
 #   bench/run_vs_torch.sh [-n REPEATS] [-s STEPS] [-x OOTB_REPEATS] [-t] [-p] [-b BUILD_DIR] [-o RESULTS.jsonl] [workload[:len] ...]
 #   e.g. bench/run_vs_torch.sh -n 3 transformer_listops s4d lstm_bits gpt_char transformer_listops:1024
+#   s4d_official: our s4d step against the PyTorch twin written as state-spaces/s4's models/s4/s4d.py (and example.py)
+#   write it: (B, H, L) layout between layers, 1x1 Conv1d + GLU output; the same parameter count.
 #
 # For each repeat and workload, three processes run back to back (alternating, so slow drifts of the machine's
 # load hit all three alike):
@@ -66,7 +68,12 @@ for r in $(seq 1 "$REPEATS"); do
     largs=()
     [ -n "$len" ] && largs=(--len "$len")
     echo "# repeat $r: $spec (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    run ours "$wl" "$len" env "${OURS_ENV[@]}" "$BIN" "$wl" --steps "$STEPS" "${largs[@]}"
+    if [ "$wl" = s4d_official ]; then  # our s4d step against the twin written as state-spaces' s4d.py
+      run ours "$wl" "$len" env "${OURS_ENV[@]}" "$BIN" s4d --steps "$STEPS" "${largs[@]}"
+      sed -i '$ s/"workload": "s4d"/"workload": "s4d_official"/' "$OUT"
+    else
+      run ours "$wl" "$len" env "${OURS_ENV[@]}" "$BIN" "$wl" --steps "$STEPS" "${largs[@]}"
+    fi
     [ "$SKIP_LONG" = 1 ] && [ -n "$len" ] && [ "$len" -ge 2000 ] && continue
     [ "$r" -le "$OOTB" ] && run torch "$wl" "$len" /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"
     run torch_best "$wl" "$len" env "${TORCH_BEST_ENV[@]}" /usr/bin/python3 bench/torch_workloads.py "$wl" --steps "$STEPS" "${largs[@]}"

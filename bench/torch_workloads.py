@@ -77,6 +77,35 @@ class S4DClassifier(nn.Module):
         return self.head(self.ln(h).mean(1))
 
 
+class S4DOfficial(nn.Module):
+    """The same S4D classifier written as state-spaces/s4 writes it (models/s4/s4d.py's S4D layer in example.py's
+    S4Model): activations stay (B, H, L) between layers, the output projection is a 1x1 Conv1d to 2H with GLU over the
+    channel dim, and only the layer norm transposes. One change keeps the parameter count equal to ours: the kernel
+    keeps B (s4d.py folds B = 1 into C), via torch_common.S4DKernel; the map is the same."""
+
+    def __init__(self, vocab, H, N, layers, classes, dropout):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, H)
+        self.kernels = nn.ModuleList([S4DKernel(H, N, 1) for _ in range(layers)])
+        self.D = nn.ParameterList([nn.Parameter(torch.randn(H)) for _ in range(layers)])
+        self.out = nn.ModuleList([nn.Conv1d(H, 2 * H, kernel_size=1) for _ in range(layers)])
+        self.norms = nn.ModuleList([nn.LayerNorm(H) for _ in range(layers)])
+        self.drop = nn.Dropout(dropout)
+        self.ln = nn.LayerNorm(H)
+        self.head = nn.Linear(H, classes)
+
+    def forward(self, x):
+        u = self.emb(x).transpose(-1, -2)  # (B, H, L)
+        L = u.shape[-1]
+        for kernel, D, out, norm in zip(self.kernels, self.D, self.out, self.norms):
+            z = norm(u.transpose(-1, -2)).transpose(-1, -2)  # prenorm
+            k = kernel(L)[0]  # (H, L)
+            y = torch.fft.irfft(torch.fft.rfft(z, n=2 * L) * torch.fft.rfft(k, n=2 * L), n=2 * L)[..., :L]
+            y = self.drop(F.gelu(y + z * D[:, None]))
+            u = u + self.drop(F.glu(out(y), dim=-2))
+        return self.head(self.ln(u.transpose(-1, -2)).mean(1))
+
+
 class LSTMBits(nn.Module):
     def __init__(self, inp, hidden, classes):
         super().__init__()
@@ -133,6 +162,10 @@ def build(name, L):
         m = S4DClassifier(256, 128, 64, 4, 10, 0.1)
         x, y = torch.randint(0, 256, (32, L), generator=g), torch.randint(0, 10, (32,), generator=g)
         return m, x, lambda out: F.cross_entropy(out, y), 32 * L
+    if name == "s4d_official":
+        m = S4DOfficial(256, 128, 64, 4, 10, 0.1)
+        x, y = torch.randint(0, 256, (32, L), generator=g), torch.randint(0, 10, (32,), generator=g)
+        return m, x, lambda out: F.cross_entropy(out, y), 32 * L
     if name == "lstm_bits":
         m = LSTMBits(8, 256, 2)
         x, y = torch.randn(64, L, 8, generator=g), torch.randint(0, 2, (64,), generator=g)
@@ -145,7 +178,7 @@ def build(name, L):
     raise SystemExit(f"unknown workload {name}")
 
 
-DEFAULT_LEN = {"transformer_listops": 512, "s4d": 1024, "lstm_bits": 100, "gpt_char": 256}
+DEFAULT_LEN = {"transformer_listops": 512, "s4d": 1024, "s4d_official": 1024, "lstm_bits": 100, "gpt_char": 256}
 
 
 def main():
