@@ -1,5 +1,6 @@
 // cuda/backend.cu - the CUDA implementation of dl::Backend (tensor/backend.h): device memory, copies,
-// cuBLAS matmul, cuFFT convolution, and the dispatch to the hand-written kernels in cuda/kernels.cu.
+// cuBLAS matmul, cuFFT convolution, argument checks, and the dispatch to the hand-written kernels in
+// cuda/kernels.cu and the Thrust-based ops of cuda/ops/ (cuda/device_ops.h).
 //
 // Memory: a caching allocator with size-class bins (the same rounding idea as tensor/allocator.cpp).
 // cudaMalloc runs only on a miss and synchronises the device, so a training step that frees and
@@ -9,7 +10,7 @@
 // Streams: everything runs on the legacy default stream, so work is ordered and a block freed by one op
 // can be handed to the next op at once. Adding streams would require the allocator to record an event
 // per block; that is deliberately not done yet.
-// What it is not: multi-GPU (the current device, normally 0, is used) or a strided-kernel engine.
+// What it is not: multi-GPU (the current device, normally 0, is used).
 #include <cublas_v2.h>
 #include <cufft.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "cuda/check.cuh"
+#include "cuda/device_ops.h"
 #include "cuda/kernels.cuh"
 #include "tensor/backend.h"
 
@@ -100,10 +102,25 @@ class DeviceAllocator {
 // ---------------------------------------------------------------------------------------------
 // Argument checks (every message names the op, as tensor/ does)
 
-void require_cuda(const Tensor& t, const char* op, const char* what) {
+// On this device, any strides.
+void require_on_cuda(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) fail(std::string(op) + " (cuda): " + what + " is undefined");
   if (t.device() != Device::cuda) fail(std::string(op) + " (cuda): " + what + " is on " + device_name(t.device()));
+}
+
+// On this device and contiguous.
+void require_cuda(const Tensor& t, const char* op, const char* what) {
+  require_on_cuda(t, op, what);
   if (!t.is_contiguous()) fail(std::string(op) + " (cuda): " + what + " " + shape_str(t.shape()) + " must be contiguous");
+}
+
+// An input view read with out's shape and dtype (elementwise ops).
+void require_input(const Tensor& x, const Tensor& out, const char* op, const char* what) {
+  require_on_cuda(x, op, what);
+  if (x.shape() != out.shape())
+    fail(std::string(op) + " (cuda): " + what + " " + shape_str(x.shape()) + " must have the output's shape " + shape_str(out.shape()));
+  if (x.dtype() != out.dtype())
+    fail(std::string(op) + " (cuda): " + what + " is " + dtype_name(x.dtype()) + ", the output " + dtype_name(out.dtype()));
 }
 
 void require_same(const Tensor& a, const Tensor& b, const char* op, const char* wa, const char* wb) {
@@ -112,6 +129,31 @@ void require_same(const Tensor& a, const Tensor& b, const char* op, const char* 
          " differ in size");
   if (a.dtype() != b.dtype())
     fail(std::string(op) + " (cuda): " + wa + " is " + dtype_name(a.dtype()) + ", " + wb + " is " + dtype_name(b.dtype()));
+}
+
+// One value per row of x (every dim but the last), contiguous, x's dtype.
+void require_rows(const Tensor& x, const Tensor& r, const char* op, const char* what) {
+  require_cuda(r, op, what);
+  int64_t C = x.dim() == 0 ? 1 : x.size(-1), R = C == 0 ? r.numel() : x.numel() / C;
+  if (r.numel() != R || r.dtype() != x.dtype())
+    fail(std::string(op) + " (cuda): " + what + " needs " + std::to_string(R) + " elements of " + dtype_name(x.dtype()) + ", got " +
+         shape_str(r.shape()) + " " + dtype_name(r.dtype()));
+}
+
+// A [C] parameter of x's last dim, contiguous, x's dtype.
+void require_channels(const Tensor& x, const Tensor& p, const char* op, const char* what) {
+  require_cuda(p, op, what);
+  if (x.dim() < 1 || p.shape() != Shape{x.size(-1)} || p.dtype() != x.dtype())
+    fail(std::string(op) + " (cuda): " + what + " " + shape_str(p.shape()) + " " + dtype_name(p.dtype()) + " must be [C] of the input " +
+         shape_str(x.shape()) + " " + dtype_name(x.dtype()));
+}
+
+// Class indices: contiguous i64, one per row of logits (..., C).
+void require_target(const Tensor& logits, const Tensor& t, const char* op) {
+  require_cuda(t, op, "target");
+  Shape want(logits.shape().begin(), logits.shape().end() - (logits.dim() ? 1 : 0));
+  if (t.shape() != want || t.dtype() != DType::i64)
+    fail(std::string(op) + " (cuda): target " + shape_str(t.shape()) + " " + dtype_name(t.dtype()) + " must be i64 " + shape_str(want));
 }
 
 void require_float(const Tensor& t, const char* op) {
@@ -162,21 +204,190 @@ class CudaBackend final : public Backend {
     cuda::launch_fill(out.raw_data(), out.numel(), out.dtype(), value);
   }
 
+  // Views in, contiguous out: the Thrust ops of cuda/ops/ read any strides (cuda/device_ops.h).
+  void copy_strided(const Tensor& src, const Tensor& dst) override {
+    require_on_cuda(dst, "copy_", "dst");
+    require_input(src, dst, "copy_", "src");
+    cuda::copy_strided(src, dst);
+  }
+
   void unary(UnaryOp op, const Tensor& x, const Tensor& out) override {
-    require_cuda(x, "unary", "x");
     require_cuda(out, "unary", "out");
-    require_same(x, out, "unary", "x", "out");
+    require_input(x, out, "unary", "x");
     require_float(x, "unary");
-    cuda::launch_unary(op, x.raw_data(), out.raw_data(), x.numel(), x.dtype());
+    cuda::unary(op, x, out);
+  }
+
+  void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx) override {
+    require_cuda(dx, "unary_backward", "dx");
+    require_input(xy, dx, "unary_backward", unary_backward_uses_y(op) ? "y" : "x");
+    require_input(dy, dx, "unary_backward", "dy");
+    require_float(dx, "unary_backward");
+    cuda::unary_backward(op, xy, dy, dx);
   }
 
   void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    require_cuda(a, "binary", "a");
-    require_cuda(b, "binary", "b");
     require_cuda(out, "binary", "out");
-    require_same(a, b, "binary", "a", "b");
-    require_same(a, out, "binary", "a", "out");
-    cuda::launch_binary(op, a.raw_data(), b.raw_data(), out.raw_data(), a.numel(), a.dtype());
+    require_input(a, out, "binary", "a");
+    require_input(b, out, "binary", "b");
+    cuda::binary(op, a, b, out);
+  }
+
+  void binary_ext(ExtBinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    require_cuda(out, "binary", "out");
+    require_input(a, out, "binary", "a");
+    require_input(b, out, "binary", "b");
+    cuda::binary_ext(op, a, b, out);
+  }
+
+  // ---- reductions over any dims (cuda/ops/reduce.cuh) ----
+  void reduce(ReduceOp op, const Tensor& x, int64_t nkept, const Tensor& values, const Tensor& indices) override {
+    require_on_cuda(x, "reduce", "x");
+    require_cuda(values, "reduce", "values");
+    require_float(x, "reduce");
+    int64_t kept = 1;
+    for (int64_t d = 0; d < nkept; d++) kept *= x.size(d);
+    if (nkept < 0 || nkept > x.dim() || values.numel() != kept || values.dtype() != x.dtype())
+      fail("reduce (cuda): x " + shape_str(x.shape()) + " keeping " + std::to_string(nkept) + " dims needs values of " +
+           std::to_string(kept) + " elements of " + dtype_name(x.dtype()) + ", got " + shape_str(values.shape()));
+    if (indices.defined()) {
+      require_cuda(indices, "reduce", "indices");
+      if (indices.numel() != kept || indices.dtype() != DType::i64)
+        fail("reduce (cuda): indices must be i64 with " + std::to_string(kept) + " elements");
+    }
+    if (op == ReduceOp::sum && nkept == x.dim() - 1 && x.is_contiguous() && x.size(-1) > 0)  // rows: the block-per-row CUB kernel
+      return cuda::launch_sum_last(x.raw_data(), values.raw_data(), kept, x.size(-1), x.dtype());
+    cuda::reduce(op, x, nkept, values, indices);
+  }
+
+  // ---- row ops (cuda/ops/nn.cuh): inputs any views, outputs contiguous ----
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& y) override {
+    require_cuda(y, "softmax", "y");
+    require_input(x, y, "softmax", "x");
+    require_float(x, "softmax");
+    if (!log && x.dim() >= 1 && dim == x.dim() - 1 && x.is_contiguous()) {  // rows of C: the block-per-row CUB kernel
+      int64_t C = x.size(-1);
+      if (C > 0) cuda::launch_softmax_last(x.raw_data(), y.raw_data(), x.numel() / C, C, x.dtype());
+      return;
+    }
+    cuda::softmax(x, dim, log, y);
+  }
+
+  void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override {
+    require_cuda(dx, "softmax backward", "dx");
+    require_input(y, dx, "softmax backward", "y");
+    require_input(dy, dx, "softmax backward", "dy");
+    require_float(dx, "softmax backward");
+    cuda::softmax_backward(y, dy, dim, log, dx);
+  }
+
+  void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y, const Tensor& mean,
+                  const Tensor& rstd) override {
+    const char* op = "layer_norm";
+    require_cuda(y, op, "y");
+    require_input(x, y, op, "x");
+    require_float(x, op);
+    require_rows(x, rstd, op, "rstd");
+    if (mean.defined()) require_rows(x, mean, op, "mean");
+    if (w.defined()) require_channels(x, w, op, "weight");
+    if (b.defined()) require_channels(x, b, op, "bias");
+    cuda::layer_norm(x, w, b, eps, y, mean, rstd);
+  }
+
+  void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
+                           const Tensor& dx, const Tensor& dw, const Tensor& db) override {
+    const char* op = "layer_norm backward";
+    require_on_cuda(x, op, "x");
+    require_input(dy, x, op, "dy");
+    require_float(x, op);
+    require_rows(x, rstd, op, "rstd");
+    if (mean.defined()) require_rows(x, mean, op, "mean");
+    if (w.defined()) require_channels(x, w, op, "weight");
+    if (dx.defined()) {
+      require_cuda(dx, op, "dx");
+      require_same(x, dx, op, "x", "dx");
+    }
+    if (dw.defined()) require_channels(x, dw, op, "dweight");
+    if (db.defined()) require_channels(x, db, op, "dbias");
+    cuda::layer_norm_backward(dy, x, mean, rstd, w, dx, dw, db);
+  }
+
+  void cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, double ls, const Tensor& rowloss,
+                     const Tensor& lse, const Tensor& valid) override {
+    const char* op = "cross_entropy";
+    require_on_cuda(logits, op, "logits");
+    require_float(logits, op);
+    require_target(logits, target, op);
+    require_rows(logits, rowloss, op, "rowloss");
+    require_rows(logits, lse, op, "lse");
+    require_rows(logits, valid, op, "valid");
+    cuda::cross_entropy(logits, target, ignore_index, ls, rowloss, lse, valid);
+  }
+
+  void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, int64_t ignore_index, double ls,
+                              const Tensor& row_scale, const Tensor& dx) override {
+    const char* op = "cross_entropy backward";
+    require_on_cuda(logits, op, "logits");
+    require_float(logits, op);
+    require_target(logits, target, op);
+    require_rows(logits, lse, op, "lse");
+    require_on_cuda(row_scale, op, "row_scale");
+    if (row_scale.shape() != target.shape() || row_scale.dtype() != logits.dtype())
+      fail("cross_entropy backward (cuda): row_scale " + shape_str(row_scale.shape()) + " must have the target's shape " +
+           shape_str(target.shape()) + " and the logits' dtype");
+    require_cuda(dx, op, "dx");
+    require_same(logits, dx, op, "logits", "dx");
+    cuda::cross_entropy_backward(logits, target, lse, ignore_index, ls, row_scale, dx);
+  }
+
+  // ---- indexing, dropout, optimizer (cuda/ops/index.cuh, optim.cuh) ----
+  void embedding(const Tensor& weight, const Tensor& idx, const Tensor& out) override {
+    require_cuda(weight, "embedding", "weight");
+    require_cuda(idx, "embedding", "idx");
+    require_cuda(out, "embedding", "out");
+    require_float(weight, "embedding");
+    if (weight.dim() != 2 || idx.dtype() != DType::i64 || out.dtype() != weight.dtype() ||
+        out.numel() != idx.numel() * weight.size(1))
+      fail("embedding (cuda): weight " + shape_str(weight.shape()) + " (V, D), i64 idx " + shape_str(idx.shape()) +
+           " and out " + shape_str(out.shape()) + " (N, D) do not fit");
+    cuda::embedding(weight, idx, out);
+  }
+
+  void embedding_backward(const Tensor& dy, const Tensor& idx, const Tensor& dw) override {
+    require_cuda(dy, "embedding_backward", "dy");
+    require_cuda(idx, "embedding_backward", "idx");
+    require_cuda(dw, "embedding_backward", "dw");
+    require_float(dw, "embedding_backward");
+    if (dw.dim() != 2 || idx.dtype() != DType::i64 || dy.dtype() != dw.dtype() || dy.numel() != idx.numel() * dw.size(1))
+      fail("embedding_backward (cuda): dy " + shape_str(dy.shape()) + " (N, D), i64 idx " + shape_str(idx.shape()) +
+           " and dw " + shape_str(dw.shape()) + " (V, D) do not fit");
+    cuda::embedding_backward(dy, idx, dw);
+  }
+
+  void dropout_mask(uint64_t base, double p, const Tensor& mask) override {
+    require_cuda(mask, "dropout", "mask");
+    require_float(mask, "dropout");
+    if (!(p >= 0.0 && p <= 1.0)) fail("dropout (cuda): p must be in [0, 1], got " + std::to_string(p));
+    cuda::dropout_mask(base, p, mask);
+  }
+
+  void adam_step(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) override {
+    const char* op = "adam_step";
+    require_cuda(param, op, "param");
+    require_cuda(grad, op, "grad");
+    require_cuda(m, op, "exp_avg");
+    require_cuda(v, op, "exp_avg_sq");
+    require_float(param, op);
+    require_same(param, grad, op, "param", "grad");
+    require_same(param, m, op, "param", "exp_avg");
+    require_same(param, v, op, "param", "exp_avg_sq");
+    cuda::adam_step(s, param, grad, m, v);
+  }
+
+  double sum_sq(const Tensor& g) override {
+    require_cuda(g, "sum_sq", "g");
+    require_float(g, "sum_sq");
+    return cuda::sum_sq(g);
   }
 
   // ---- matmul: out(B, M, N) = a(B, M, K) @ b(B, K, N), row-major ----

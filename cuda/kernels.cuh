@@ -3,7 +3,8 @@
 // Every launcher takes raw device pointers to CONTIGUOUS buffers plus element counts; validation of
 // shapes, dtypes and devices is done by the caller (cuda/backend.cu), which names the op in its errors.
 // All work is queued on the legacy default stream, in order with cudaMemcpy, cuBLAS and cuFFT calls.
-// Dtypes: fill and binary take f32/f64/i64; unary, row reductions and the complex product take f32/f64.
+// Dtypes: fill takes f32/f64/i64; the row reductions and the complex product take f32/f64.
+// The strided elementwise ops and reductions are Thrust functors in cuda/ops/ (cuda/device_ops.h).
 #pragma once
 #include <cstdint>
 
@@ -12,8 +13,6 @@
 namespace dl::cuda {
 
 void launch_fill(void* out, int64_t n, DType t, double value);
-void launch_unary(UnaryOp op, const void* x, void* out, int64_t n, DType t);
-void launch_binary(BinaryOp op, const void* a, const void* b, void* out, int64_t n, DType t);
 // x(rows, cols) -> out(rows): sum over the last dim, accumulated in f64 for both dtypes.
 void launch_sum_last(const void* x, void* out, int64_t rows, int64_t cols, DType t);
 // x(rows, cols) -> out(rows, cols): exp(x - max) / sum(exp(x - max)) per row.

@@ -7,6 +7,7 @@
 // What it is not: a full second implementation of every op. Ops a backend lacks throw, naming the op.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "tensor/tensor.h"
@@ -14,7 +15,24 @@
 namespace dl {
 
 enum class UnaryOp { neg, exp, log, sqrt, rsqrt, abs, tanh, sigmoid, relu, gelu_erf, gelu_tanh, silu, softplus };
-enum class BinaryOp { add, sub, mul, div };
+enum class BinaryOp { add, sub, mul, div };  // the differentiable four (autograd/elementwise.cpp)
+// The rest of tensor/elementwise.h's binary family; comparisons give 0/1 in the inputs' dtype.
+enum class ExtBinaryOp { pow, maximum, minimum, eq, ne, lt, le, gt, ge };
+// Reductions over dims; max/min also give the index of the first extreme (argmax/argmin).
+enum class ReduceOp { sum, mean, max, min, logsumexp };
+
+// The derivative of these unary ops is cheapest from y = op(x); the others' from x
+// (tensor/elementwise.cpp's unary_backward, which the device version follows).
+inline bool unary_backward_uses_y(UnaryOp op) {
+  return op == UnaryOp::exp || op == UnaryOp::sqrt || op == UnaryOp::rsqrt || op == UnaryOp::tanh || op == UnaryOp::sigmoid;
+}
+
+// The host-side scalars of one Adam/AdamW step (optim/adam.h): step_size = lr / (1 - b1^t),
+// bc2_sqrt = sqrt(1 - b2^t), shrink = 1 - lr wd; decoupled = AdamW.
+struct AdamScalars {
+  double beta1, beta2, eps, weight_decay, step_size, bc2_sqrt, shrink;
+  bool decoupled;
+};
 
 struct Backend {
   virtual ~Backend() = default;
@@ -26,10 +44,43 @@ struct Backend {
   virtual void copy_to_host(void* dst, const void* src, size_t nbytes) = 0;
   virtual void copy_from_host(void* dst, const void* src, size_t nbytes) = 0;
   virtual void copy_on_device(void* dst, const void* src, size_t nbytes) = 0;
-  // kernels on contiguous f32 tensors of equal shape (the caller makes inputs contiguous/expanded)
-  virtual void fill(const Tensor& out, double value) = 0;
+  // dst[...] = src[...]: equal shapes and dtypes, both any view (src may be expanded: stride 0)
+  virtual void copy_strided(const Tensor& src, const Tensor& dst) = 0;
+  // Elementwise: out is contiguous; inputs are any views with out's shape (broadcast operands expanded).
+  virtual void fill(const Tensor& out, double value) = 0;  // out contiguous
   virtual void unary(UnaryOp op, const Tensor& x, const Tensor& out) = 0;
   virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void binary_ext(ExtBinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // dx = op'(x) dy; xy is y = op(x) when unary_backward_uses_y(op), else x
+  virtual void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx) = 0;
+  // x: a view whose first nkept dims are kept and the rest reduced; values (x's dtype) and indices (i64,
+  // max/min only, may be undefined) are contiguous with one element per kept position
+  virtual void reduce(ReduceOp op, const Tensor& x, int64_t nkept, const Tensor& values, const Tensor& indices) = 0;
+  // Row ops (C: the dim they run along; inputs any views, outputs contiguous in the input's shape).
+  // softmax (log = log_softmax) over dim (wrapped); dx = y (dy - sum(dy y)) or dy - exp(y) sum(dy)
+  virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& y) = 0;
+  virtual void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) = 0;
+  // layer_norm over the last dim; rms_norm when mean is undefined. w, b: [C] or undefined.
+  virtual void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y, const Tensor& mean,
+                          const Tensor& rstd) = 0;
+  // dx, dw, db: each undefined when not asked for; mean undefined for rms_norm
+  virtual void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
+                                   const Tensor& dx, const Tensor& dw, const Tensor& db) = 0;
+  // per row of logits (..., C): lse, loss (0 if ignored) and valid (1 counted, 0 ignored, NaN: target out of range)
+  virtual void cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, double label_smoothing,
+                             const Tensor& rowloss, const Tensor& lse, const Tensor& valid) = 0;
+  // dx = g (softmax - q) per row, g = row_scale (a view with the target's shape), 0 on ignored rows
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, int64_t ignore_index,
+                                      double label_smoothing, const Tensor& row_scale, const Tensor& dx) = 0;
+  // Indexing (contiguous): out(N, D) = weight(V, D)[idx(N)]; dw(V, D) = sum of dy(N, D) rows per index
+  // (deterministic: sorted, segmented, in index order). Indices are checked by the caller.
+  virtual void embedding(const Tensor& weight, const Tensor& idx, const Tensor& out) = 0;
+  virtual void embedding_backward(const Tensor& dy, const Tensor& idx, const Tensor& dw) = 0;
+  // the dropout mask of tensor/nn_kernels.h for the base draw `base` (the one u64 taken from the Generator)
+  virtual void dropout_mask(uint64_t base, double p, const Tensor& mask) = 0;
+  // Optimizer (contiguous, one shape): one fused Adam/AdamW update of param, m, v in place; sum of g^2 in f64
+  virtual void adam_step(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) = 0;
+  virtual double sum_sq(const Tensor& g) = 0;
   // out(B, M, N) = a(B, M, K) @ b(B, K, N), contiguous f32 (cuBLAS strided-batched sgemm)
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // sum over the last dim: x(R, C) -> out(R)

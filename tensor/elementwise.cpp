@@ -6,11 +6,13 @@
 // threads with OpenMP when the work is large enough to pay for it.
 #include "tensor/elementwise.h"
 #include "tensor/nn_kernels.h"
+#include "tensor/reduce.h"
 
 #include <omp.h>
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace dl {
 
@@ -150,11 +152,24 @@ template <class T, class F> Tensor unary_map(const Tensor& a, F f) {
 
 bool on_device(const Tensor& t) { return t.device() != Device::cpu; }
 
-Tensor device_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+// The device seam of the binary family: operands expanded to the result's shape (views, stride 0 on
+// broadcast dims), read in place by the backend.
+template <class Op> Tensor device_binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
+  if (a.device() != b.device())
+    fail(std::string(name) + ": a is on " + device_name(a.device()) + ", b on " + device_name(b.device()));
+  if (a.dtype() != b.dtype())
+    fail(std::string(name) + ": dtypes differ (" + dtype_name(a.dtype()) + " vs " + dtype_name(b.dtype()) + ")");
   Shape s = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(s, a.dtype(), a.device());
-  require_backend(a.device(), name).binary(op, a.expand(s).contiguous(), b.expand(s).contiguous(), out);
+  Backend& be = require_backend(a.device(), name);
+  if constexpr (std::is_same_v<Op, BinaryOp>) be.binary(op, a.expand(s), b.expand(s), out);
+  else be.binary_ext(op, a.expand(s), b.expand(s), out);
   return out;
+}
+
+// a (op) s on a device: s becomes a 0-dim tensor of a's dtype on a's device (one scalar copy).
+template <class Op> Tensor device_scalar(Op op, const Tensor& a, double s, const char* name) {
+  return device_binary(op, a, full({}, s, a.dtype(), a.device()), name);
 }
 
 }  // namespace
@@ -162,9 +177,9 @@ Tensor device_binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* 
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.device() != Device::cpu || src.device() != Device::cpu) {
     if (dst.device() != src.device()) fail("copy_: devices differ; use to(device)");
-    if (!dst.is_contiguous() || !src.is_contiguous() || dst.shape() != src.shape() || dst.dtype() != src.dtype())
-      fail("copy_: on a device, both tensors must be contiguous with equal shape and dtype");
-    require_backend(dst.device(), "copy_").copy_on_device(dst.raw_data(), src.raw_data(), dst.numel() * dtype_size(dst.dtype()));
+    if (dst.dtype() != src.dtype())
+      fail(std::string("copy_: on a device the dtypes must match (") + dtype_name(src.dtype()) + " into " + dtype_name(dst.dtype()) + ")");
+    require_backend(dst.device(), "copy_").copy_strided(src.expand(dst.shape()), dst);
     return;
   }
   Tensor s = src.dtype() == dst.dtype() ? src : src.to(dst.dtype());
@@ -197,22 +212,23 @@ DL_BINARY(mul, mul, x * y)
 DL_BINARY(div, div, x / y)
 #undef DL_BINARY
 
-#define DL_BINARY_CPU(NAME, EXPR)                                             \
-  Tensor NAME(const Tensor& a, const Tensor& b) {                             \
-    return dispatch_all(a.dtype(), #NAME, [&]<class T>() {                    \
-      return binary_map<T>(a, b, #NAME, [](T x, T y) { return (T)(EXPR); }); \
-    });                                                                       \
+#define DL_BINARY_EXT(NAME, EXPR)                                                              \
+  Tensor NAME(const Tensor& a, const Tensor& b) {                                              \
+    if (on_device(a) || on_device(b)) return device_binary(ExtBinaryOp::NAME, a, b, #NAME);    \
+    return dispatch_all(a.dtype(), #NAME, [&]<class T>() {                                     \
+      return binary_map<T>(a, b, #NAME, [](T x, T y) { return (T)(EXPR); });                  \
+    });                                                                                        \
   }
-DL_BINARY_CPU(pow, std::pow(x, y))
-DL_BINARY_CPU(maximum, x > y ? x : y)
-DL_BINARY_CPU(minimum, x < y ? x : y)
-DL_BINARY_CPU(eq, x == y)
-DL_BINARY_CPU(ne, x != y)
-DL_BINARY_CPU(lt, x < y)
-DL_BINARY_CPU(le, x <= y)
-DL_BINARY_CPU(gt, x > y)
-DL_BINARY_CPU(ge, x >= y)
-#undef DL_BINARY_CPU
+DL_BINARY_EXT(pow, std::pow(x, y))
+DL_BINARY_EXT(maximum, x > y ? x : y)
+DL_BINARY_EXT(minimum, x < y ? x : y)
+DL_BINARY_EXT(eq, x == y)
+DL_BINARY_EXT(ne, x != y)
+DL_BINARY_EXT(lt, x < y)
+DL_BINARY_EXT(le, x <= y)
+DL_BINARY_EXT(gt, x > y)
+DL_BINARY_EXT(ge, x >= y)
+#undef DL_BINARY_EXT
 // clang-format on
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -234,23 +250,28 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 // ---- scalar ----
 Tensor add_scalar(const Tensor& a, double s) {
+  if (on_device(a)) return device_scalar(BinaryOp::add, a, s, "add_scalar");
   return dispatch_all(a.dtype(), "add_scalar", [&]<class T>() { return unary_map<T>(a, [s](T x) { return (T)(x + s); }); });
 }
 Tensor mul_scalar(const Tensor& a, double s) {
+  if (on_device(a)) return device_scalar(BinaryOp::mul, a, s, "mul_scalar");
   return dispatch_all(a.dtype(), "mul_scalar", [&]<class T>() { return unary_map<T>(a, [s](T x) { return (T)(x * s); }); });
 }
 Tensor pow_scalar(const Tensor& a, double p) {
+  if (on_device(a)) return p == 2.0 ? mul(a, a) : device_scalar(ExtBinaryOp::pow, a, p, "pow_scalar");
   return dispatch_float(a.dtype(), "pow_scalar", [&]<class T>() {
     if (p == 2.0) return unary_map<T>(a, [](T x) { return x * x; });
     return unary_map<T>(a, [p](T x) { return (T)std::pow(x, (T)p); });
   });
 }
 Tensor rpow_scalar(double base, const Tensor& a) {
+  if (on_device(a)) return device_binary(ExtBinaryOp::pow, full({}, base, a.dtype(), a.device()), a, "rpow_scalar");
   return dispatch_float(a.dtype(), "rpow_scalar",
                         [&]<class T>() { return unary_map<T>(a, [base](T x) { return (T)std::pow((T)base, x); }); });
 }
 Tensor clamp(const Tensor& a, double lo, double hi) {
   if (lo > hi) fail("clamp: lo " + std::to_string(lo) + " > hi " + std::to_string(hi));
+  if (on_device(a)) return device_scalar(ExtBinaryOp::maximum, device_scalar(ExtBinaryOp::minimum, a, hi, "clamp"), lo, "clamp");
   return dispatch_all(a.dtype(), "clamp", [&]<class T>() {
     return unary_map<T>(a, [lo, hi](T x) { return x < (T)lo ? (T)lo : (x > (T)hi ? (T)hi : x); });
   });
@@ -281,9 +302,9 @@ template <class T> static T softplus_f(T x) { return x > (T)20 ? x : std::log1p(
 template <class T> static T sigmoid_f(T x) { return (T)1 / ((T)1 + std::exp(-x)); }
 
 Tensor unary(UnaryOp op, const Tensor& x) {
-  if (on_device(x)) {
-    Tensor xc = x.contiguous(), out = Tensor::empty(x.shape(), x.dtype(), x.device());
-    require_backend(x.device(), "unary").unary(op, xc, out);
+  if (on_device(x)) {  // the backend reads the view in place
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    require_backend(x.device(), "unary").unary(op, x, out);
     return out;
   }
   return dispatch_float(x.dtype(), "unary", [&]<class T>() {
@@ -334,7 +355,14 @@ Tensor cos(const Tensor& x) {
 
 // The derivative of each unary op, written where a reader can check it against the forward above.
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy) {
-  if (on_device(x)) fail("unary_backward: not implemented on device yet");
+  if (on_device(x) || on_device(dy)) {  // the device seam: one strided kernel over broadcast(x or y, dy)
+    const Tensor& xy = unary_backward_uses_y(op) ? y : x;
+    if (xy.device() != dy.device()) fail("unary_backward: x/y and dy are on different devices");
+    Shape s = broadcast_shapes(xy.shape(), dy.shape(), "unary_backward");
+    Tensor dx = Tensor::empty(s, dy.dtype(), dy.device());
+    require_backend(dy.device(), "unary_backward").unary_backward(op, xy.expand(s), dy.expand(s), dx);
+    return dx;
+  }
   return dispatch_float(x.dtype(), "unary_backward", [&]<class T>() -> Tensor {
     auto with_x = [&](auto f) { return binary_map<T>(x, dy, "unary_backward", f); };
     auto with_y = [&](auto f) { return binary_map<T>(y, dy, "unary_backward", f); };
@@ -415,8 +443,14 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   if (broadcast_shapes(shape, g.shape(), "sum_to") != g.shape())
     fail("sum_to: cannot reduce " + shape_str(g.shape()) + " to " + shape_str(shape));
+  if (g.device() != Device::cpu) {  // the device seam: a sum over the leading dims and the stretched size-1 dims
+    int64_t lead = g.dim() - (int64_t)shape.size();
+    Dims dims;
+    for (int64_t d = 0; d < g.dim(); d++)
+      if (d < lead || (shape[d - lead] == 1 && g.size(d) != 1)) dims.push_back(d);
+    return dims.empty() ? g.reshape(shape) : sum(g, dims, true).reshape(shape);
+  }
   Tensor out = zeros(shape, g.dtype(), g.device());
-  if (g.device() != Device::cpu) fail("sum_to: not implemented on device yet");
   // out viewed with g's shape has stride 0 on every broadcast dim; accumulate row by row, rows in order, so the
   // result is the same for any thread count:
   //   inner dim kept (is[0] != 0): threads own disjoint ranges of inner positions, hence disjoint outputs;

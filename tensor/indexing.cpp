@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tensor/backend.h"
 #include "tensor/elementwise.h"
 
 namespace dl {
@@ -26,6 +27,21 @@ void check_range(const Tensor& idx_c, int64_t bound, const char* op, int64_t dim
     if (p[k] < 0 || p[k] >= bound)
       fail(std::string(op) + ": index " + std::to_string(p[k]) + " out of range for dim " + std::to_string(dim) + " of size " +
            std::to_string(bound) + " (expected 0 <= index < " + std::to_string(bound) + ")");
+}
+
+bool on_device(const Tensor& t) { return t.defined() && t.device() != Device::cpu; }
+
+// The device seam of embedding: weight (V, D) rows gathered for idx; indices are checked on a host copy
+// (one device-to-host copy of N int64 per call; a device-side check is future work).
+Tensor device_embedding(const Tensor& weight, const Tensor& index, const char* op) {
+  if (weight.dim() != 2) fail(std::string(op) + ": weight must be (V, D), got " + shape_str(weight.shape()));
+  Tensor idx = index.contiguous();
+  check_range(idx.to(Device::cpu), weight.size(0), op, 0);
+  Shape s = index.shape();
+  s.push_back(weight.size(1));
+  Tensor out = Tensor::empty(s, weight.dtype(), weight.device());
+  if (out.numel() > 0) require_backend(weight.device(), op).embedding(weight.contiguous(), idx, out);
+  return out;
 }
 
 // Offsets of every coordinate of dims [d0, d1) of `shape`, row-major, walking `strides`.
@@ -131,6 +147,13 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_dtype(index, "index_select");
   if (index.dim() > 1) fail("index_select: index must be 1-D, got " + shape_str(index.shape()));
   int64_t d = wrap_dim(dim, x.dim(), "index_select");
+  if (on_device(x)) {  // the device seam: an embedding lookup of dim d's slices, d moved to the front and back
+    Tensor xt = x.transpose(0, d).contiguous();
+    Tensor rows = device_embedding(xt.reshape({xt.size(0), -1}), index.reshape({-1}), "index_select");  // (n, rest)
+    Shape s = xt.shape();
+    s[0] = index.numel();
+    return rows.view(s).transpose(0, d).contiguous();
+  }
   Tensor idx = index.contiguous(), xc = x.contiguous();
   check_range(idx, x.size(d), "index_select", d);
   int64_t n = idx.numel(), nx = x.size(d), outer = 1, inner = 1;
@@ -192,6 +215,7 @@ void index_add_(const Tensor& out, int64_t dim, const Tensor& index, const Tenso
 
 Tensor embedding(const Tensor& weight, const Tensor& index) {
   check_index_dtype(index, "embedding");
+  if (on_device(weight)) return device_embedding(weight, index, "embedding");
   if (weight.dim() != 2) fail("embedding: weight must be (V, D), got " + shape_str(weight.shape()));
   Tensor idx = index.contiguous(), wc = weight.contiguous();
   int64_t V = weight.size(0), D = weight.size(1), N = idx.numel();
@@ -218,6 +242,12 @@ Tensor embedding_backward(const Tensor& dy, const Tensor& index, int64_t V) {
   if (dy.dim() != index.dim() + 1 || shape_numel(dy.shape()) != N * dy.size(-1))
     fail("embedding_backward: dy " + shape_str(dy.shape()) + " does not match index " + shape_str(index.shape()) + " + [D]");
   int64_t D = dy.size(-1);
+  if (on_device(dy)) {  // the device seam: sort + segmented sum (deterministic); indices checked on a host copy
+    check_range(idx.to(Device::cpu), V, "embedding_backward", 0);
+    Tensor dw = Tensor::empty({V, D}, dy.dtype(), dy.device());
+    require_backend(dy.device(), "embedding_backward").embedding_backward(dy.contiguous().view({N, D}), idx.view({N}), dw);
+    return dw;
+  }
   check_range(idx, V, "embedding_backward", 0);
   Tensor dyc = dy.contiguous();
   Tensor dw = zeros({V, D}, dy.dtype());

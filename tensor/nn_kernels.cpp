@@ -112,12 +112,10 @@ template <class Row, class Strip> void over_acb(const ACB& s, Row&& row, Strip&&
 }
 
 template <bool Log> Tensor softmax_fwd(const Tensor& x, int64_t dim, const char* op) {
-  if (x.defined() && x.device() != Device::cpu && !Log && x.dtype() == DType::f32 && x.dim() >= 1 &&
-      wrap_dim(dim, x.dim(), op) == x.dim() - 1) {  // the device seam: softmax over the last dim
-    Tensor xc = x.contiguous(), out = Tensor::empty(x.shape(), x.dtype(), x.device());
-    int64_t C = x.size(-1);
-    require_backend(x.device(), op).softmax_last(xc.view({-1, C}), out.view({-1, C}));
-    return out;
+  if (x.defined() && x.device() != Device::cpu) {  // the device seam: any dim of any view
+    Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+    require_backend(x.device(), op).softmax(x, x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), op), Log, y);
+    return y;
   }
   cpu_float(x, op);
   if (x.dim() == 0) return Log ? zeros({}, x.dtype()) : ones({}, x.dtype());
@@ -139,6 +137,13 @@ template <bool Log> Tensor softmax_fwd(const Tensor& x, int64_t dim, const char*
 }
 
 template <bool Log> Tensor softmax_bwd(const Tensor& y, const Tensor& dy, int64_t dim, const char* op) {
+  if (y.defined() && y.device() != Device::cpu) {  // the device seam
+    if (dy.shape() != y.shape())
+      fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected the output's " + shape_str(y.shape()));
+    Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
+    require_backend(y.device(), op).softmax_backward(y, dy, y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), op), Log, dx);
+    return dx;
+  }
   cpu_float(y, op);
   if (dy.shape() != y.shape())
     fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected the output's " + shape_str(y.shape()));
@@ -189,12 +194,19 @@ void check_param(const Tensor& p, int64_t C, const Tensor& x, const char* op, co
 // layer_norm (Center) and rms_norm (!Center) over rows of C:
 //   mu = mean(x) (0 for rms), rstd = 1 / sqrt(mean((x - mu)^2) + eps), xhat = (x - mu) rstd, y = xhat w + b
 template <bool Center> NormOut norm_fwd(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const char* op) {
-  cpu_float(x, op);
+  bool on_device = x.defined() && x.device() != Device::cpu;
+  if (!on_device) cpu_float(x, op);
   if (x.dim() < 1) fail(std::string(op) + ": expected an input with at least 1 dim, got a scalar");
   int64_t C = x.size(-1), R = x.numel() / std::max<int64_t>(C, 1);
   check_param(w, C, x, op, "weight");
   check_param(b, C, x, op, "bias");
   Shape rs(x.shape().begin(), x.shape().end() - 1);
+  if (on_device) {  // the device seam: x read in place, one row per thread
+    Device d = x.device();
+    NormOut o{Tensor::empty(x.shape(), x.dtype(), d), Center ? Tensor::empty(rs, x.dtype(), d) : Tensor(), Tensor::empty(rs, x.dtype(), d)};
+    require_backend(d, op).layer_norm(x, w.defined() ? w.contiguous() : w, b.defined() ? b.contiguous() : b, eps, o.y, o.mean, o.rstd);
+    return o;
+  }
   Tensor xc = x.contiguous(), wc = w.defined() ? w.contiguous() : w, bc = b.defined() ? b.contiguous() : b;
   NormOut o{Tensor::empty(x.shape(), x.dtype()), Center ? Tensor::empty(rs, x.dtype()) : Tensor(), Tensor::empty(rs, x.dtype())};
   dispatch_float(x.dtype(), op, [&]<class T>() {
@@ -234,10 +246,21 @@ template <bool Center> NormOut norm_fwd(const Tensor& x, const Tensor& w, const 
 template <bool Center>
 NormGrads norm_bwd(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w, bool need_dx,
                    bool need_dw, bool need_db, const char* op) {
-  cpu_float(x, op);
+  bool on_device = x.defined() && x.device() != Device::cpu;
+  if (!on_device) cpu_float(x, op);
   if (dy.shape() != x.shape())
     fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected " + shape_str(x.shape()));
   int64_t C = x.size(-1), R = x.numel() / std::max<int64_t>(C, 1);
+  if (on_device) {  // the device seam
+    Device d = x.device();
+    NormGrads g;
+    if (need_dx) g.dx = Tensor::empty(x.shape(), x.dtype(), d);
+    if (need_dw) g.dweight = Tensor::empty({C}, x.dtype(), d);
+    if (need_db && Center) g.dbias = Tensor::empty({C}, x.dtype(), d);
+    require_backend(d, op).layer_norm_backward(dy, x, Center ? mean.contiguous() : Tensor(), rstd.contiguous(),
+                                               w.defined() ? w.contiguous() : w, g.dx, g.dweight, g.dbias);
+    return g;
+  }
   Tensor xc = x.contiguous(), gc = dy.to(x.dtype()).contiguous(), rc = rstd.contiguous(), mc = Center ? mean.contiguous() : mean;
   Tensor wc = w.defined() ? w.contiguous() : w;
   NormGrads g;

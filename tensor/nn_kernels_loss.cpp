@@ -5,7 +5,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
 #include "tensor/nn_kernels.h"
 
 namespace dl {
@@ -73,6 +75,31 @@ Tensor reduce_rows(const std::vector<double>& rowloss, const Shape& row_shape, D
   return scalar_tensor(red == Reduction::mean ? s / count : s, dt);
 }
 
+// The device seam of cross_entropy: per-row loss, lse and a valid flag on the device (logits read in
+// place), then the reduction as a device sum; only the count comes back to the host.
+CrossEntropyOut device_cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, double ls, Reduction red) {
+  const char* op = "cross_entropy";
+  if (!(ls >= 0.0 && ls < 1.0)) fail(std::string(op) + ": label_smoothing must be in [0, 1), got " + std::to_string(ls));
+  if (logits.dim() < 1) fail(std::string(op) + ": input must have a class dim (..., C), got a scalar");
+  Shape rs(logits.shape().begin(), logits.shape().end() - 1);
+  if (!target.defined() || target.shape() != rs)
+    fail(std::string(op) + ": target must have shape " + shape_str(rs) + " (the input " + shape_str(logits.shape()) +
+         " without its last, class, dim)");
+  Device d = logits.device();
+  CrossEntropyOut o;
+  Tensor rowloss = Tensor::empty(rs, logits.dtype(), d), valid = Tensor::empty(rs, logits.dtype(), d);
+  o.lse = Tensor::empty(rs, logits.dtype(), d);
+  require_backend(d, op).cross_entropy(logits, target.contiguous(), ignore_index, ls, rowloss, o.lse, valid);
+  double n = sum(valid).item();
+  if (std::isnan(n))
+    fail(std::string(op) + ": a target value is out of range for " + std::to_string(logits.size(-1)) + " classes (input " +
+         shape_str(logits.shape()) + ", ignore_index " + std::to_string(ignore_index) + ")");
+  o.count = (int64_t)n;
+  if (red == Reduction::none) o.loss = rowloss;
+  else o.loss = red == Reduction::sum ? sum(rowloss) : mul_scalar(sum(rowloss), 1.0 / (double)o.count);
+  return o;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -80,6 +107,7 @@ Tensor reduce_rows(const std::vector<double>& rowloss, const Shape& row_shape, D
 //   loss = lse - (1 - s) x_t - s mean(x)
 CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, double ls, Reduction red) {
   const char* op = "cross_entropy";
+  if (logits.defined() && logits.device() != Device::cpu) return device_cross_entropy(logits, target, ignore_index, ls, red);
   int64_t C = check_class_target(logits, target, ignore_index, op);
   if (!(ls >= 0.0 && ls < 1.0)) fail(std::string(op) + ": label_smoothing must be in [0, 1), got " + std::to_string(ls));
   int64_t R = target.numel();
@@ -112,6 +140,17 @@ CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& target, int64_
 // d loss_r / d x_j = softmax_j - q_j,  q = (1 - s) onehot(t) + s / C;  dx = g_r (softmax - q), 0 on ignored rows
 Tensor cross_entropy_backward(const Tensor& dy, const Tensor& logits, const Tensor& target, const Tensor& lse,
                               int64_t ignore_index, double ls, Reduction red, int64_t count) {
+  if (logits.device() != Device::cpu) {  // the device seam: g_r is dy, or dy / count broadcast to every row
+    const Shape& rs = target.shape();
+    Tensor scale = red == Reduction::none                       ? dy
+                   : red == Reduction::mean && count == 0       ? zeros({}, logits.dtype(), logits.device()).expand(rs)
+                   : red == Reduction::mean                     ? mul_scalar(dy, 1.0 / (double)count).reshape({}).expand(rs)
+                                                                : dy.reshape({}).expand(rs);
+    Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+    require_backend(logits.device(), "cross_entropy backward")
+        .cross_entropy_backward(logits, target.contiguous(), lse.contiguous(), ignore_index, ls, scale, dx);
+    return dx;
+  }
   int64_t C = logits.size(-1), R = target.numel();
   Tensor xc = logits.contiguous(), tc = target.contiguous(), lc = lse.contiguous();
   Tensor dx = Tensor::empty(logits.shape(), logits.dtype());

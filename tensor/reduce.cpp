@@ -168,6 +168,27 @@ template <class T, bool IsMax> void arg_extreme(const Layout& L, T* vals, int64_
   });
 }
 
+// The device seam of every reduction: x permuted (a view) so that kept dims come first and reduced dims
+// last; the backend reduces the trailing dims. Results have the CPU's shapes (keepdim or not).
+ValuesIndices device_reduce(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim, bool with_indices, const char* name) {
+  std::vector<bool> red = reduced_mask(x.shape(), dims, name);
+  std::vector<int64_t> perm;
+  Shape out_shape;
+  for (int64_t d = 0; d < x.dim(); d++)
+    if (!red[d]) perm.push_back(d);
+  int64_t nkept = (int64_t)perm.size();
+  for (int64_t d = 0; d < x.dim(); d++) {
+    if (red[d]) perm.push_back(d);
+    if (!red[d] || keepdim) out_shape.push_back(red[d] ? 1 : x.size(d));
+  }
+  ValuesIndices r{Tensor::empty(out_shape, x.dtype(), x.device()),
+                  with_indices ? Tensor::empty(out_shape, DType::i64, x.device()) : Tensor()};
+  require_backend(x.device(), name).reduce(op, x.permute(perm), nkept, r.values, r.indices);
+  return r;
+}
+
+bool on_device(const Tensor& x) { return x.defined() && x.device() != Device::cpu; }
+
 template <class T> Tensor from_doubles(const std::vector<double>& v, const Shape& shape, double scale = 1.0) {
   Tensor out = Tensor::empty(shape, dtype_of<T>());
   T* p = out.data<T>();
@@ -176,6 +197,7 @@ template <class T> Tensor from_doubles(const std::vector<double>& v, const Shape
 }
 
 template <bool IsMax> ValuesIndices extreme(const Tensor& x, int64_t dim, bool keepdim, const char* op) {
+  if (on_device(x)) return device_reduce(IsMax ? ReduceOp::max : ReduceOp::min, x, x.dim() == 0 ? Dims{} : Dims{dim}, keepdim, true, op);
   cpu_only(x, op);
   if (x.dim() == 0) return {x.clone(), zeros({}, DType::i64)};
   Layout L = make_layout(x, {dim}, keepdim, op);
@@ -195,16 +217,7 @@ Shape reduced_shape_keepdim(const Shape& in, const Dims& dims, const char* op) {
 }
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
-  // the one device seam: CUDA sums the last dim of a contiguous f32 tensor
-  if (x.defined() && x.device() != Device::cpu && x.dtype() == DType::f32 && x.dim() >= 1 && dims.size() == 1 &&
-      wrap_dim(dims[0], x.dim(), "sum") == x.dim() - 1) {
-    Tensor xc = x.contiguous();
-    int64_t C = x.size(-1);
-    Shape keep = reduced_shape_keepdim(x.shape(), dims, "sum");
-    Tensor out = Tensor::empty({x.numel() / std::max<int64_t>(C, 1)}, DType::f32, x.device());
-    require_backend(x.device(), "sum").sum_last(xc.view({-1, C}), out);
-    return keepdim ? out.view(keep) : out.view(Shape(keep.begin(), keep.end() - 1));
-  }
+  if (on_device(x)) return device_reduce(ReduceOp::sum, x, dims, keepdim, false, "sum").values;
   Layout L = make_layout(x, dims, keepdim, "sum");
   return dispatch_float(x.dtype(), "sum", [&]<class T>() {
     return from_doubles<T>(sum_map<T>(L, nullptr, [](T v, double) { return (double)v; }), L.out_shape);
@@ -213,6 +226,7 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
 Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
+  if (on_device(x)) return device_reduce(ReduceOp::mean, x, dims, keepdim, false, "mean").values;
   Layout L = make_layout(x, dims, keepdim, "mean");
   return dispatch_float(x.dtype(), "mean", [&]<class T>() {
     return from_doubles<T>(sum_map<T>(L, nullptr, [](T v, double) { return (double)v; }), L.out_shape, 1.0 / (double)L.R);
@@ -232,6 +246,7 @@ Tensor var(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
+  if (on_device(x)) return device_reduce(ReduceOp::logsumexp, x, dims, keepdim, false, "logsumexp").values;
   Layout L = make_layout(x, dims, keepdim, "logsumexp");
   return dispatch_float(x.dtype(), "logsumexp", [&]<class T>() {
     std::vector<T> m(L.A * L.B);
@@ -250,6 +265,7 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return extreme<true>
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return extreme<false>(x, dim, keepdim, "argmin").indices; }
 
 Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
+  if (on_device(x)) return device_reduce(ReduceOp::max, x, dims, keepdim, false, "amax").values;
   Layout L = make_layout(x, dims, keepdim, "amax");
   Tensor out = Tensor::empty(L.out_shape, x.dtype());
   dispatch_float(x.dtype(), "amax", [&]<class T>() { arg_extreme<T, true>(L, out.data<T>(), nullptr, "amax"); });

@@ -1,0 +1,118 @@
+// cuda/ops/index.cuh - device embedding lookup and its backward, and the dropout mask, as Thrust
+// algorithms over functors.
+//
+// Shape letters: V rows of the table, D its width, N looked-up indices.
+//   embedding            out[n, :] = weight[idx[n], :]                        one thread per output element
+//   embedding_backward   dW[v, :] = sum over n with idx[n] = v of dy[n, :]    sort + segmented sum, no atomics:
+//     1. (idx, n) pairs are stable-sorted by idx, so each v's rows form one segment, in increasing n;
+//     2. reduce_by_key over the sorted idx gives the distinct v and their counts, an exclusive scan their starts;
+//     3. one thread per (segment, d) adds dy[n, d] over its segment in n order.
+//   The sum order is the CPU's (index order), so the result is deterministic and equal to the CPU's.
+//   dropout_mask         mask[i] = 1/(1-p) if draw(i) >= p 2^32 else 0, draw(i) the counter-based draw of
+//     tensor/nn_kernels.h: row_draw(row_key(base, i / 4096), i % 4096). The formulas are repeated here as
+//     __host__ __device__ functions; tests/cuda_logic checks they give the CPU's mask bit for bit.
+// Scratch buffers are Tensors on the input's device (the caching allocator on the GPU, host memory in the
+// CPU test). Indices are checked by the caller (tensor/indexing.cpp checks them on the host today).
+#pragma once
+#include <thrust/copy.h>
+#include <thrust/fill.h>
+#include <thrust/iterator/constant_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/scan.h>
+#include <thrust/sequence.h>
+#include <thrust/sort.h>
+
+#include "cuda/ops/common.cuh"
+
+namespace dl::ops {
+
+template <class T> struct EmbeddingF {
+  const T* weight;
+  const int64_t* idx;
+  T* out;
+  int64_t D;
+  DL_HD void operator()(int64_t i) const { out[i] = weight[idx[i / D] * D + i % D]; }
+};
+
+// weight contiguous (V, D); idx contiguous (N) checked in [0, V); out contiguous (N, D).
+template <class Exec> void embedding(const Exec& exec, const Tensor& weight, const Tensor& idx, const Tensor& out) {
+  int64_t D = weight.size(1);
+  dispatch_float(weight.dtype(), "embedding (cuda)", [&]<class T>() {
+    for_n(exec, out.numel(), EmbeddingF<T>{weight.data<T>(), idx.data<int64_t>(), out.data<T>(), D});
+  });
+}
+
+template <class T> struct SegmentSumF {
+  const T* dy;
+  const int64_t *rows, *keys, *starts, *counts;  // rows: n in sorted order; keys/starts/counts per segment
+  T* dw;
+  int64_t D;
+  DL_HD void operator()(int64_t i) const {
+    int64_t s = i / D, d = i % D;
+    T acc = 0;
+    for (int64_t k = starts[s]; k < starts[s] + counts[s]; k++) acc += dy[rows[k] * D + d];
+    dw[keys[s] * D + d] = acc;
+  }
+};
+
+// dy contiguous (N, D); idx contiguous (N); dw contiguous (V, D), zero-filled here.
+template <class Exec> void embedding_backward(const Exec& exec, const Tensor& dy, const Tensor& idx, const Tensor& dw) {
+  int64_t N = idx.numel(), D = dw.size(1);
+  Device dev = dw.device();
+  dispatch_float(dw.dtype(), "embedding_backward (cuda)", [&]<class T>() {
+    thrust::fill(exec, dw.data<T>(), dw.data<T>() + dw.numel(), (T)0);
+    if (N == 0 || D == 0) return;
+    Tensor keys = Tensor::empty({N}, DType::i64, dev), rows = Tensor::empty({N}, DType::i64, dev);
+    Tensor ukeys = Tensor::empty({N}, DType::i64, dev), counts = Tensor::empty({N}, DType::i64, dev);
+    Tensor starts = Tensor::empty({N}, DType::i64, dev);
+    int64_t *pk = keys.data<int64_t>(), *pr = rows.data<int64_t>(), *pc = counts.data<int64_t>();
+    thrust::copy(exec, idx.data<int64_t>(), idx.data<int64_t>() + N, pk);
+    thrust::sequence(exec, pr, pr + N);
+    thrust::stable_sort_by_key(exec, pk, pk + N, pr);
+    auto ends = thrust::reduce_by_key(exec, pk, pk + N, thrust::constant_iterator<int64_t>(1), ukeys.data<int64_t>(), pc);
+    int64_t nseg = ends.first - ukeys.data<int64_t>();
+    thrust::exclusive_scan(exec, pc, pc + nseg, starts.data<int64_t>());
+    for_n(exec, nseg * D,
+          SegmentSumF<T>{dy.data<T>(), pr, ukeys.data<int64_t>(), starts.data<int64_t>(), pc, dw.data<T>(), D});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The counter-based draws of tensor/nn_kernels.h (row_key, mix32, row_draw), callable on the device.
+DL_HD inline uint32_t dropout_row_key(uint64_t seed, uint64_t row) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (row + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (uint32_t)(z ^ (z >> 31));
+}
+DL_HD inline uint32_t dropout_mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+DL_HD inline uint32_t dropout_draw(uint64_t base, int64_t i) {
+  constexpr int64_t kChunk = 4096;  // row length of the draws: part of the mask's definition (tensor/nn_kernels.cpp)
+  uint32_t key = dropout_row_key(base, (uint64_t)(i / kChunk));
+  return dropout_mix32(key ^ ((uint32_t)(i % kChunk) * 0x9E3779B9U));
+}
+
+template <class T> struct DropoutMaskF {
+  uint64_t base, threshold;
+  T keep;
+  T* mask;
+  DL_HD void operator()(int64_t i) const { mask[i] = (uint64_t)dropout_draw(base, i) >= threshold ? keep : (T)0; }
+};
+
+// mask contiguous: 1/(1-p) where kept, 0 where dropped; base is the one u64 the CPU draws from its Generator.
+template <class Exec> void dropout_mask(const Exec& exec, uint64_t base, double p, const Tensor& mask) {
+  uint64_t thr = (uint64_t)llround(p * 4294967296.0);
+  double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  dispatch_float(mask.dtype(), "dropout (cuda)", [&]<class T>() {
+    for_n(exec, mask.numel(), DropoutMaskF<T>{base, thr, (T)scale, mask.data<T>()});
+  });
+}
+
+}  // namespace dl::ops

@@ -1,0 +1,273 @@
+// cuda/ops/nn.cuh - device row ops as Thrust functors: softmax / log_softmax over any dim (forward and
+// backward), layer_norm / rms_norm over the last dim (forward and backward), cross-entropy with
+// ignore_index and label smoothing (forward and backward).
+//
+// Shape letters: C the dim the op runs along (any dim for softmax, the last for the others), A the dims
+// before it, B the dims after it; a "row" is one (a, b). Inputs are any views: rows are found through a
+// Strided map over the shape without C, and C is walked with the view's own stride. Outputs are fresh
+// contiguous tensors in the input's layout, so row o = a B + b writes y[a C B + c B + b].
+// One thread per row, walking C serially and summing in float64 (the CPU sums in float64 or in lanes
+// of T): deterministic, and exact enough for float32 rows of any length. dweight/dbias of layer_norm
+// are one thread per column walking every row in order.
+// Formulas (those of tensor/nn_kernels.cpp and nn_kernels_loss.cpp):
+//   softmax      y = exp(x - m) / sum exp(x - m)        dx = y (dy - sum(dy y))
+//   log_softmax  y = x - m - log sum exp(x - m)         dx = dy - exp(y) sum(dy)
+//   layer_norm   mu = mean x, rstd = 1/sqrt(mean (x - mu)^2 + eps), xhat = (x - mu) rstd, y = xhat w + b
+//                dxhat = dy w; dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)); dw = sum dy xhat; db = sum dy
+//                (rms_norm: mu = 0 and no mean(dxhat) term)
+//   cross_entropy  loss = lse - (1 - s) x_t - s mean(x); dx = g (softmax(x) - (1 - s) onehot(t) - s / C)
+// What it is not: fast for few long rows, or for layer_norm weight gradients over very many rows
+// (a block-per-row / tree-reduced version is the next step once GPU timings exist).
+#pragma once
+#include "cuda/ops/common.cuh"
+
+namespace dl::ops {
+
+// x viewed around `dim`: the rows map, the stride along C, and the sizes of the contiguous output.
+struct RowLayout {
+  Strided rows;
+  int64_t stride = 1, C = 1, B = 1, nrows = 1;
+};
+
+inline RowLayout row_layout(const Tensor& x, int64_t dim, const char* op) {
+  RowLayout L;
+  Shape shape, strides;
+  for (int64_t d = 0; d < x.dim(); d++) {
+    if (d == dim) continue;
+    shape.push_back(x.size(d));
+    strides.push_back(x.strides()[d]);
+    if (d > dim) L.B *= x.size(d);
+  }
+  L.rows = merge_dims(shape, {strides}, op)[0];
+  L.stride = x.dim() == 0 ? 1 : x.strides()[dim];
+  L.C = x.dim() == 0 ? 1 : x.size(dim);
+  L.nrows = shape_numel(shape);
+  return L;
+}
+
+// Where row o's element c lands in a contiguous tensor of the input's shape.
+DL_HD inline int64_t out_index(int64_t o, int64_t c, int64_t C, int64_t B) { return (o / B) * C * B + c * B + o % B; }
+
+// ---------------------------------------------------------------------------------------------
+template <class T> struct SoftmaxF {
+  const T* x;
+  T* y;
+  RowLayout L;
+  bool log;
+  DL_HD void operator()(int64_t o) const {
+    const T* p = x + L.rows.offset(o);
+    T m = p[0];
+    for (int64_t c = 1; c < L.C; c++) m = p[c * L.stride] > m ? p[c * L.stride] : m;
+    double s = 0;
+    for (int64_t c = 0; c < L.C; c++) s += (double)m_exp(p[c * L.stride] - m);
+    double lse = (double)m + ::log(s), inv = 1.0 / s;
+    for (int64_t c = 0; c < L.C; c++) {
+      T v = p[c * L.stride];
+      y[out_index(o, c, L.C, L.B)] = log ? (T)((double)v - lse) : (T)((double)m_exp(v - m) * inv);
+    }
+  }
+};
+
+template <class T> struct SoftmaxBackwardF {
+  const T *y, *dy;
+  T* dx;
+  RowLayout Ly, Lg;
+  bool log;
+  DL_HD void operator()(int64_t o) const {
+    const T *py = y + Ly.rows.offset(o), *pg = dy + Lg.rows.offset(o);
+    double s = 0;
+    for (int64_t c = 0; c < Ly.C; c++) {
+      T g = pg[c * Lg.stride];
+      s += log ? (double)g : (double)g * (double)py[c * Ly.stride];
+    }
+    for (int64_t c = 0; c < Ly.C; c++) {
+      T v = py[c * Ly.stride], g = pg[c * Lg.stride];
+      dx[out_index(o, c, Ly.C, Ly.B)] = log ? g - m_exp(v) * (T)s : v * (g - (T)s);
+    }
+  }
+};
+
+// y: contiguous, x's shape; dim already wrapped.
+template <class Exec> void softmax(const Exec& exec, const Tensor& x, int64_t dim, bool log, const Tensor& y) {
+  RowLayout L = row_layout(x, dim, "softmax");
+  if (L.C == 0) return;
+  dispatch_float(x.dtype(), "softmax (cuda)", [&]<class T>() { for_n(exec, L.nrows, SoftmaxF<T>{x.data<T>(), y.data<T>(), L, log}); });
+}
+
+template <class Exec> void softmax_backward(const Exec& exec, const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) {
+  RowLayout Ly = row_layout(y, dim, "softmax backward"), Lg = row_layout(dy, dim, "softmax backward");
+  if (Ly.C == 0) return;
+  dispatch_float(y.dtype(), "softmax backward (cuda)", [&]<class T>() {
+    for_n(exec, Ly.nrows, SoftmaxBackwardF<T>{y.data<T>(), dy.data<T>(), dx.data<T>(), Ly, Lg, log});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+template <class T> struct NormF {
+  const T *x, *w, *b;  // w, b: contiguous [C] or null
+  T *y, *mean, *rstd;  // mean: null for rms_norm
+  RowLayout L;
+  double eps;
+  DL_HD void operator()(int64_t r) const {
+    const T* p = x + L.rows.offset(r);
+    double mu = 0, v = 0;
+    if (mean) {
+      for (int64_t c = 0; c < L.C; c++) mu += (double)p[c * L.stride];
+      mu /= (double)L.C;
+    }
+    for (int64_t c = 0; c < L.C; c++) v += ((double)p[c * L.stride] - mu) * ((double)p[c * L.stride] - mu);  // two-pass
+    T rs = (T)(1.0 / ::sqrt(v / (double)L.C + eps)), m = (T)mu;
+    for (int64_t c = 0; c < L.C; c++) {
+      T h = (p[c * L.stride] - m) * rs;
+      y[r * L.C + c] = (w ? h * w[c] : h) + (b ? b[c] : (T)0);
+    }
+    rstd[r] = rs;
+    if (mean) mean[r] = m;
+  }
+};
+
+template <class T> struct NormBackwardDxF {
+  const T *dy, *x, *mean, *rstd, *w;  // mean null for rms_norm, w may be null
+  T* dx;
+  RowLayout Lg, Lx;
+  DL_HD void operator()(int64_t r) const {
+    const T *pg = dy + Lg.rows.offset(r), *px = x + Lx.rows.offset(r);
+    T m = mean ? mean[r] : (T)0, rs = rstd[r];
+    double s1 = 0, s2 = 0;  // sum(dxhat), sum(dxhat xhat)
+    for (int64_t c = 0; c < Lx.C; c++) {
+      double dh = w ? (double)pg[c * Lg.stride] * w[c] : (double)pg[c * Lg.stride];
+      s1 += dh;
+      s2 += dh * (double)((px[c * Lx.stride] - m) * rs);
+    }
+    T a = mean ? (T)(s1 / (double)Lx.C) : (T)0, bb = (T)(s2 / (double)Lx.C);
+    for (int64_t c = 0; c < Lx.C; c++) {
+      T g = pg[c * Lg.stride], dh = w ? g * w[c] : g;
+      dx[r * Lx.C + c] = rs * (dh - a - (px[c * Lx.stride] - m) * rs * bb);
+    }
+  }
+};
+
+// Column c: dw[c] = sum_r dy xhat, db[c] = sum_r dy, rows in order.
+template <class T> struct NormBackwardParamsF {
+  const T *dy, *x, *mean, *rstd;
+  T *dw, *db;  // either may be null
+  RowLayout Lg, Lx;
+  DL_HD void operator()(int64_t c) const {
+    double sw = 0, sb = 0;
+    for (int64_t r = 0; r < Lx.nrows; r++) {
+      T g = dy[Lg.rows.offset(r) + c * Lg.stride], v = x[Lx.rows.offset(r) + c * Lx.stride];
+      T m = mean ? mean[r] : (T)0;
+      sw += (double)g * (double)((v - m) * rstd[r]);
+      sb += (double)g;
+    }
+    if (dw) dw[c] = (T)sw;
+    if (db) db[c] = (T)sb;
+  }
+};
+
+// x any view with the normalised dim last; w, b, mean, rstd, y contiguous (undefined = none).
+template <class Exec>
+void layer_norm(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y, const Tensor& mean,
+                const Tensor& rstd) {
+  RowLayout L = row_layout(x, x.dim() - 1, "layer_norm");
+  dispatch_float(x.dtype(), "layer_norm (cuda)", [&]<class T>() {
+    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    for_n(exec, L.nrows, NormF<T>{x.data<T>(), ptr(w), ptr(b), y.data<T>(), ptr(mean), rstd.data<T>(), L, eps});
+  });
+}
+
+// dy, x any views of one shape; mean (undefined for rms_norm), rstd, w contiguous; dx, dw, db contiguous or undefined.
+template <class Exec>
+void layer_norm_backward(const Exec& exec, const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
+                         const Tensor& dx, const Tensor& dw, const Tensor& db) {
+  RowLayout Lg = row_layout(dy, dy.dim() - 1, "layer_norm backward"), Lx = row_layout(x, x.dim() - 1, "layer_norm backward");
+  dispatch_float(x.dtype(), "layer_norm backward (cuda)", [&]<class T>() {
+    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    if (dx.defined())
+      for_n(exec, Lx.nrows, NormBackwardDxF<T>{dy.data<T>(), x.data<T>(), ptr(mean), rstd.data<T>(), ptr(w), dx.data<T>(), Lg, Lx});
+    if (dw.defined() || db.defined())
+      for_n(exec, Lx.C, NormBackwardParamsF<T>{dy.data<T>(), x.data<T>(), ptr(mean), rstd.data<T>(), ptr(dw), ptr(db), Lg, Lx});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per row r: lse, the row's loss (0 when ignored) and valid (1 counted, 0 ignored, NaN for a target out
+// of [0, C): the caller turns the NaN into an error, as the CPU checks targets before it starts).
+template <class T> struct CrossEntropyF {
+  const T* x;
+  const int64_t* target;  // contiguous, one per row
+  T *rowloss, *lse, *valid;
+  RowLayout L;
+  int64_t ignore_index;
+  double ls;
+  DL_HD void operator()(int64_t r) const {
+    const T* p = x + L.rows.offset(r);
+    T m = p[0];
+    for (int64_t c = 1; c < L.C; c++) m = p[c * L.stride] > m ? p[c * L.stride] : m;
+    double s = 0, sx = 0;
+    for (int64_t c = 0; c < L.C; c++) {
+      s += (double)m_exp(p[c * L.stride] - m);
+      sx += (double)p[c * L.stride];
+    }
+    double l = (double)m + ::log(s);
+    lse[r] = (T)l;
+    int64_t t = target[r];
+    if (t == ignore_index) {
+      rowloss[r] = 0, valid[r] = 0;
+    } else if (t < 0 || t >= L.C) {
+      rowloss[r] = (T)NAN, valid[r] = (T)NAN;
+    } else {
+      rowloss[r] = (T)(l - (1.0 - ls) * (double)p[t * L.stride] - ls * sx / (double)L.C);
+      valid[r] = 1;
+    }
+  }
+};
+
+// dx[r, :] = g_r (exp(x - lse) - s / C), minus g_r (1 - s) at the target; 0 on ignored rows.
+template <class T> struct CrossEntropyBackwardF {
+  const T *x, *lse, *scale;  // scale: g_r through a Strided map (a broadcast scalar has stride 0)
+  const int64_t* target;
+  T* dx;
+  RowLayout L;
+  Strided sg;
+  int64_t ignore_index;
+  double ls;
+  DL_HD void operator()(int64_t r) const {
+    T* d = dx + r * L.C;
+    int64_t t = target[r];
+    if (t == ignore_index || t < 0 || t >= L.C) {
+      for (int64_t c = 0; c < L.C; c++) d[c] = 0;
+      return;
+    }
+    const T* p = x + L.rows.offset(r);
+    T g = scale[sg.offset(r)], l = lse[r], off = (T)(ls / (double)L.C);
+    for (int64_t c = 0; c < L.C; c++) d[c] = g * (m_exp(p[c * L.stride] - l) - off);
+    d[t] -= g * (T)(1.0 - ls);
+  }
+};
+
+// logits any view (..., C); target contiguous i64 with one entry per row; rowloss, lse, valid contiguous.
+template <class Exec>
+void cross_entropy(const Exec& exec, const Tensor& logits, const Tensor& target, int64_t ignore_index, double ls,
+                   const Tensor& rowloss, const Tensor& lse, const Tensor& valid) {
+  RowLayout L = row_layout(logits, logits.dim() - 1, "cross_entropy");
+  dispatch_float(logits.dtype(), "cross_entropy (cuda)", [&]<class T>() {
+    for_n(exec, L.nrows,
+          CrossEntropyF<T>{logits.data<T>(), target.data<int64_t>(), rowloss.data<T>(), lse.data<T>(), valid.data<T>(), L, ignore_index, ls});
+  });
+}
+
+// row_scale: a view with the target's shape (dy for reduction none, an expanded scalar otherwise).
+template <class Exec>
+void cross_entropy_backward(const Exec& exec, const Tensor& logits, const Tensor& target, const Tensor& lse, int64_t ignore_index,
+                            double ls, const Tensor& row_scale, const Tensor& dx) {
+  RowLayout L = row_layout(logits, logits.dim() - 1, "cross_entropy backward");
+  Strided sg = merge_dims(row_scale.shape(), {row_scale.strides()}, "cross_entropy backward")[0];
+  dispatch_float(logits.dtype(), "cross_entropy backward (cuda)", [&]<class T>() {
+    for_n(exec, L.nrows,
+          CrossEntropyBackwardF<T>{logits.data<T>(), lse.data<T>(), row_scale.data<T>(), target.data<int64_t>(), dx.data<T>(), L, sg,
+                                   ignore_index, ls});
+  });
+}
+
+}  // namespace dl::ops

@@ -1,0 +1,101 @@
+// cuda/ops/reduce.cuh - device reductions over any set of dims: sum, mean, max/min (values and the
+// index of the first extreme), logsumexp. sum_to (the broadcast backward) is a sum over dims, so it
+// needs nothing of its own (tensor/elementwise.cpp picks the dims).
+//
+// The caller hands x as a view whose first `nkept` dims are kept and whose other dims are reduced
+// (tensor/reduce.cpp permutes the dims; no copy). Output o (row-major over the kept dims) reduces
+//   x[kept(o), red(r)] for r = 0 .. R-1, R = the product of the reduced sizes,
+// on one thread, in r order, accumulating in float64 as the CPU does (tensor/reduce.h): the result does
+// not depend on the launch shape, and float32 sums keep their small terms.
+//   sum        s = sum_r x
+//   mean       s / R (R = 0 gives NaN, as on the CPU)
+//   max/min    the first extreme value and its r; a NaN wins (PyTorch's rule)
+//   logsumexp  c + log(sum_r exp(x - c)), c = max, or 0 when the max is +-inf (an all -inf slice: -inf)
+// What it is not: fast for few outputs over long rows (one thread walks a row: the sum of a whole
+// 10^7 tensor runs on one thread). A two-level reduction (thrust::reduce_by_key or CUB's segmented
+// reduce) is the next step once GPU timings show it matters.
+#pragma once
+#include "cuda/ops/common.cuh"
+#include "tensor/backend.h"
+
+namespace dl::ops {
+
+template <class T, bool IsMax> struct Extreme {
+  T value;
+  int64_t index;
+};
+
+// The first extreme of p[red(r)], r in [0, R) (R >= 1); NaN beats every number.
+template <bool IsMax, class T> DL_HD inline Extreme<T, IsMax> first_extreme(const T* p, const Strided& red, int64_t R) {
+  T best = p[red.offset(0)];
+  int64_t bi = 0;
+  if (!m_isnan(best))
+    for (int64_t r = 1; r < R; r++) {
+      T v = p[red.offset(r)];
+      bool better = IsMax ? v > best : v < best;
+      if (better || m_isnan(v)) {
+        best = v, bi = r;
+        if (m_isnan(v)) break;
+      }
+    }
+  return {best, bi};
+}
+
+template <class T> struct ReduceF {
+  ReduceOp op;
+  const T* x;
+  T* values;
+  int64_t* indices;  // null when not asked for
+  Strided kept, red;
+  int64_t R;
+  DL_HD void operator()(int64_t o) const {
+    const T* p = x + kept.offset(o);
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::mean: {
+        double s = 0;
+        for (int64_t r = 0; r < R; r++) s += (double)p[red.offset(r)];
+        values[o] = op == ReduceOp::mean ? (T)(s * (1.0 / (double)R)) : (T)s;
+        return;
+      }
+      case ReduceOp::max:
+      case ReduceOp::min: {
+        T v;
+        int64_t i;
+        if (op == ReduceOp::max) {
+          auto e = first_extreme<true>(p, red, R);
+          v = e.value, i = e.index;
+        } else {
+          auto e = first_extreme<false>(p, red, R);
+          v = e.value, i = e.index;
+        }
+        values[o] = v;
+        if (indices) indices[o] = i;
+        return;
+      }
+      case ReduceOp::logsumexp: {
+        T m = first_extreme<true>(p, red, R).value;
+        double c = (m == (T)INFINITY || m == -(T)INFINITY) ? 0.0 : (double)m, s = 0;
+        for (int64_t r = 0; r < R; r++) s += exp((double)p[red.offset(r)] - c);
+        values[o] = (T)(c + log(s));
+        return;
+      }
+    }
+  }
+};
+
+// values (and indices, when defined) are contiguous with one element per kept position.
+template <class Exec>
+void reduce(const Exec& exec, ReduceOp op, const Tensor& x, int64_t nkept, const Tensor& values, const Tensor& indices) {
+  Strided kept = sub_layout(x, 0, nkept, "reduce"), red = sub_layout(x, nkept, x.dim(), "reduce");
+  int64_t R = 1;
+  for (int64_t d = nkept; d < x.dim(); d++) R *= x.size(d);
+  if (R == 0 && values.numel() > 0 && op != ReduceOp::sum && op != ReduceOp::mean)
+    fail("reduce (cuda): cannot reduce over an empty dim (size 0)");
+  dispatch_float(x.dtype(), "reduce (cuda)", [&]<class T>() {
+    int64_t* pi = indices.defined() ? indices.data<int64_t>() : nullptr;
+    for_n(exec, values.numel(), ReduceF<T>{op, x.data<T>(), values.data<T>(), pi, kept, red, R});
+  });
+}
+
+}  // namespace dl::ops
