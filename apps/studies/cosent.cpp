@@ -537,16 +537,28 @@ static std::vector<std::string> names(const std::string& s, const std::vector<st
   return v;
 }
 
+CosentOptions cosent_preset(const std::string& name) {
+  CosentOptions o;  // "default": a few minutes on 2 cores
+  if (name == "large") {  // the setting of the first tables of docs/studies/cosent.md
+    o.steps = 300, o.lrs = {1e-3, 3e-3, 1e-2};
+  } else if (name != "default") {
+    throw CLI::ValidationError("--preset", "'" + name + "' is not one of default, large");
+  }
+  return o;
+}
+
 void add_cosent_command(CLI::App& app) {
   auto o = std::make_shared<CosentOptions>();
   auto tasks_s = std::make_shared<std::string>(), losses_s = std::make_shared<std::string>(),
-       lrs_s = std::make_shared<std::string>();
+       lrs_s = std::make_shared<std::string>(), preset = std::make_shared<std::string>("default");
   auto threads = std::make_shared<int>(2);
   CLI::App* c = app.add_subcommand("cosent", "CoSENT vs SBERT softmax vs cosine-MSE for sentence encoders (Spearman)");
+  c->add_option("--preset", *preset, "default (a few minutes) or large (300 steps, lrs 1e-3,3e-3,1e-2); flags win")
+      ->capture_default_str();
   c->add_option("--out", o->out, "output folder")->capture_default_str();
   c->add_option("--tasks", *tasks_s, "pair sets: brown,sentiment");
   c->add_option("--losses", *losses_s, "losses: cosent,softmax,cos_mse");
-  c->add_option("--lrs", *lrs_s, "learning-rate grid, chosen on validation (default 1e-3,3e-3,1e-2)");
+  c->add_option("--lrs", *lrs_s, "learning-rate grid, chosen on validation (default 3e-3,1e-2)");
   c->add_option("--seeds", o->seeds, "seeds per loss")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--steps", o->steps, "training steps (the same for every loss)")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--batch", o->batch, "pairs per step")->capture_default_str()->check(CLI::Range(2, 4096));
@@ -564,12 +576,15 @@ void add_cosent_command(CLI::App& app) {
   c->add_option("--queries", o->queries, "retrieval queries")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
   c->callback([=] {
-    if (!tasks_s->empty()) o->tasks = names(*tasks_s, {"brown", "sentiment"}, "--tasks");
-    if (!losses_s->empty()) o->losses = names(*losses_s, {"cosent", "softmax", "cos_mse"}, "--losses");
-    if (!lrs_s->empty()) o->lrs = parse_reals(*lrs_s, "--lrs");
-    nn::find_layer(o->layer);  // an unknown layer fails here, naming the known ones
+    CosentOptions r = *o;                             // the defaults and every flag given
+    const CosentOptions p = cosent_preset(*preset);  // an unknown preset fails here, naming both
+    if (c->count("--steps") == 0) r.steps = p.steps;  // the preset, except where a flag was given as well
+    r.lrs = lrs_s->empty() ? p.lrs : parse_reals(*lrs_s, "--lrs");
+    if (!tasks_s->empty()) r.tasks = names(*tasks_s, {"brown", "sentiment"}, "--tasks");
+    if (!losses_s->empty()) r.losses = names(*losses_s, {"cosent", "softmax", "cos_mse"}, "--losses");
+    nn::find_layer(r.layer);  // an unknown layer fails here, naming the known ones
     omp_set_num_threads(*threads);
-    run_cosent(*o);
+    run_cosent(r);
   });
 }
 

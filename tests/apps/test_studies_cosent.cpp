@@ -9,6 +9,7 @@
 
 #include "app_test_util.h"
 #include "apps/common/results.h"
+#include "apps/studies/cli.h"
 #include "apps/studies/cosent.h"
 
 using namespace studies;
@@ -129,4 +130,24 @@ TEST(StudiesCosent, MiniatureRunWritesItsTable) {
     EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
   EXPECT_TRUE(std::filesystem::exists(o.out + "/cosent.json"));
   EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/sentiment_spearman_vs_step.dat"));
+}
+
+// The two settings of --preset: "default" is the struct's defaults (a few minutes); "large" is the setting of the docs'
+// large tables. An unknown preset names the choices, from the function and through the subcommand.
+TEST(StudiesCosent, PresetsSelectTheDocumentedSettings) {
+  const CosentOptions d = cosent_preset("default"), l = cosent_preset("large"), plain;
+  EXPECT_EQ(d.steps, 150);
+  EXPECT_EQ(d.lrs, (std::vector<double>{3e-3, 1e-2}));
+  EXPECT_EQ(l.steps, 300);
+  EXPECT_EQ(l.lrs, (std::vector<double>{1e-3, 3e-3, 1e-2}));
+  EXPECT_EQ(plain.steps, d.steps);
+  EXPECT_EQ(plain.lrs, d.lrs);
+  for (const CosentOptions* o : {&d, &l})  // the rest is shared
+    EXPECT_TRUE(o->seeds == 3 && o->batch == 32 && o->eval_every == 25 && o->d_model == 64 && o->tasks.size() == 2);
+  const std::string e = dl::test::error_of([] { cosent_preset("huge"); });
+  for (const char* word : {"--preset", "'huge'", "default, large"}) EXPECT_NE(e.find(word), std::string::npos) << e;
+  CLI::App app;
+  add_cosent_command(app);
+  EXPECT_NE(dl::test::error_of([&] { app.parse("cosent --preset huge", false); }).find("not one of default, large"),
+            std::string::npos);
 }
