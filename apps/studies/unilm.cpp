@@ -1,11 +1,11 @@
-// apps/studies/unilm.cpp - see unilm.h. Shape letters: N sequences in a batch, T bytes (+ [CLS]/[SEP]), D d_model,
-// V = 261 byte ids (tasks/tokenizer.h).
+// apps/studies/unilm.cpp - the model of `studies unilm`, its two losses, the evaluation, one training, the study and
+// the subcommand (see unilm.h; the pairs and the batches are in unilm_data.cpp). Shape letters: N sequences in a
+// batch, T bytes (+ [CLS]/[SEP]), D d_model, V = 261 byte ids (tasks/tokenizer.h).
 #include "unilm.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,7 +14,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,7 +28,6 @@
 #include "optim/clip.h"
 #include "optim/param_groups.h"
 #include "optim/schedule.h"
-#include "tasks/brown.h"
 #include "tasks/text.h"
 #include "tasks/tokenizer.h"
 
@@ -37,91 +35,6 @@ namespace studies {
 
 using namespace dl;
 namespace harness = dl::harness;
-namespace ids = dl::tasks::special_ids;
-
-namespace {
-constexpr int64_t kVocab = 261;               // pad, eos, unk, bos, mask, 256 bytes
-constexpr int64_t kCLS = ids::bos, kSEP = ids::eos, kPAD = ids::pad;
-constexpr int64_t kByte = ids::count;         // id of byte 0
-int64_t byte_id(char c) { return kByte + (unsigned char)c; }
-}  // namespace
-
-// ---- the pairs ---------------------------------------------------------------------------------------------------
-
-std::string paraphrase_like(const std::string& a, bool respell) {
-  std::vector<std::string> words;
-  std::string w;
-  auto flush = [&] {
-    if (!w.empty() && w != "the" && w != "a" && w != "an") words.push_back(w);
-    w.clear();
-  };
-  for (unsigned char c : a) {
-    if (c == ' ' || c == '\n' || c == '\t') flush();
-    else if (std::isalnum(c) || c == '\'') w += (char)std::tolower(c);
-    // any other byte (punctuation) is dropped; it does not split a word ("well-known" -> "wellknown")
-  }
-  flush();
-  std::string b;
-  for (auto& x : words) b += (b.empty() ? "" : " ") + x;
-  if (respell)
-    for (char& ch : b)
-      if (ch >= 'a' && ch <= 'z') ch = (char)('a' + (ch - 'a' + 13) % 26);
-  return b;
-}
-
-UnilmData make_unilm_pairs(const UnilmDataConfig& c) {
-  if (c.max_a < 8) throw std::invalid_argument("unilm: max_a must be at least 8 bytes, found " + std::to_string(c.max_a));
-  if (!(c.val > 0 && c.test > 0 && c.val + c.test < 1))
-    throw std::invalid_argument("unilm: the val and test fractions must be > 0 with val + test < 1");
-  std::vector<tasks::BrownDocument> docs = tasks::load_brown(c.data_dir);
-  std::vector<size_t> order(docs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(c.seed * 7349 + 1);
-  std::shuffle(order.begin(), order.end(), rng);
-  const size_t n_val = std::max<size_t>(1, (size_t)std::lround(c.val * docs.size())),
-               n_test = std::max<size_t>(1, (size_t)std::lround(c.test * docs.size()));
-  UnilmData d;
-  std::set<std::string> train_a;  // an A that also occurs in training is dropped from val/test
-  for (int pass = 0; pass < 2; pass++)  // training documents first, so the overlap check sees all of them
-    for (size_t r = 0; r < order.size(); r++) {
-      const bool is_train = r >= n_val + n_test;
-      if (is_train != (pass == 0)) continue;
-      const tasks::BrownDocument& doc = docs[order[r]];
-      std::vector<UnilmPair>& out = is_train ? d.train : r < n_val ? d.val : d.test;
-      // sentences: cut each paragraph after ". ", "? ", "! "
-      std::vector<std::string> sentences;
-      std::string cur;
-      for (size_t i = 0; i < doc.text.size(); i++) {
-        const char ch = doc.text[i];
-        if (ch == '\n') {
-          sentences.push_back(cur), cur.clear();
-          continue;
-        }
-        cur += ch;
-        if ((ch == '.' || ch == '?' || ch == '!') && i + 1 < doc.text.size() && doc.text[i + 1] == ' ')
-          sentences.push_back(cur), cur.clear(), i++;
-      }
-      sentences.push_back(cur);
-      for (const std::string& s : sentences) {
-        std::istringstream ws(s);
-        std::string a, w;
-        int words = 0;
-        while (ws >> w && a.size() + (a.empty() ? 0 : 1) + w.size() <= (size_t)c.max_a) a += (a.empty() ? "" : " ") + w, words++;
-        if (words < 3) continue;
-        std::string b = paraphrase_like(a, c.respell);
-        if (b.size() < 3) continue;
-        if (is_train) train_a.insert(a);
-        else if (train_a.count(a)) continue;
-        out.push_back({a, b, doc.file_id});
-      }
-    }
-  if (d.train.empty() || d.val.empty() || d.test.empty())
-    throw std::runtime_error("unilm: a split has no pairs (train " + std::to_string(d.train.size()) + ", val " +
-                             std::to_string(d.val.size()) + ", test " + std::to_string(d.test.size()) + ")");
-  // fixed evaluation order, independent of the document order
-  for (auto* v : {&d.val, &d.test}) std::shuffle(v->begin(), v->end(), rng);
-  return d;
-}
 
 // ---- the model ---------------------------------------------------------------------------------------------------
 
@@ -146,12 +59,12 @@ struct UnilmModel::Block : nn::Module {
 };
 
 UnilmModel::UnilmModel(const UnilmModelOptions& o, Generator& g) {
-  tok_embed = register_module("tok_embed", std::make_shared<nn::Embedding>(kVocab, o.d_model, g));
+  tok_embed = register_module("tok_embed", std::make_shared<nn::Embedding>(unilm_ids::vocab, o.d_model, g));
   seg_embed = register_module("seg_embed", std::make_shared<nn::Embedding>(2, o.d_model, g));
   for (int i = 0; i < o.layers; i++)
     blocks.push_back(register_module("blocks." + std::to_string(i), std::make_shared<Block>(o, g)));
   norm = register_module("norm", std::make_shared<nn::LayerNorm>(o.d_model));
-  lm_head = register_module("lm_head", std::make_shared<nn::Linear>(o.d_model, kVocab, g));
+  lm_head = register_module("lm_head", std::make_shared<nn::Linear>(o.d_model, unilm_ids::vocab, g));
   pooler = register_module("pooler", std::make_shared<nn::Linear>(o.d_model, o.d_model, g));
 }
 
@@ -165,62 +78,6 @@ Var UnilmModel::sentence_vector(const Var& h) {
   return pooler->forward(reshape(narrow(h, 1, 0, 1), {h.size(0), h.size(2)}));  // (N, D)
 }
 
-// ---- batches -------------------------------------------------------------------------------------------------------
-
-namespace {
-
-UnilmBatch empty_batch(int64_t N, int64_t T) {
-  UnilmBatch b;
-  b.tok = zeros({N, T}, DType::i64), b.seg = zeros({N, T}, DType::i64), b.key_mask = zeros({N, T});
-  b.prefix = zeros({N}, DType::i64), b.target = Tensor::empty({N, T}, DType::i64);
-  std::fill(b.target.data<int64_t>(), b.target.data<int64_t>() + N * T, -100);
-  return b;
-}
-
-}  // namespace
-
-UnilmBatch pair_batch(const std::vector<const UnilmPair*>& pairs, UnilmMask mask) {
-  const int64_t N = (int64_t)pairs.size();
-  int64_t T = 0;
-  for (auto* p : pairs) T = std::max<int64_t>(T, (int64_t)(p->a.size() + p->b.size() + 3));
-  UnilmBatch b = empty_batch(N, T);
-  int64_t *tok = b.tok.data<int64_t>(), *seg = b.seg.data<int64_t>(), *tgt = b.target.data<int64_t>();
-  float* km = b.key_mask.data<float>();
-  for (int64_t i = 0; i < N; i++) {
-    const UnilmPair& p = *pairs[i];
-    std::vector<int64_t> row = {kCLS};
-    for (char ch : p.a) row.push_back(byte_id(ch));
-    row.push_back(kSEP);
-    const int64_t P = (int64_t)row.size();  // "[CLS] A [SEP]"
-    for (char ch : p.b) row.push_back(byte_id(ch));
-    row.push_back(kSEP);
-    for (int64_t t = 0; t < (int64_t)row.size(); t++) {
-      tok[i * T + t] = row[t], km[i * T + t] = 1.f, seg[i * T + t] = t >= P;
-      if (t >= P - 1 && t + 1 < (int64_t)row.size()) tgt[i * T + t] = row[t + 1];  // predict B and the final [SEP]
-    }
-    b.prefix.data<int64_t>()[i] = mask == UnilmMask::prefix ? P : mask == UnilmMask::causal ? 0 : T;
-    b.prefix_len.push_back(P);
-  }
-  return b;
-}
-
-UnilmBatch single_batch(const std::vector<const std::string*>& texts) {
-  const int64_t N = (int64_t)texts.size();
-  int64_t T = 0;
-  for (auto* s : texts) T = std::max<int64_t>(T, (int64_t)s->size() + 2);
-  UnilmBatch b = empty_batch(N, T);
-  for (int64_t i = 0; i < N; i++) {
-    const std::string& s = *texts[i];
-    b.tok.data<int64_t>()[i * T] = kCLS;
-    for (size_t t = 0; t < s.size(); t++) b.tok.data<int64_t>()[i * T + 1 + (int64_t)t] = byte_id(s[t]);
-    b.tok.data<int64_t>()[i * T + (int64_t)s.size() + 1] = kSEP;
-    for (int64_t t = 0; t < (int64_t)s.size() + 2; t++) b.key_mask.data<float>()[i * T + t] = 1.f;
-    b.prefix.data<int64_t>()[i] = T;  // full attention
-    b.prefix_len.push_back((int64_t)s.size() + 2);
-  }
-  return b;
-}
-
 // ---- losses ----------------------------------------------------------------------------------------------------------
 
 namespace {
@@ -229,7 +86,7 @@ namespace {
 Var seq2seq_loss(UnilmModel& m, const Var& h, const Tensor& target) {
   const int64_t N = h.size(0), T = h.size(1);
   Var logits = m.lm_head->forward(h);  // (N, T, V)
-  return cross_entropy(reshape(logits, {N * T, kVocab}), target.reshape({N * T}));
+  return cross_entropy(reshape(logits, {N * T, unilm_ids::vocab}), target.reshape({N * T}));
 }
 
 // Rows of (n, D) scaled to unit length.
@@ -291,10 +148,10 @@ std::vector<std::string> greedy_decode(UnilmModel& m, const std::vector<const st
     Tensor pick = Tensor::empty({N}, DType::i64);
     for (int64_t i = 0; i < N; i++) {
       int64_t* tok = b.tok.data<int64_t>() + i * T;
-      tok[0] = kCLS;
-      for (size_t t = 0; t < as[i]->size(); t++) tok[1 + t] = byte_id((*as[i])[t]);
-      tok[P[i] - 1] = kSEP;
-      for (int j = 0; j < k; j++) tok[P[i] + j] = j < (int)out[i].size() ? byte_id(out[i][j]) : kPAD;
+      tok[0] = unilm_ids::cls;
+      for (size_t t = 0; t < as[i]->size(); t++) tok[1 + t] = unilm_ids::byte_id((*as[i])[t]);
+      tok[P[i] - 1] = unilm_ids::sep;
+      for (int j = 0; j < k; j++) tok[P[i] + j] = j < (int)out[i].size() ? unilm_ids::byte_id(out[i][j]) : unilm_ids::pad;
       for (int64_t t = 0; t < P[i] + k; t++) b.key_mask.data<float>()[i * T + t] = 1.f, b.seg.data<int64_t>()[i * T + t] = t >= P[i];
       b.prefix.data<int64_t>()[i] = mask == UnilmMask::prefix ? P[i] : mask == UnilmMask::causal ? 0 : T;
       pick.data<int64_t>()[i] = i * T + P[i] + k - 1;  // the last position: it predicts byte k
@@ -306,8 +163,8 @@ std::vector<std::string> greedy_decode(UnilmModel& m, const std::vector<const st
     for (int64_t i = 0; i < N; i++) {
       if (done[i]) continue;
       const int64_t id = next.data<int64_t>()[i];
-      if (id < kByte || k == max_len) done[i] = true;  // [SEP] (or any special id) ends B
-      else out[i] += (char)(id - kByte);
+      if (id < unilm_ids::byte0 || k == max_len) done[i] = true;  // [SEP] (or any special id) ends B
+      else out[i] += (char)(id - unilm_ids::byte0);
       all_done = all_done && done[i];
     }
     if (all_done) break;
@@ -623,18 +480,31 @@ void run_unilm(const UnilmOptions& o) {
 
 // ---- the subcommand ----------------------------------------------------------------------------------------------------
 
+UnilmOptions unilm_preset(const std::string& name) {
+  UnilmOptions o;  // "default": a few minutes on 2 cores
+  if (name == "large") {  // the setting of the first tables of docs/studies/unilm.md
+    o.steps = 600, o.eval_every = 100, o.lrs = {3e-3, 1e-2}, o.decode_pairs = 150;
+  } else if (name != "default") {
+    throw CLI::ValidationError("--preset", "'" + name + "' is not one of default, large");
+  }
+  return o;
+}
+
 void add_unilm_command(CLI::App& app) {
   auto o = std::make_shared<UnilmOptions>();
-  auto arms_s = std::make_shared<std::string>(), lrs_s = std::make_shared<std::string>();
+  auto arms_s = std::make_shared<std::string>(), lrs_s = std::make_shared<std::string>(),
+       preset = std::make_shared<std::string>("default");
   auto threads = std::make_shared<int>(2);
   CLI::App* c = app.add_subcommand("unilm", "SimBERT in miniature: the UniLM prefix mask, generation + retrieval in one encoder");
+  c->add_option("--preset", *preset, "default (a few minutes) or large (600 steps, lrs 3e-3,1e-2, 150 decoded); flags win")
+      ->capture_default_str();
   c->add_option("--out", o->out, "output folder")->capture_default_str();
   c->add_option("--arms", *arms_s, "arms: untrained,joint,gen,con,gen_causal (default all five)");
   c->add_option("--seeds", o->seeds, "seeds per arm")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--steps", o->steps, "training steps per run")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--batch", o->batch, "pairs per step")->capture_default_str()->check(CLI::Range(2, 4096));
   c->add_option("--eval-every", o->eval_every, "steps between validation points")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--lrs", *lrs_s, "learning rates; more than one: chosen on validation (joint, seed 0)");
+  c->add_option("--lrs", *lrs_s, "learning rates (default 1e-2); more than one: chosen on validation (joint, seed 0)");
   c->add_option("--scale", o->scale, "similarity scale (SimBERT: 30)")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--d-model", o->model.d_model, "encoder width")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--layers", o->model.layers, "encoder blocks")->capture_default_str()->check(CLI::PositiveNumber);
@@ -664,7 +534,11 @@ void add_unilm_command(CLI::App& app) {
       }
       if (o->arms.empty()) throw CLI::ValidationError("--arms", "an empty list");
     }
-    if (!lrs_s->empty()) o->lrs = parse_reals(*lrs_s, "--lrs");
+    const UnilmOptions p = unilm_preset(*preset);  // an unknown preset fails here, naming both
+    if (c->count("--steps") == 0) o->steps = p.steps;  // the preset, except where a flag was given as well
+    if (c->count("--eval-every") == 0) o->eval_every = p.eval_every;
+    if (c->count("--decode-pairs") == 0) o->decode_pairs = p.decode_pairs;
+    o->lrs = lrs_s->empty() ? p.lrs : parse_reals(*lrs_s, "--lrs");
     o->data.respell = *pairs_s == "respelled";
     if (o->model.d_model % o->model.heads || (o->model.d_model / o->model.heads) % 2)
       throw CLI::ValidationError("--heads", "d_model " + std::to_string(o->model.d_model) + " must split into " +

@@ -35,6 +35,9 @@
 // the test B's by cosine of the pooled [CLS] vectors), and a few decoded examples. The validation curves (teacher-
 // forced accuracy, recall@1) are plotted; the lr was chosen on validation (joint arm, seed 0) when asked.
 // Output: <out>/unilm.{md,json}, plots <out>/plots/{val_token_acc,val_recall1}.{png,svg} (gnuplot, when present).
+// Two settings (--preset): "default" (200 steps at lr 1e-2, 50 pairs decoded: a few minutes on 2 cores) and "large"
+// (600 steps, the lr chosen on validation from {3e-3, 1e-2}, 150 decoded: the first tables of docs/studies/unilm.md).
+// The code: unilm_data.cpp builds the pairs and the batches, unilm.cpp the model, its training and the study.
 // What it is not: BERT fine-tuning (the encoder is small and trained from scratch), or sampling-based generation.
 #pragma once
 #include <cstdint>
@@ -44,6 +47,7 @@
 
 #include "autograd/ops.h"
 #include "nn/layers.h"
+#include "tasks/tokenizer.h"
 
 namespace studies {
 
@@ -93,6 +97,14 @@ struct UnilmModel : dl::nn::Module {
 
 // ---- batches -------------------------------------------------------------------------------------------------------
 
+// The ids the model reads: tasks/tokenizer.h's layout, [CLS] = bos, [SEP] = eos, pad 0, byte b at byte0 + b.
+namespace unilm_ids {
+constexpr int64_t cls = dl::tasks::special_ids::bos, sep = dl::tasks::special_ids::eos, pad = dl::tasks::special_ids::pad;
+constexpr int64_t byte0 = dl::tasks::special_ids::count;  // the id of byte 0
+constexpr int64_t vocab = byte0 + 256;                     // 261
+inline int64_t byte_id(char c) { return byte0 + (unsigned char)c; }
+}  // namespace unilm_ids
+
 // How B sees A and itself: prefix (UniLM), causal (prefix 0), full (prefix T: B sees its own future - the wrong mask,
 // for the tests).
 enum class UnilmMask { prefix, causal, full };
@@ -102,6 +114,8 @@ struct UnilmBatch {
   dl::Tensor target;                      // (N, T) i64: the next byte of "B [SEP]" at the position before it; -100 else
   std::vector<int64_t> prefix_len;        // |A| + 2 per row (where B starts)
 };
+// N rows of T pad ids: key mask 0, prefix 0, targets -100 everywhere (the builders below and greedy_decode fill it).
+UnilmBatch empty_batch(int64_t N, int64_t T);
 // "[CLS] a [SEP] b [SEP]" rows, right-padded.
 UnilmBatch pair_batch(const std::vector<const UnilmPair*>& pairs, UnilmMask mask);
 // "[CLS] x [SEP]" rows, full attention (prefix = T): the sentence-vector encoding of a text alone.
@@ -109,17 +123,20 @@ UnilmBatch single_batch(const std::vector<const std::string*>& texts);
 
 // ---- training and evaluation ---------------------------------------------------------------------------------------
 
+// The defaults are the "default" preset.
 struct UnilmOptions {
   std::vector<std::string> arms = {"untrained", "joint", "gen", "con", "gen_causal"};
   int seeds = 3;
-  int steps = 600, batch = 32, eval_every = 100;
-  std::vector<double> lrs = {3e-3, 1e-2};  // more than one: chosen on validation (joint arm, seed 0)
+  int steps = 200, batch = 32, eval_every = 50;
+  // More than one: chosen on validation (joint arm, seed 0). The default's one lr is the large preset's choice on
+  // validation (docs/studies/unilm.md).
+  std::vector<double> lrs = {1e-2};
   double weight_decay = 0.01, clip = 1.0;
   double scale = 30;  // SimBERT's similarity scale
   UnilmModelOptions model;
   int val_pairs = 200;    // validation subset (curves)
   int test_pairs = 2000;  // teacher-forced accuracy and retrieval candidates
-  int decode_pairs = 150; // greedy decoding (the first of the test pairs)
+  int decode_pairs = 50;  // greedy decoding (the first of the test pairs; "large": 150)
   UnilmDataConfig data;
   std::string out = "runs/studies/unilm";
 };
@@ -147,6 +164,11 @@ UnilmEval evaluate_unilm(UnilmModel& m, const std::vector<UnilmPair>& pairs, int
 // when given, for the tests) at lr; evaluates on `val` every eval_every steps and on `test` at the end.
 UnilmRun train_unilm(const UnilmData& data, const std::string& arm, double lr, int seed, const UnilmOptions& o,
                      const UnilmMask* mask_override = nullptr);
+
+// The options of a preset: "default" (= UnilmOptions{}: 200 steps, lr 1e-2, validation every 50, 50 test pairs
+// decoded) or "large" (600 steps, lrs {3e-3, 1e-2} chosen on validation, every 100, 150 decoded: the setting of the
+// first tables of docs/studies/unilm.md); any other name is a CLI::ValidationError on --preset naming both.
+UnilmOptions unilm_preset(const std::string& name);
 
 void run_unilm(const UnilmOptions& o);
 

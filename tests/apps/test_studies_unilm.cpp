@@ -10,6 +10,7 @@
 
 #include "app_test_util.h"
 #include "apps/common/results.h"
+#include "apps/studies/cli.h"
 #include "apps/studies/unilm.h"
 #include "autograd/ops.h"
 #include "tolerance.h"
@@ -154,4 +155,25 @@ TEST(StudiesUnilm, MiniatureRunWritesItsTable) {
   UnilmDataConfig bad;
   bad.max_a = 4;
   EXPECT_NE(dl::test::error_of([&] { make_unilm_pairs(bad); }).find("max_a must be at least 8"), std::string::npos);
+}
+
+// The two settings of --preset: "default" is the struct's defaults (a few minutes); "large" is the setting of the docs'
+// large tables. An unknown preset names the choices, from the function and through the subcommand.
+TEST(StudiesUnilm, PresetsSelectTheDocumentedSettings) {
+  const UnilmOptions d = unilm_preset("default"), l = unilm_preset("large"), plain;
+  EXPECT_TRUE(d.steps == 200 && d.eval_every == 50 && d.decode_pairs == 50);
+  EXPECT_EQ(d.lrs, (std::vector<double>{1e-2}));
+  EXPECT_TRUE(l.steps == 600 && l.eval_every == 100 && l.decode_pairs == 150);
+  EXPECT_EQ(l.lrs, (std::vector<double>{3e-3, 1e-2}));
+  EXPECT_TRUE(plain.steps == d.steps && plain.eval_every == d.eval_every && plain.lrs == d.lrs &&
+              plain.decode_pairs == d.decode_pairs);
+  for (const UnilmOptions* o : {&d, &l})  // the rest is shared: arms, seeds, model, evaluation pairs
+    EXPECT_TRUE(o->arms.size() == 5 && o->seeds == 3 && o->batch == 32 && o->model.d_model == 64 &&
+                o->model.layers == 2 && o->test_pairs == 2000 && o->val_pairs == 200 && o->data.respell);
+  const std::string e = dl::test::error_of([] { unilm_preset("huge"); });
+  for (const char* word : {"--preset", "'huge'", "default, large"}) EXPECT_NE(e.find(word), std::string::npos) << e;
+  CLI::App app;
+  add_unilm_command(app);
+  EXPECT_NE(dl::test::error_of([&] { app.parse("unilm --preset huge", false); }).find("not one of default, large"),
+            std::string::npos);
 }
