@@ -32,6 +32,8 @@
 // best template chosen on validation; against chance, the majority class and a supervised fine-tune ([CLS] pooled ->
 // Linear) of the same pretrained model and of a fresh one, at a few label budgets, over seeds (mean +- SE).
 // Output: <out>/nsp_bert.{md,json}, <out>/plots/*, <out>/nsp_bert_pretrained.safetensors (for apps/unargmaxable).
+// Two settings (--preset): "default" (400 pretraining steps, 50 fine-tuning steps, 300 evaluation texts per task: a few
+// minutes on 2 cores) and "large" (1500, 150 and 600: the setting of the first tables of docs/studies/nsp_bert.md).
 // What it is not: a 110M BERT on Wikipedia; byte-level at a few minutes of CPU the NSP signal is weak, and the study
 // reports what it finds.
 #pragma once
@@ -135,7 +137,7 @@ class BertClassifier : public dl::nn::Module {  // HF BertForSequenceClassificat
 // ---- pretraining ----------------------------------------------------------------------------------------------------
 struct PretrainOptions {
   BertConfig bert;
-  int steps = 1500, batch = 32;
+  int steps = 400, batch = 32;  // the "default" preset; "large" pretrains 1500 steps
   double lr = 1e-3, mask_p = 0.15;
   int max_a = 80, max_b = 48;  // bert.max_len must be >= max_a + max_b + 3
   int val_pairs = 1000;
@@ -191,13 +193,14 @@ int zero_shot_label(const std::vector<std::vector<double>>& scores_of_one_exampl
 double zero_shot_accuracy(const PromptScores& p, const std::vector<int32_t>& labels, int template_index = -1);
 
 // ---- the study --------------------------------------------------------------------------------------------------------
+// The defaults are the "default" preset (a few minutes on 2 cores, pretraining included).
 struct NspStudyOptions {
   PretrainOptions pretrain;
   std::vector<int> budgets = {16, 64, 0};  // labelled examples for fine-tuning; 0 = the whole training split
   int seeds = 3;
-  int finetune_steps = 150, finetune_batch = 16;
+  int finetune_steps = 50, finetune_batch = 16;  // "large": 150 steps
   double finetune_lr = 3e-4;
-  int max_eval = 600;   // cap on validation and test examples per task
+  int max_eval = 300;     // cap on validation and test examples per task ("large": 600)
   int topic_chunk = 160;  // bytes per Brown genre chunk
   std::vector<std::string> tasks = {"sentiment", "topic"};
   std::string out = "runs/studies/nsp_bert";
@@ -219,6 +222,11 @@ ZeroShotTask zero_shot_task(const std::string& name, const NspStudyOptions& o);
 // examples (class-balanced draw; 0 = all) and returns its test accuracy.
 double finetune_accuracy(const ZeroShotTask& t, const BertConfig& c, const std::string* init, int budget, int seed,
                          const NspStudyOptions& o);
+
+// The options of a preset: "default" (= NspStudyOptions{}: 400 pretraining steps, 50 fine-tuning steps, 300
+// validation and test texts per task) or "large" (1500, 150 and 600: the setting of the first tables of
+// docs/studies/nsp_bert.md); any other name is a CLI::ValidationError on --preset naming both.
+NspStudyOptions nsp_bert_preset(const std::string& name);
 
 void run_nsp_bert(const NspStudyOptions& o);
 

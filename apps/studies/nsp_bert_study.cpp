@@ -296,12 +296,25 @@ void run_nsp_bert(const NspStudyOptions& o) {
 
 // ---- the subcommand ---------------------------------------------------------------------------------------------
 
+NspStudyOptions nsp_bert_preset(const std::string& name) {
+  NspStudyOptions o;  // "default": a few minutes on 2 cores, pretraining included
+  if (name == "large") {  // the setting of the first tables of docs/studies/nsp_bert.md
+    o.pretrain.steps = 1500, o.finetune_steps = 150, o.max_eval = 600;
+  } else if (name != "default") {
+    throw CLI::ValidationError("--preset", "'" + name + "' is not one of default, large");
+  }
+  return o;
+}
+
 void add_nsp_bert_command(CLI::App& app) {
   auto o = std::make_shared<NspStudyOptions>();
+  auto preset = std::make_shared<std::string>("default");
   auto budgets = std::make_shared<std::string>("16,64,all"), tasks_s = std::make_shared<std::string>("sentiment,topic");
   auto threads = std::make_shared<int>(2);
   CLI::App* s = app.add_subcommand("nsp-bert", "NSP-BERT: a small BERT's next-sentence head as a zero-shot classifier");
   PretrainOptions& p = o->pretrain;
+  s->add_option("--preset", *preset, "default (a few minutes) or large (1500 pretraining, 150 fine-tuning steps, 600 eval texts); flags win")
+      ->capture_default_str();
   s->add_option("--out", o->out, "output folder")->capture_default_str();
   s->add_option("--cache", o->cache_dir, "where the pretrained BERT is cached (default <data cache>/studies/nsp_bert)");
   s->add_option("--tasks", *tasks_s, "sentiment, topic")->capture_default_str();
@@ -325,6 +338,10 @@ void add_nsp_bert_command(CLI::App& app) {
   s->add_option("--seed", p.seed, "pretraining seed")->capture_default_str();
   s->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
   s->callback([=] {
+    const NspStudyOptions preset_o = nsp_bert_preset(*preset);  // an unknown preset fails here, naming both
+    if (s->count("--steps") == 0) o->pretrain.steps = preset_o.pretrain.steps;  // the preset, except where a flag
+    if (s->count("--finetune-steps") == 0) o->finetune_steps = preset_o.finetune_steps;  // was given as well
+    if (s->count("--max-eval") == 0) o->max_eval = preset_o.max_eval;
     o->budgets.clear();
     std::stringstream ss(*budgets);
     for (std::string item; std::getline(ss, item, ',');)

@@ -10,6 +10,7 @@
 
 #include "app_test_util.h"
 #include "apps/common/results.h"
+#include "apps/studies/cli.h"
 #include "apps/studies/nsp_bert.h"
 #include "tasks/tokenizer.h"
 
@@ -220,4 +221,24 @@ TEST(StudiesNspBert, AMiniatureRunWritesItsTablesAndAHeadForUnargmaxable) {
   EXPECT_EQ(stamp, std::filesystem::last_write_time(o.cache_dir + "/" + pretrain_key(o.pretrain) + "/bert.safetensors"));
   o.tasks = {"sentiment"}, o.pretrain.max_a = 40;  // longer than max_len allows
   EXPECT_THROW(run_nsp_bert(o), std::invalid_argument);
+}
+
+// The two settings of --preset: "default" is the struct's defaults (a few minutes, pretraining included); "large" is
+// the setting of the docs' large tables. An unknown preset names the choices, from the function and the subcommand.
+TEST(StudiesNspBert, PresetsSelectTheDocumentedSettings) {
+  const NspStudyOptions d = nsp_bert_preset("default"), l = nsp_bert_preset("large"), plain;
+  EXPECT_TRUE(d.pretrain.steps == 400 && d.finetune_steps == 50 && d.max_eval == 300);
+  EXPECT_TRUE(l.pretrain.steps == 1500 && l.finetune_steps == 150 && l.max_eval == 600);
+  EXPECT_TRUE(plain.pretrain.steps == d.pretrain.steps && plain.finetune_steps == d.finetune_steps &&
+              plain.max_eval == d.max_eval);
+  for (const NspStudyOptions* o : {&d, &l})  // the rest is shared: the model, the tasks, the budgets, the seeds
+    EXPECT_TRUE(o->seeds == 3 && o->budgets == (std::vector<int>{16, 64, 0}) && o->pretrain.bert.layers == 2 &&
+                o->pretrain.bert.d_model == 128 && o->pretrain.batch == 32 && o->finetune_batch == 16);
+  EXPECT_NE(pretrain_key(d.pretrain), pretrain_key(l.pretrain));  // two cached models, not one overwritten
+  const std::string e = dl::test::error_of([] { nsp_bert_preset("huge"); });
+  for (const char* word : {"--preset", "'huge'", "default, large"}) EXPECT_NE(e.find(word), std::string::npos) << e;
+  CLI::App app;
+  add_nsp_bert_command(app);
+  EXPECT_NE(dl::test::error_of([&] { app.parse("nsp-bert --preset huge", false); }).find("not one of default, large"),
+            std::string::npos);
 }
