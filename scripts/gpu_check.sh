@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh - on a machine with an NVIDIA GPU: configure, build and run the CUDA checks, and
+# write a summary of figures.
+#
+#   scripts/gpu_check.sh [OUTDIR]        OUTDIR defaults to $OUT, else ./gpu_check_out
+#
+# Steps (each timed; a failing step is recorded and the script goes on to the next):
+#   1. nvidia-smi and nvcc versions
+#   2. configure build-gpu/ (Release, Ninja, DL_CUDA_ARCHS=native unless DL_CUDA_ARCHS is set: one
+#      architecture compiles twice as fast as the default 90;80)
+#   3. build test_cuda, test_cuda_logic, bench_cuda with all cores
+#   4. test_cuda_logic (the device functors on the CPU), test_cuda (device vs CPU), bench_cuda
+# Files in OUTDIR: summary.txt (the figures: tests passed/failed/skipped, every failing test's name,
+# the benchmark table), build.log, test_cuda.log, test_cuda_logic.log, bench_cuda.json.
+# Sized for ~8 minutes on a 16-core H200 box (the build dominates). Dependencies the build needs
+# besides the CUDA toolkit: GTest, Google Benchmark, CLI11, a BLAS. If they are not installed there,
+# put their .deb files in the folder named by DL_GPU_DEBS (e.g. from `apt-get download` on a machine
+# with the same distribution): they are unpacked under /tmp/dl_deps and found through CMAKE_PREFIX_PATH.
+# DL_GPU_SKIP_BUILD=1 DL_GPU_BUILD=<folder> skips steps 2-3 and runs what that folder holds.
+set -u
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-${OUT:-$PWD/gpu_check_out}}
+mkdir -p "$OUTDIR"
+SUMMARY=$OUTDIR/summary.txt
+BUILD=${DL_GPU_BUILD:-build-gpu}
+JOBS=$(nproc)
+: >"$SUMMARY"
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+elapsed() { echo $(($(date +%s) - $1)); }
+
+# Runs "$@" with its output in OUTDIR/$log, records status and seconds in the summary.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local t0
+  t0=$(date +%s)
+  "$@" >"$OUTDIR/$log" 2>&1
+  local rc=$?
+  note "$(printf '%-22s rc %3d  %4d s  (%s)' "$name" "$rc" "$(elapsed "$t0")" "$log")"
+  return $rc
+}
+
+# gtest's closing lines: how many passed, failed and skipped, and the failing tests' names.
+gtest_figures() {
+  local log=$1
+  grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test' "$OUTDIR/$log" | sed 's/^/    /' | tee -a "$SUMMARY"
+}
+
+T_START=$(date +%s)
+note "gpu_check $(date -u +%FT%TZ) on $(hostname), $JOBS cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+note "nvcc: $("$NVCC" --version 2>/dev/null | tail -1 || echo 'not found')"
+
+PREFIX_ARGS=()
+if [ -n "${DL_GPU_DEBS:-}" ] && [ -d "$DL_GPU_DEBS" ]; then
+  mkdir -p /tmp/dl_deps
+  for deb in "$DL_GPU_DEBS"/*.deb; do dpkg -x "$deb" /tmp/dl_deps; done
+  PREFIX_ARGS=(-DCMAKE_PREFIX_PATH="/tmp/dl_deps/usr;/tmp/dl_deps/usr/lib/x86_64-linux-gnu/cmake")
+  export LD_LIBRARY_PATH=/tmp/dl_deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  note "deps: unpacked $(ls "$DL_GPU_DEBS"/*.deb | wc -l) .deb files from $DL_GPU_DEBS"
+fi
+
+if [ -n "${DL_GPU_SKIP_BUILD:-}" ]; then  # reuse an existing build folder as it is (e.g. to try this script without a GPU)
+  note "build: skipped (DL_GPU_SKIP_BUILD), using $BUILD as it is"
+else
+step configure configure.log cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDL_BUILD_BENCH=ON \
+  -DDL_CUDA_ARCHS="${DL_CUDA_ARCHS:-native}" "${PREFIX_ARGS[@]}" || {
+  tail -20 "$OUTDIR/configure.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+  note "total $(elapsed "$T_START") s: configure failed, nothing built"
+  exit 1
+}
+grep -E 'dl: CUDA backend' "$OUTDIR/configure.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+
+step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda bench_cuda -j "$JOBS" ||
+  grep -E 'error' "$OUTDIR/build.log" | head -20 | sed 's/^/    /' | tee -a "$SUMMARY"
+fi
+
+if [ -x "$BUILD/test_cuda_logic" ]; then
+  step test_cuda_logic test_cuda_logic.log "$BUILD/test_cuda_logic"
+  gtest_figures test_cuda_logic.log
+fi
+if [ -x "$BUILD/test_cuda" ]; then
+  step test_cuda test_cuda.log timeout 300 "$BUILD/test_cuda"
+  gtest_figures test_cuda.log
+  grep -E 'no CUDA device' -m1 "$OUTDIR/test_cuda.log" >/dev/null && note "    WARNING: test_cuda skipped tests with 'no CUDA device'"
+fi
+if [ -x "$BUILD/bench_cuda" ]; then
+  step bench_cuda bench_cuda.log timeout 180 "$BUILD/bench_cuda" --benchmark_out="$OUTDIR/bench_cuda.json" \
+    --benchmark_out_format=json
+  grep -E '^(BM_|sgemm|softmax|fft)' "$OUTDIR/bench_cuda.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+fi
+note "total $(elapsed "$T_START") s"
