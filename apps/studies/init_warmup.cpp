@@ -418,12 +418,27 @@ void run_init_warmup(const InitWarmupOptions& o) {
 // ---- the subcommand ---------------------------------------------------------------------------------------------
 namespace studies {
 
+InitWarmupOptions init_warmup_preset(const std::string& name) {
+  InitWarmupOptions o;  // "default": a few minutes on 2 cores
+  if (name == "large") {  // the setting of the first tables of docs/studies/init_warmup.md
+    o.steps = 300, o.warmup = 60;
+  } else if (name == "xl") {  // nearer the papers' widths and depths (not timed; far longer)
+    o.d_model = 128, o.train_depth = 12, o.steps = 2000, o.warmup = 200, o.eval_every = 50, o.seeds = 5, o.batch = 32;
+  } else if (name != "default") {
+    throw CLI::ValidationError("--preset", "'" + name + "' is not one of default, large, xl");
+  }
+  return o;
+}
+
 void add_init_warmup_command(CLI::App& app) {
   auto o = std::make_shared<InitWarmupOptions>();
+  auto preset = std::make_shared<std::string>("default");
   auto depths = std::make_shared<std::string>(), inits = std::make_shared<std::string>(), lrs = std::make_shared<std::string>();
   auto no_train = std::make_shared<bool>(false), large = std::make_shared<bool>(false);
   auto threads = std::make_shared<int>(2);
   CLI::App* c = app.add_subcommand("init-warmup", "post-LN vs pre-LN: gradient norms at init, warmup, init std, MLM head");
+  c->add_option("--preset", *preset, "default (a few minutes), large (300 steps, warmup 60) or xl (as --large); flags win")
+      ->capture_default_str();
   c->add_option("--out", o->out, "output folder")->capture_default_str();
   c->add_option("--seeds", o->seeds, "seeds per cell")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--depths", *depths, "depths for the gradient norms at init, e.g. 2,4,8,12,24");
@@ -442,20 +457,21 @@ void add_init_warmup_command(CLI::App& app) {
       ->check(CLI::IsMember({"causal", "mlm"}));
   c->add_option("--text", o->text_file, "a UTF-8 text file instead of the Brown corpus");
   c->add_flag("--no-train", *no_train, "only the gradient norms at init");
-  c->add_flag("--large", *large, "the larger setting: d_model 128, depth 12, 2000 steps (warmup 200), 5 seeds, batch 32");
+  c->add_flag("--large", *large, "the same as --preset xl: d_model 128, depth 12, 2000 steps (warmup 200), 5 seeds, batch 32");
   c->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
   c->callback([=] {
-    InitWarmupOptions r = *o;
-    if (*large) {  // the preset, except where a flag was given as well
-      auto unset = [&](const char* flag) { return c->count(flag) == 0; };
-      if (unset("--d-model")) r.d_model = 128;
-      if (unset("--train-depth")) r.train_depth = 12;
-      if (unset("--steps")) r.steps = 2000;
-      if (unset("--warmup")) r.warmup = 200;
-      if (unset("--eval-every")) r.eval_every = 50;
-      if (unset("--seeds")) r.seeds = 5;
-      if (unset("--batch")) r.batch = 32;
-    }
+    if (*large && c->count("--preset") > 0 && *preset != "xl")
+      throw CLI::ValidationError("--large", "is --preset xl and cannot go with --preset " + *preset);
+    const InitWarmupOptions p = init_warmup_preset(*large ? "xl" : *preset);  // an unknown preset fails here
+    InitWarmupOptions r = *o;  // the defaults and every flag given; then the preset, except where a flag was given
+    auto unset = [&](const char* flag) { return c->count(flag) == 0; };
+    if (unset("--d-model")) r.d_model = p.d_model;
+    if (unset("--train-depth")) r.train_depth = p.train_depth;
+    if (unset("--steps")) r.steps = p.steps;
+    if (unset("--warmup")) r.warmup = p.warmup;
+    if (unset("--eval-every")) r.eval_every = p.eval_every;
+    if (unset("--seeds")) r.seeds = p.seeds;
+    if (unset("--batch")) r.batch = p.batch;
     if (!depths->empty()) r.depths = parse_ints(*depths, "--depths");
     if (!lrs->empty()) r.lrs = parse_reals(*lrs, "--lrs");
     if (!inits->empty()) {

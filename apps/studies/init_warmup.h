@@ -30,6 +30,9 @@
 // at the unigram entropy after 1500 steps on Brown, and a PyTorch twin of the model plateaus the same way on a
 // repetitive text), and a loss that does not move cannot compare warmups.
 //
+// Three settings (--preset): "default" (100 training steps: a few minutes on 2 cores), "large" (300 steps: the setting
+// of the first tables of docs/studies/init_warmup.md) and "xl" (wider, deeper, longer; --large is its old spelling).
+//
 // What it is not: a BERT reproduction (d_model 64, a few hundred steps); its numbers say which way each effect
 // goes at this scale, the doc says where that may differ from BERT's.
 #pragma once
@@ -81,12 +84,13 @@ dl::Var lm_loss(const ByteLm& m, const LmBatch& b);  // mean cross-entropy over 
 // Clears the model's gradients first and leaves this batch's gradients in them.
 std::vector<double> layer_grad_norms(ByteLm& m, const LmBatch& b);
 
+// The defaults are the "default" preset.
 struct InitWarmupOptions {
   // (a) gradient norms at initialisation
   std::vector<int> depths = {2, 4, 8, 12, 24};
   std::vector<std::string> inits = {"0.02", "lecun", "xavier"};
   // (b)-(d) training
-  int train_depth = 6, steps = 300, warmup = 60, eval_every = 25, eval_batches = 4;
+  int train_depth = 6, steps = 100, warmup = 20, eval_every = 25, eval_batches = 4;
   std::vector<double> lrs = {1e-3, 3e-3};  // (b) runs at each; (c) and (d) at the first
   bool train = true;
   // shared
@@ -95,6 +99,12 @@ struct InitWarmupOptions {
   std::string text_file;  // empty: the Brown corpus (tasks/text_classification.h brown_pretraining_text)
   std::string out = "runs/studies/init_warmup";
 };
+// The options of a preset: "default" (= InitWarmupOptions{}: 100 steps, warmup 20), "large" (300 steps, warmup 60:
+// the setting of the first tables of docs/studies/init_warmup.md) or "xl" (d_model 128, depth 12, 2000 steps, warmup
+// 200, curve points every 50, 5 seeds, batch 32; the old --large flag); any other name is a CLI::ValidationError on
+// --preset naming the three.
+InitWarmupOptions init_warmup_preset(const std::string& name);
+
 void run_init_warmup(const InitWarmupOptions& o);
 
 }  // namespace studies

@@ -9,6 +9,7 @@
 
 #include "app_test_util.h"
 #include "apps/common/results.h"
+#include "apps/studies/cli.h"
 #include "apps/studies/init_warmup.h"
 #include "tasks/objectives.h"
 
@@ -135,4 +136,29 @@ TEST(StudiesInitWarmup, MiniatureRunWritesItsTables) {
   EXPECT_EQ(j["runs"].size(), 2u * (4 + 2 + 2));            // seeds x (warmup 4 cells, +2 inits, +2 heads)
   EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/grad_norms_depth3.dat"));
   EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/warmup_loss.dat"));
+}
+
+// The settings of --preset: "default" is the struct's defaults (a few minutes); "large" is the setting of the docs'
+// large tables; "xl" the old --large flag, which still means it. An unknown preset names the choices.
+TEST(StudiesInitWarmup, PresetsSelectTheDocumentedSettings) {
+  const InitWarmupOptions d = init_warmup_preset("default"), l = init_warmup_preset("large"),
+                          x = init_warmup_preset("xl"), plain;
+  EXPECT_TRUE(d.steps == 100 && d.warmup == 20);
+  EXPECT_TRUE(l.steps == 300 && l.warmup == 60);
+  EXPECT_TRUE(plain.steps == d.steps && plain.warmup == d.warmup);
+  for (const InitWarmupOptions* o : {&d, &l})  // the rest is shared
+    EXPECT_TRUE(o->d_model == 64 && o->train_depth == 6 && o->seeds == 3 && o->batch == 16 && o->eval_every == 25 &&
+                o->depths == (std::vector<int>{2, 4, 8, 12, 24}) && o->lrs == (std::vector<double>{1e-3, 3e-3}));
+  EXPECT_TRUE(x.d_model == 128 && x.train_depth == 12 && x.steps == 2000 && x.warmup == 200 && x.eval_every == 50 &&
+              x.seeds == 5 && x.batch == 32);
+  const std::string e = dl::test::error_of([] { init_warmup_preset("huge"); });
+  for (const char* word : {"--preset", "'huge'", "default, large, xl"}) EXPECT_NE(e.find(word), std::string::npos) << e;
+  CLI::App app;
+  add_init_warmup_command(app);
+  EXPECT_NE(dl::test::error_of([&] { app.parse("init-warmup --preset huge", false); }).find("not one of default"),
+            std::string::npos);
+  CLI::App app2;
+  add_init_warmup_command(app2);
+  EXPECT_NE(dl::test::error_of([&] { app2.parse("init-warmup --large --preset large", false); }).find("--preset xl"),
+            std::string::npos);
 }
