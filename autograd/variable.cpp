@@ -2,6 +2,7 @@
 #include "autograd/variable.h"
 
 #include "autograd/anomaly.h"
+#include "autograd/profile.h"
 #include "autograd/slice_grad.h"
 
 #include <algorithm>
@@ -72,6 +73,7 @@ bool any_requires_grad(const std::vector<Var>& inputs) {
 
 Var record(std::shared_ptr<Node> n, const Tensor& out, const std::vector<Var>& inputs) {
   if (anomaly_mode()) check_forward_output(*n, out);
+  if (profiling()) detail::profile_forward(*n, out);
   if (!any_requires_grad(inputs)) return Var(out);
   n->next.clear();
   for (const Var& v : inputs) n->next.push_back(edge_of(v));
@@ -134,7 +136,9 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
     if (it == grads.end() || !it->second.g.defined()) return;
     Tensor dy = it->second.g;
     grads.erase(it);
+    const double t0 = profiling() ? detail::profile_now_ms() : 0;
     nx->apply(dy);
+    if (profiling()) detail::profile_backward(*nx, t0, {});
   };
   for (Node* n : order) {
     if (n->sequence == 0 && accumulated.count(n)) continue;
@@ -149,7 +153,9 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
     auto* sn = n->next.size() == 1 && n->next[0] ? dynamic_cast<SliceGradNode*>(n) : nullptr;
     if (sn) {
       Pending& p = grads[n->next[0].get()];
+      const double t0 = profiling() ? detail::profile_now_ms() : 0;
       if (sn->accumulate_slice(dy, p.g, p.owned)) {
+        if (profiling()) detail::profile_backward(*n, t0, {dy});  // it wrote dy's elements
         if (!retain_graph && n->sequence != 0) {
           n->release();
           n->released = true;
@@ -158,7 +164,9 @@ void run_backward(const Var& root, const Tensor& grad_output, bool retain_graph)
         continue;
       }
     }
+    const double t0 = profiling() ? detail::profile_now_ms() : 0;
     std::vector<Tensor> gin = n->apply(dy);
+    if (profiling()) detail::profile_backward(*n, t0, gin);
     if (anomaly_mode())
       for (size_t i = 0; i < gin.size(); i++) check_backward_gradient(*n, dy, i, gin[i]);
     if (!retain_graph && n->sequence != 0) {
