@@ -211,6 +211,24 @@ class CudaBackend final : public Backend {
     cuda::copy_strided(src, dst);
   }
 
+  void cast(const Tensor& src, const Tensor& dst) override {
+    require_cuda(dst, "to(dtype)", "dst");
+    require_on_cuda(src, "to(dtype)", "src");
+    if (src.shape() != dst.shape())
+      fail("to(dtype) (cuda): src " + shape_str(src.shape()) + " and dst " + shape_str(dst.shape()) + " differ in shape");
+    cuda::cast(src, dst);
+  }
+
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    require_cuda(out, "where", "out");
+    require_input(a, out, "where", "a");
+    require_input(b, out, "where", "b");
+    require_on_cuda(cond, "where", "cond");
+    if (cond.shape() != out.shape())
+      fail("where (cuda): cond " + shape_str(cond.shape()) + " must have the output's shape " + shape_str(out.shape()));
+    cuda::where(cond, a, b, out);
+  }
+
   void unary(UnaryOp op, const Tensor& x, const Tensor& out) override {
     require_cuda(out, "unary", "out");
     require_input(x, out, "unary", "x");

@@ -11,6 +11,8 @@ namespace dl::cuda {
 
 // cuda/ops_elementwise.cu
 void copy_strided(const Tensor& src, const Tensor& dst);
+void cast(const Tensor& src, const Tensor& dst);
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
 void unary(UnaryOp op, const Tensor& x, const Tensor& out);
 void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx);
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);

@@ -46,11 +46,15 @@ struct Backend {
   virtual void copy_on_device(void* dst, const void* src, size_t nbytes) = 0;
   // dst[...] = src[...]: equal shapes and dtypes, both any view (src may be expanded: stride 0)
   virtual void copy_strided(const Tensor& src, const Tensor& dst) = 0;
+  // dst = src converted to dst's dtype (to(dtype)): src any view of dst's shape, dst contiguous
+  virtual void cast(const Tensor& src, const Tensor& dst) = 0;
   // Elementwise: out is contiguous; inputs are any views with out's shape (broadcast operands expanded).
   virtual void fill(const Tensor& out, double value) = 0;  // out contiguous
   virtual void unary(UnaryOp op, const Tensor& x, const Tensor& out) = 0;
   virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   virtual void binary_ext(ExtBinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // out = cond != 0 ? a : b (cond any dtype, compared in a's as the CPU does)
+  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // dx = op'(x) dy; xy is y = op(x) when unary_backward_uses_y(op), else x
   virtual void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx) = 0;
   // x: a view whose first nkept dims are kept and the rest reduced; values (x's dtype) and indices (i64,

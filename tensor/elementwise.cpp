@@ -234,6 +234,14 @@ DL_BINARY_EXT(ge, x >= y)
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype()) fail("where: dtypes of a and b differ");
   Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  if (on_device(cond) || on_device(a) || on_device(b)) {  // the device seam: three broadcast views read in place
+    if (cond.device() != a.device() || a.device() != b.device())
+      fail(std::string("where: cond, a and b must be on one device (") + device_name(cond.device()) + ", " + device_name(a.device()) +
+           ", " + device_name(b.device()) + ")");
+    Tensor out = Tensor::empty(s, a.dtype(), a.device());
+    require_backend(a.device(), "where").where(cond.expand(s), a.expand(s), b.expand(s), out);
+    return out;
+  }
   Tensor c = cond.to(a.dtype());
   Tensor out = Tensor::empty(s, a.dtype());
   Tensor ec = c.expand(s), ea = a.expand(s), eb = b.expand(s);
@@ -280,7 +288,7 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
   broadcast_shapes(a.shape(), mask.shape(), "masked_fill");
   if (broadcast_shapes(a.shape(), mask.shape(), "masked_fill") != a.shape())
     fail("masked_fill: mask " + shape_str(mask.shape()) + " must broadcast to the input " + shape_str(a.shape()));
-  return where(mask, full({}, value, a.dtype()), a);
+  return where(mask, full({}, value, a.dtype(), a.device()), a);
 }
 
 // ---- unary ----

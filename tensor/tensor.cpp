@@ -255,8 +255,11 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::to(DType t) const {
   if (t == dtype_) return *this;
-  if (device() != Device::cpu)
-    fail(std::string("to(dtype): only CPU tensors convert dtype; this one is on ") + device_name(device()));
+  if (device() != Device::cpu) {  // the device seam: a cast kernel reads this view in place
+    Tensor out = Tensor::empty(shape_, t, device());
+    require_backend(device(), "to(dtype)").cast(*this, out);
+    return out;
+  }
   Tensor src = contiguous(), out = Tensor::empty(shape_, t);
   int64_t n = numel();
   dispatch_all(dtype_, "to", [&]<class S>() {

@@ -1,5 +1,6 @@
-// cuda/ops/elementwise.cuh - device elementwise ops as Thrust functors: the strided copy, every UnaryOp
-// and its derivative, and the broadcasting binary family (add .. div, pow, maximum, minimum, comparisons).
+// cuda/ops/elementwise.cuh - device elementwise ops as Thrust functors: the strided copy, dtype casts,
+// every UnaryOp and its derivative, the broadcasting binary family (add .. div, pow, maximum, minimum,
+// comparisons) and where.
 //
 // Each launch function takes tensors (for their raw pointers, shapes and strides) and an execution
 // policy: thrust::cuda::par in cuda/ops_elementwise.cu, thrust::cpp::par in tests/cuda_logic/. Inputs are
@@ -26,6 +27,23 @@ template <class Exec> void copy_strided(const Exec& exec, const Tensor& src, con
   std::vector<Strided> L = joint_layout(dst.shape(), {&src, &dst}, "copy_");
   dispatch_all(dst.dtype(), "copy_ (cuda)", [&]<class T>() {
     for_n(exec, dst.numel(), CopyF<T>{src.data<T>(), dst.data<T>(), L[0], L[1]});
+  });
+}
+
+// dst = (D) src: to(dtype) on the device; src any view with dst's shape, dst contiguous.
+template <class S, class D> struct CastF {
+  const S* src;
+  D* dst;
+  Strided s;
+  DL_HD void operator()(int64_t i) const { dst[i] = (D)src[s.offset(i)]; }
+};
+
+template <class Exec> void cast(const Exec& exec, const Tensor& src, const Tensor& dst) {
+  std::vector<Strided> L = joint_layout(dst.shape(), {&src}, "to(dtype)");
+  dispatch_all(src.dtype(), "to(dtype) (cuda)", [&]<class S>() {
+    dispatch_all(dst.dtype(), "to(dtype) (cuda)", [&]<class D>() {
+      for_n(exec, dst.numel(), CastF<S, D>{src.data<S>(), dst.data<D>(), L[0]});
+    });
   });
 }
 
@@ -154,6 +172,26 @@ template <class Exec> void binary(const Exec& exec, BinaryCode op, const Tensor&
   std::vector<Strided> L = joint_layout(out.shape(), {&a, &b}, "binary");
   dispatch_all(out.dtype(), "binary (cuda)", [&]<class T>() {
     for_n(exec, out.numel(), BinaryF<T>{op, a.data<T>(), b.data<T>(), out.data<T>(), L[0], L[1]});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// out = cond != 0 ? a : b, cond read in a's dtype as the CPU converts it (so 0.5 is false for i64 a).
+template <class C, class T> struct WhereF {
+  const C* c;
+  const T *a, *b;
+  T* out;
+  Strided sc, sa, sb;
+  DL_HD void operator()(int64_t i) const { out[i] = (T)c[sc.offset(i)] != (T)0 ? a[sa.offset(i)] : b[sb.offset(i)]; }
+};
+
+// cond, a, b: views with out's shape (expanded); a, b and out share a dtype, cond has any.
+template <class Exec> void where(const Exec& exec, const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  std::vector<Strided> L = joint_layout(out.shape(), {&cond, &a, &b}, "where");
+  dispatch_all(cond.dtype(), "where (cuda)", [&]<class C>() {
+    dispatch_all(out.dtype(), "where (cuda)", [&]<class T>() {
+      for_n(exec, out.numel(), WhereF<C, T>{cond.data<C>(), a.data<T>(), b.data<T>(), out.data<T>(), L[0], L[1], L[2]});
+    });
   });
 }
 

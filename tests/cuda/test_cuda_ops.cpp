@@ -1,6 +1,7 @@
 // tests/cuda/test_cuda_ops.cpp - the Thrust-based device ops (cuda/ops/) through tensor/'s dispatch agree
 // with the CPU: strided copies, broadcasting binary ops, unary ops and their derivatives, reductions over
-// any dims, sum_to, softmax over any dim, layer_norm, cross-entropy, embedding, dropout, the Adam step.
+// any dims, sum_to, softmax over any dim, layer_norm, cross-entropy, embedding, dropout, the Adam step,
+// to(dtype), where and masked_fill.
 //
 // Each test runs the tensor/ op on CUDA tensors (views included: transposed, narrowed, expanded) and the
 // same op on the CPU copies, and compares with the tolerance policy. tests/cuda_logic runs the same
@@ -49,6 +50,17 @@ TEST(CudaOps, ContiguousOfViews) {
     buf.permute({2, 1, 0}).copy_(dx);  // copy into a view
     EXPECT_TRUE(all_close(host(buf), x.permute({2, 1, 0}), kExact, "copy into a view"));
   }
+}
+
+TEST(CudaOps, CastAndWhere) {
+  SKIP_WITHOUT_CUDA();
+  Generator g(27);
+  Tensor x = mul_scalar(randn({33, 70}, g), 5.0).transpose(0, 1);
+  for (DType to : {DType::f32, DType::f64, DType::i64})
+    EXPECT_TRUE(all_close(host(dev(x).to(to)), x.to(to), kExact, std::string("to ") + dtype_name(to)));
+  Tensor cond = randint(0, 2, {70, 1}, g), a = randn({70, 33}, g), b = randn({33}, g);
+  EXPECT_TRUE(all_close(host(where(dev(cond), dev(a), dev(b))), where(cond, a, b), kExact, "where"));
+  EXPECT_TRUE(all_close(host(masked_fill(dev(a), dev(cond), -1e9)), masked_fill(a, cond, -1e9), kExact, "masked_fill"));
 }
 
 TEST(CudaOps, BinaryBroadcastingEveryOp) {

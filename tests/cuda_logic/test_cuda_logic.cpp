@@ -91,6 +91,35 @@ TEST(CudaLogic, CopyStridedEqualsContiguous) {
   ops::copy_strided(host_par, Tensor::empty({0, 3}), e);
 }
 
+// to(dtype) of views, every pair of dtypes (float to i64 truncates toward 0, as the CPU's cast).
+TEST(CudaLogic, CastEveryDtypePair) {
+  Generator g(12);
+  for (DType from : {DType::f32, DType::f64, DType::i64})
+    for (DType to : {DType::f32, DType::f64, DType::i64})
+      for (Shape s : {Shape{}, Shape{3, 5, 4}, Shape{7, 1}}) {
+        Tensor x = random_view(s, g, from);
+        if (from != DType::i64) x = mul_scalar(x, 5.0);
+        Tensor out = Tensor::empty(s, to);
+        ops::cast(host_par, x, out);
+        EXPECT_TRUE(all_close(out, x.to(to), kExact, std::string("cast ") + dtype_name(from) + " -> " + dtype_name(to) + " " + shape_str(s)));
+      }
+}
+
+// where(cond, a, b) with all three broadcasting, cond of another dtype (0.5 is true for f32 a, false for i64 a).
+TEST(CudaLogic, WhereBroadcastingAnyCondDtype) {
+  Generator g(13);
+  for (DType t : {DType::f32, DType::f64, DType::i64})
+    for (DType ct : {DType::f32, DType::i64}) {
+      Tensor cond = ct == DType::i64 ? randint(0, 2, {4, 1, 6}, g) : mul_scalar(randint(0, 3, {4, 1, 6}, g).to(DType::f32), 0.5);
+      Tensor a = random_view({5, 6}, g, t), b = random_view({4, 5, 1}, g, t);
+      Tensor want = where(cond, a, b);
+      Shape s = want.shape();
+      Tensor out = Tensor::empty(s, t);
+      ops::where(host_par, cond.expand(s), a.expand(s), b.expand(s), out);
+      EXPECT_TRUE(all_close(out, want, kExact, std::string("where ") + dtype_name(t) + " cond " + dtype_name(ct)));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 const std::vector<UnaryOp> kUnaryOps = {UnaryOp::neg,     UnaryOp::exp,  UnaryOp::log,      UnaryOp::sqrt,     UnaryOp::rsqrt,
                                         UnaryOp::abs,     UnaryOp::tanh, UnaryOp::sigmoid,  UnaryOp::relu,     UnaryOp::gelu_erf,
