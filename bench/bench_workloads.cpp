@@ -3,6 +3,7 @@
 //
 //   bench_workloads transformer_listops [--len 512] [--steps 5] [--warmup 2] [--threads 2] [--attention packed]
 //   bench_workloads scaling [--steps 2] [--batch 4] [--max-len 4096]
+//   bench_workloads s4d --profile        # also one step op by op on stderr (autograd/profile.h): where the time goes
 //
 // One step = zero_grad, forward, loss, backward, AdamW step (lr 1e-3, wd 0.01), fp32, fixed seed, timed after warm-up;
 // the median is reported. Output: one JSON line with the same fields as torch_workloads.py plus
@@ -36,6 +37,7 @@
 #include <omp.h>
 
 #include "autograd/ops.h"
+#include "autograd/profile.h"
 #include "nn/attention/attention.h"
 #include "nn/fused/fused_attention.h"
 #include "nn/layers.h"
@@ -350,8 +352,9 @@ struct StepStats {
   double ms = 0, loss = 0, minflt_per_step = 0, cpu_ms = 0;
 };
 
-// warm-up steps, then `steps` timed steps of zero_grad / forward / backward / AdamW.
-StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int warmup, int steps) {
+// warm-up steps, then `steps` timed steps of zero_grad / forward / backward / AdamW; with `profile`, one more step
+// whose ops are timed (autograd/profile.h) and reported on stderr (the optimizer step as its own line).
+StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int warmup, int steps, bool profile = false) {
   optim::AdamWOptions ao;
   ao.lr = 1e-3;
   ao.weight_decay = 0.01;
@@ -370,6 +373,19 @@ StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int war
     double dt = now_s() - t0;
     if (i >= warmup) times.push_back(dt);
     s.loss = loss.item();
+  }
+  if (profile) {
+    opt.zero_grad();
+    double t_opt = 0;
+    {
+      ProfileScope scope;
+      loss_fn().backward();
+      const double t0 = now_s();
+      opt.step();
+      t_opt = 1000.0 * (now_s() - t0);
+    }
+    std::fprintf(stderr, "%s\nAdamW step (not in the table): %.1f ms\n",
+                 profile_report("ops of one training step", 20).c_str(), t_opt);
   }
   s.ms = 1000.0 * median(times);
   s.minflt_per_step = steps > 0 ? (double)(minflt() - f0) / steps : 0;
@@ -435,6 +451,7 @@ int main(int argc, char** argv) {
   std::string name;
   int64_t len = 0, batch = 2, max_len = 4096;
   int steps = 5, warmup = 2, threads = 2;
+  bool profile = false;
   Attn attn = Attn::packed;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -449,9 +466,10 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::stoll(next());
     else if (a == "--max-len") max_len = std::stoll(next());
     else if (a == "--attention") attn = parse_attn(next());
+    else if (a == "--profile") profile = true;
     else if (a == "-h" || a == "--help") {
       std::printf("usage: bench_workloads {transformer_listops|s4d|lstm_bits|gpt_char|scaling} [--len L] [--steps N] "
-                  "[--warmup N] [--threads N] [--attention packed|composed|fused] [--batch B --max-len L (scaling)]\n");
+                  "[--warmup N] [--threads N] [--attention packed|composed|fused] [--profile] [--batch B --max-len L (scaling)]\n");
       return 0;
     } else if (!a.empty() && a[0] != '-' && name.empty()) name = a;
     else fail("bench_workloads: unknown argument " + a);
@@ -467,7 +485,7 @@ int main(int argc, char** argv) {
     for (auto& [n, l] : kDefaultLen)
       if (name == n) len = l;
   Workload w = build(name, len, attn);
-  StepStats s = time_steps(*w.model, w.loss, warmup, steps);
+  StepStats s = time_steps(*w.model, w.loss, warmup, steps, profile);
   const double gflop = w.flops / 1e9;
   std::printf("{\"workload\": \"%s\", \"len\": %lld, \"params\": %lld, \"ms_per_step\": %.2f, \"tokens_per_s\": %.1f, "
               "\"peak_rss_mb\": %.1f, \"loss\": %.6f, \"model_gflop\": %.2f, \"gflops\": %.1f, \"minflt_per_step\": %.0f, "
