@@ -22,6 +22,7 @@ void add_init_warmup_command(CLI::App& app);
 void add_nsp_bert_command(CLI::App& app);
 void add_exact_command(CLI::App& app);
 void add_unilm_command(CLI::App& app);
+void add_mixers_command(CLI::App& app);
 void add_positions_command(CLI::App& app);
 
 }  // namespace studies

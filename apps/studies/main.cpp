@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   for (auto add : {studies::add_attention_approx_command, studies::add_cosent_command,
                     studies::add_init_warmup_command, studies::add_nsp_bert_command,
                     studies::add_positions_command,
-                    studies::add_exact_command, studies::add_unilm_command}) add(app);
+                    studies::add_exact_command, studies::add_unilm_command,
+                    studies::add_mixers_command}) add(app);
   try {
     app.parse(argc, argv);  // the chosen study runs in its subcommand's callback
   } catch (const CLI::ParseError& e) {
