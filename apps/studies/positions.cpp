@@ -257,15 +257,15 @@ Analytic analytic_part(const PositionsOptions& o) {
 
   // f(start, delta): the score of the query at start + delta and the key at start (t - s = delta)
   struct Curve {
-    std::string name, plot;
+    std::string name, plot, legend;
     std::function<double(int64_t, int64_t)> f;
   };
   const Tensor pe = nn::sinusoidal_table(starts.back() + 3 * D, C, DType::f64).contiguous();
   const std::vector<Curve> curves = {
-      {"RoPE, random q, k (HS 64)", "rope", [&](int64_t s0, int64_t dl) { return rope_score(q, k, s0 + dl, s0); }},
-      {"RoPE, q = k = 1 (HS 64)", "rope", [&](int64_t s0, int64_t dl) { return rope_score(ones, ones, s0 + dl, s0); }},
-      {"sinusoidal pe[t] . pe[s] (C 64)", "sin", [&](int64_t s0, int64_t dl) { return table_score(pe, s0 + dl, s0); }},
-      {"sinusoidal pe[t]^T A pe[s], random A", "sin",
+      {"RoPE, random q, k (HS 64)", "rope", "random q, k", [&](int64_t s0, int64_t dl) { return rope_score(q, k, s0 + dl, s0); }},
+      {"RoPE, q = k = 1 (HS 64)", "rope", "q = k = 1", [&](int64_t s0, int64_t dl) { return rope_score(ones, ones, s0 + dl, s0); }},
+      {"sinusoidal pe[t] . pe[s] (C 64)", "sin", "pe[t] . pe[s]", [&](int64_t s0, int64_t dl) { return table_score(pe, s0 + dl, s0); }},
+      {"sinusoidal pe[t]^T A pe[s], random A", "sin", "pe[t]^T A pe[s]",
        [&](int64_t s0, int64_t dl) { return table_score(pe, s0 + dl, s0, A); }}};
   Analytic a;
   a.table.title = "Is the score a function of t - s only? (no training)";
@@ -273,9 +273,9 @@ Analytic analytic_part(const PositionsOptions& o) {
   a.table.right = {false, true, true};
   a.json = nlohmann::json::array();
   harness::Plot rope_plot, sin_plot;
-  rope_plot.title = "RoPE: (R(t) q) . (R(s) k) against t - s, at starts s = 0, 100, 1000, 10000";
-  sin_plot.title = "Sinusoidal: pe[t] . pe[s] and pe[t]^T A pe[s] against t - s, at the same starts";
-  for (auto* p : {&rope_plot, &sin_plot}) p->xlabel = "offset t - s", p->ylabel = "score", p->key = "outside right";
+  rope_plot.title = "RoPE: (R(t) q) . (R(s) k) against t - s (HS 64), four starts s";
+  sin_plot.title = "Sinusoidal table (C 64): pe[t] . pe[s] (four starts) and pe[t]^T A pe[s] (two starts)";
+  for (auto* p : {&rope_plot, &sin_plot}) p->xlabel = "offset t - s", p->ylabel = "score", p->key = "top right";
   for (const Curve& cv : curves) {
     double spread = 0, lo = INFINITY, hi = -INFINITY;
     std::vector<std::vector<double>> by_start(starts.size());
@@ -292,10 +292,10 @@ Analytic analytic_part(const PositionsOptions& o) {
     a.json.push_back({{"score", cv.name}, {"max_spread", spread}, {"min", lo}, {"max", hi}, {"starts", starts},
                       {"by_start", by_start}});
     harness::Plot& p = cv.plot == "rope" ? rope_plot : sin_plot;
-    for (size_t i = 0; i < starts.size(); i++) {
-      if (i > 0 && spread < 1e-6) break;  // the curves coincide: draw one
+    for (size_t i = 0; i < 2; i++) {
+      if (i > 0 && spread < 1e-6) break;  // the curves of all starts coincide: draw one
       harness::Series s;
-      s.title = cv.name + (spread < 1e-6 ? " (all starts)" : ", s = " + std::to_string(starts[i] + D));
+      s.title = cv.legend + (spread < 1e-6 ? " (all 4 starts)" : ", s = " + std::to_string(starts[i] + D));
       for (int64_t dl = -D; dl <= D; dl++) s.x.push_back((double)dl), s.y.push_back(by_start[i][dl + D]);
       p.series.push_back(s);
     }
@@ -381,8 +381,8 @@ std::string task_section(const std::string& task, const PositionsOptions& o, nlo
   }
   const std::string setting =
       "Task " + task + ": " + task_rule(task, o.offset) + " over " + std::to_string(o.vocab) +
-      " symbols (chance " + fixed(100.0 / o.vocab, 1) + "%), accuracy over every position with a target. Model: " +
-      std::to_string(o.depth) + " pre-LN layers, d_model " + std::to_string(o.d_model) + ", " + std::to_string(o.heads) +
+      " symbols (chance " + fixed(100.0 / o.vocab, 1) + "%), accuracy over every position with a target. Model: depth " +
+      std::to_string(o.depth) + ", pre-LN, d_model " + std::to_string(o.d_model) + ", " + std::to_string(o.heads) +
       " heads, d_ff " + std::to_string(2 * o.d_model) + ", bidirectional attention; Adam lr " + fixed(o.lr, 4) +
       " (warmup " + std::to_string(o.warmup) + "), " + std::to_string(o.steps) + " steps of " + std::to_string(o.batch) +
       " sequences of length " + std::to_string(o.train_len) + ". The checkpoint with the best validation accuracy (" +
