@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "apps/common/signals.h"
+#include "autograd/anomaly.h"
 
 namespace dl::harness {
 
@@ -147,7 +148,7 @@ struct Shared {
   std::string preset, out, device = "cpu", seeds;
   std::vector<std::string> sets;
   int seed = -1, threads = 2;
-  bool resume = false, quiet = false, zero1 = false;
+  bool resume = false, quiet = false, zero1 = false, anomaly = false;
 };
 
 void add_shared(CLI::App* s, Shared& o) {
@@ -161,6 +162,8 @@ void add_shared(CLI::App* s, Shared& o) {
   s->add_flag("--resume", o.resume, "continue: skip finished cells, resume half-done ones from their checkpoints");
   s->add_flag("--quiet", o.quiet, "no progress bars or log lines");
   s->add_flag("--zero1", o.zero1, "under mpirun: shard the optimizer state over the ranks (ZeRO stage 1)");
+  s->add_flag("--anomaly", o.anomaly,
+              "anomaly mode: check every op's output and gradient for NaN/Inf and name the first op and step (slower)");
 }
 
 std::vector<int> seeds_of(const Shared& o, const Preset& p) {
@@ -207,6 +210,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
     }
     check_device(o.device);
     omp_set_num_threads(o.threads);
+    if (o.anomaly) set_anomaly_mode(true);  // autograd/anomaly.h; off unless asked for
     install_stop_handlers();
     Preset p = load_preset(o.preset, e.presets_dir, std::vector<Axis>(e.axes.begin(), e.axes.end()));
     std::vector<std::vector<std::string>> values = p.values;

@@ -10,6 +10,7 @@
 #include "apps/common/data_parallel.h"
 #include "apps/common/progress.h"
 #include "apps/common/signals.h"
+#include "autograd/anomaly.h"
 #include "optim/checkpoint.h"
 #include "optim/clip.h"
 #include "tensor/safetensors.h"
@@ -57,6 +58,13 @@ static uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+
+// What a stop before the update keeps: the weights in memory and the last checkpoint (named when there is one).
+static std::string nothing_lost(const RunContext& ctx, const std::string& dir) {
+  auto last = ctx.writer() ? optim::latest_checkpoint(dir) : std::nullopt;
+  return "; no update was applied" +
+         (last ? "; the last checkpoint (step " + std::to_string(last->step) + ", " + dir + ") is intact" : std::string());
 }
 
 PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext& ctx, std::vector<CurvePoint>& curve) {
@@ -125,6 +133,7 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
     double lv = 0;
     for (int micro = 0; micro < spec.accum; micro++) {
       tasks::Batch b = batches.next();
+      check_batch(b, parts.limits, label + " step " + std::to_string(step));
       double scale = 1.0 / spec.accum;
       if (par) {  // this rank's rows of the global batch, weighted by their share of it
         const int B = b.batch_size, base = B / world, extra = B % world;
@@ -136,22 +145,23 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
         scale *= (double)n / B;
         if (micro == spec.accum - 1) par->arm();
       }
-      Var loss = parts.loss(b, Step{step, micro, rank});
-      if (scale != 1.0) loss = loss * scale;
-      loss.backward();
-      lv += loss.item();
+      try {
+        Var loss = parts.loss(b, Step{step, micro, rank});
+        if (scale != 1.0) loss = loss * scale;
+        loss.backward();
+        lv += loss.item();
+      } catch (const AnomalyError& e) {  // anomaly mode named the op; add the step
+        throw AnomalyError(label + ": step " + std::to_string(step) + ": " + e.what() + nothing_lost(ctx, dir), e.op, e.pass,
+                           e.shape);
+      }
     }
     if (par) {
       par->finish();
       comm.allreduce_sum(&lv, 1);  // the global batch's loss
     }
-    if (!std::isfinite(lv)) {  // before the update, so the weights in memory and every checkpoint stay finite
-      auto last = ctx.writer() ? optim::latest_checkpoint(dir) : std::nullopt;
-      throw std::runtime_error(
-          label + ": the loss is " + std::to_string(lv) + " at step " + std::to_string(step) +
-          " (lower the lr?); no update was applied" +
-          (last ? "; the last checkpoint (step " + std::to_string(last->step) + ", " + dir + ") is intact" : std::string()));
-    }
+    if (!std::isfinite(lv))  // before the update, so the weights in memory and every checkpoint stay finite
+      throw std::runtime_error(label + ": the loss is " + std::to_string(lv) + " at step " + std::to_string(step) +
+                               " (lower the lr? --anomaly names the op)" + nothing_lost(ctx, dir));
     if (par) {
       par->clip(spec.clip);
       opt.step();

@@ -9,6 +9,8 @@
 //     every checkpoint_every steps and at the end: checkpoint (model, optimizer, step, data position, RNGs, curve)
 //     SIGINT / SIGTERM: checkpoint now and throw Interrupted; --resume continues from it
 //     a loss that is NaN or infinite: stop before the update with an error naming the step (the checkpoints stay)
+//     anomaly mode (--anomaly, autograd/anomaly.h): the first op with a NaN/Inf output or gradient, named with the step
+//     every batch drawn: token ids, labels and lengths inside PhaseParts::limits, or an error naming the example
 // The last two checkpoints are kept; a resume that finds the newest one damaged (truncated, corrupt) says so and
 // continues from the one before it, losing only the steps between them.
 // A phase resumes from the checkpoint in <cell>/<phase name>/ when asked to and continues exactly: same batches
@@ -32,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/common/batch_check.h"
 #include "apps/common/comm.h"
 #include "apps/common/data_parallel.h"
 #include "apps/common/results.h"
@@ -93,6 +96,7 @@ struct PhaseParts {
   std::function<Var(const tasks::Batch&, const Step&)> loss;  // one micro-batch's mean loss (a scalar)
   std::function<EvalPoint()> eval;                            // on the validation split; may be empty
   std::vector<std::pair<std::string, Generator*>> rngs;       // saved and restored with checkpoints (dropout)
+  BatchLimits limits;  // the model's vocabulary, classes and positions, checked on every batch (batch_check.h); 0: not checked
 };
 
 struct PhaseResult {

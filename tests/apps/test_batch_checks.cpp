@@ -1,0 +1,228 @@
+// tests/apps/test_batch_checks.cpp - what the training phase (apps/common/phase.h) checks before a batch reaches the
+// model and while a step runs:
+//   - the batch boundary (apps/common/batch_check.h): a token id outside the vocabulary, a label outside the classes
+//     and a sequence longer than the positions are named errors - the split, the example's index in it, the field,
+//     the value and the allowed range - raised before the loss sees the batch;
+//   - anomaly mode (autograd/anomaly.h, --anomaly): the first op with a NaN or infinite output (forward) or gradient
+//     (backward) is named with the step, no update is applied and the last checkpoint stays; a real app's cell
+//     trains through it without a false alarm.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "app_test_util.h"
+#include "apps/common/batch_check.h"
+#include "apps/common/phase.h"
+#include "autograd/anomaly.h"
+#include "nn/layers.h"
+#include "optim/adam.h"
+#include "optim/checkpoint.h"
+#include "tasks/registry.h"
+
+using namespace dl;
+namespace harness = dl::harness;
+using dl::test::error_of;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// 64 examples of 6 tokens in [0, 5), label = token sum mod 2.
+tasks::Dataset toy_data() {
+  tasks::Dataset d;
+  d.name = "toy/train", d.vocab_size = 5, d.num_classes = 2, d.max_len = 6;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 64; i++) {
+    tasks::Example e;
+    int s = 0;
+    for (int t = 0; t < 6; t++) e.tokens.push_back((int)(rng() % 5)), s += e.tokens.back();
+    e.label = s % 2;
+    d.examples.push_back(e);
+  }
+  return d;
+}
+
+// A linear model on token counts. Its loss writes counts[token] unchecked: a token id out of range would write past
+// the buffer, which is why the phase must stop such a batch before the loss runs.
+struct Toy : nn::Module {
+  explicit Toy(Generator& g) { lin = register_module("lin", std::make_shared<nn::Linear>(5, 2, g)); }
+  std::string type_name() const override { return "Toy"; }
+  Var loss(const tasks::Batch& b) {
+    Tensor counts = zeros({b.batch_size, 5}), y = Tensor::empty({b.batch_size}, DType::i64);
+    for (int i = 0; i < b.batch_size; i++) {
+      for (int t = 0; t < b.seq_len; t++)
+        if (b.mask[i * b.seq_len + t]) counts.data<float>()[i * 5 + b.tokens[i * b.seq_len + t]] += 1;
+      y.data<int64_t>()[i] = b.labels[i];
+    }
+    return cross_entropy(lin->forward(Var(counts)), y);
+  }
+  std::shared_ptr<nn::Linear> lin;
+};
+
+// One phase of 12 steps over batches of 8 in dataset order (batch k holds examples 8k .. 8k+7), checkpoints every 5.
+struct ToyPhase {
+  tasks::Dataset data = toy_data();
+  Generator g{11};
+  Toy m{g};
+  optim::AdamW opt{m.parameters(), {}};
+  tasks::Batcher batches{data, {8, 5, /*shuffle=*/false, true}};
+  harness::PhaseParts parts;
+  std::vector<harness::CurvePoint> curve;
+  int loss_calls = 0;
+  ToyPhase() {
+    parts.model = &m, parts.opt = &opt, parts.batches = &batches;
+    parts.limits = harness::limits_of(data);
+    parts.loss = [this](const tasks::Batch& b, const harness::Step&) {
+      loss_calls++;
+      return m.loss(b);
+    };
+  }
+  std::string run_error(const std::string& dir) {
+    harness::RunContext c;
+    c.out = c.dir = dir, c.label = "[toy]", c.quiet = true;
+    return error_of([&] { harness::run_phase({"train", 12, 1, 1.0, 0, 5}, parts, c, curve); });
+  }
+  std::vector<float> weights() const {
+    Tensor w = m.lin->weight.data().contiguous();
+    return std::vector<float>(w.data<float>(), w.data<float>() + w.numel());
+  }
+};
+
+}  // namespace
+
+// ---- the batch boundary ----
+
+TEST(BatchChecks, LimitsComeFromTheSplitTheModelIsBuiltFrom) {
+  harness::BatchLimits l = harness::limits_of(toy_data());
+  EXPECT_EQ(l.vocab, 5);
+  EXPECT_EQ(l.classes, 2);
+  EXPECT_EQ(l.positions, 6);
+  EXPECT_EQ(l.split, "toy/train");
+  tasks::Dataset continuous;  // features, no vocabulary; no labels
+  continuous.feature_dim = 3, continuous.vocab_size = 7, continuous.max_len = 4;
+  l = harness::limits_of(continuous);
+  EXPECT_EQ(l.vocab, 0);
+  EXPECT_EQ(l.classes, 0);
+  EXPECT_EQ(l.positions, 4);
+}
+
+TEST(BatchChecks, ATokenOutsideTheVocabularyIsNamedBeforeTheLossRuns) {
+  ToyPhase p;
+  p.data.examples[17].tokens[3] = 9;  // batch 2 (the step 2), row 1
+  std::string msg = p.run_error(dl::test::app_temp_dir("batch_check_token"));
+  EXPECT_TRUE(contains(msg, "[toy] train step 2: toy/train example 17 (row 1 of the batch): tokens[3] = 9 is outside the "
+                            "model's vocabulary [0, 5)"))
+      << msg;
+  EXPECT_EQ(p.loss_calls, 2) << "the loss must not see the bad batch";
+}
+
+TEST(BatchChecks, ANegativeTokenAndOneInTheSecondSequenceAreNamed) {
+  tasks::Dataset d = toy_data();
+  d.examples[2].tokens[0] = -1;
+  for (auto& e : d.examples) e.tokens2 = {1, 2};
+  d.examples[5].tokens2[1] = 5;
+  tasks::Batcher bt(d, {8, 0, false});
+  harness::BatchLimits l = harness::limits_of(d);
+  std::string msg = error_of([&] { harness::check_batch(bt.collate({0, 1, 2}), l, "here"); });
+  EXPECT_EQ(msg, "here: toy/train example 2 (row 2 of the batch): tokens[0] = -1 is outside the model's vocabulary [0, 5)");
+  msg = error_of([&] { harness::check_batch(bt.collate({4, 5}), l, "here"); });
+  EXPECT_EQ(msg, "here: toy/train example 5 (row 1 of the batch): tokens2[1] = 5 is outside the model's vocabulary [0, 5)");
+  EXPECT_NO_THROW(harness::check_batch(bt.collate({0, 1, 3, 4}), l, "here"));
+}
+
+TEST(BatchChecks, ALabelOutsideTheClassesIsNamed) {
+  ToyPhase p;
+  p.data.examples[20].label = 2;  // batch 2, row 4
+  std::string msg = p.run_error(dl::test::app_temp_dir("batch_check_label"));
+  EXPECT_TRUE(contains(msg, "[toy] train step 2: toy/train example 20 (row 4 of the batch): label 2 is outside the "
+                            "model's classes [0, 2)"))
+      << msg;
+  EXPECT_EQ(p.loss_calls, 2);
+  tasks::Dataset d = toy_data();
+  d.examples[0].label = -1;  // an unlabelled example in a classification split
+  tasks::Batcher bt(d, {8, 0, false});
+  msg = error_of([&] { harness::check_batch(bt.collate({0}), harness::limits_of(d), "here"); });
+  EXPECT_TRUE(contains(msg, "example 0 (row 0 of the batch): label -1 is outside the model's classes [0, 2)")) << msg;
+}
+
+TEST(BatchChecks, ASequenceLongerThanThePositionsIsNamed) {
+  ToyPhase p;
+  p.data.examples[9].tokens = {0, 1, 2, 3, 4, 0, 1, 2};  // 8 tokens, the model has 6 positions; batch 1, row 1
+  std::string msg = p.run_error(dl::test::app_temp_dir("batch_check_length"));
+  EXPECT_TRUE(contains(msg, "[toy] train step 1: toy/train example 9 (row 1 of the batch): tokens has length 8, longer "
+                            "than the model's 6 positions"))
+      << msg;
+  EXPECT_EQ(p.loss_calls, 1);
+  // padding alone past the positions (a fixed length longer than the model's) is named too
+  tasks::Dataset d = toy_data();
+  tasks::Batcher padded(d, {8, 0, false, false, /*fixed_len=*/10});
+  msg = error_of([&] { harness::check_batch(padded.collate({0, 1}), harness::limits_of(d), "here"); });
+  EXPECT_EQ(msg, "here: the batch's tokens are padded to length 10, longer than the model's 6 positions");
+}
+
+TEST(BatchChecks, CleanDataOrNoLimitsChangeNothing) {
+  ToyPhase p;
+  EXPECT_EQ(p.run_error(dl::test::app_temp_dir("batch_check_clean")), "");
+  EXPECT_EQ(p.loss_calls, 12);
+  tasks::Dataset d = toy_data();
+  d.examples[0].tokens[0] = 99, d.examples[0].label = 7;
+  tasks::Batcher bt(d, {8, 0, false});
+  EXPECT_NO_THROW(harness::check_batch(bt.collate({0}), harness::BatchLimits{}, "here"));  // nothing asked for
+}
+
+TEST(BatchChecks, EveryRegisteredTaskKeepsTheRangesItDeclares) {
+  // what lets an app set parts.limits = limits_of(data.train): every split of every task (small, generated ones; the
+  // long Path-X variants, speech and the official-data-only CIFAR-10 left out for time) stays inside the vocabulary,
+  // classes and max_len its training split declares
+  for (const char* name : {"listops", "text", "retrieval", "image", "pathfinder", "image_patches", "bit_memory", "bit_xor",
+                           "brown_genre", "spam_assassin", "wordnet_supersense"}) {
+    tasks::TaskData d = tasks::make_task(name, {0, 64, 32, 32, 1, ""});
+    const harness::BatchLimits l = harness::limits_of(d.train);
+    EXPECT_TRUE(l.any()) << name;
+    for (const tasks::Dataset* split : {&d.train, &d.val, &d.test}) {
+      tasks::Batcher bt(*split, {16, 0, false});
+      for (int64_t i = 0; i < bt.batches_per_epoch(); i++)
+        EXPECT_NO_THROW(harness::check_batch(bt.next(), l, name)) << name << " " << split->name;
+    }
+  }
+}
+
+// ---- anomaly mode in the training phase ----
+
+TEST(BatchChecks, AnomalyModeNamesTheOpAndTheStepAndKeepsTheLastCheckpoint) {
+  for (const std::string pass : {"forward", "backward"}) {
+    ToyPhase p;
+    std::vector<float> before;
+    p.parts.loss = [&](const tasks::Batch& b, const harness::Step& s) {
+      Var l = p.m.loss(b);
+      if (s.step != 7) return l;
+      before = p.weights();
+      // forward: sqrt of a negative is NaN; backward: sqrt(0) = 0 is finite but its gradient 1 / (2 sqrt(0)) is not
+      return sqrt(mul_scalar(l, pass == "forward" ? -1.0 : 0.0));
+    };
+    AnomalyModeGuard on;
+    const std::string dir = dl::test::app_temp_dir("batch_check_anomaly_" + pass);
+    std::string msg = p.run_error(dir);
+    EXPECT_TRUE(contains(msg, "[toy] train: step 7: anomaly mode: the " + pass + " of op 'sqrt'")) << msg;
+    EXPECT_TRUE(contains(msg, pass == "forward" ? "NaN at element 0" : "+Inf at element 0")) << msg;
+    EXPECT_TRUE(contains(msg, "no update was applied; the last checkpoint (step 5")) << msg;
+    EXPECT_EQ(p.weights(), before) << "no update after the anomaly";
+    auto last = optim::latest_checkpoint(dir + "/train");  // still there, and still the newest
+    ASSERT_TRUE(last.has_value());
+    EXPECT_EQ(last->step, 5);
+  }
+}
+
+TEST(BatchChecks, AnomalyModeIsOffWithoutTheFlagAndARealCellTrainsCleanThroughIt) {
+  EXPECT_FALSE(anomaly_mode());
+  // the classify app, three kinds of mixer, a few steps each with --anomaly: no false alarm from any op
+  const std::string out = dl::test::app_temp_dir("batch_check_anomaly_classify");
+  for (const char* layer : {"s4d", "attention", "lstm"}) {
+    const std::string cmd = std::string(DL_BINARY_DIR) + "/classify cell --task listops --layer " + layer +
+                            " --seed 0 --threads 1 --quiet --anomaly --set seq_len=64 --set train_size=64 --set val_size=16"
+                            " --set test_size=16 --set d_model=16 --set batch=8 --set steps=4 --set warmup=1 --set eval_every=4 --out " +
+                            out + "/" + layer + " > " + out + "/" + layer + ".log 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << layer << ": see " << out << "/" << layer << ".log";
+  }
+}
