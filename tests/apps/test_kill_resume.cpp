@@ -5,7 +5,10 @@
 //
 // A SIGKILL cannot be caught: no handler runs, so what survives is exactly what was on disk (the atomic writes and
 // the checkpoint manifest written last, optim/checkpoint.h). The LRA cell has two phases (self-pretraining, then
-// fine-tuning), so kills land in both.
+// fine-tuning), so kills land in both. Every app is covered: lra_benchmark, pretrained_convs, fpt and the classify
+// example app, and - where mpirun is installed - a 2-rank data-parallel cell, whose whole job (mpirun and both
+// ranks) is killed at once, as a lost machine or an out-of-memory kill of the job would, and resumed under
+// mpirun -np 2 --resume.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,14 +17,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <random>
 #include <thread>
 
 #include "app_test_util.h"
+#include "optim/checkpoint.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -32,13 +38,16 @@ extern char** environ;
 namespace {
 
 struct AppCell {
-  std::string name;               // the executable in the build folder
-  std::vector<std::string> args;  // after "cell"
+  std::string name;                   // the executable in the build folder
+  std::vector<std::string> args;      // after "cell"
+  std::vector<std::string> launcher;  // what starts it, if anything: mpirun and its options (the ranks are its children)
 };
 
 pid_t spawn(const AppCell& a, const std::string& out, bool resume) {
-  std::vector<std::string> args = {std::string(DL_BINARY_DIR) + "/" + a.name, "cell", "--out", out, "--quiet",
-                                   "--threads", "1", "--seed", "0"};
+  std::vector<std::string> args = a.launcher;
+  for (std::string s : {std::string(DL_BINARY_DIR) + "/" + a.name, std::string("cell"), std::string("--out"), out,
+                        std::string("--quiet"), std::string("--threads"), std::string("1"), std::string("--seed"), std::string("0")})
+    args.push_back(s);
   args.insert(args.end(), a.args.begin(), a.args.end());
   if (resume) args.push_back("--resume");
   std::vector<char*> argv;
@@ -53,6 +62,49 @@ pid_t spawn(const AppCell& a, const std::string& out, bool resume) {
   EXPECT_EQ(rc, 0) << args[0] << ": " << std::strerror(rc);
   posix_spawn_file_actions_destroy(&fa);
   return pid;
+}
+
+// Every process below `root` (its children, theirs, ...), read from /proc. mpirun's ranks are its children, each in a
+// process group of its own, so a signal to mpirun's group would not reach them.
+std::vector<pid_t> descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  for (auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');  // "pid (comm) state ppid ...": comm may hold spaces
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid) parent_of.push_back({(pid_t)std::stoi(name), ppid});
+  }
+  std::vector<pid_t> found{root};
+  for (size_t i = 0; i < found.size(); i++)
+    for (auto& [pid, ppid] : parent_of)
+      if (ppid == found[i]) found.push_back(pid);
+  found.erase(found.begin());
+  return found;
+}
+
+// SIGKILL to a job: the process and everything below it, at once.
+std::vector<pid_t> kill_job(pid_t pid) {
+  std::vector<pid_t> below = descendants(pid);
+  kill(pid, SIGKILL);
+  for (pid_t p : below) kill(p, SIGKILL);
+  return below;
+}
+
+// Waits until none of `pids` runs any more (they are not our children: init reaps them). False after 10 s.
+bool all_gone(const std::vector<pid_t>& pids) {
+  for (int i = 0; i < 10000; i++) {
+    bool any = false;
+    for (pid_t p : pids) any = any || ::kill(p, 0) == 0;
+    if (!any) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
 }
 
 // The exit code, or 128 + the signal that ended it; -1 while it still runs (when !block).
@@ -84,6 +136,15 @@ std::string cell_dir(const std::string& out) {
   return cells.empty() ? "" : cells[0].string();
 }
 
+// The finished model: the cell's model file, or (the classify app writes none) the final checkpoint's of its phase.
+std::string model_file(const std::string& out) {
+  const std::string cell = cell_dir(out);
+  if (fs::exists(cell + "/model.safetensors")) return cell + "/model.safetensors";
+  auto last = dl::optim::latest_checkpoint(cell + "/train");
+  EXPECT_TRUE(last.has_value()) << cell << " has neither model.safetensors nor a checkpoint in train/";
+  return last ? last->model_path : "";
+}
+
 json metrics(const std::string& out) {
   std::ifstream in(cell_dir(out) + "/result.json");
   return json::parse(in).at("metrics");
@@ -111,8 +172,9 @@ void expect_survives_kills(const AppCell& a, const std::string& base, int kills,
       const double t = std::chrono::duration<double>(Clock::now() - start).count();
       if (has_checkpoint(part) && (at_write ? writing_a_file(part) || t > 2 * whole_s : t > delay)) {
         const bool mid_write = writing_a_file(part);
-        kill(pid, SIGKILL);
+        const std::vector<pid_t> below = kill_job(pid);
         code = reap(pid, true);
+        EXPECT_TRUE(all_gone(below)) << a.name << ": a process of the killed job still runs";
         if (code == 128 + SIGKILL) killed++, in_write += mid_write;
         break;
       }
@@ -127,9 +189,9 @@ void expect_survives_kills(const AppCell& a, const std::string& base, int kills,
   if (!finished) ASSERT_EQ(reap(spawn(a, part, true), true), 0) << a.name << " did not resume after " << killed << " kills";
   EXPECT_GE(killed, 2) << a.name << ": the run ended before it could be killed; make the cell longer";
   EXPECT_GE(in_write, 1) << a.name << ": no kill landed in a checkpoint write";
-  dl::test::expect_identical_weights(cell_dir(whole) + "/model.safetensors", cell_dir(part) + "/model.safetensors");
+  dl::test::expect_identical_weights(model_file(whole), model_file(part));
   EXPECT_EQ(metrics(whole), metrics(part)) << a.name;
-  std::cerr << "[kill-resume] " << a.name << ": " << killed << " SIGKILLs (" << in_write
+  std::cerr << "[kill-resume] " << a.name << (a.launcher.empty() ? "" : " under mpirun") << ": " << killed << " SIGKILLs (" << in_write
             << " during a checkpoint write), resumed to identical weights; uninterrupted run " << whole_s << " s\n";
 }
 
@@ -162,4 +224,39 @@ TEST(KillResume, FptFrozenTransformerOnBits) {
                           "heads=2", "--set", "batch=8", "--set", "steps=300", "--set", "eval_every=150", "--set",
                           "checkpoint_every=5"}},
                         dl::test::app_temp_dir("kill_fpt"), 4, 3);
+}
+
+TEST(KillResume, ClassifyExampleApp) {
+  // (classify checkpoints at every evaluation: eval_every=5 with a small validation split)
+  expect_survives_kills({"classify",
+                         {"--task", "listops", "--layer", "s4d", "--set", "seq_len=64", "--set", "train_size=256", "--set",
+                          "val_size=16", "--set", "test_size=64", "--set", "d_model=32", "--set", "batch=8", "--set",
+                          "steps=300", "--set", "eval_every=5"}},
+                        dl::test::app_temp_dir("kill_classify"), 4, 4);
+}
+
+// mpirun on the PATH, or "" when it is not installed.
+static std::string find_mpirun() {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string d; std::getline(dirs, d, ':');)
+    if (!d.empty() && ::access((d + "/mpirun").c_str(), X_OK) == 0) return d + "/mpirun";
+  return "";
+}
+
+TEST(KillResume, DataParallelTwoRanksKilledAsAWholeJob) {
+  const std::string mpirun = find_mpirun();
+  if (mpirun.empty()) GTEST_SKIP() << "mpirun is not installed";
+  // OpenMPI's flags for root (CI) and for 2 ranks on fewer cores (docs/distributed.md); one thread per rank
+  const AppCell a{"classify",
+                  {"--task", "listops", "--layer", "lstm", "--set", "seq_len=64", "--set", "train_size=256", "--set",
+                   "val_size=16", "--set", "test_size=64", "--set", "d_model=16", "--set", "batch=8", "--set", "steps=200",
+                   "--set", "eval_every=5"},
+                  {mpirun, "--allow-run-as-root", "--oversubscribe", "-x", "OMP_NUM_THREADS=1", "-np", "2"}};
+  const std::string base = dl::test::app_temp_dir("kill_mpirun");
+  expect_survives_kills(a, base, 4, 5);
+  for (const std::string run : {"whole", "part"}) {  // both were data-parallel runs (not two single processes)
+    std::ifstream in(cell_dir(base + "/" + run) + "/result.json");
+    EXPECT_EQ(json::parse(in).at("extra").value("ranks", 1), 2) << run << ": classify was not built with MPI?";
+  }
 }
