@@ -177,9 +177,8 @@ template <class Op> Tensor device_scalar(Op op, const Tensor& a, double s, const
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.device() != Device::cpu || src.device() != Device::cpu) {
     if (dst.device() != src.device()) fail("copy_: devices differ; use to(device)");
-    if (dst.dtype() != src.dtype())
-      fail(std::string("copy_: on a device the dtypes must match (") + dtype_name(src.dtype()) + " into " + dtype_name(dst.dtype()) + ")");
-    require_backend(dst.device(), "copy_").copy_strided(src.expand(dst.shape()), dst);
+    Tensor s = src.dtype() == dst.dtype() ? src : src.to(dst.dtype());  // as on the CPU: convert, then copy
+    require_backend(dst.device(), "copy_").copy_strided(s.expand(dst.shape()), dst);
     return;
   }
   Tensor s = src.dtype() == dst.dtype() ? src : src.to(dst.dtype());

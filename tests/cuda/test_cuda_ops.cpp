@@ -61,6 +61,9 @@ TEST(CudaOps, CastAndWhere) {
   Tensor cond = randint(0, 2, {70, 1}, g), a = randn({70, 33}, g), b = randn({33}, g);
   EXPECT_TRUE(all_close(host(where(dev(cond), dev(a), dev(b))), where(cond, a, b), kExact, "where"));
   EXPECT_TRUE(all_close(host(masked_fill(dev(a), dev(cond), -1e9)), masked_fill(a, cond, -1e9), kExact, "masked_fill"));
+  Tensor into = zeros({70, 33}, DType::f64, Device::cuda);
+  into.copy_(dev(x));  // copy_ converts the dtype, as on the CPU
+  EXPECT_TRUE(all_close(host(into), x.to(DType::f64), kExact, "copy_ f32 into f64"));
 }
 
 TEST(CudaOps, BinaryBroadcastingEveryOp) {
