@@ -335,8 +335,9 @@ std::string task_section(const std::string& task, const PositionsOptions& o, nlo
   ta.right.assign(ta.columns.size(), true), tb.right.assign(tb.columns.size(), true);
   ta.right[0] = tb.right[0] = false;
   harness::Plot pa, pp;
-  pa.title = "Task " + task + " (" + task_rule(task, o.offset) + "): accuracy against the test length (trained at " + std::to_string(o.train_len) + ")";
+  pa.title = task + " (" + task_rule(task, o.offset) + "), trained at T = " + std::to_string(o.train_len);
   pa.xlabel = "test length T", pa.ylabel = "accuracy (%), mean ± SE over seeds", pa.logx = true, pa.key = "outside right";
+  pa.width = 900;
   const int longest = o.lengths.back();
   pp.title = "Task " + task + ": accuracy at each position, test length " + std::to_string(longest) + " (trained at " +
              std::to_string(o.train_len) + ")";
