@@ -306,7 +306,8 @@ template <class T> static T gelu_tanh(T x) {
   return (T)0.5 * x * ((T)1 + std::tanh(k * (x + (T)0.044715 * x * x * x)));
 }
 template <class T> static T softplus_f(T x) { return x > (T)20 ? x : std::log1p(std::exp(x)); }  // torch's threshold 20
-template <class T> static T sigmoid_f(T x) { return (T)1 / ((T)1 + std::exp(-x)); }
+// exp_t: in float32 exp_fast, so sigmoid (GLU's gate, SiLU) vectorises; std::exp in float64 (the plain twin)
+template <class T> static T sigmoid_f(T x) { return (T)1 / ((T)1 + exp_t(-x)); }
 
 Tensor unary(UnaryOp op, const Tensor& x) {
   if (on_device(x)) {  // the backend reads the view in place

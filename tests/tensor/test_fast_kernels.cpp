@@ -1,5 +1,6 @@
 // tests/tensor/test_fast_kernels.cpp - fast paths in tensor/ against their plain twins:
 //   GELU (exact form) in float32 uses erf_fast/exp_fast (vectorised) - against the float64 std::erf kernel;
+//   sigmoid and SiLU in float32 use exp_fast - against the float64 std::exp kernels;
 //   sum_to runs on both cores - against a serial loop over every element (same sums, another order of
 //   additions where a row is reduced), and bit for bit the same for 1 and 2 threads.
 #include <gtest/gtest.h>
@@ -33,6 +34,24 @@ TEST(FastKernels, GeluFloat32AgreesWithFloat64) {
   Tensor d64 = unary_backward(UnaryOp::gelu_erf, x, y64, dy);
   Tensor d32 = unary_backward(UnaryOp::gelu_erf, x.to(DType::f32), y32, dy.to(DType::f32));
   EXPECT_TRUE(all_close(d32.to(DType::f64), d64, kAgreeF32, "gelu backward"));
+}
+
+TEST(FastKernels, SigmoidAndSiluFloat32AgreeWithFloat64) {
+  Generator g(3);
+  Tensor x = mul_scalar(randn({4, 1000}, g, DType::f64), 8.0);  // the tails, where exp_fast clamps
+  Tensor dy = randn({4, 1000}, g, DType::f64);
+  for (UnaryOp op : {UnaryOp::sigmoid, UnaryOp::silu}) {
+    const std::string what = op == UnaryOp::sigmoid ? "sigmoid" : "silu";
+    Tensor y64 = unary(op, x), y32 = unary(op, x.to(DType::f32));
+    EXPECT_TRUE(all_close(y32.to(DType::f64), y64, kAgreeF32, what + " forward"));
+    Tensor d64 = unary_backward(op, x, y64, dy);
+    Tensor d32 = unary_backward(op, x.to(DType::f32), y32, dy.to(DType::f32));
+    EXPECT_TRUE(all_close(d32.to(DType::f64), d64, kAgreeF32, what + " backward"));
+  }
+  Tensor big = from_vector(std::vector<float>{-200, -88, 88, 200}, {4});
+  Tensor s = unary(UnaryOp::sigmoid, big);
+  EXPECT_LT(s.data<float>()[0], 1e-30f);  // exp_fast clamps at 88.3: 1 / (1 + 2e38), where std::exp gives 0
+  EXPECT_EQ(s.data<float>()[3], 1.0f);
 }
 
 namespace {
