@@ -254,7 +254,8 @@ namespace {
 
 struct Arm {  // one task x mixer: the matched model and its runs at the chosen lr
   MixerNetConfig cfg;
-  int64_t params = 0;
+  int64_t params = 0, target = 0;
+  int steps = 0;
   double lr = 0, ms = 0, tokens_per_s = 0, train_s = 0;
   std::vector<double> val, test;
 };
@@ -275,6 +276,18 @@ int value_or(const std::map<std::string, int>& m, const std::string& k, int d) {
   return it == m.end() ? d : it->second;
 }
 
+// Step times (ms) of several models at their own max_len, measured in interleaved rounds (each round times every
+// model once, 3 steps after a warm-up), so a change of the machine's load during the measurement falls on every
+// model alike; per model the median over rounds.
+std::vector<double> interleaved_step_ms(const std::vector<MixerNetConfig>& cs, int batch, int rounds = 3) {
+  std::vector<std::vector<double>> ms(cs.size());
+  for (int r = 0; r < rounds; r++)
+    for (size_t i = 0; i < cs.size(); i++) ms[i].push_back(train_step_ms(cs[i], batch, (int)cs[i].max_len, 1, 3));
+  std::vector<double> med;
+  for (auto& v : ms) std::sort(v.begin(), v.end()), med.push_back(v[v.size() / 2]);
+  return med;
+}
+
 std::string pm(const std::vector<double>& v) { return harness::format_mean_se(harness::mean_se(v)); }
 
 }  // namespace
@@ -289,7 +302,6 @@ void run_mixers(const MixersOptions& o) {
   t.columns = {"task", "mixer", "params", "FFN width", "lr", "val acc %", "test acc %", "ms/step", "tokens/s"};
   t.right = {false, false, true, true, true, true, true, true, true};
   std::map<std::string, std::vector<Arm>> arms;  // by task
-  std::vector<MixerNetConfig> first_task_cfgs;
   for (const std::string& task : o.tasks) {
     const int L = value_or(o.seq_len, task, 256), steps = value_or(o.steps, task, 150);
     const tasks::TaskData data = task_data(task, L, o);
@@ -315,16 +327,25 @@ void run_mixers(const MixersOptions& o) {
         if (harness::mean_se(val).mean > best_mean)
           best_mean = harness::mean_se(val).mean, a.lr = lr, a.val = val, a.test = test, a.train_s = secs / o.seeds;
       }
-      a.ms = train_step_ms(a.cfg, o.batch, (int)a.cfg.max_len, 1, 5);
-      a.tokens_per_s = o.batch * a.cfg.max_len / (a.ms / 1000);
+      a.target = target, a.steps = steps;
+      arms[task].push_back(a);
+    }
+  }
+  for (const std::string& task : o.tasks) {  // step times after all training, the mixers of a task interleaved
+    std::vector<MixerNetConfig> cs;
+    for (const Arm& a : arms[task]) cs.push_back(a.cfg);
+    const std::vector<double> ms = interleaved_step_ms(cs, o.batch);
+    for (size_t i = 0; i < ms.size(); i++) {
+      Arm& a = arms[task][i];
+      const std::string& mixer = a.cfg.mixer;
+      a.ms = ms[i], a.tokens_per_s = o.batch * a.cfg.max_len / (a.ms / 1000);
       t.rows.push_back({task + " (L " + std::to_string(a.cfg.max_len) + ")", mixer, std::to_string(a.params),
                         std::to_string(a.cfg.ffn_hidden), fixed(a.lr, 4), pm(a.val), pm(a.test), fixed(a.ms, 1),
                         fixed(a.tokens_per_s, 0)});
-      j["arms"].push_back({{"task", task}, {"mixer", mixer}, {"params", a.params}, {"target_params", target},
+      j["arms"].push_back({{"task", task}, {"mixer", mixer}, {"params", a.params}, {"target_params", a.target},
                            {"ffn_hidden", a.cfg.ffn_hidden}, {"max_len", a.cfg.max_len}, {"lr", a.lr}, {"val", a.val},
                            {"test", a.test}, {"ms_per_step", a.ms}, {"tokens_per_s", a.tokens_per_s},
-                           {"train_seconds_per_run", a.train_s}, {"steps", steps}});
-      arms[task].push_back(a);
+                           {"train_seconds_per_run", a.train_s}, {"steps", a.steps}});
     }
   }
   // accuracy bars (one cluster per mixer, one bar per task) and accuracy against step time
@@ -353,29 +374,34 @@ void run_mixers(const MixersOptions& o) {
   harness::plot_lines(ps, o.out + "/plots/accuracy_vs_time");
   // step time against length: the first task's widths, positions and token MLP sized to each length
   harness::Table ts;
-  ts.title = "Training step time against length (batch " + std::to_string(o.sweep_batch) + ")";
+  ts.title = "Training step time against length (batch " + std::to_string(o.sweep_batch) +
+             ", the first task's widths; 3 interleaved rounds, median)";
   ts.columns = {"mixer"};
   for (int L : o.lengths) ts.columns.push_back("L " + std::to_string(L) + " ms");
   ts.columns.push_back("growth per 2x L");
   ts.right = std::vector<bool>(ts.columns.size(), true), ts.right[0] = false;
   harness::Plot pt;
   pt.title = ts.title, pt.xlabel = "length L", pt.ylabel = "ms per training step", pt.logx = pt.logy = true, pt.key = "top left";
-  for (const Arm& a : arms[o.tasks.front()]) {
-    harness::Series s;
-    s.title = a.cfg.mixer;
-    std::vector<std::string> row = {a.cfg.mixer};
-    for (int L : o.lengths) {
-      MixerNetConfig c = a.cfg;
-      c.max_len = L;
-      double ms = train_step_ms(c, o.sweep_batch, L, 1, 3);
-      s.x.push_back(L), s.y.push_back(ms), row.push_back(fixed(ms, 1));
-      j["sweep"].push_back({{"mixer", c.mixer}, {"L", L}, {"batch", o.sweep_batch}, {"ms_per_step", ms}});
-      std::cerr << "[mixers] sweep " << c.mixer << " L " << L << ": " << fixed(ms, 1) << " ms\n";
+  const std::vector<Arm>& first = arms[o.tasks.front()];
+  std::vector<harness::Series> sweep(first.size());
+  for (int L : o.lengths) {
+    std::vector<MixerNetConfig> cs;
+    for (const Arm& a : first) cs.push_back(a.cfg), cs.back().max_len = L;
+    const std::vector<double> ms = interleaved_step_ms(cs, o.sweep_batch);
+    for (size_t i = 0; i < ms.size(); i++) {
+      sweep[i].x.push_back(L), sweep[i].y.push_back(ms[i]);
+      j["sweep"].push_back({{"mixer", cs[i].mixer}, {"L", L}, {"batch", o.sweep_batch}, {"ms_per_step", ms[i]}});
+      std::cerr << "[mixers] sweep " << cs[i].mixer << " L " << L << ": " << fixed(ms[i], 1) << " ms\n";
     }
-    // the mean factor per doubling of L: (t_last / t_first)^(1 / log2(L_last / L_first))
-    const double doublings = std::log2((double)o.lengths.back() / o.lengths.front());
-    row.push_back(doublings > 0 ? fixed(std::pow(s.y.back() / s.y.front(), 1 / doublings), 2) + "x" : "-");
-    ts.rows.push_back(row), pt.series.push_back(s);
+  }
+  // the mean factor per doubling of L: (t_last / t_first)^(1 / log2(L_last / L_first))
+  const double doublings = std::log2((double)o.lengths.back() / o.lengths.front());
+  for (size_t i = 0; i < first.size(); i++) {
+    sweep[i].title = first[i].cfg.mixer;
+    std::vector<std::string> row = {first[i].cfg.mixer};
+    for (double ms : sweep[i].y) row.push_back(fixed(ms, 1));
+    row.push_back(doublings > 0 ? fixed(std::pow(sweep[i].y.back() / sweep[i].y.front(), 1 / doublings), 2) + "x" : "-");
+    ts.rows.push_back(row), pt.series.push_back(sweep[i]);
   }
   harness::plot_lines(pt, o.out + "/plots/time_vs_length");
   t.notes.push_back(
@@ -383,8 +409,8 @@ void run_mixers(const MixersOptions& o) {
       " steps), mean ± standard error over " + std::to_string(o.seeds) + " seeds (seed s: initialisation and batch order). "
       "Parameters matched to the attention model with FFN width " + std::to_string(o.ffn_mult) + " d_model by each mixer's FFN "
       "width; d_model " + std::to_string(o.d_model) + ", " + std::to_string(o.layers) + " pre-norm blocks, learned positions for "
-      "every mixer. ms/step: the median of 5 full training steps at the task's length and batch " + std::to_string(o.batch) +
-      "; tokens/s = batch x length / step time. " + std::to_string(omp_get_max_threads()) + " thread(s).");
+      "every mixer. ms/step: a full training step at the task's length and batch " + std::to_string(o.batch) +
+      ", measured after all training in 3 rounds that interleave the mixers (median); tokens/s = batch x length / step time. " + std::to_string(omp_get_max_threads()) + " thread(s).");
   t.notes.push_back(ts.markdown());
   harness::write_text_atomic(o.out + "/mixers.json", j.dump(2) + "\n");
   harness::write_text_atomic(o.out + "/mixers.md", t.markdown());
