@@ -111,7 +111,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     RunContext ctx;
     ctx.out = o.out, ctx.dir = cell_dir(o.out, c), ctx.label = "[" + c.label() + "]";
     ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet || !writer, ctx.stop_after = o.stop_after;
-    ctx.comm = &comm, ctx.parallel.zero1 = o.zero1;
+    ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.profile = o.profile;
     if (o.resume && fs::exists(result_path(o.out, c))) {
       if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
       try {
@@ -148,7 +148,7 @@ struct Shared {
   std::string preset, out, device = "cpu", seeds;
   std::vector<std::string> sets;
   int seed = -1, threads = 2;
-  bool resume = false, quiet = false, zero1 = false, anomaly = false;
+  bool resume = false, quiet = false, zero1 = false, anomaly = false, profile = false;
 };
 
 void add_shared(CLI::App* s, Shared& o) {
@@ -162,6 +162,8 @@ void add_shared(CLI::App* s, Shared& o) {
   s->add_flag("--resume", o.resume, "continue: skip finished cells, resume half-done ones from their checkpoints");
   s->add_flag("--quiet", o.quiet, "no progress bars or log lines");
   s->add_flag("--zero1", o.zero1, "under mpirun: shard the optimizer state over the ranks (ZeRO stage 1)");
+  s->add_flag("--profile", o.profile,
+              "time one training step of each phase op by op (forward, backward): <cell>/profile_<phase>.md and stderr");
   s->add_flag("--anomaly", o.anomaly,
               "anomaly mode: check every op's output and gradient for NaN/Inf and name the first op and step (slower)");
 }
@@ -235,7 +237,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
                 << (comm->size() > 1 ? ", data-parallel over " + std::to_string(comm->size()) + " ranks (" + comm->name() + ")"
                                      : "")
                 << "\n";
-    run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet, -1, comm, o.zero1});
+    run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet, -1, comm, o.zero1, o.profile});
     if (writer) {
       write_reports(e, p, o.out);
       std::cout << read_text(o.out + "/results.md") << "\nwritten: " << o.out << "/results.{json,md}, metrics.csv"

@@ -6,7 +6,7 @@
 //   <app> cell  --<axis> value .. [--preset ..] [--set ..] [--seed k] [--resume] ...
 //   <app> list
 // plus the app's own subcommands. Shared options: --preset/--config, --set (repeatable), --out, --seed,
-// --seeds, --threads, --device cpu|cuda, --resume, --quiet, --zero1, --anomaly (autograd/anomaly.h: name the first op
+// --seeds, --threads, --device cpu|cuda, --resume, --quiet, --zero1, --profile (one step op by op), --anomaly (autograd/anomaly.h: name the first op
 // and step that produce a NaN or an infinity).
 // Under mpirun every rank runs the same command and each cell trains data-parallel over the ranks (phase.h,
 // docs/distributed.md); rank 0 alone writes files and logs.
@@ -68,6 +68,7 @@ struct SweepOptions {
   int stop_after = -1;                     // tests
   Communicator* comm = &single_process();  // data-parallel ranks (under mpirun: communicator())
   bool zero1 = false;
+  bool profile = false;  // --profile: one step of each phase op by op (phase.h)
 };
 // Every combination of `values` (one list per axis, in axis order) times `seeds`, each resolved by e.resolve.
 std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::vector<std::vector<std::string>>& values,

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "apps/common/data_parallel.h"
 #include "apps/common/progress.h"
 #include "apps/common/signals.h"
 #include "autograd/anomaly.h"
+#include "autograd/profile.h"
 #include "optim/checkpoint.h"
 #include "optim/clip.h"
 #include "tensor/safetensors.h"
@@ -24,6 +26,19 @@ void apply_update(nn::Module& m, optim::Optimizer& opt, double clip) {
   if (clip > 0) optim::clip_grad_norm(m.parameters(true), clip);
   opt.step();
   opt.zero_grad();
+}
+
+// --profile: the op table of the step just profiled, with the update's time, to <cell>/profile_<phase>.md and stderr.
+static void write_profile(const RunContext& ctx, const PhaseSpec& spec, int step, double update_ms) {
+  if (!ctx.writer()) return;
+  char update[96];
+  std::snprintf(update, sizeof update, "Optimizer update (clipping, step, zero_grad; not in the table): %.2f ms.\n", update_ms);
+  const std::string text = profile_report(ctx.label + " " + spec.name + ", step " + std::to_string(step + 1) +
+                                              ": the ops of one training step",
+                                          0) +
+                           update;
+  write_text_atomic(ctx.dir + "/profile_" + spec.name + ".md", text);
+  if (!ctx.quiet) std::cerr << profile_report(ctx.label + " " + spec.name + " step " + std::to_string(step + 1), 15) << update;
 }
 
 // The curve as the checkpoint's "extra.curve" entry: a JSON array of points.
@@ -124,8 +139,13 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
   PhaseResult r;
   r.start = start;
   auto t0 = Clock::now();
+  // --profile: the third step of this process (after the first steps' allocations), or the last one if fewer
+  const int profile_step = ctx.profile ? std::min(start + 2, spec.steps - 1) : -1;
   for (int step = start; step < spec.steps; step++) {
     comm.heartbeat(step);
+    std::optional<ProfileScope> profile;
+    double update_ms = 0;
+    if (step == profile_step) profile.emplace();
     optim::apply_schedule(opt, parts.schedule, step);
     if (par)
       for (size_t i = 0; i < parts.rngs.size(); i++)
@@ -134,6 +154,7 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
     for (int micro = 0; micro < spec.accum; micro++) {
       tasks::Batch b = batches.next();
       check_batch(b, parts.limits, label + " step " + std::to_string(step));
+      if (profile) profile_mark();  // drawing the batch is not the first op's time
       double scale = 1.0 / spec.accum;
       if (par) {  // this rank's rows of the global batch, weighted by their share of it
         const int B = b.batch_size, base = B / world, extra = B % world;
@@ -162,6 +183,7 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
     if (!std::isfinite(lv))  // before the update, so the weights in memory and every checkpoint stay finite
       throw std::runtime_error(label + ": the loss is " + std::to_string(lv) + " at step " + std::to_string(step) +
                                " (lower the lr? --anomaly names the op)" + nothing_lost(ctx, dir));
+    const auto u0 = Clock::now();
     if (par) {
       par->clip(spec.clip);
       opt.step();
@@ -169,6 +191,11 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       par->after_step();
     } else {
       apply_update(model, opt, spec.clip);
+    }
+    if (profile) {
+      update_ms = std::chrono::duration<double, std::milli>(Clock::now() - u0).count();
+      profile.reset();
+      write_profile(ctx, spec, step, update_ms);
     }
     loss_ema = step == 0 ? lv : 0.95 * loss_ema + 0.05 * lv;
     r.steps_run++;

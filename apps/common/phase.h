@@ -11,6 +11,8 @@
 //     a loss that is NaN or infinite: stop before the update with an error naming the step (the checkpoints stay)
 //     anomaly mode (--anomaly, autograd/anomaly.h): the first op with a NaN/Inf output or gradient, named with the step
 //     every batch drawn: token ids, labels and lengths inside PhaseParts::limits, or an error naming the example
+//     --profile (ctx.profile): the third step this process runs is timed op by op (autograd/profile.h); the table
+//     goes to <cell>/profile_<phase>.md and stderr
 // The last two checkpoints are kept; a resume that finds the newest one damaged (truncated, corrupt) says so and
 // continues from the one before it, losing only the steps between them.
 // A phase resumes from the checkpoint in <cell>/<phase name>/ when asked to and continues exactly: same batches
@@ -62,6 +64,7 @@ struct RunContext {
                                            // (no checkpoint is written)
   Communicator* comm = &single_process();  // data-parallel: the ranks of this job (comm.h)
   DataParallelOptions parallel;            // data-parallel: ZeRO-1, bucket size (data_parallel.h)
+  bool profile = false;                    // time one step op by op (--profile)
   std::string metrics_csv() const { return dir + "/metrics.csv"; }
   bool writer() const { return comm->rank() == 0; }  // only rank 0 writes files and logs
 };

@@ -14,6 +14,7 @@
 #include "apps/common/phase.h"
 #include "apps/common/signals.h"
 #include "apps/common/stats.h"
+#include "autograd/profile.h"
 #include "nn/layers.h"
 #include "optim/adam.h"
 #include "optim/checkpoint.h"
@@ -369,6 +370,28 @@ TEST(HarnessPhase, NonFiniteLossStopsBeforeTheUpdateNamingTheStep) {
   EXPECT_NE(msg.find("nan at step 6"), std::string::npos) << msg;
   EXPECT_NE(msg.find("the last checkpoint (step 5"), std::string::npos) << msg;
   EXPECT_EQ(r.weights(), before) << "no update may be applied with a NaN loss";
+}
+
+TEST(HarnessPhase, ProfileTimesTheThirdStepOpByOpAndChangesNothing) {
+  std::string d = dl::test::app_temp_dir("harness_profile");
+  ToyRun plain(8), profiled(8);
+  plain.run(kSpec, context(d + "/plain", false));
+  harness::RunContext c = context(d + "/profiled", false);
+  c.profile = true;
+  std::vector<int> steps_profiled;
+  profiled.run(kSpec, c, [&](int step) {
+    if (profiling()) steps_profiled.push_back(step);
+  });
+  EXPECT_EQ(steps_profiled, std::vector<int>{2});
+  EXPECT_FALSE(profiling());
+  EXPECT_EQ(profiled.weights(), plain.weights()) << "profiling changes no number";
+  std::ifstream f(d + "/profiled/profile_train.md");
+  ASSERT_TRUE(f.good()) << "no profile_train.md";
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const char* part : {"[toy] train, step 3", "| linear |", "| cross_entropy |", "| accumulate_grad |", "ops; forward ",
+                           "Optimizer update"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << " in\n" << text;
+  EXPECT_FALSE(std::filesystem::exists(d + "/plain/profile_train.md"));
 }
 
 TEST(HarnessRun, ASecondRunIntoTheSameFolderIsRefused) {
