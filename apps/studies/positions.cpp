@@ -433,6 +433,7 @@ void add_positions_command(CLI::App& app) {
   auto positions = std::make_shared<std::string>(), lengths = std::make_shared<std::string>();
   auto tasks = std::make_shared<std::string>();
   auto large = std::make_shared<bool>(false), no_train = std::make_shared<bool>(false);
+  auto preset = std::make_shared<std::string>("default");
   auto threads = std::make_shared<int>(1);
   CLI::App* c = app.add_subcommand("positions", "sinusoidal vs learned vs rotary positions, trained short, tested long");
   c->add_option("--out", o->out, "output folder")->capture_default_str();
@@ -453,12 +454,16 @@ void add_positions_command(CLI::App& app) {
   c->add_option("--seeds", o->seeds, "seeds per position type")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--test-examples", o->test_examples, "test sequences per length")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_flag("--no-train", *no_train, "only the analytic part");
-  c->add_flag("--large,--preset-large", *large,
-              "the larger setting: train at 64, test at 64,128,256,512, d_model 64, 4 heads, 2000 steps, 5 seeds");
+  c->add_option("--preset", *preset,
+                "default (about 3 min) or large: train at 64, test at 64,128,256,512, d_model 64, 4 heads, 2000 steps, "
+                "5 seeds (flags given beside it win)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "large"}));
+  c->add_flag("--large,--preset-large", *large, "the same as --preset large");
   c->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
   c->callback([=] {
     PositionsOptions r = *o;
-    if (*large) {  // the preset, except where a flag was given as well
+    if (*large || *preset == "large") {  // the preset, except where a flag was given as well
       auto unset = [&](const char* flag) { return c->count(flag) == 0; };
       if (unset("--train-len")) r.train_len = 64;
       if (lengths->empty()) r.lengths = {64, 128, 256, 512};

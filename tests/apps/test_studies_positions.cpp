@@ -150,6 +150,7 @@ TEST(StudiesPositions, BadFlagsNameTheProblem) {
   EXPECT_NE(parse_error("positions --lengths 32,x").find("--lengths"), std::string::npos);
   EXPECT_NE(parse_error("positions --offset 32").find("--offset"), std::string::npos);
   EXPECT_NE(parse_error("positions --steps 0").find("--steps"), std::string::npos);
+  EXPECT_NE(parse_error("positions --preset huge").find("--preset"), std::string::npos);
   PositionsOptions o;
   o.out = test::app_temp_dir("studies_positions_bad");
   o.d_model = 30;
