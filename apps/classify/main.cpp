@@ -93,6 +93,8 @@ static harness::CellResult run_cell(const harness::Cell& cell, const harness::Ru
   tasks::Batcher batches(data.train, {c.batch, (uint64_t)c.seed, /*shuffle=*/true, /*drop_last=*/true});
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  // the Encoder is built from the training split: Embedding(vocab_size) rows, num_classes outputs, mixers of max_len
+  parts.limits = harness::limits_of(data.train);
   optim::ScheduleConfig sc;
   sc.kind = "warmup_cosine", sc.warmup = c.warmup, sc.total = c.steps;
   parts.schedule = optim::make_schedule(sc);

@@ -42,6 +42,18 @@ static double accuracy(FptModel& m, const FptTask& t, const tasks::Dataset& d, i
   return sums[1] > 0 ? sums[0] / sums[1] : 0;
 }
 
+// What FptModel reads from a training batch (apps/common/batch_check.h): token ids in its own input embedding's
+// vocab rows (GPT-2's wte is never used); labels in its output's classes; at most GPT-2's n_positions positions
+// (the LSTM arm has no position limit). Bit tasks have features and bit targets (target_features), and the
+// model's positions are the patched ones, not the batch's rows: nothing of theirs is checked here.
+static harness::BatchLimits batch_limits(const FptTask& t, const CellConfig& c) {
+  harness::BatchLimits l;
+  if (t.bits) return l;
+  l.vocab = (int32_t)t.vocab, l.classes = (int32_t)t.outputs, l.split = t.data.train.name;
+  l.positions = c.arm == "lstm" ? 0 : (int32_t)gpt2_config(c).n_positions;
+  return l;
+}
+
 // Put the source's weights into the model's transformer.
 static nlohmann::json load_source(FptModel& m, const CellConfig& c, const harness::RunContext& ctx) {
   const std::string source = source_of(c.arm);
@@ -88,6 +100,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   tasks::Batcher batches(task.data.train, {c.batch, (uint64_t)c.seed * 7919 + 5, true, true});
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  parts.limits = batch_limits(task, c);
   parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return m.loss(to_batch(task, b)); };
   parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, task, task.data.val, c.batch, c.eval_batches, *ctx.comm)}; };
   harness::PhaseResult pr =

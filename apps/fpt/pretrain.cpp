@@ -74,6 +74,10 @@ static harness::PhaseResult train_language(const CellConfig& c, const harness::R
   };
   harness::PhaseParts parts;
   parts.model = &lm, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  // a window's bytes are the inputs and (shifted by one) the targets: ids in the LM's vocab (wte and the tied
+  // lm_head), rows of n_positions + 1 (the inputs are all but the last byte); no labels
+  parts.limits.vocab = (int32_t)lm.cfg.vocab_size, parts.limits.positions = (int32_t)lm.cfg.n_positions + 1;
+  parts.limits.split = train.name;
   optim::ScheduleConfig sc;
   sc.kind = "warmup_cosine", sc.warmup = std::min(200, c.lm_steps / 10), sc.total = c.lm_steps;
   parts.schedule = optim::make_schedule(sc);

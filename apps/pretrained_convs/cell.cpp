@@ -79,6 +79,9 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   tasks::Batcher batches(task.data.train, {c.batch, (uint64_t)c.seed * 7919 + 11, true, true});
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"init", &g}};
+  // source (tokens) and target (tokens2: the decoder's labels) ids in the model's vocabulary; no classes (the labels
+  // are sequences) and no position limit (T5's relative buckets and the convolutions take any length)
+  parts.limits.vocab = (int32_t)plan.cfg.vocab_size, parts.limits.split = task.data.train.name;
   optim::ScheduleConfig sc;
   sc.kind = "constant * linear_warmup * rsqrt_normalized_decay", sc.warmup = c.warmup;  // peaks at lr (fairseq inverse_sqrt)
   parts.schedule = optim::make_schedule(sc);

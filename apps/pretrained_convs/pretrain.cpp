@@ -60,6 +60,9 @@ Pretrained pretrained_model(const CellConfig& c, const harness::RunContext& ctx,
   tasks::Batcher batches(data.train, {c.pt_batch, 31, true, true});
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"init", &g}};
+  // corrupted windows (tokens) and their spans (tokens2, the decoder's labels) in the model's vocabulary (sentinels
+  // included); no classes, no position limit
+  parts.limits.vocab = (int32_t)mc.vocab_size, parts.limits.split = data.train.name;
   optim::ScheduleConfig sc;
   sc.kind = "constant * linear_warmup * rsqrt_normalized_decay", sc.warmup = c.pt_warmup;
   parts.schedule = optim::make_schedule(sc);

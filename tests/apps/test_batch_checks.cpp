@@ -9,9 +9,18 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "app_test_util.h"
+#include "apps/fpt/app.h"
+#include "apps/fpt/data.h"
+#include "apps/lra_benchmark/app.h"
+#include "apps/lra_benchmark/config.h"
+#include "apps/lra_benchmark/data.h"
+#include "apps/pretrained_convs/app.h"
+#include "apps/pretrained_convs/config.h"
+#include "apps/pretrained_convs/data.h"
 #include "apps/common/batch_check.h"
 #include "apps/common/phase.h"
 #include "autograd/anomaly.h"
@@ -225,4 +234,97 @@ TEST(BatchChecks, AnomalyModeIsOffWithoutTheFlagAndARealCellTrainsCleanThroughIt
                             out + "/" + layer + " > " + out + "/" + layer + ".log 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << layer << ": see " << out << "/" << layer << ".log";
   }
+}
+
+// ---- each app's training phases check what its model reads ----
+// A cached task (each app makes its splits once per process) doctored in every training example reaches the app's
+// own cell, so whichever batch comes first carries the bad value; the names in the error are the model's limits,
+// not the split's. The examples are restored after, for the tests that share the process's cache.
+
+namespace {
+
+// Sets field(e) = value in every training example, runs `run`, restores them; returns the error.
+template <class Field, class Run>
+std::string with_doctored(tasks::Dataset& train, Field field, int32_t value, Run run) {
+  std::vector<int32_t> saved;
+  for (auto& e : train.examples) saved.push_back(field(e)), field(e) = value;
+  std::string msg = error_of(run);
+  for (size_t i = 0; i < saved.size(); i++) field(train.examples[i]) = saved[i];
+  return msg;
+}
+
+int32_t& first_token(tasks::Example& e) { return e.tokens.at(0); }
+
+}  // namespace
+
+TEST(BatchChecks, LraPhasesCheckTheEmbeddingTheHeadsAndThePretrainingTargets) {
+  const std::string d = dl::test::app_temp_dir("batch_check_lra");
+  std::ofstream(d + "/mini.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch", "spt-masked"],
+    "defaults": {"d_model": 8, "layers": 1, "d_state": 4, "batch": 8, "steps": 2, "warmup": 1, "eval_every": 2,
+                 "eval_batches": 1, "checkpoint_every": 2, "pretrain_steps": 2, "seq_len": 32, "train_size": 32,
+                 "val_size": 8, "test_size": 8}})";
+  harness::Experiment e = lra::experiment();
+  harness::Preset p = lra::load_preset(d + "/mini.json");
+  harness::SweepOptions o;
+  o.quiet = true;
+  auto cells = harness::expand_cells(e, p, p.values, {0}, {});
+  auto& data = const_cast<tasks::TaskData&>(lra::task_data(lra::CellConfig::from_json(cells.at(0).config, "test")));
+  const int32_t V = data.train.vocab_size, C = data.train.num_classes;
+  auto run = [&](const harness::Cell& cell, const std::string& out) {
+    o.out = d + "/" + out;
+    return [&, cell] { harness::run_cells(e, p, {cell}, o); };
+  };
+  // fine-tuning: the embedding has V + 1 rows (the mask token), so V passes and V + 1 is named
+  std::string msg = with_doctored(data.train, first_token, V + 1, run(cells.at(0), "token"));
+  EXPECT_TRUE(contains(msg, "finetune step 0: listops/train example ")) << msg;
+  EXPECT_TRUE(contains(msg, "tokens[0] = " + std::to_string(V + 1) + " is outside the model's vocabulary [0, " +
+                                std::to_string(V + 1) + ")"))
+      << msg;
+  msg = with_doctored(data.train, [](tasks::Example& x) -> int32_t& { return x.label; }, C, run(cells.at(0), "label"));
+  EXPECT_TRUE(contains(msg, "label " + std::to_string(C) + " is outside the model's classes [0, " + std::to_string(C) + ")"))
+      << msg;
+  // pretraining: the token is its own target, so the pretraining head's V outputs are the limit
+  msg = with_doctored(data.train, first_token, V, run(cells.at(1), "pretrain"));
+  EXPECT_TRUE(contains(msg, "pretrain step 0: listops/train example ")) << msg;
+  EXPECT_TRUE(contains(msg, "tokens[0] = " + std::to_string(V) + " is outside the model's vocabulary [0, " +
+                                std::to_string(V) + ")"))
+      << msg;
+}
+
+TEST(BatchChecks, FptCellChecksItsInputEmbeddingAndOutputs) {
+  const std::string d = dl::test::app_temp_dir("batch_check_fpt");
+  harness::Experiment e = fpt::experiment();
+  harness::Preset p = fpt::load_preset("tiny");
+  const std::vector<std::string> sets = {"layers=1", "d_model=8", "heads=2", "train_size=32", "val_size=8", "test_size=8",
+                                         "batch=8", "steps=2", "eval_every=2", "checkpoint_every=2", "seq_len=32"};
+  harness::SweepOptions o;
+  o.out = d, o.quiet = true;
+  auto cells = harness::expand_cells(e, p, {{"listops"}, {"random"}}, {0}, sets);  // random: no pretraining to build
+  auto& t = const_cast<fpt::FptTask&>(fpt::fpt_task(fpt::CellConfig::from_json(cells.at(0).config, "test")));
+  auto run = [&] { harness::run_cells(e, p, cells, o); };
+  std::string msg = with_doctored(t.data.train, first_token, (int32_t)t.vocab, run);
+  EXPECT_TRUE(contains(msg, "train step 0: " + t.data.train.name + " example ")) << msg;
+  EXPECT_TRUE(contains(msg, "is outside the model's vocabulary [0, " + std::to_string(t.vocab) + ")")) << msg;
+  msg = with_doctored(t.data.train, [](tasks::Example& x) -> int32_t& { return x.label; }, (int32_t)t.outputs, run);
+  EXPECT_TRUE(contains(msg, "is outside the model's classes [0, " + std::to_string(t.outputs) + ")")) << msg;
+}
+
+TEST(BatchChecks, PconvCellChecksTheSourceAndTheTargetIds) {
+  const std::string d = dl::test::app_temp_dir("batch_check_pconv");
+  harness::Experiment e = pconv::experiment();
+  harness::Preset p = pconv::load_preset("tiny");
+  const std::vector<std::string> sets = {"d_model=16", "d_ff=32", "layers=1", "decoder_layers=1", "heads=2",
+                                         "train_size=32", "val_size=8", "test_size=8", "batch=8", "steps=2", "warmup=1",
+                                         "eval_every=2", "checkpoint_every=2", "eval_examples=8", "max_src=48"};
+  harness::SweepOptions o;
+  o.out = d, o.quiet = true;
+  auto cells = harness::expand_cells(e, p, {{"sentiment"}, {"lightconv"}, {"scratch"}}, {0}, sets);
+  auto& t = const_cast<pconv::Seq2SeqTask&>(pconv::seq2seq_task(pconv::CellConfig::from_json(cells.at(0).config, "test")));
+  const int32_t V = pconv::vocab_size();
+  std::string msg = with_doctored(t.data.train, [](tasks::Example& x) -> int32_t& { return x.tokens2.at(0); }, V,
+                                  [&] { harness::run_cells(e, p, cells, o); });
+  EXPECT_TRUE(contains(msg, "finetune step 0: " + t.data.train.name + " example ")) << msg;
+  EXPECT_TRUE(contains(msg, "tokens2[0] = " + std::to_string(V) + " is outside the model's vocabulary [0, " +
+                                std::to_string(V) + ")"))
+      << msg;
 }
