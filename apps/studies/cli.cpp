@@ -1,6 +1,7 @@
 // apps/studies/cli.cpp - see cli.h.
 #include "cli.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -24,6 +25,18 @@ std::vector<int> parse_ints(const std::string& s, const std::string& flag) {
       throw CLI::ValidationError(flag, "'" + item + "' in \"" + s + "\" is not a positive integer");
     }
   }
+  if (v.empty()) throw CLI::ValidationError(flag, "an empty list");
+  return v;
+}
+
+std::vector<std::string> parse_names(const std::string& s, const std::string& flag, const std::vector<std::string>& known) {
+  std::vector<std::string> v = items(s);
+  for (const std::string& item : v)
+    if (std::find(known.begin(), known.end(), item) == known.end()) {
+      std::string k;
+      for (const std::string& n : known) k += (k.empty() ? "" : ", ") + n;
+      throw CLI::ValidationError(flag, "'" + item + "' is not one of " + k);
+    }
   if (v.empty()) throw CLI::ValidationError(flag, "an empty list");
   return v;
 }

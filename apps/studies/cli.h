@@ -12,6 +12,8 @@ namespace studies {
 
 // "16,64,256" -> {16, 64, 256}; a non-positive or non-integer item is a CLI::ValidationError naming `flag`.
 std::vector<int> parse_ints(const std::string& s, const std::string& flag);
+// "a,b" -> {"a", "b"}, each one of `known`; anything else is a CLI::ValidationError naming `flag` and the choices.
+std::vector<std::string> parse_names(const std::string& s, const std::string& flag, const std::vector<std::string>& known);
 // The same for real numbers ("0.02,0.1"); items must be finite and > 0 unless allow_zero.
 std::vector<double> parse_reals(const std::string& s, const std::string& flag, bool allow_zero = false);
 

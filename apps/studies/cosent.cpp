@@ -522,21 +522,6 @@ void run_cosent(const CosentOptions& o) {
 // ---- the subcommand ---------------------------------------------------------------------------------------------
 namespace studies {
 
-static std::vector<std::string> names(const std::string& s, const std::vector<std::string>& known, const std::string& flag) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (std::find(known.begin(), known.end(), item) == known.end()) {
-      std::string k;
-      for (auto& n : known) k += (k.empty() ? "" : ", ") + n;
-      throw CLI::ValidationError(flag, "'" + item + "' is not one of " + k);
-    }
-    v.push_back(item);
-  }
-  if (v.empty()) throw CLI::ValidationError(flag, "an empty list");
-  return v;
-}
-
 CosentOptions cosent_preset(const std::string& name) {
   CosentOptions o;  // "default": a few minutes on 2 cores
   if (name == "large") {  // the setting of the first tables of docs/studies/cosent.md
@@ -580,8 +565,8 @@ void add_cosent_command(CLI::App& app) {
     const CosentOptions p = cosent_preset(*preset);  // an unknown preset fails here, naming both
     if (c->count("--steps") == 0) r.steps = p.steps;  // the preset, except where a flag was given as well
     r.lrs = lrs_s->empty() ? p.lrs : parse_reals(*lrs_s, "--lrs");
-    if (!tasks_s->empty()) r.tasks = names(*tasks_s, {"brown", "sentiment"}, "--tasks");
-    if (!losses_s->empty()) r.losses = names(*losses_s, {"cosent", "softmax", "cos_mse"}, "--losses");
+    if (!tasks_s->empty()) r.tasks = parse_names(*tasks_s, "--tasks", {"brown", "sentiment"});
+    if (!losses_s->empty()) r.losses = parse_names(*losses_s, "--losses", {"cosent", "softmax", "cos_mse"});
     nn::find_layer(r.layer);  // an unknown layer fails here, naming the known ones
     omp_set_num_threads(*threads);
     run_cosent(r);

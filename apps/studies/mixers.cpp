@@ -419,21 +419,6 @@ void run_mixers(const MixersOptions& o) {
 
 // ---- the subcommand -----------------------------------------------------------------------------------------------
 
-static std::vector<std::string> names(const std::string& s, const std::string& flag, const std::vector<std::string>& known) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (std::find(known.begin(), known.end(), item) == known.end()) {
-      std::string k;
-      for (auto& n : known) k += (k.empty() ? "" : ", ") + n;
-      throw CLI::ValidationError(flag, "unknown '" + item + "' (known: " + k + ")");
-    }
-    v.push_back(item);
-  }
-  if (v.empty()) throw CLI::ValidationError(flag, "an empty list");
-  return v;
-}
-
 void add_mixers_command(CLI::App& app) {
   auto o = std::make_shared<MixersOptions>();
   auto preset = std::make_shared<std::string>("default"), mixers = std::make_shared<std::string>(),
@@ -456,8 +441,8 @@ void add_mixers_command(CLI::App& app) {
   c->callback([=] {
     MixersOptions r = *preset == "large" ? large_mixers_options() : *o;
     r.out = *out, r.quiet = *quiet;
-    if (!mixers->empty()) r.mixers = names(*mixers, "--mixers", kMixers);
-    if (!tasks_->empty()) r.tasks = names(*tasks_, "--tasks", tasks::task_names());
+    if (!mixers->empty()) r.mixers = parse_names(*mixers, "--mixers", kMixers);
+    if (!tasks_->empty()) r.tasks = parse_names(*tasks_, "--tasks", tasks::task_names());
     if (*seeds > 0) r.seeds = *seeds;
     if (*steps > 0)
       for (auto& task : r.tasks) r.steps[task] = *steps;

@@ -478,24 +478,8 @@ void add_positions_command(CLI::App& app) {
         throw CLI::ValidationError("--lengths", std::to_string(L) + " is below --train-len " + std::to_string(r.train_len));
     if (r.offset >= r.train_len)
       throw CLI::ValidationError("--offset", std::to_string(r.offset) + " must be below --train-len " + std::to_string(r.train_len));
-    if (!tasks->empty()) {
-      r.tasks.clear();
-      std::stringstream ss(*tasks);
-      for (std::string item; std::getline(ss, item, ',');) {
-        if (item != "lookback" && item != "first")
-          throw CLI::ValidationError("--tasks", "'" + item + "' is not one of lookback, first");
-        r.tasks.push_back(item);
-      }
-    }
-    if (!positions->empty()) {
-      r.positions.clear();
-      std::stringstream ss(*positions);
-      for (std::string item; std::getline(ss, item, ',');) {
-        if (item != "none" && item != "sinusoidal" && item != "learned" && item != "rotary")
-          throw CLI::ValidationError("--positions", "'" + item + "' is not one of none, sinusoidal, learned, rotary");
-        r.positions.push_back(item);
-      }
-    }
+    if (!tasks->empty()) r.tasks = parse_names(*tasks, "--tasks", {"lookback", "first"});
+    if (!positions->empty()) r.positions = parse_names(*positions, "--positions", {"none", "sinusoidal", "learned", "rotary"});
     r.train = !*no_train;
     omp_set_num_threads(*threads);
     run_positions(r);
