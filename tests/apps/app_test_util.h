@@ -1,14 +1,16 @@
 // tests/apps/app_test_util.h - what the app tests share: a fresh scratch folder, the message of a thrown error, the
-// check that two runs left byte-identical weights, and a killed cell that must resume to them.
+// toy dataset of the harness tests, the check that two runs left byte-identical weights, and a killed cell that must resume to them.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 
 #include "apps/common/experiment.h"
 #include "op_harness.h"  // error_of
+#include "tasks/dataset.h"
 #include "tensor/safetensors.h"
 
 namespace dl::test {
@@ -18,6 +20,21 @@ inline std::string app_temp_dir(const std::string& name) {
   std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/" + name;
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
+  return d;
+}
+
+// The toy problem of the harness tests: 64 examples of 6 tokens in [0, 5), label = token sum mod 2 ("toy/train").
+inline tasks::Dataset toy_data() {
+  tasks::Dataset d;
+  d.name = "toy/train", d.vocab_size = 5, d.num_classes = 2, d.max_len = 6;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 64; i++) {
+    tasks::Example e;
+    int s = 0;
+    for (int t = 0; t < 6; t++) e.tokens.push_back((int)(rng() % 5)), s += e.tokens.back();
+    e.label = s % 2;
+    d.examples.push_back(e);
+  }
   return d;
 }
 

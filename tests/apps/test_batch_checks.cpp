@@ -30,27 +30,13 @@
 #include "tasks/registry.h"
 
 using namespace dl;
+using dl::test::toy_data;
 namespace harness = dl::harness;
 using dl::test::error_of;
 
 namespace {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-// 64 examples of 6 tokens in [0, 5), label = token sum mod 2.
-tasks::Dataset toy_data() {
-  tasks::Dataset d;
-  d.name = "toy/train", d.vocab_size = 5, d.num_classes = 2, d.max_len = 6;
-  std::mt19937_64 rng(7);
-  for (int i = 0; i < 64; i++) {
-    tasks::Example e;
-    int s = 0;
-    for (int t = 0; t < 6; t++) e.tokens.push_back((int)(rng() % 5)), s += e.tokens.back();
-    e.label = s % 2;
-    d.examples.push_back(e);
-  }
-  return d;
-}
 
 // A linear model on token counts. Its loss writes counts[token] unchecked: a token id out of range would write past
 // the buffer, which is why the phase must stop such a batch before the loss runs.

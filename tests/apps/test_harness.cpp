@@ -22,6 +22,7 @@
 #include "optim/sgd.h"
 
 using namespace dl;
+using dl::test::toy_data;
 namespace harness = dl::harness;
 namespace fs = std::filesystem;
 using dl::test::error_of;
@@ -179,20 +180,6 @@ TEST(HarnessReport, TableMarkdownAndJson) {
 
 // ---- the training phase on a toy problem: y = class of the token sum, a linear model on token counts ----
 namespace {
-
-tasks::Dataset toy_data() {
-  tasks::Dataset d;
-  d.name = "toy/train", d.vocab_size = 5, d.num_classes = 2, d.max_len = 6;
-  std::mt19937_64 rng(7);
-  for (int i = 0; i < 64; i++) {
-    tasks::Example e;
-    int s = 0;
-    for (int t = 0; t < 6; t++) e.tokens.push_back((int)(rng() % 5)), s += e.tokens.back();
-    e.label = s % 2;
-    d.examples.push_back(e);
-  }
-  return d;
-}
 
 struct Toy : nn::Module {
   explicit Toy(Generator& g) {
