@@ -51,10 +51,6 @@ TEST(Profile, EveryOpOfAStepHasARowWithCallsAndBytes) {
   EXPECT_NEAR(m->forward_mb, 48e-6, 1e-12);
   EXPECT_NEAR(m->backward_mb, 72e-6, 1e-12);
   EXPECT_NEAR(s->forward_mb, 4e-6, 1e-12);
-  for (const OpProfile& r : rows) {
-    EXPECT_GE(r.forward_ms, 0) << r.op;
-    EXPECT_GE(r.backward_ms, 0) << r.op;
-  }
 }
 
 TEST(Profile, AnOpsForwardTimeRunsFromThePreviousRecordedOp) {

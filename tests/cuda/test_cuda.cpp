@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
 #include "tolerance.h"
@@ -22,14 +23,9 @@ namespace {
 using test::all_close;
 using test::Tol;
 
-bool cuda_ready() {
-  Backend* b = device_backend(Device::cuda);
-  return b != nullptr && b->available();
-}
+using test::cuda_ready;
 Backend& gpu() { return *device_backend(Device::cuda); }
 
-#define SKIP_WITHOUT_CUDA() \
-  if (!cuda_ready()) GTEST_SKIP() << "no CUDA device"
 
 Tensor dev(const Tensor& t) { return t.to(Device::cuda); }
 Tensor host(const Tensor& t) { return t.to(Device::cpu); }

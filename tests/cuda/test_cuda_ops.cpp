@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "op_harness.h"
+#include "cuda_test_util.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
 #include "tolerance.h"
@@ -24,13 +25,8 @@ namespace {
 using test::all_close;
 using test::Tol;
 
-bool cuda_ready() {
-  Backend* b = device_backend(Device::cuda);
-  return b != nullptr && b->available();
-}
+using test::cuda_ready;
 
-#define SKIP_WITHOUT_CUDA() \
-  if (!cuda_ready()) GTEST_SKIP() << "no CUDA device"
 
 Tensor dev(const Tensor& t) { return t.to(Device::cuda); }
 Tensor host(const Tensor& t) { return t.to(Device::cpu); }
