@@ -6,6 +6,7 @@
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
 #include "nn/attention/positions.h"
+#include "nn/fused/flash_attention.h"
 #include "nn/fused/fused_attention.h"
 #include "nn/fused/qkv_attention.h"
 #include "nn/init.h"
@@ -163,10 +164,10 @@ std::string MultiheadAttention::extra_repr() const {
 }
 
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dt,
-                                    Device dev, bool prefix) {
+                                    Device dev, bool prefix, int64_t length) {
   const bool fused = o.fused && !want_weights && !(training && o.dropout > 0) && !(prefix && o.window > 0);
   if (self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32 && dev == Device::cpu)
-    return AttentionPath::packed;
+    return length > 0 && length >= o.flash_from ? AttentionPath::flash : AttentionPath::packed;
   if (self && o.window > 0) return prefix ? AttentionPath::composed : AttentionPath::windowed;  // no prefix blocks
   if (fused) return AttentionPath::fused;
   return AttentionPath::composed;
@@ -184,8 +185,10 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
          shape_str(mask.shape()));
   if (prefix.defined()) prefix_lengths(prefix, B, S, "MultiheadAttention");  // fails early on a bad prefix
   const AttentionPath path =
-      choose_attention_path(opt, self, weights != nullptr, is_training(), x.dtype(), x.data().device(), prefix.defined());
-  if (path == AttentionPath::packed) return out_proj->forward(packed_self_attention(x, mask, prefix));
+      choose_attention_path(opt, self, weights != nullptr, is_training(), x.dtype(), x.data().device(), prefix.defined(),
+                            x.size(1));
+  if (path == AttentionPath::packed || path == AttentionPath::flash)
+    return out_proj->forward(packed_self_attention(x, mask, prefix, path == AttentionPath::flash));
   if (path == AttentionPath::windowed && weights) fail("MultiheadAttention: windowed attention does not return weights");
   Var q = split_heads(linear(x, narrow(in_proj_weight, 0, 0, C), narrow(in_proj_bias, 0, 0, C)), opt.heads);    // (B, NH, T, HS)
   Var k = split_heads(linear(mem, narrow(in_proj_weight, 0, C, C), narrow(in_proj_bias, 0, C, C)), opt.heads);  // (B, NH, S, HS)
@@ -215,8 +218,9 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
 }
 
 // The same self-attention on the packed projection qkv = x W_in^T + b_in (B, T, 3C): one primitive runs the scores,
-// softmax, dropout and weighted sum per (b, h) on sgemm (nn/fused/qkv_attention.h). Rotary positions turn q and k in place.
-Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask, const Tensor& prefix) {
+// softmax, dropout and weighted sum per (b, h), on sgemm (nn/fused/qkv_attention.h) or, when `flash`, blocked with the
+// online softmax (nn/fused/flash_attention.h). Rotary positions turn q and k in place.
+Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask, const Tensor& prefix, bool flash) {
   const int64_t C = d_model;
   Var qkv = linear(x, in_proj_weight, in_proj_bias);  // (B, T, 3C) = [q | k | v]
   if (opt.rotary) {
@@ -224,6 +228,7 @@ Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask, 
     Var k = merge_heads(apply_rotary(split_heads(narrow(qkv, 2, C, C), opt.heads)));
     qkv = cat({q, k, narrow(qkv, 2, 2 * C, C)}, 2);
   }
+  if (flash) return flash_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix);
   return qkv_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix);  // (B, T, C)
 }
 

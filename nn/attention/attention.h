@@ -41,6 +41,7 @@
 //   t = 5   x x x x x x
 //
 // The fused twin (one primitive, online softmax, no T x S matrix) is nn/fused/fused_attention.h; both agree in tests.
+// The fast paths for f32 CPU self-attention are nn/fused/qkv_attention.h and nn/fused/flash_attention.h (table below).
 #pragma once
 #include "nn/attention/attention_ops.h"
 #include "nn/layers.h"
@@ -75,6 +76,12 @@ Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S
 
 // prefix_lengths (the prefix-LM mask's check, shared with nn/fused/): attention_ops.h
 
+// The length from which the blocked online-softmax kernel (nn/fused/flash_attention.h) is faster than the packed one
+// on this machine, measured with bench_workloads scaling (docs/performance.md "Scaling table"): a whole training step
+// of a d 128, 4-head block is faster on the packed kernel at T = 32 and 64 (the blocked one pads to 48 x 128 tiles),
+// on the blocked one from T = 128 on (1.2x there, 2x from 512).
+inline constexpr int64_t kFlashFrom = 128;
+
 struct AttentionOptions {
   int64_t heads = 1;
   double dropout = 0;  // on attention weights
@@ -84,12 +91,17 @@ struct AttentionOptions {
   bool fused = false;   // use nn/fused/fused_attention.h when no weights, dropout, window or bias are involved
   bool packed = true;   // otherwise use nn/fused/qkv_attention.h (sgemm per head, no T x T tensor kept) for f32 CPU
                         // self-attention without window or returned weights; false: always the composed path
+  int64_t flash_from = kFlashFrom;  // from this length T on, that self-attention runs on the blocked kernel instead
 };
 
 // Which implementation computes the attention; all compute the same map (each agreement test names its twin):
 //   path       runs when                                                     why
-//   packed     self-attention, f32 on the CPU, no window, no weights asked,   sgemm per head on the packed
-//              option packed (default) and the fused path not chosen          projection; the T x T scores
+//   flash      self-attention, f32 on the CPU, no window, no weights asked,   blocked online softmax, tiles in
+//              option packed (default), fused not chosen, T >= flash_from     L1/L2, O(T) memory: at long T the
+//                                                                             packed path's T x T scratch falls
+//                                                                             out of cache (nn/fused/flash_attention.h)
+//   packed     the same with T < flash_from                                   sgemm per head on the packed
+//                                                                             projection; the T x T scores
 //                                                                             never outlive one (b, h)
 //                                                                             (nn/fused/qkv_attention.h)
 //   windowed   self-attention with window > 0                                 O(T w) memory (local_attention)
@@ -97,12 +109,16 @@ struct AttentionOptions {
 //                                                                             (nn/fused/fused_attention.h)
 //   composed   everything else: cross-attention, returned weights, float64,   the readable reference:
 //              other devices, packed = false                                  scaled_dot_product_attention
-// A prefix-LM mask (forward_prefix) runs on the packed and fused paths (both primitives take the prefix lengths) and on
-// the composed one; with window > 0 it goes to the composed path (band and prefix masks on the full T x T matrix),
-// since the block-wise local attention has no prefix.
-enum class AttentionPath { packed, windowed, fused, composed };
+// flash and packed take the same inputs (key padding, causal, prefix lengths, the same hash dropout mask), so the
+// switch at flash_from changes speed, not results (beyond float32 rounding). kFlashFrom is measured, not guessed:
+// docs/performance.md's scaling table times all paths at each length.
+// A prefix-LM mask (forward_prefix) runs on the flash, packed and fused paths (the primitives take the prefix lengths)
+// and on the composed one; with window > 0 it goes to the composed path (band and prefix masks on the full T x T
+// matrix), since the block-wise local attention has no prefix.
+enum class AttentionPath { flash, packed, windowed, fused, composed };
+// length: the sequence length T (0 = unknown: packed rather than flash).
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dtype,
-                                    Device device, bool prefix = false);
+                                    Device device, bool prefix = false, int64_t length = 0);
 
 class MultiheadAttention : public SequenceLayer {
  public:
@@ -134,7 +150,7 @@ class MultiheadAttention : public SequenceLayer {
 
  private:
   Var attend(const Var& x, const Var& memory, const Tensor& mask, bool self, Var* weights, const Tensor& prefix = Tensor());
-  Var packed_self_attention(const Var& x, const Tensor& mask, const Tensor& prefix);
+  Var packed_self_attention(const Var& x, const Tensor& mask, const Tensor& prefix, bool flash);
   Generator* gen_;
 };
 

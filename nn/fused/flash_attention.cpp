@@ -1,0 +1,408 @@
+// nn/fused/flash_attention.cpp - the blocked online-softmax attention primitive (math in the header).
+#include "nn/fused/flash_attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "nn/attention/attention_ops.h"  // prefix_lengths
+#include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
+
+namespace dl::nn {
+
+namespace {
+
+// ---- the micro-kernel: C (M, N) (+)= A (M, K) B (K, N) for tiles that live in L1/L2 ----------------------------
+// A is read through strides, A(r, k) = a[r ars + k aks], so A^T (dV += P^T dO, dK += dS^T Q) needs no copy.
+// A block of R rows x W vectors of C stays in registers for the whole k loop: per k, W loads of B's row k, R
+// broadcasts of A(r, k) and R W fused multiply-adds. R W = 24 accumulators of the 32 AVX-512 registers.
+#if defined(__AVX512F__)
+constexpr int kV = 16, kRegs = 32, kMaxW = 4;  // floats per vector, vector registers, widest column block
+#else
+constexpr int kV = 8, kRegs = 16, kMaxW = 2;  // AVX2
+#endif
+typedef float vf __attribute__((vector_size(kV * sizeof(float)), aligned(sizeof(float)), may_alias));
+#if defined(__clang__)  // clang tunes -march=native to 256-bit vectors; the kernel asks for the 512-bit registers
+#define DL_WIDE_VECTORS __attribute__((min_vector_width(kV * 32)))
+#define DL_VECTORIZE_WIDE _Pragma("clang loop vectorize_width(16)")  // the softmax loops on 16 floats too
+#else
+#define DL_WIDE_VECTORS
+#define DL_VECTORIZE_WIDE
+#endif
+constexpr int rows_for(int W) { return std::min(12, (kRegs - W - 2) / W); }  // 6 x 4, 12 x 2, 12 x 1 (AVX-512)
+
+template <int R, int W, bool kAcc>
+DL_WIDE_VECTORS inline void micro(int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
+                  int64_t ldc) {
+  vf acc[R][W];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) acc[r][w] = kAcc ? *(const vf*)(c + r * ldc + w * kV) : vf{};
+  for (int64_t k = 0; k < K; k++) {
+    vf bk[W];
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) bk[w] = *(const vf*)(b + k * ldb + w * kV);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+      const float ark = a[r * ars + k * aks];
+#pragma GCC unroll 4
+      for (int w = 0; w < W; w++) acc[r][w] += ark * bk[w];
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) *(vf*)(c + r * ldc + w * kV) = acc[r][w];
+}
+
+// M rows in blocks of R; the last M % R rows by the kernels for R - 1, R - 2, ... rows (one block each at most).
+template <int R, int W, bool kAcc>
+void row_blocks(int64_t M, int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
+                int64_t ldc) {
+  int64_t i = 0;
+  for (; i + R <= M; i += R) micro<R, W, kAcc>(K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc);
+  if constexpr (R > 1)
+    if (i < M) row_blocks<R - 1, W, kAcc>(M - i, K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc);
+}
+
+// C (M, N) = A B (kAcc false) or C += A B (kAcc true); N a multiple of kV; B and C row-major with ldb, ldc.
+template <bool kAcc>
+void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
+          int64_t ldc) {
+  int64_t j = 0;
+  if constexpr (kMaxW == 4)
+    for (; j + 4 * kV <= N; j += 4 * kV) row_blocks<rows_for(4), 4, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
+  for (; j + 2 * kV <= N; j += 2 * kV) row_blocks<rows_for(2), 2, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
+  for (; j + kV <= N; j += kV) row_blocks<rows_for(1), 1, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
+}
+
+// ---- tiles, masks and dropout -----------------------------------------------------------------------------------
+// Br x Bc: a score tile (48 x 128 floats, 24 KB) and the q, k, v, o tiles of a head of 32 (6-16 KB each) stay in L1
+// and L2. Br is a multiple of the kernels' 6 and 12 rows, Bc of their 64 columns. Swept on one thread at T = 2048
+// and 4096 (24-144 x 64-512): within 10% from 48 x 128 to 48 x 512; 48 x 128 is the best for the backward.
+constexpr int64_t kQueryBlock = 48, kKeyBlock = 128;
+constexpr float kPadScore = -1e9f;  // the composed path's fill for padding keys (see qkv_attention.cpp)
+
+struct Dims {
+  int64_t B, T, C, NH, HS;
+  int64_t HSp;     // HS rounded up to 16: tiles are zero-padded to whole vectors
+  int64_t Tq, Tk;  // T rounded up to whole query / key blocks
+};
+
+// The keys row t may see are s < row_keys(t): all T, causal t + 1, prefix-LM max(P_b, t + 1) (as qkv_attention).
+inline int64_t row_keys(int64_t t, int64_t T, bool causal, int64_t prefix_b) {
+  if (prefix_b >= 0) return std::max(prefix_b, t + 1);
+  return causal ? t + 1 : T;
+}
+// The first real key of a sequence (T when all are padding); a row with n keys has no real one iff first >= n.
+inline int64_t first_real(const float* km, int64_t T) {
+  int64_t f = 0;
+  while (km && f < T && km[f] == 0.f) f++;
+  return km ? f : 0;
+}
+
+// The packed path's dropout: keep(b, h, t, s) = row_draw(row_key(seed, (b NH + h) T + t), s) >= p 2^32.
+struct Drop {
+  bool on = false;
+  uint64_t seed = 0, thr = 0;
+  float r = 1;  // 1 / (1 - p)
+};
+// m[j] = keep(row, s0 + j) ? r : 0 for j < n
+inline void mask_tile_row(const Drop& dr, uint64_t row, int64_t s0, float* m, int64_t n) {
+  const uint32_t key = row_key(dr.seed, row);
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) m[j] = (uint64_t)row_draw(key, (uint32_t)(s0 + j)) >= dr.thr ? dr.r : 0.f;
+}
+
+// max_j x[j] over j < n (n >= 1) in 16 independent lanes: a plain `omp simd reduction(max)` loop stays scalar here.
+inline float row_max(const float* x, int64_t n) {
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (int j = 0; j < kLanes; j++) lane[j] = x[0];
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes)
+#pragma omp simd
+    for (int j = 0; j < kLanes; j++) lane[j] = std::max(lane[j], x[c + j]);
+  float mx = x[0];
+  for (; c < n; c++) mx = std::max(mx, x[c]);
+  for (int j = 0; j < kLanes; j++) mx = std::max(mx, lane[j]);
+  return mx;
+}
+
+struct Problem {
+  Dims d;
+  const float* qkv;       // (B, T, 3C)
+  const float* km;        // (B, T) or null
+  const int64_t* prefix;  // (B) or null
+  bool causal;
+  Drop drop;
+  int64_t keys(int64_t b, int64_t t) const { return row_keys(t, d.T, causal, prefix ? prefix[b] : -1); }
+};
+
+// Copies rows t0 .. t0 + n of one head's slice of x (leading dimension ld) into dst (rows, HSp) times `scale`,
+// zero-padded up to `rows` rows and HSp columns.
+void pack_rows(const float* x, int64_t ld, int64_t t0, int64_t n, int64_t rows, const Dims& d, float scale, float* dst) {
+  for (int64_t r = 0; r < rows; r++) {
+    float* o = dst + r * d.HSp;
+    const float* s = x + (t0 + r) * ld;
+    for (int64_t e = 0; e < d.HSp; e++) o[e] = r < n && e < d.HS ? scale * s[e] : 0.f;
+  }
+}
+// The transpose: dst (HSp, Bc), dst[e][r] = x[t0 + r][e], zero-padded.
+void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const Dims& d, float* dst) {
+  for (int64_t e = 0; e < d.HSp; e++)
+    for (int64_t r = 0; r < kKeyBlock; r++) dst[e * kKeyBlock + r] = r < n && e < d.HS ? x[(t0 + r) * ld + e] : 0.f;
+}
+
+// ---- forward ----------------------------------------------------------------------------------------------------
+int64_t forward_floats(const Dims& d) {
+  return 2 * d.Tk * d.HSp + 2 * kQueryBlock * d.HSp + 2 * kQueryBlock * kKeyBlock + 3 * kQueryBlock;
+}
+
+// One (b, h): writes head h's columns of out (B, T, C) and L (B NH, T).
+DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, float* L, float* ws) {
+  const Dims& d = pr.d;
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = kQueryBlock, Bc = kKeyBlock;
+  const float* Q = pr.qkv + b * T * ld + h * d.HS;
+  const float *K = Q + d.C, *V = Q + 2 * d.C;
+  const float* km = pr.km ? pr.km + b * T : nullptr;
+  float* Kt = ws;                  // (Tk / Bc) blocks of (HSp, Bc): K^T block by block
+  float* Vp = Kt + d.Tk * HSp;     // (Tk, HSp)
+  float* Qb = Vp + d.Tk * HSp;     // (Br, HSp): c Q of one query block
+  float* O = Qb + Br * HSp;        // (Br, HSp): the block's output accumulator
+  float* S = O + Br * HSp;         // (Br, Bc): scores, then P * M
+  float* Mk = S + Br * Bc;         // (Br, Bc): one row of the dropout mask at a time
+  float *m = Mk + Br * Bc, *l = m + Br, *alpha = l + Br;  // (Br) each: running max, running sum, rescale factor
+  for (int64_t s0 = 0; s0 < T; s0 += Bc) {
+    pack_cols(K, ld, s0, std::min(Bc, T - s0), d, Kt + s0 * HSp);
+    pack_rows(V, ld, s0, std::min(Bc, T - s0), Bc, d, 1.f, Vp + s0 * HSp);
+  }
+  const float c = (float)(1.0 / std::sqrt((double)d.HS));
+  for (int64_t t0 = 0; t0 < T; t0 += Br) {
+    const int64_t rows = std::min(Br, T - t0);
+    pack_rows(Q, ld, t0, rows, Br, d, c, Qb);
+    std::fill(O, O + Br * HSp, 0.f);
+    std::fill(m, m + Br, -INFINITY);
+    std::fill(l, l + Br, 0.f);
+    const int64_t reach = pr.keys(b, t0 + rows - 1);  // the block's last row sees the most keys
+    for (int64_t s0 = 0; s0 < reach; s0 += Bc) {
+      gemm<false>(Br, Bc, HSp, Qb, HSp, 1, Kt + s0 * HSp, Bc, S, Bc);  // S = c Q K^T
+      for (int64_t r = 0; r < Br; r++) {
+        float* s = S + r * Bc;
+        const int64_t t = t0 + r, n = r < rows ? std::clamp(pr.keys(b, t) - s0, (int64_t)0, Bc) : 0;
+        alpha[r] = 1.f;
+        if (n == 0) {  // nothing of this tile is allowed: the row's sums stay as they are
+          std::fill(s, s + Bc, 0.f);
+          continue;
+        }
+        if (km) {
+#pragma omp simd
+          for (int64_t j = 0; j < n; j++) s[j] = km[s0 + j] != 0.f ? s[j] : kPadScore;
+        }
+        const float mx = std::max(m[r], row_max(s, n));
+        alpha[r] = exp_fast(m[r] - mx);  // e^(m - m'); 0 on the row's first tile (m = -inf)
+        float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+        DL_VECTORIZE_WIDE
+        for (int64_t j = 0; j < n; j++) {
+          s[j] = exp_fast(s[j] - mx);
+          sum += s[j];
+        }
+        std::fill(s + n, s + Bc, 0.f);
+        l[r] = alpha[r] * l[r] + sum;
+        m[r] = mx;
+        if (pr.drop.on) {
+          mask_tile_row(pr.drop, bh * T + t, s0, Mk, n);
+#pragma omp simd
+          for (int64_t j = 0; j < n; j++) s[j] *= Mk[j];
+        }
+      }
+      for (int64_t r = 0; r < Br; r++)
+        if (alpha[r] != 1.f)
+#pragma omp simd
+          for (int64_t e = 0; e < HSp; e++) O[r * HSp + e] *= alpha[r];
+      gemm<true>(Br, HSp, Bc, S, Bc, 1, Vp + s0 * HSp, HSp, O, HSp);  // O = alpha O + (P M) V
+    }
+    for (int64_t r = 0; r < rows; r++) {
+      const float inv = 1.f / l[r];
+      float* o = out + (b * T + t0 + r) * d.C + h * d.HS;
+      for (int64_t e = 0; e < d.HS; e++) o[e] = O[r * HSp + e] * inv;
+      L[bh * T + t0 + r] = m[r] + std::log(l[r]);
+    }
+  }
+}
+
+// ---- backward ---------------------------------------------------------------------------------------------------
+int64_t backward_floats(const Dims& d) {
+  return 3 * d.Tq * d.HSp + d.Tq + 5 * kKeyBlock * d.HSp + 3 * kQueryBlock * kKeyBlock;
+}
+
+// One (b, h): writes head h's columns of dqkv (B, T, 3C). out (B, T, C) is the forward's output, dO its gradient.
+DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* out, const float* L, const float* dO, float* dqkv, float* ws) {
+  const Dims& d = pr.d;
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = kQueryBlock, Bc = kKeyBlock;
+  const float* Q = pr.qkv + b * T * ld + h * d.HS;
+  const float *K = Q + d.C, *V = Q + 2 * d.C;
+  const float* G = dO + b * T * d.C + h * d.HS;  // dO, leading dimension C
+  const float* km = pr.km ? pr.km + b * T : nullptr;
+  float* Qs = ws;                  // (Tq, HSp) c Q
+  float* dOs = Qs + d.Tq * HSp;    // (Tq, HSp)
+  float* dQa = dOs + d.Tq * HSp;   // (Tq, HSp): dS K summed over the key blocks
+  float* D = dQa + d.Tq * HSp;     // (Tq): D_t = dO_t . O_t
+  float* Kb = D + d.Tq;            // (Bc, HSp)
+  float* Ktb = Kb + Bc * HSp;      // (HSp, Bc)
+  float* Vtb = Ktb + Bc * HSp;     // (HSp, Bc)
+  float* dKa = Vtb + Bc * HSp;     // (Bc, HSp)
+  float* dVa = dKa + Bc * HSp;     // (Bc, HSp)
+  float* P = dVa + Bc * HSp;       // (Br, Bc): P
+  float* X = P + Br * Bc;          // (Br, Bc): dPd, then dS
+  float* Mk = X + Br * Bc;         // (Br, Bc): the dropout mask M, then P * M
+  const float c = (float)(1.0 / std::sqrt((double)d.HS));
+  pack_rows(Q, ld, 0, T, d.Tq, d, c, Qs);
+  pack_rows(G, d.C, 0, T, d.Tq, d, 1.f, dOs);
+  std::fill(dQa, dQa + d.Tq * HSp, 0.f);
+  for (int64_t t = 0; t < d.Tq; t++) {
+    const float* o = out + (b * T + t) * d.C + h * d.HS;
+    D[t] = t < T ? lane_sum<float>(d.HS, [&](int64_t e) { return o[e] * G[t * d.C + e]; }) : 0.f;
+  }
+  const int64_t first = first_real(km, T);
+  for (int64_t s0 = 0; s0 < T; s0 += Bc) {
+    const int64_t ns = std::min(Bc, T - s0);
+    pack_rows(K, ld, s0, ns, Bc, d, 1.f, Kb);
+    pack_cols(K, ld, s0, ns, d, Ktb);
+    pack_cols(V, ld, s0, ns, d, Vtb);
+    std::fill(dKa, dKa + 2 * Bc * HSp, 0.f);  // dKa and dVa
+    for (int64_t t0 = 0; t0 < T; t0 += Br) {
+      const int64_t rows = std::min(Br, T - t0);
+      if (pr.keys(b, t0 + rows - 1) <= s0) continue;  // no row of this block reaches key s0 (above the diagonal)
+      const float *Qi = Qs + t0 * HSp, *Gi = dOs + t0 * HSp;
+      gemm<false>(Br, Bc, HSp, Qi, HSp, 1, Ktb, Bc, P, Bc);  // S = c Q K^T
+      for (int64_t r = 0; r < Br; r++) {  // P = e^(S - L) and P * M
+        float *p = P + r * Bc, *pm = Mk + r * Bc;
+        const int64_t t = t0 + r, nt = r < rows ? pr.keys(b, t) : 0, n = std::clamp(nt - s0, (int64_t)0, Bc);
+        const float Lt = r < rows ? L[bh * T + t] : 0.f;
+        if (first >= nt) {  // no real key (or a padding row of the tile): uniform 1/nt, as the forward's fill gives
+          for (int64_t j = 0; j < Bc; j++) p[j] = j < n ? 1.f / (float)nt : 0.f;
+        } else {
+          if (km) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++) p[j] = km[s0 + j] != 0.f ? p[j] : kPadScore;
+          }
+#pragma omp simd
+          DL_VECTORIZE_WIDE
+          for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
+          std::fill(p + n, p + Bc, 0.f);
+        }
+        if (pr.drop.on) {
+          mask_tile_row(pr.drop, bh * T + t, s0, pm, n);
+#pragma omp simd
+          for (int64_t j = 0; j < n; j++) pm[j] *= p[j];
+          std::fill(pm + n, pm + Bc, 0.f);
+        }
+      }
+      const float* Pd = pr.drop.on ? Mk : P;
+      gemm<true>(Bc, HSp, Br, Pd, 1, Bc, Gi, HSp, dVa, HSp);  // dV += Pd^T dO
+      gemm<false>(Br, Bc, HSp, Gi, HSp, 1, Vtb, Bc, X, Bc);   // X = dPd = dO V^T
+      for (int64_t r = 0; r < Br; r++) {                     // dP = dPd M;  dS = P (dP - D)
+        float *x = X + r * Bc, *p = P + r * Bc, *pm = Mk + r * Bc;
+        const int64_t t = t0 + r, nt = r < rows ? pr.keys(b, t) : 0, n = std::clamp(nt - s0, (int64_t)0, Bc);
+        if (first >= nt) {  // all keys padding: dS = 0 (the fill does not depend on S)
+          std::fill(x, x + Bc, 0.f);
+          continue;
+        }
+        const float Dt = D[t];
+        if (pr.drop.on) {  // pm = P M, so P dP = pm dPd
+#pragma omp simd
+          for (int64_t j = 0; j < n; j++) x[j] = pm[j] * x[j] - p[j] * Dt;
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < n; j++) x[j] = p[j] * (x[j] - Dt);
+        }
+        std::fill(x + n, x + Bc, 0.f);
+      }
+      gemm<true>(Br, HSp, Bc, X, Bc, 1, Kb, HSp, dQa + t0 * HSp, HSp);  // dQ += dS K (times c below)
+      gemm<true>(Bc, HSp, Br, X, 1, Bc, Qi, HSp, dKa, HSp);             // dK += dS^T (c Q)
+    }
+    for (int64_t s = 0; s < ns; s++) {
+      float* dk = dqkv + (b * T + s0 + s) * ld + d.C + h * d.HS;
+      for (int64_t e = 0; e < d.HS; e++) dk[e] = dKa[s * HSp + e], dk[d.C + e] = dVa[s * HSp + e];
+    }
+  }
+  for (int64_t t = 0; t < T; t++) {
+    float* dq = dqkv + (b * T + t) * ld + h * d.HS;
+    for (int64_t e = 0; e < d.HS; e++) dq[e] = c * dQa[t * HSp + e];
+  }
+}
+
+// Runs f(bh, thread scratch) over the B NH pairs: one pair on one thread from start to end.
+template <class F> void over_pairs(const Dims& d, int64_t floats, F&& f) {
+  const int nt = omp_get_max_threads();
+  Tensor scratch = Tensor::empty({nt, floats});  // from the caching allocator: no fresh pages per step
+  float* base = scratch.data<float>();
+#pragma omp parallel num_threads(nt)
+  {
+    float* mine = base + omp_get_thread_num() * floats;
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < d.B * d.NH; bh++) f(bh, mine);
+  }
+}
+
+struct FlashAttentionNode : Node {
+  Tensor qkv, out, L, key_mask;  // qkv (B, T, 3C), out (B, T, C), L (B, NH, T), key_mask (B, T) f32 or undefined
+  std::vector<int64_t> prefix;   // (B) or empty
+  Dims d{};
+  bool causal = false;
+  Drop drop;
+  const char* name() const override { return "flash_attention"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    if (!qkv.defined()) fail("flash_attention: backward called twice without retain_graph");
+    Tensor g = dy.to(DType::f32).contiguous();
+    Tensor dqkv = Tensor::empty(qkv.shape());
+    Problem pr{d, qkv.data<float>(), key_mask.defined() ? key_mask.data<float>() : nullptr,
+               prefix.empty() ? nullptr : prefix.data(), causal, drop};
+    const float *po = out.data<float>(), *pl = L.data<float>(), *pg = g.data<float>();
+    float* pd = dqkv.data<float>();
+    over_pairs(d, backward_floats(d), [&](int64_t bh, float* ws) { backward_pair(pr, bh, po, pl, pg, pd, ws); });
+    return {dqkv};
+  }
+  void release() override { qkv = out = L = key_mask = Tensor(); }
+};
+
+}  // namespace
+
+Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask,
+                    const Tensor& prefix) {
+  if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
+    fail("flash_attention: expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
+         shape_str(qkv.shape()));
+  if (qkv.dtype() != DType::f32 || qkv.data().device() != Device::cpu)
+    fail(std::string("flash_attention: implemented for f32 CPU tensors (use the composed attention otherwise), found ") +
+         dtype_name(qkv.dtype()));
+  if (!(p >= 0 && p <= 1)) fail("flash_attention: dropout p must be in [0, 1], found " + std::to_string(p));
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / heads;
+  const auto up = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
+  Dims d{B, T, C, heads, HS, up(HS, 16), up(T, kQueryBlock), up(T, kKeyBlock)};
+  if (key_mask.defined() && key_mask.shape() != Shape{B, T})
+    fail("flash_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({B, T}) + ", found " +
+         shape_str(key_mask.shape()));
+  std::vector<int64_t> P = prefix.defined() ? prefix_lengths(prefix, B, T, "flash_attention") : std::vector<int64_t>();
+  Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
+  Drop dr;
+  dr.on = training && p > 0;
+  dr.seed = dr.on ? g.next_u64() : 0;  // the draw qkv_attention makes, so both give the same mask
+  dr.thr = (uint64_t)std::llround(p * 4294967296.0);
+  dr.r = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.f;
+  Tensor x = qkv.data().contiguous();
+  Tensor out = Tensor::empty({B, T, C}), L = Tensor::empty({B, heads, T});
+  Problem pr{d, x.data<float>(), km.defined() ? km.data<float>() : nullptr, P.empty() ? nullptr : P.data(), causal, dr};
+  float *po = out.data<float>(), *pl = L.data<float>();
+  over_pairs(d, forward_floats(d), [&](int64_t bh, float* ws) { forward_pair(pr, bh, po, pl, ws); });
+  if (!any_requires_grad({qkv})) return Var(out);
+  auto n = std::make_shared<FlashAttentionNode>();
+  n->qkv = x, n->out = out, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr, n->prefix = P;
+  return record(n, out, {qkv});
+}
+
+}  // namespace dl::nn

@@ -1,0 +1,38 @@
+// nn/fused/flash_attention.h - blocked self-attention with the online softmax (FlashAttention, Dao et al. 2022,
+// arXiv 2205.14135; FlashAttention-2's loop order, Dao 2023, arXiv 2307.08691) in float32 on the CPU: the long-sequence
+// twin of the packed primitive (nn/fused/qkv_attention.h). It takes the same arguments (the packed projection qkv,
+// key padding mask, causal, prefix-LM lengths) and the same counter-hash dropout mask, and computes the same map;
+// tests/nn/fused/test_flash_attention.cpp checks it against the packed and the composed paths (values, every gradient).
+//
+// Shape letters: B batch, T time, C channels, NH heads, HS = C / NH; c = 1/sqrt(HS); r = 1/(1 - p).
+// Tiles: Br query rows x Bc keys (kQueryBlock x kKeyBlock in the .cpp). Per (b, h), with Q' = c Q:
+//   forward, for each query block i, over the key blocks j it may see:
+//     S    = Q'_i K_j^T                          (Br, Bc)  a small gemm, in L1/L2
+//     S_ts = -1e9 at padding keys (as the composed masked_fill), keys s >= row_keys(t) left out
+//     m'   = max(m, max_s S_ts);  a = e^(m - m');  P_ts = e^(S_ts - m')
+//     l    = a l + sum_s P_ts
+//     O_i  = a O_i + (P * M) V_j                 (Br, HS)  M = r keep(b, h, t, s) or 1, the packed path's hash
+//   then O_i /= l and L_t = m + log l is saved (T floats): nothing T x T exists, not even per thread.
+//   backward (key blocks outer, query blocks inner; D_t = dO_t . O_t precomputed from the saved output):
+//     P    = e^(S - L) (recomputed),  Pd = P * M
+//     in the forward this was O = Pd V, so     dV_j += Pd^T dO_i,   dPd = dO_i V_j^T,   dP = dPd * M
+//     softmax backward                          dS = P * (dP - D)   (0 at padding keys: the fill is a constant)
+//     S = c Q K^T, so                           dQ_i += c dS K_j,    dK_j += dS^T Q'_i   (= c dS^T Q_i)
+// The products run on a register-tiled micro-kernel (a row block of 6 or 12 rows times 64 or 32 columns held in
+// 24 vector accumulators; AVX-512 when the build has it, else AVX2), not on OpenBLAS: a tile is too small for
+// sgemm's packing to pay off. One (b, h) pair runs on one OpenMP thread from start to end, so dQ, dK and dV are
+// summed in one fixed order and the result does not depend on the thread count. Memory per thread O(T HS): the
+// packed copies of one head's q, k, v, dO and the dQ accumulator. Causal: key blocks above the diagonal are skipped.
+// A row whose keys are all padding gets uniform weights over its keys (the -1e9 fill everywhere), as in the packed
+// path. What it is not: cross-attention, an additive bias, returned weights, float64 (use the composed path).
+#pragma once
+#include "autograd/ops.h"
+
+namespace dl::nn {
+
+// qkv (B, T, 3C) f32 CPU -> (B, T, C); the arguments mean what they mean for qkv_attention (same dropout draw from
+// g: one u64 per training call with p > 0, so both primitives give the same mask for the same generator state).
+Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g,
+                    const Tensor& key_mask = Tensor(), const Tensor& prefix = Tensor());
+
+}  // namespace dl::nn
