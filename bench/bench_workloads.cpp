@@ -2,7 +2,8 @@
 // shapes and parameter counts of bench/torch_workloads.py (its PyTorch twin), plus a length-scaling table.
 //
 //   bench_workloads transformer_listops [--len 512] [--steps 5] [--warmup 2] [--threads 2] [--attention packed]
-//   bench_workloads scaling [--steps 2] [--batch 4] [--max-len 4096]
+//   bench_workloads scaling [--steps 2] [--batch 2] [--min-len 256] [--max-len 4096] [--rounds 1] [--kinds a,b,...]
+//   bench_workloads kernels [--len 4096] [--batch 2] [--steps 5]   # the attention primitives alone, ms and GFLOP/s
 //   bench_workloads s4d --profile        # also one step op by op on stderr (autograd/profile.h): where the time goes
 //
 // One step = zero_grad, forward, loss, backward, AdamW step (lr 1e-3, wd 0.01), fp32, fixed seed, timed after warm-up;
@@ -39,6 +40,7 @@
 #include "autograd/ops.h"
 #include "autograd/profile.h"
 #include "nn/attention/attention.h"
+#include "nn/fused/flash_attention.h"
 #include "nn/fused/fused_attention.h"
 #include "nn/layers.h"
 #include "nn/attention/linear_attention.h"
@@ -69,22 +71,26 @@ Tensor sinusoidal(int64_t T, int64_t D) {  // pe[t, 2i] = sin(t / 10000^(2i/D)),
   return from_vector(pe, {T, D});
 }
 
-// Self-attention on MultiheadAttention's parameters through the packed-qkv primitive (nn/fused/qkv_attention.h):
-// the same map as MultiheadAttention::forward without a mask (q, k, v = x in_proj^T + in_proj_bias, split heads,
+// Self-attention on MultiheadAttention's parameters through one of the primitives on the packed projection: the
+// same map as MultiheadAttention::forward without a mask (q, k, v = x in_proj^T + in_proj_bias, split heads,
 // attention with dropout on the weights, merge heads, out_proj), with one sgemm for the three projections and no
-// (B, NH, T, T) tensor. `packed = false` runs MultiheadAttention's composed path instead (the plain twin).
+// (B, NH, T, T) tensor: `packed` (nn/fused/qkv_attention.h) or `flash` (nn/fused/flash_attention.h). `layer` runs
+// MultiheadAttention::forward itself, which takes the path its options and the length choose (choose_attention_path).
+enum class Prim { layer, packed, flash };
 struct SelfAttention : SequenceLayer {
   std::shared_ptr<MultiheadAttention> mha;
-  bool packed;
+  Prim prim;
   Generator* gen;
-  SelfAttention(int64_t d, const AttentionOptions& o, bool packed, Generator& g) : packed(packed), gen(&g) {
+  SelfAttention(int64_t d, const AttentionOptions& o, Prim prim, Generator& g) : prim(prim), gen(&g) {
     mha = register_module("mha", std::make_shared<MultiheadAttention>(d, o, g));
   }
   std::string type_name() const override { return "SelfAttention"; }
   Var forward(const Var& x, const Tensor& mask) override {
-    if (!packed) return mha->forward(x, mask);
+    if (prim == Prim::layer) return mha->forward(x, mask);
     Var qkv = linear(x, mha->in_proj_weight, mha->in_proj_bias);  // (B, T, 3C)
-    return mha->out_proj->forward(qkv_attention(qkv, mha->opt.heads, mha->opt.causal, mha->opt.dropout, is_training(), *gen));
+    const AttentionOptions& o = mha->opt;
+    return mha->out_proj->forward(prim == Prim::flash ? flash_attention(qkv, o.heads, o.causal, o.dropout, is_training(), *gen)
+                                                      : qkv_attention(qkv, o.heads, o.causal, o.dropout, is_training(), *gen));
   }
 };
 
@@ -108,7 +114,9 @@ struct EncoderLayer : Module {
     o.heads = heads;
     o.dropout = p;
     o.fused = attn == Attn::fused;  // MultiheadAttention uses it only where no dropout is involved
-    self_attn = register_module("self_attn", std::make_shared<SelfAttention>(d, o, attn == Attn::packed, g));
+    o.packed = attn != Attn::composed;  // the layer's default is its packed path
+    self_attn = register_module("self_attn",
+                                std::make_shared<SelfAttention>(d, o, attn == Attn::packed ? Prim::packed : Prim::layer, g));
     linear1 = register_module("linear1", std::make_shared<Linear>(d, ffn, g));
     linear2 = register_module("linear2", std::make_shared<Linear>(ffn, d, g));
     norm1 = register_module("norm1", std::make_shared<LayerNorm>(d));
@@ -406,50 +414,118 @@ struct MixerBlock : Module {
   Var forward(const Var& x) { return x + mixer->forward(norm->forward(x), Tensor()); }
 };
 
-int run_scaling(int steps, int64_t batch, int64_t max_len) {
+// The scaling table: one pre-LN block x + mixer(norm(x)) at d 128 (4 heads for the attentions), the full training step
+// (forward, backward, AdamW), ms per step, at lengths min_len, 2 min_len, ... max_len. Kinds: attention (the composed
+// path, packed = false), fused_attention, qkv_attention (packed), flash_attention (blocked), mha (the layer's own
+// choice at that length), linear_attention, s4d. At each length the kinds run in `rounds` rounds that alternate them,
+// so a change of the shared machine's load hits all alike; a row holds the median over the rounds of each round's
+// median step, and every round's value.
+int run_scaling(int steps, int64_t batch, int64_t min_len, int64_t max_len, int rounds, const std::vector<std::string>& kinds) {
   const int64_t d = 128;
-  const std::vector<std::string> kinds = {"attention", "fused_attention", "qkv_attention", "linear_attention", "s4d"};
-  std::printf("{\"scaling\": {\"batch\": %lld, \"d_model\": %lld, \"heads\": 4, \"rows\": [\n", (long long)batch, (long long)d);
+  std::printf("{\"scaling\": {\"batch\": %lld, \"d_model\": %lld, \"heads\": 4, \"steps\": %d, \"rounds\": %d, \"rows\": [\n",
+              (long long)batch, (long long)d, steps, rounds);
   bool first = true;
-  for (int64_t L = 256; L <= max_len; L *= 2) {
-    for (const auto& kind : kinds) {
-      Generator g(0), dg(1);
-      std::shared_ptr<SequenceLayer> m;
-      if (kind == "attention" || kind == "fused_attention" || kind == "qkv_attention") {
-        AttentionOptions o;
-        o.heads = 4;
-        o.fused = kind == "fused_attention";
-        m = std::make_shared<SelfAttention>(d, o, kind == "qkv_attention", g);
-      } else if (kind == "linear_attention") {
-        m = std::make_shared<LinearAttention>(d, 4, "elu", false, g);
-      } else {
-        S4DOptions o;
-        o.kernel.d_state = 64;
-        m = std::make_shared<S4D>(d, o, g);
+  for (int64_t L = min_len; L <= max_len; L *= 2) {
+    std::vector<std::vector<double>> ms(kinds.size());
+    for (int round = 0; round < rounds; round++)
+      for (size_t k = 0; k < kinds.size(); k++) {
+        const std::string& kind = kinds[k];
+        Generator g(0), dg(1);
+        std::shared_ptr<SequenceLayer> m;
+        if (kind == "attention" || kind == "fused_attention" || kind == "qkv_attention" || kind == "flash_attention" ||
+            kind == "mha") {
+          AttentionOptions o;
+          o.heads = 4;
+          o.fused = kind == "fused_attention";
+          o.packed = kind != "attention";
+          const Prim p = kind == "qkv_attention" ? Prim::packed : kind == "flash_attention" ? Prim::flash : Prim::layer;
+          m = std::make_shared<SelfAttention>(d, o, p, g);
+        } else if (kind == "linear_attention") {
+          m = std::make_shared<LinearAttention>(d, 4, "elu", false, g);
+        } else if (kind == "s4d") {
+          S4DOptions o;
+          o.kernel.d_state = 64;
+          m = std::make_shared<S4D>(d, o, g);
+        } else {
+          fail("bench_workloads scaling: unknown kind '" + kind +
+               "' (attention, fused_attention, qkv_attention, flash_attention, mha, linear_attention, s4d)");
+        }
+        auto block = std::make_shared<MixerBlock>(m, d);
+        block->train();
+        Tensor x = randn({batch, L, d}, dg);
+        auto loss1 = [&] {
+          Var y = block->forward(Var(x));
+          return mean(y * y);
+        };
+        ms[k].push_back(time_steps(*block, loss1, 1, steps).ms);
       }
-      auto block = std::make_shared<MixerBlock>(m, d);
-      block->train();
-      Tensor x = randn({batch, L, d}, dg);
-      auto loss1 = [&] {
-        Var y = block->forward(Var(x));
-        return mean(y * y);
-      };
-      StepStats s = time_steps(*block, loss1, 1, steps);
-      std::printf("%s  {\"kind\": \"%s\", \"len\": %lld, \"ms_per_step\": %.2f}", first ? "" : ",\n", kind.c_str(), (long long)L,
-                  s.ms);
-      std::fflush(stdout);
+    for (size_t k = 0; k < kinds.size(); k++) {
+      std::printf("%s  {\"kind\": \"%s\", \"len\": %lld, \"ms_per_step\": %.2f, \"rounds_ms\": [", first ? "" : ",\n",
+                  kinds[k].c_str(), (long long)L, median(ms[k]));
+      for (size_t r = 0; r < ms[k].size(); r++) std::printf("%s%.2f", r ? ", " : "", ms[k][r]);
+      std::printf("]}");
       first = false;
     }
+    std::fflush(stdout);
   }
   std::printf("\n]}}\n");
   return 0;
+}
+
+// The attention primitives alone on qkv (B, T, 3 128), 4 heads (HS 32): forward, and forward + backward, ms (median of
+// `steps` after one warm-up) and GFLOP/s counted as 4 T^2 HS per (b, h) forward (q k^T and p v, a multiply-add = 2),
+// 14 T^2 HS forward + backward (the backward's five products: s again, dV, dP, dQ, dK). No dropout.
+int run_kernels(int steps, int64_t batch, int64_t L, const std::vector<std::string>& kinds) {
+  const int64_t C = 128, NH = 4, HS = C / NH;
+  Generator g(0);
+  Var qkv(randn({batch, L, 3 * C}, g), true);
+  Tensor dy = randn({batch, L, C}, g);
+  const double unit = (double)batch * NH * L * L * HS / 1e9;  // GFLOP per T^2 HS
+  for (const auto& kind : kinds) {
+    auto run = [&](bool back) {
+      Var y = kind == "flash_attention" ? flash_attention(qkv, NH, false, 0, true, g)
+              : kind == "qkv_attention" ? qkv_attention(qkv, NH, false, 0, true, g)
+                                        : (fail("bench_workloads kernels: kinds are qkv_attention, flash_attention"), Var());
+      if (back) y.backward(dy);
+    };
+    double f_ms = 0, fb_ms = 0;
+    for (bool back : {false, true}) {
+      std::vector<double> t;
+      for (int i = 0; i <= steps; i++) {
+        const double t0 = now_s();
+        run(back);
+        if (i > 0) t.push_back(1000.0 * (now_s() - t0));
+      }
+      (back ? fb_ms : f_ms) = median(t);
+    }
+    std::printf("{\"kernel\": \"%s\", \"batch\": %lld, \"len\": %lld, \"heads\": %lld, \"head_size\": %lld, \"fwd_ms\": %.2f, "
+                "\"fwd_gflops\": %.1f, \"fwd_bwd_ms\": %.2f, \"fwd_bwd_gflops\": %.1f}\n",
+                kind.c_str(), (long long)batch, (long long)L, (long long)NH, (long long)HS, f_ms, 4 * unit / (f_ms / 1000),
+                fb_ms, 14 * unit / (fb_ms / 1000));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= s.size()) {
+    const size_t j = std::min(s.find(',', i), s.size());
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string name;
-  int64_t len = 0, batch = 2, max_len = 4096;
+  int64_t len = 0, batch = 2, min_len = 256, max_len = 4096;
+  int rounds = 1;
+  std::string kinds = "attention,fused_attention,qkv_attention,flash_attention,linear_attention,s4d";
+  bool kinds_given = false;
   int steps = 5, warmup = 2, threads = 2;
   bool profile = false;
   Attn attn = Attn::packed;
@@ -465,11 +541,15 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--batch") batch = std::stoll(next());
     else if (a == "--max-len") max_len = std::stoll(next());
+    else if (a == "--min-len") min_len = std::stoll(next());
+    else if (a == "--rounds") rounds = std::stoi(next());
+    else if (a == "--kinds") kinds = next(), kinds_given = true;
     else if (a == "--attention") attn = parse_attn(next());
     else if (a == "--profile") profile = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: bench_workloads {transformer_listops|s4d|lstm_bits|gpt_char|scaling} [--len L] [--steps N] "
-                  "[--warmup N] [--threads N] [--attention packed|composed|fused] [--profile] [--batch B --max-len L (scaling)]\n");
+      std::printf("usage: bench_workloads {transformer_listops|s4d|lstm_bits|gpt_char|scaling|kernels} [--len L] [--steps N] "
+                  "[--warmup N] [--threads N] [--attention packed|composed|fused] [--profile] [--batch B] "
+                  "[--min-len L --max-len L --rounds N --kinds a,b (scaling)]\n");
       return 0;
     } else if (!a.empty() && a[0] != '-' && name.empty()) name = a;
     else fail("bench_workloads: unknown argument " + a);
@@ -477,7 +557,10 @@ int main(int argc, char** argv) {
   if (name.empty()) fail("bench_workloads: name a workload (transformer_listops, s4d, lstm_bits, gpt_char, scaling)");
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
-  if (name == "scaling") return run_scaling(std::max(1, steps == 5 ? 2 : steps), batch, max_len);
+  if (name == "scaling")
+    return run_scaling(std::max(1, steps == 5 ? 2 : steps), batch, min_len, max_len, std::max(1, rounds), split_commas(kinds));
+  if (name == "kernels")
+    return run_kernels(steps, batch, len ? len : 4096, split_commas(kinds_given ? kinds : "qkv_attention,flash_attention"));
 
   static const std::pair<const char*, int64_t> kDefaultLen[] = {
       {"transformer_listops", 512}, {"s4d", 1024}, {"lstm_bits", 100}, {"gpt_char", 256}};
