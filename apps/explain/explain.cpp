@@ -13,6 +13,7 @@
 
 #include "apps/common/report.h"
 #include "apps/common/results.h"
+#include "nn/conv/conv_seq.h"
 #include "nn/ssm/ssm_layer.h"
 #include "subject.h"
 
@@ -121,16 +122,21 @@ static std::string tics(const std::vector<std::string>& labels, int64_t n) {
   return t + ")";
 }
 
-static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att, int64_t real_len,
-                                           const std::vector<std::string>& labels, const std::string& dir,
-                                           const std::string& cell, bool plots) {
+// The rows of a map are its queries, the columns its keys; each axis is the input's positions (cut to its real length)
+// or a seq2seq decoder's (target_labels).
+static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att, const Subject& s, const std::string& dir,
+                                           bool plots) {
   std::vector<HeadMap> out;
   for (const NamedWeights& a : att) {
     Tensor w = a.w.data().to(DType::f64).contiguous();  // (1, NH, T, S)
-    const int64_t NH = w.size(1), T = std::min(w.size(2), real_len), S = std::min(w.size(3), real_len);
+    const std::vector<std::string>& qlabels = a.target_queries ? s.target_labels : s.labels;
+    const std::vector<std::string>& klabels = a.target_keys ? s.target_labels : s.labels;
+    const int64_t NH = w.size(1), T = a.target_queries ? w.size(2) : std::min(w.size(2), s.real_len),
+                  S = a.target_keys ? w.size(3) : std::min(w.size(3), s.real_len);
+    const std::string& cell = s.cell;
     for (int64_t h = 0; h < NH; h++) {
       HeadMap m;
-      m.layer = a.layer, m.head = (int)h;
+      m.layer = a.layer, m.head = (int)h, m.cross = a.target_queries != a.target_keys;
       m.w.assign(T, std::vector<double>(S));
       std::ostringstream d;
       for (int64_t q = 0; q < T; q++) {
@@ -147,12 +153,13 @@ static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att,
       m.png = name + ".png";
       std::ostringstream gp;
       gp << "set title '" << cell << ": " << a.layer << ", head " << h << "'\n"
-         << "set xlabel 'key position (read from)'\nset ylabel 'query position (reading)'\n"
+         << "set xlabel '" << (a.target_keys ? "decoder " : m.cross ? "input " : "") << "key position (read from)'\n"
+         << "set ylabel '" << (a.target_queries ? "decoder " : "") << "query position (reading)'\n"
          << "set yrange [" << T - 0.5 << ":-0.5]\nset xrange [-0.5:" << S - 0.5 << "]\nset cbrange [0:*]\n"
          << "set cblabel 'attention weight (each row sums to 1)'\nset palette grey negative\n";
-      const bool named = (int64_t)labels.size() >= std::max(T, S) && std::max(T, S) <= 96;  // name the positions
-      if (named)
-        gp << "set xtics " << tics(labels, S) << " rotate by 90 font ',8'\nset ytics " << tics(labels, T) << " font ',8'\n";
+      const bool named = (int64_t)klabels.size() >= S && (int64_t)qlabels.size() >= T && std::max(T, S) <= 96;
+      if (named)  // name the positions
+        gp << "set xtics " << tics(klabels, S) << " rotate by 90 font ',8'\nset ytics " << tics(qlabels, T) << " font ',8'\n";
       gp << "plot '" << name << ".dat' matrix with image notitle\n";
       write_plot(dir, name, d.str(), gp.str(), plots, named && std::max(T, S) > 24 ? "900,820" : "640,480");
       out.push_back(std::move(m));
@@ -265,7 +272,118 @@ static std::vector<KernelInfo> ssm_kernels(nn::Module& root, int64_t L, int n_ch
   return out;
 }
 
-// ---- 5. explain.md ----
+// ---- 5. convolution kernels ----
+// y[t] = sum_k w[k] x[t + offset_k] with offset_k = k d - pad (pad = (K - 1) d when causal, (K - 1) d / 2 otherwise:
+// nn/conv/conv_seq.cpp left_pad), so a tap at a negative offset reads the past.
+static std::vector<int64_t> tap_offsets(const nn::ConvSeqOptions& o, int64_t d) {
+  const int64_t pad = o.causal ? (o.kernel_size - 1) * d : (o.kernel_size - 1) * d / 2;
+  std::vector<int64_t> off;
+  for (int64_t k = 0; k < o.kernel_size; k++) off.push_back(k * d - pad);
+  return off;
+}
+
+// The weighted mean offset of a row, weighted by |w|: where the taps read on average.
+static double centre_of(const std::vector<double>& row, const std::vector<int64_t>& off) {
+  double num = 0, den = 0;
+  for (size_t k = 0; k < row.size(); k++) num += std::abs(row[k]) * (double)off[k], den += std::abs(row[k]);
+  return den > 0 ? num / den : 0;
+}
+
+static std::vector<std::vector<double>> rows_of(const Tensor& t2) {  // (R, K) -> R rows
+  Tensor t = t2.to(DType::f64).contiguous();
+  std::vector<std::vector<double>> rows(t.size(0), std::vector<double>(t.size(1)));
+  for (int64_t r = 0; r < t.size(0); r++)
+    for (int64_t k = 0; k < t.size(1); k++) rows[r][k] = t.data<double>()[r * t.size(1) + k];
+  return rows;
+}
+
+static void find_convs(nn::Module& m, const std::string& path, std::vector<std::pair<std::string, nn::SeqConv*>>& out) {
+  if (auto* c = dynamic_cast<nn::SeqConv*>(&m)) out.push_back({path, c});
+  for (auto& [n, c] : m.named_children()) find_convs(*c, path.empty() ? n : path + "." + n, out);
+}
+
+// Lightweight and dilated kernels are weights (read here); a dynamic layer's are predicted from its input, so they
+// were recorded during the forward pass (`recorded`: the (1, L, H, K) kernels of each dynamic layer, by path).
+static std::vector<ConvKernelInfo> conv_kernels(nn::Module& root, const std::map<std::string, std::vector<Var>>& recorded,
+                                                int n_channels, const std::string& dir, const std::string& cell,
+                                                bool plots) {
+  std::vector<std::pair<std::string, nn::SeqConv*>> convs;
+  find_convs(root, "", convs);
+  std::vector<ConvKernelInfo> out;
+  for (auto& [path, conv] : convs) {
+    ConvKernelInfo c;
+    c.layer = path;
+    const std::string name = "conv_" + file_safe(path);
+    std::string what;  // the plot's y label
+    if (auto* l = dynamic_cast<nn::LightweightConv*>(conv)) {
+      c.type = "lightweight", c.kernel_size = l->opt.kernel_size, c.causal = l->opt.causal;
+      c.offsets = tap_offsets(l->opt, 1);
+      c.rows = rows_of(softmax(l->weight.data().reshape({l->opt.num_heads, l->opt.kernel_size}), 1));
+      for (size_t h = 0; h < c.rows.size(); h++) c.row_names.push_back("head " + std::to_string(h));
+      what = "softmax kernel weight (sums to 1 per head)";
+    } else if (auto* d = dynamic_cast<nn::DilatedSeparableConv*>(conv)) {
+      c.type = "dilated", c.kernel_size = d->opt.kernel_size, c.dilation = d->opt.dilation, c.causal = d->opt.causal;
+      c.offsets = tap_offsets(d->opt, d->opt.dilation);
+      const std::vector<std::vector<double>> all = rows_of(d->depthwise_weight.data().reshape({d->C, d->opt.kernel_size}));
+      for (int64_t ch = 0; ch < std::min<int64_t>(n_channels, d->C); ch++)
+        c.rows.push_back(all[ch]), c.row_names.push_back("channel " + std::to_string(ch));
+      what = "depthwise tap (raw; a bias and the pointwise mix follow)";
+    } else if (auto* y = dynamic_cast<nn::DynamicConv*>(conv)) {
+      c.type = "dynamic", c.kernel_size = y->opt.kernel_size, c.causal = y->opt.causal;
+      c.offsets = tap_offsets(y->opt, 1);
+      auto it = recorded.find(path);
+      if (it == recorded.end() || it->second.empty()) continue;
+      Tensor w = it->second.front().data().to(DType::f64).contiguous();  // (1, L, H, K)
+      const int64_t L = w.size(1), H = w.size(2), K = w.size(3);
+      c.maps.assign(H, std::vector<std::vector<double>>(L, std::vector<double>(K)));
+      for (int64_t h = 0; h < H; h++) {
+        double centre = 0;
+        std::ostringstream dat, gp;
+        for (int64_t t = 0; t < L; t++) {
+          for (int64_t k = 0; k < K; k++) {
+            c.maps[h][t][k] = w.data<double>()[((t * H) + h) * K + k];
+            dat << (k ? " " : "") << c.maps[h][t][k];
+          }
+          dat << "\n";
+          centre += centre_of(c.maps[h][t], c.offsets) / (double)L;
+        }
+        c.centre.push_back(centre);
+        const std::string png = name + "_head" + std::to_string(h);
+        gp << "set title '" << cell << ": " << path << " (dynamic), head " << h << "'\n"
+           << "set xlabel 'tap offset (positions; negative = the past)'\nset ylabel 'position t (its own kernel)'\n"
+           << "set yrange [" << L - 0.5 << ":-0.5]\nset xrange [-0.5:" << K - 0.5 << "]\nset cbrange [0:*]\n"
+           << "set xtics (";
+        for (int64_t k = 0; k < K; k++) gp << (k ? ", " : "") << "'" << c.offsets[k] << "' " << k;
+        gp << ")\nset cblabel 'kernel weight (each row sums to 1)'\nset palette grey negative\n"
+           << "plot '" << png << ".dat' matrix with image notitle\n";
+        write_plot(dir, png, dat.str(), gp.str(), plots);
+        c.pngs.push_back(png + ".png");
+      }
+      out.push_back(std::move(c));
+      continue;
+    } else {
+      continue;
+    }
+    std::ostringstream dat, gp;
+    for (size_t r = 0; r < c.rows.size(); r++) {
+      c.centre.push_back(centre_of(c.rows[r], c.offsets));
+      dat << "# " << c.row_names[r] << "\n";
+      for (size_t k = 0; k < c.rows[r].size(); k++) dat << c.offsets[k] << " " << c.rows[r][k] << "\n";
+      dat << "\n\n";
+      gp << (r ? ", " : "plot ") << "'" << name << ".dat' index " << r << " using 1:2 with linespoints title '"
+         << c.row_names[r] << "'";
+    }
+    write_plot(dir, name, dat.str(),
+               "set title '" + cell + ": " + path + " (" + c.type + (c.causal ? ", causal" : "") + ")'\n"
+               "set xlabel 'tap offset (positions; negative = the past)'\nset ylabel '" + what + "'\nset grid\n" + gp.str() + "\n",
+               plots);
+    c.pngs.push_back(name + ".png");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// ---- 6. explain.md ----
 static std::string markdown(const Report& r, const std::string& tree, const std::string& graph_text) {
   std::ostringstream md;
   md << "# explain: " << r.cell << " (" << r.app << ")\n\n"
@@ -281,10 +399,11 @@ static std::string markdown(const Report& r, const std::string& tree, const std:
           "sums to 1; a dark cell (q, k) means position q reads a lot from position k. A dark diagonal = the head looks "
           "at the position itself, a dark band just left of it = at its neighbours, a dark first column = at the start "
           "(often a \"no-op\" sink), an even grey row = it averages everything. A causal model's maps are zero above the "
-          "diagonal.\n\n";
+          "diagonal. In a seq2seq model the decoder's rows are its input positions (start, then the target shifted right); "
+          "its self-attention is causal and its cross-attention (marked so) reads the input's positions.\n\n";
     md << "| layer | head | mean distance read (positions) | weight on position 0 | weight on itself |\n|---|---:|---:|---:|---:|\n";
     for (const HeadMap& h : r.heads)
-      md << "| " << h.layer << " | " << h.head << " | " << std::fixed << std::setprecision(1) << h.mean_distance << " | "
+      md << "| " << h.layer << (h.cross ? " (cross: decoder reads input)" : "") << " | " << h.head << " | " << std::fixed << std::setprecision(1) << h.mean_distance << " | "
          << std::setprecision(2) << h.on_first << " | " << h.on_self << " |\n";
     md << std::defaultfloat << std::setprecision(6) << "\n";
     std::string layer;
@@ -309,8 +428,32 @@ static std::string markdown(const Report& r, const std::string& tree, const std:
          << "![kernel](" << k.kernel_png << ") ![frequency response](" << k.freq_png << ")\n\n";
     }
   }
-  if (r.heads.empty() && r.kernels.empty())
-    md << "This model has no attention layer and no state-space layer to picture (its mixers are of another kind).\n";
+  if (!r.convs.empty()) {
+    md << "## Convolution kernels\n\nA convolution mixer computes y[t] = sum_k w[k] x[t + offset_k]: the plots show the "
+          "weight each tap offset gets (negative offsets read the past; a causal layer, as in a decoder, has only offsets "
+          "<= 0). A **lightweight** layer has one softmax kernel per head, shared by the head's channels: like an attention "
+          "row restricted to a window, but the same at every position and for every input. A **dynamic** layer predicts "
+          "such a kernel at every position from the input (one heat map per head: row t is position t's kernel, each row "
+          "sums to 1), so it can look further back where the input asks for it. A **dilated** layer's depthwise taps are "
+          "d positions apart (raw weights of any sign; a bias and the pointwise mix follow), so a stack of growing "
+          "dilations covers a long window with few taps. Mean offset = the |w|-weighted mean of the offsets.\n\n";
+    md << "| layer | kind | taps | offsets | mean offset read (per head / channel) |\n|---|---|---:|---|---|\n";
+    for (const ConvKernelInfo& c : r.convs) {
+      md << "| " << c.layer << " | " << c.type << (c.causal ? ", causal" : "") << " | " << c.kernel_size << " | "
+         << c.offsets.front() << " .. " << c.offsets.back() << (c.dilation > 1 ? " (step " + std::to_string(c.dilation) + ")" : "")
+         << " |";
+      for (size_t i = 0; i < c.centre.size(); i++) md << (i ? ", " : " ") << std::fixed << std::setprecision(2) << c.centre[i];
+      md << std::defaultfloat << " |\n";
+    }
+    md << "\n";
+    for (const ConvKernelInfo& c : r.convs) {
+      md << "**" << c.layer << "** ";
+      for (const std::string& p : c.pngs) md << "![" << c.layer << "](" << p << ") ";
+      md << "\n\n";
+    }
+  }
+  if (r.heads.empty() && r.kernels.empty() && r.convs.empty())
+    md << "This model has no attention, state-space or convolution layer to picture (its mixers are of another kind).\n";
   return md.str();
 }
 
@@ -334,13 +477,20 @@ Report explain_model_file(const std::string& model_file, const Options& o) {
   s.model->set_requires_grad([](const std::string&) { return true; }, true);
   for (auto& [n, p] : s.model->named_parameters()) p.set_name(n);
   std::vector<NamedWeights> att;
+  std::vector<std::pair<std::string, nn::SeqConv*>> convs;
+  find_convs(*s.model, "", convs);
+  std::map<std::string, std::vector<Var>> recorded;  // a dynamic conv's predicted kernels, by its path
+  for (auto& [p, c] : convs)
+    if (auto* d = dynamic_cast<nn::DynamicConv*>(c)) d->record_kernels = &recorded[p];
   Var y = s.run(&att);
+  for (auto& [p, c] : convs)
+    if (auto* d = dynamic_cast<nn::DynamicConv*>(c)) d->record_kernels = nullptr;
   r.graph = graph_string(y);
   const std::string graph_text = graph_summary(r.graph, o.graph_lines, &r.graph_nodes);
   out << "== op graph of one forward pass (" << r.graph_nodes << " nodes; output " << shape_str(y.shape()) << ") ==\n"
       << graph_text << "\n";
 
-  r.heads = attention_maps(att, s.real_len, s.labels, r.out_dir, r.cell, o.plots);
+  r.heads = attention_maps(att, s, r.out_dir, o.plots);
   if (!s.labels.empty()) {
     std::string l;
     for (size_t i = 0; i < s.labels.size() && (int64_t)i < s.real_len; i++) l += (i ? " " : "") + std::to_string(i) + ":" + s.labels[i];
@@ -350,18 +500,32 @@ Report explain_model_file(const std::string& model_file, const Options& o) {
   if (!att.empty()) out << " (" << r.heads.front().w.size() << " x " << r.heads.front().w.front().size() << ")";
   out << "\n";
   for (const HeadMap& h : r.heads)
-    out << "  " << h.layer << " head " << h.head << ": reads " << std::fixed << std::setprecision(1) << h.mean_distance
+    out << "  " << h.layer << (h.cross ? " (cross)" : "") << " head " << h.head << ": reads " << std::fixed << std::setprecision(1) << h.mean_distance
         << " positions away on average, " << std::setprecision(2) << h.on_first << " of its weight on position 0, "
         << h.on_self << " on itself\n" << std::defaultfloat;
   {
     NoGradGuard ng;
     r.kernels = ssm_kernels(*s.model, s.length, o.kernel_channels, r.out_dir, r.cell, o.plots);
   }
+  {
+    NoGradGuard ng;
+    r.convs = conv_kernels(*s.model, recorded, o.kernel_channels, r.out_dir, r.cell, o.plots);
+  }
   out << "== state-space kernels ==\n";
   for (const KernelInfo& k : r.kernels)
     out << k.layer << " (" << k.type << "): K " << shape_str(k.K.shape()) << ", dt in [" << k.dt_min << ", " << k.dt_max
         << "] (" << k.dt_source << ")\n";
   if (r.kernels.empty()) out << "none\n";
+  out << "== convolution kernels ==\n";
+  for (const ConvKernelInfo& c : r.convs) {
+    out << c.layer << " (" << c.type << (c.causal ? ", causal" : "") << "): K " << c.kernel_size << ", offsets "
+        << c.offsets.front() << " .. " << c.offsets.back() << ", mean offset read";
+    for (size_t i = 0; i < c.centre.size(); i++)
+      out << (i ? ", " : " ") << (c.maps.empty() ? c.row_names[i] : "head " + std::to_string(i)) << " " << std::fixed
+          << std::setprecision(2) << c.centre[i] << std::defaultfloat;
+    out << "\n";
+  }
+  if (r.convs.empty()) out << "none\n";
   harness::write_text_atomic(r.out_dir + "/explain.md", markdown(r, tree, graph_text));
   out << "\nwrote " << r.out_dir << "/explain.md\n";
   r.text = out.str();

@@ -10,7 +10,13 @@
 //   4. every state-space layer (S4, S4D, DLR: nn/ssm/ssm_layer.h): its convolution kernel K[l] for a few channels
 //      (the layer's output is y = K * u + D u, so K is its impulse response) and the kernel's frequency response
 //      |DFT(K)| (which frequencies of the input the layer passes), with the layer's range of step sizes dt
-//   5. <out>/explain.md: all of the above with the pictures linked and one line on how to read each
+//   5. every convolution mixer (nn/conv/conv_seq.h, the pretrained_convs models): the taps each output position
+//      reads, y[t] = sum_k w[k] x[t + offset_k]: a lightweight layer's softmax kernel per head (one distribution over
+//      offsets, shared by the head's channels), a dilated layer's depthwise taps per channel at offsets k d - pad, and
+//      a dynamic layer's kernels, predicted at every position of this input (one heat map per head)
+//   6. <out>/explain.md: all of the above with the pictures linked and one line on how to read each
+// A seq2seq model (pretrained_convs) runs its encoder on the input and its decoder teacher-forced on a target (the
+// example's, or with --text the model's own greedy output), so its decoder's self- and cross-attention are shown too.
 //
 // Which app wrote a file is read from its metadata (every app's cell stores "dl.config", its CellConfig as JSON,
 // whose fields differ per app: subject.h); the model is rebuilt from that config with the app's own code and the
@@ -46,6 +52,7 @@ struct HeadMap {
   int head = 0;
   std::vector<std::vector<double>> w;  // (T, S): the numbers the PNG shows
   std::string png;                     // file name inside the output folder
+  bool cross = false;                  // cross-attention: queries are decoder (target) positions, keys the source's
   // averages over the query rows: how far a query reads (sum_k w[q][k] |q - k|), and the weight on position 0
   // (the start) and on the query itself (the diagonal)
   double mean_distance = 0, on_first = 0, on_self = 0;
@@ -61,6 +68,22 @@ struct KernelInfo {
   std::string kernel_png, freq_png;    // file names inside the output folder
 };
 
+// One convolution layer's taps: rows[r][k] is the weight output position t gives to x[t + offsets[k]].
+//   lightweight  rows = heads, softmax(weight) (each row sums to 1)
+//   dilated      rows = the plotted channels, the raw depthwise taps (any sign; a bias is added after)
+//   dynamic      rows = the positions t of this input, one map per head (each row sums to 1): maps[h][t][k]
+struct ConvKernelInfo {
+  std::string layer, type;  // dotted path of the conv, "lightweight" / "dilated" / "dynamic"
+  int64_t kernel_size = 0, dilation = 1;
+  bool causal = false;
+  std::vector<int64_t> offsets;                           // K offsets, ascending (negative = the past)
+  std::vector<std::string> row_names;                     // "head 0" / "channel 5" (lightweight, dilated)
+  std::vector<std::vector<double>> rows;                  // lightweight, dilated
+  std::vector<std::vector<std::vector<double>>> maps;     // dynamic: (H, T, K)
+  std::vector<double> centre;  // per row (lightweight, dilated) or per head (dynamic, averaged over t): sum_k |w| offset / sum |w|
+  std::vector<std::string> pngs;
+};
+
 struct Report {
   std::string model_file, app, cell, input, out_dir;
   std::vector<ModuleCount> modules;  // preorder; modules[0] is the root
@@ -69,6 +92,7 @@ struct Report {
   int64_t graph_nodes = 0;
   std::vector<HeadMap> heads;
   std::vector<KernelInfo> kernels;
+  std::vector<ConvKernelInfo> convs;
   std::string text;      // what was printed
 };
 

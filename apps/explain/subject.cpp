@@ -11,8 +11,10 @@
 #include "apps/pretrained_convs/data.h"
 #include "apps/pretrained_convs/model.h"
 #include "nn/attention/attention.h"
+#include "nn/models/seq2seq.h"
 #include "nn/models/t5.h"
 #include "tasks/batching.h"
+#include "tasks/tokenizer.h"
 #include "tensor/safetensors.h"
 
 namespace explain {
@@ -143,7 +145,12 @@ Subject open_fpt(const std::string& path, const json& j, const Options& o) {
   return s;
 }
 
-// ---- pretrained_convs: the encoder (what reads the input) ----
+// ---- pretrained_convs: the encoder reads the input, the decoder is teacher-forced on a target ----
+// ByteTokenizer: byte b is id b + 5; eos 1, separator 3
+static std::string byte_label(int64_t id) {
+  return id == 0 ? "start" : id == 1 ? "eos" : id == pconv::kSeparator ? "sep" : id >= 5 && id < 261 ? std::string(1, char(id - 5)) : "#" + std::to_string(id);
+}
+
 Subject open_pconv(const std::string& path, const json& j, const Options& o) {
   pconv::CellConfig c = pconv::CellConfig::from_json(j, path + " metadata");
   const pconv::Seq2SeqTask& t = pconv::seq2seq_task(c);
@@ -151,7 +158,7 @@ Subject open_pconv(const std::string& path, const json& j, const Options& o) {
   auto m = std::make_shared<nn::Seq2SeqModel>(pconv::plan_model(c).cfg, g);
   m->load(path);
   m->eval();
-  Tensor ids, mask, segments;
+  Tensor ids, mask, segments, labels;  // labels (1, T): the decoder's target
   Subject s;
   if (!o.text.empty()) {
     std::vector<int32_t> e = pconv::encode_text(o.text, c.max_src);
@@ -163,28 +170,38 @@ Subject open_pconv(const std::string& path, const json& j, const Options& o) {
       int64_t seg = 0;
       for (int64_t i = 0; i < S; i++) segments.data<int64_t>()[i] = seg = seg || e[i] == pconv::kSeparator;
     }
-    s.input = "the text \"" + o.text + "\" (" + std::to_string(S) + " bytes with eos)";
+    labels = m->greedy(ids, mask, t.max_target, tasks::special_ids::eos, segments);  // the model's own answer
+    std::vector<int32_t> out;
+    for (int64_t i = 0; i < labels.size(1); i++) out.push_back((int32_t)labels.data<int64_t>()[i]);
+    s.input = "the text \"" + o.text + "\" (" + std::to_string(S) + " bytes with eos); the decoder is teacher-forced on "
+              "the model's greedy output \"" + pconv::decode_bytes(out) + "\"";
   } else {
     check_example(o.example, t.data.test, c.task + " test");
     tasks::Batcher bt(t.data.test, {1, 0, false});
     tasks::Batch b = bt.collate({o.example});
     pconv::Seq2SeqBatch x = pconv::to_batch(b, t.pair);
-    ids = x.ids, mask = x.mask, segments = x.segments;
+    ids = x.ids, mask = x.mask, segments = x.segments, labels = x.labels;
     const tasks::Example& ex = t.data.test.examples[o.example];
     std::string text = pconv::decode_bytes(ex.tokens);
     if (text.size() > 80) text = text.substr(0, 80) + "...";
     s.input = "test example " + std::to_string(o.example) + " of " + c.task + ": \"" + text + "\" -> \"" +
-              pconv::decode_bytes(ex.tokens2) + "\"";
+              pconv::decode_bytes(ex.tokens2) + "\" (the decoder is teacher-forced on that target)";
   }
+  const Tensor dec_in = nn::shift_right(labels);  // (1, T): start, then the target shifted right
   s.app = "pretrained_convs", s.cell = c.key(), s.model = m, s.length = ids.size(1), s.real_len = ids.size(1);
-  for (int64_t i = 0; i < s.length; i++) {  // ByteTokenizer: byte b is id b + 5; eos 1, separator 3
-    const int64_t id = ids.data<int64_t>()[i];
-    s.labels.push_back(id == 1 ? "eos" : id == pconv::kSeparator ? "sep" : id >= 5 && id < 261 ? std::string(1, char(id - 5)) : "#" + std::to_string(id));
-  }
-  auto rec = attach_recorders(*m, [](const std::string& p) { return p.starts_with("encoder.") || p.starts_with("pair_block."); });
-  s.run = [m, rec, ids, mask, segments](std::vector<NamedWeights>* att) {
-    Var y = m->encode(ids, mask, segments);  // (1, S, C)
-    rec->collect(att);
+  for (int64_t i = 0; i < s.length; i++) s.labels.push_back(byte_label(ids.data<int64_t>()[i]));
+  for (int64_t i = 0; i < dec_in.size(1); i++) s.target_labels.push_back(byte_label(dec_in.data<int64_t>()[i]));
+  auto rec = attach_recorders(*m, [](const std::string&) { return true; });
+  s.run = [m, rec, ids, mask, segments, dec_in](std::vector<NamedWeights>* att) {
+    Var enc = m->encode(ids, mask, segments);  // (1, S, C)
+    Var y = m->decode_logits(dec_in, enc, mask);  // (1, T, V)
+    std::vector<NamedWeights> all;
+    rec->collect(&all);
+    for (NamedWeights& w : all) {  // decoder.<i>.attention: target x target; decoder.<i>.cross: target x source
+      const bool dec = w.layer.starts_with("decoder.");
+      w.target_queries = dec, w.target_keys = dec && w.layer.find(".cross") == std::string::npos;
+      if (att) att->push_back(w);
+    }
     return y;
   };
   return s;

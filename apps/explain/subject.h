@@ -26,6 +26,7 @@ namespace explain {
 struct NamedWeights {
   std::string layer;
   dl::Var w;
+  bool target_queries = false, target_keys = false;  // the decoder's positions, not the input's (seq2seq)
 };
 
 struct Subject {
@@ -34,6 +35,7 @@ struct Subject {
   int64_t length = 0;    // the input's length: the SSM kernels are shown at this length
   int64_t real_len = 0;  // real (unpadded) positions of the input; the maps are cut to them
   std::vector<std::string> labels;  // what each position holds ("[MAX", "7", a byte, a bit), where known
+  std::vector<std::string> target_labels;  // seq2seq: what each decoder input position holds
   // One forward pass of the input (grad mode as the caller set it); appends every attention layer's weights.
   std::function<dl::Var(std::vector<NamedWeights>*)> run;
 };

@@ -38,6 +38,7 @@ Var DynamicConv::forward(const Var& x) {
   const int64_t B = x.size(0), L = x.size(1), K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
   Var w = reshape(weight_linear->forward(x), {B, L, H, K});  // a kernel per position
   w = softmax(w, 3);
+  if (record_kernels) record_kernels->push_back(w);
   w = dropout(w, opt.weight_dropout, is_training(), *gen);
   w = repeat_interleave(w, C / H, 2);                  // (B, L, C, K)
   Var xp = pad(transpose(x, 1, 2), {pl, K - 1 - pl});  // (B, C, L + K - 1)

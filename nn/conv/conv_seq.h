@@ -59,6 +59,9 @@ class DynamicConv : public SeqConv {
   int64_t C;
   ConvSeqOptions opt;
   Generator* gen;
+  // When set, forward() appends the normalised kernels it predicted, (B, L, H, K) before weight dropout, here (as
+  // MultiheadAttention::record_weights does for attention), so an inspection tool (apps/explain) can show them.
+  std::vector<Var>* record_kernels = nullptr;
 };
 
 class DilatedSeparableConv : public SeqConv {

@@ -221,11 +221,20 @@ TEST(Explain, FptAttentionIsCausalAndRowsSumToOne) {
 }
 
 // pretrained_convs' Transformer: the encoder's maps on a given text, one row per byte (and eos).
-TEST(Explain, Seq2SeqEncoderMapsOnAGivenText) {
-  const std::string d = dl::test::app_temp_dir("explain_pconv");
+pconv::CellConfig tiny_pconv(const std::string& model) {
   pconv::CellConfig c;
-  c.task = "sentiment", c.model = "transformer", c.d_model = 8, c.d_ff = 16, c.layers = 1, c.decoder_layers = 1;
+  c.task = "sentiment", c.model = model, c.d_model = 8, c.d_ff = 16, c.layers = 2, c.decoder_layers = 1;
   c.heads = 2, c.max_src = 32, c.train_size = 8, c.val_size = 4, c.test_size = 4;
+  c.kernel_sizes = "3,5", c.dilations = "1,2";
+  return c;
+}
+
+// The encoder's maps over the given text, the decoder's causal self-attention over its input (the model's greedy
+// answer shifted right) and its cross-attention from the decoder's positions to the text's.
+TEST(Explain, Seq2SeqMapsOnAGivenTextIncludeTheDecoder) {
+  const std::string d = dl::test::app_temp_dir("explain_pconv");
+  pconv::CellConfig c = tiny_pconv("transformer");
+  c.layers = 1;
   dl::Generator g(0);
   dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
   const std::string path = save_cell(m, c, d);
@@ -234,9 +243,113 @@ TEST(Explain, Seq2SeqEncoderMapsOnAGivenText) {
   explain::Report r = explain::explain_model_file(path, o);
   EXPECT_EQ(r.app, "pretrained_convs");
   EXPECT_EQ(r.total_params, m.num_parameters());
-  ASSERT_EQ(r.heads.size(), 2u);  // the encoder's one self-attention, 2 heads (the decoder's are not run)
-  EXPECT_EQ(r.heads[0].w.size(), 10u);  // 9 bytes + eos
+  ASSERT_EQ(r.heads.size(), 6u);  // encoder self-attention, decoder self-attention, decoder cross-attention: 2 heads each
   expect_rows_sum_to_one(r);
+  int enc = 0, dec_self = 0, cross = 0;
+  size_t T = 0;
+  for (const explain::HeadMap& h : r.heads) {
+    if (h.layer.starts_with("encoder.")) {
+      enc++;
+      EXPECT_FALSE(h.cross);
+      EXPECT_EQ(h.w.size(), 10u);  // 9 bytes + eos
+      EXPECT_EQ(h.w[0].size(), 10u);
+    } else if (h.cross) {
+      cross++;
+      EXPECT_EQ(h.w[0].size(), 10u) << "cross-attention reads the input's 10 positions";
+      T = h.w.size();
+    } else {
+      dec_self++;
+      ASSERT_EQ(h.w.size(), h.w[0].size());
+      for (size_t q = 0; q < h.w.size(); q++)
+        for (size_t k = q + 1; k < h.w.size(); k++) EXPECT_EQ(h.w[q][k], 0.0) << "the decoder reads a later position";
+    }
+  }
+  EXPECT_EQ(enc, 2);
+  EXPECT_EQ(dec_self, 2);
+  EXPECT_EQ(cross, 2);
+  EXPECT_GE(T, 1u);
+  for (const explain::HeadMap& h : r.heads)
+    if (h.layer.starts_with("decoder.")) EXPECT_EQ(h.w.size(), T) << "every decoder map has the decoder's length";
+  EXPECT_TRUE(r.convs.empty());
+}
+
+dl::Tensor param_of(const dl::nn::Module& m, const std::string& name) {
+  for (auto& [n, p] : m.named_parameters())
+    if (n == name) return p.data().to(dl::DType::f64).contiguous();
+  ADD_FAILURE() << "no parameter " << name;
+  return dl::Tensor();
+}
+
+// Lightweight: the plotted rows are softmax of the layer's own weight, by hand; its decoder layer is causal (offsets
+// <= 0). Dilated: the taps at offsets k d - pad are the depthwise weights. Dynamic: one map per head whose rows are
+// the input's positions, each a softmax.
+TEST(Explain, ConvolutionKernelsAreTheLayersOwn) {
+  const std::string d = dl::test::app_temp_dir("explain_conv");  // the reports; each model has its own folder
+  {
+    pconv::CellConfig c = tiny_pconv("lightconv");
+    dl::Generator g(1);
+    dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
+    explain::Options o = quiet_options(d + "/light");
+    o.text = "a fine day";
+    explain::Report r = explain::explain_model_file(save_cell(m, c, dl::test::app_temp_dir("explain_conv_light")), o);
+    ASSERT_EQ(r.convs.size(), 3u);  // 2 encoder layers, 1 decoder layer
+    for (const explain::ConvKernelInfo& k : r.convs) {
+      EXPECT_EQ(k.type, "lightweight");
+      const bool dec = k.layer.starts_with("decoder.");
+      EXPECT_EQ(k.causal, dec) << k.layer;
+      const int64_t K = k.layer.starts_with("encoder.1") ? 5 : 3;  // kernel_sizes "3,5" per layer
+      ASSERT_EQ(k.kernel_size, K) << k.layer;
+      ASSERT_EQ(k.offsets.size(), (size_t)K);
+      EXPECT_EQ(k.offsets.front(), dec ? -(K - 1) : -(K - 1) / 2) << k.layer;
+      EXPECT_EQ(k.offsets.back(), dec ? 0 : (K - 1) / 2) << k.layer;
+      dl::Tensor w = param_of(m, k.layer + ".weight");  // (H, 1, K)
+      ASSERT_EQ(k.rows.size(), 2u);
+      for (int64_t h = 0; h < 2; h++) {
+        double z = 0;
+        for (int64_t j = 0; j < K; j++) z += std::exp(w.data<double>()[h * K + j]);
+        for (int64_t j = 0; j < K; j++) EXPECT_NEAR(k.rows[h][j], std::exp(w.data<double>()[h * K + j]) / z, 1e-6);
+      }
+    }
+  }
+  {
+    pconv::CellConfig c = tiny_pconv("dilatedconv");
+    dl::Generator g(2);
+    dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
+    explain::Options o = quiet_options(d + "/dil");
+    o.text = "a fine day";
+    explain::Report r = explain::explain_model_file(save_cell(m, c, dl::test::app_temp_dir("explain_conv_dil")), o);
+    ASSERT_EQ(r.convs.size(), 3u);
+    const explain::ConvKernelInfo& k = r.convs[1];  // encoder layer 1: K 5, dilation 2, centred: offsets -4 -2 0 2 4
+    EXPECT_EQ(k.layer, "encoder.1.mixer.conv");
+    EXPECT_EQ(k.dilation, 2);
+    EXPECT_EQ(k.offsets, (std::vector<int64_t>{-4, -2, 0, 2, 4}));
+    dl::Tensor w = param_of(m, k.layer + ".depthwise.weight");  // (C, 1, K)
+    ASSERT_EQ(k.rows.size(), 4u);  // kernel_channels
+    for (size_t ch = 0; ch < k.rows.size(); ch++)
+      for (int64_t j = 0; j < 5; j++) EXPECT_FLOAT_EQ(k.rows[ch][j], w.data<double>()[ch * 5 + j]);
+    EXPECT_EQ(r.convs[2].offsets.back(), 0) << "the decoder's dilated conv is causal";
+  }
+  {
+    pconv::CellConfig c = tiny_pconv("dynamicconv");
+    dl::Generator g(3);
+    dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
+    explain::Options o = quiet_options(d + "/dyn");
+    o.text = "a fine day";  // 10 bytes + eos
+    explain::Report r = explain::explain_model_file(save_cell(m, c, dl::test::app_temp_dir("explain_conv_dyn")), o);
+    ASSERT_EQ(r.convs.size(), 3u);
+    for (const explain::ConvKernelInfo& k : r.convs) {
+      EXPECT_EQ(k.type, "dynamic");
+      ASSERT_EQ(k.maps.size(), 2u) << "one map per head";
+      if (k.layer.starts_with("encoder.")) EXPECT_EQ(k.maps[0].size(), 11u) << "a kernel per input position";
+      for (const auto& map : k.maps)
+        for (const auto& row : map) {
+          double s = 0;
+          for (double v : row) s += v;
+          EXPECT_NEAR(s, 1.0, 1e-5) << k.layer;
+        }
+      EXPECT_EQ(k.pngs.size(), 2u);
+    }
+  }
 }
 
 // A file from no app, a file that is no safetensors, a config of no app, and an example beyond the split.
