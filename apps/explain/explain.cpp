@@ -143,7 +143,9 @@ static std::vector<HeadMap> attention_maps(const std::vector<NamedWeights>& att,
         for (int64_t k = 0; k < S; k++) {
           m.w[q][k] = w.data<double>()[((h * w.size(2)) + q) * w.size(3) + k];
           d << (k ? " " : "") << m.w[q][k];
-          m.mean_distance += m.w[q][k] * (double)std::abs(q - k) / (double)T;
+          // cross-attention: a decoder position and an input position are not on one axis, so the mean input
+          // position read instead of a distance
+          m.mean_distance += m.w[q][k] * (double)(m.cross ? k : std::abs(q - k)) / (double)T;
         }
         m.on_first += m.w[q][0] / (double)T;
         if (q < S) m.on_self += m.w[q][q] / (double)T;
@@ -402,9 +404,13 @@ static std::string markdown(const Report& r, const std::string& tree, const std:
           "diagonal. In a seq2seq model the decoder's rows are its input positions (start, then the target shifted right); "
           "its self-attention is causal and its cross-attention (marked so) reads the input's positions.\n\n";
     md << "| layer | head | mean distance read (positions) | weight on position 0 | weight on itself |\n|---|---:|---:|---:|---:|\n";
-    for (const HeadMap& h : r.heads)
-      md << "| " << h.layer << (h.cross ? " (cross: decoder reads input)" : "") << " | " << h.head << " | " << std::fixed << std::setprecision(1) << h.mean_distance << " | "
-         << std::setprecision(2) << h.on_first << " | " << h.on_self << " |\n";
+    for (const HeadMap& h : r.heads) {  // cross-attention: the mean input position read; "itself" has no meaning
+      md << "| " << h.layer << (h.cross ? " (cross: decoder reads input)" : "") << " | " << h.head << " | " << std::fixed
+         << std::setprecision(1) << h.mean_distance << (h.cross ? " (mean input position)" : "") << " | "
+         << std::setprecision(2) << h.on_first << " | ";
+      if (h.cross) md << "- |\n";
+      else md << h.on_self << " |\n";
+    }
     md << std::defaultfloat << std::setprecision(6) << "\n";
     std::string layer;
     for (const HeadMap& h : r.heads) {
@@ -499,10 +505,16 @@ Report explain_model_file(const std::string& model_file, const Options& o) {
   out << "== attention ==\n" << att.size() << " attention layers, " << r.heads.size() << " head maps";
   if (!att.empty()) out << " (" << r.heads.front().w.size() << " x " << r.heads.front().w.front().size() << ")";
   out << "\n";
-  for (const HeadMap& h : r.heads)
-    out << "  " << h.layer << (h.cross ? " (cross)" : "") << " head " << h.head << ": reads " << std::fixed << std::setprecision(1) << h.mean_distance
-        << " positions away on average, " << std::setprecision(2) << h.on_first << " of its weight on position 0, "
-        << h.on_self << " on itself\n" << std::defaultfloat;
+  for (const HeadMap& h : r.heads) {
+    out << "  " << h.layer << " head " << h.head << ": reads " << std::fixed << std::setprecision(1) << h.mean_distance;
+    if (h.cross)
+      out << " = the input position it reads on average (cross-attention), " << std::setprecision(2) << h.on_first
+          << " of its weight on input position 0\n";
+    else
+      out << " positions away on average, " << std::setprecision(2) << h.on_first << " of its weight on position 0, "
+          << h.on_self << " on itself\n";
+    out << std::defaultfloat;
+  }
   {
     NoGradGuard ng;
     r.kernels = ssm_kernels(*s.model, s.length, o.kernel_channels, r.out_dir, r.cell, o.plots);
