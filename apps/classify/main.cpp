@@ -1,7 +1,7 @@
 // apps/classify - the smallest app on the harness (apps/common): any registry layer as the mixer of a small encoder,
 // trained from scratch on any token-sequence classification task of the task registry. Axes: task x layer.
 //   classify run  [--preset tiny] [--tasks listops] [--layers s4d,attention] [--seeds 0,1,2] [--set lr=3e-3] [--resume]
-//   classify cell --task listops --layer lstm
+//   classify cell --task listops --layer lstm [--set data_path=<the task's official files, e.g. LRA's listops folder>]
 // Model: Embedding -> `layers` x nn::ResidualBlock(the layer; a feed-forward where it wants one) -> LayerNorm ->
 // masked mean pool -> Linear. What the app writes: apps/common/results.h; what the harness does: experiment.h.
 #include "apps/common/experiment.h"
@@ -16,7 +16,7 @@ using namespace dl;
 namespace harness = dl::harness;
 
 struct Config {
-  std::string task = "listops", layer = "s4d";
+  std::string task = "listops", layer = "s4d", data_path;  // data_path: the task's official files (tasks/registry.h)
   int seq_len = 128, train_size = 2000, val_size = 256, test_size = 512;
   int d_model = 64, layers = 2, batch = 32, steps = 300, warmup = 30, eval_every = 100, seed = 0;
   double lr = 2e-3, ssm_lr = 1e-3, weight_decay = 0.01, dropout = 0.0, clip = 1.0;
@@ -24,7 +24,7 @@ struct Config {
     f("task", c.task), f("layer", c.layer), f("seq_len", c.seq_len), f("train_size", c.train_size), f("val_size", c.val_size);
     f("test_size", c.test_size), f("d_model", c.d_model), f("layers", c.layers), f("batch", c.batch), f("steps", c.steps);
     f("warmup", c.warmup), f("eval_every", c.eval_every), f("seed", c.seed), f("lr", c.lr), f("ssm_lr", c.ssm_lr);
-    f("weight_decay", c.weight_decay), f("dropout", c.dropout), f("clip", c.clip);
+    f("weight_decay", c.weight_decay), f("dropout", c.dropout), f("clip", c.clip), f("data_path", c.data_path);
   }
 };
 
@@ -64,13 +64,17 @@ static Tensor labels(const tasks::Batch& b) {
   return y;
 }
 
-static double accuracy(Encoder& m, const tasks::Dataset& d, int batch) {
+// Accuracy on a split; its batches are checked against the model's limits first (the Encoder is built from the
+// training split: a longer sequence, an id or a label another split has beyond it is named, not read).
+static double accuracy(Encoder& m, const tasks::Dataset& d, harness::BatchLimits limits, int batch, const std::string& label) {
   NoGradGuard ng;
   m.eval();
+  limits.split = d.name;
   tasks::Batcher bt(d, {batch, 0, /*shuffle=*/false});
   int64_t correct = 0;
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
     tasks::Batch b = bt.next();
+    harness::check_batch(b, limits, label + " evaluation batch " + std::to_string(i));
     Tensor pred = argmax(m.forward(b), 1);
     for (int j = 0; j < b.batch_size; j++) correct += pred.data<int64_t>()[j] == b.labels[j];
   }
@@ -81,7 +85,7 @@ static double accuracy(Encoder& m, const tasks::Dataset& d, int batch) {
 static harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
   Config c;
   harness::apply_config(c, cell.config, cell.label());
-  tasks::TaskData data = tasks::make_task(c.task, {c.seq_len, c.train_size, c.val_size, c.test_size, (uint64_t)c.seed, ""});
+  tasks::TaskData data = tasks::make_task(c.task, {c.seq_len, c.train_size, c.val_size, c.test_size, (uint64_t)c.seed, c.data_path});
   if (data.train.feature_dim > 0 || !data.train.examples.at(0).tokens2.empty() || data.train.num_classes < 2)
     throw harness::ConfigError(c.task + ": classify takes single token sequences with labels (lra_benchmark takes the rest)");
   Generator g((uint64_t)c.seed);
@@ -99,10 +103,11 @@ static harness::CellResult run_cell(const harness::Cell& cell, const harness::Ru
   sc.kind = "warmup_cosine", sc.warmup = c.warmup, sc.total = c.steps;
   parts.schedule = optim::make_schedule(sc);
   parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return cross_entropy(m.forward(b), labels(b)); };
-  parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, data.val, c.batch)}; };
+  parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, data.val, parts.limits, c.batch, ctx.label)}; };
   harness::CellResult r;
   harness::PhaseResult pr = harness::run_phase({"train", c.steps, 1, c.clip, c.eval_every, c.eval_every}, parts, ctx, r.curve);
-  r.metrics = {{"val_acc", accuracy(m, data.val, c.batch)}, {"test_acc", accuracy(m, data.test, c.batch)}};
+  r.metrics = {{"val_acc", accuracy(m, data.val, parts.limits, c.batch, ctx.label)},
+               {"test_acc", accuracy(m, data.test, parts.limits, c.batch, ctx.label)}};
   r.test_examples = (int64_t)data.test.examples.size(), r.params = m.num_parameters();
   r.extra["val_examples"] = data.val.examples.size();
   r.steps_per_s = pr.seconds > 0 ? pr.steps_run / pr.seconds : 0;

@@ -22,27 +22,7 @@ std::string source_of(const std::string& arm) {
   return "language";
 }
 
-// Accuracy on a split (bits or examples right over those counted), split over the ranks.
-static double accuracy(FptModel& m, const FptTask& t, const tasks::Dataset& d, int batch, int max_batches,
-                       harness::Communicator& comm) {
-  NoGradGuard ng;
-  m.eval();
-  tasks::Batcher bt(d, {batch, 0, false});
-  int64_t nb = bt.batches_per_epoch();
-  if (max_batches > 0) nb = std::min<int64_t>(nb, max_batches);
-  double sums[2] = {0, 0};
-  for (int64_t i = 0; i < nb; i++) {
-    tasks::Batch b = bt.next();
-    if (i % comm.size() != comm.rank()) continue;
-    int64_t n = 0;
-    sums[0] += m.correct(to_batch(t, b), &n), sums[1] += n;
-  }
-  comm.allreduce_sum(sums, 2);
-  m.train();
-  return sums[1] > 0 ? sums[0] / sums[1] : 0;
-}
-
-// What FptModel reads from a training batch (apps/common/batch_check.h): token ids in its own input embedding's
+// What FptModel reads from a batch (apps/common/batch_check.h): token ids in its own input embedding's
 // vocab rows (GPT-2's wte is never used); labels in its output's classes; at most GPT-2's n_positions positions
 // (the LSTM arm has no position limit). Bit tasks have features and bit targets (target_features), and the
 // model's positions are the patched ones, not the batch's rows: nothing of theirs is checked here.
@@ -52,6 +32,29 @@ static harness::BatchLimits batch_limits(const FptTask& t, const CellConfig& c) 
   l.vocab = (int32_t)t.vocab, l.classes = (int32_t)t.outputs, l.split = t.data.train.name;
   l.positions = c.arm == "lstm" ? 0 : (int32_t)gpt2_config(c).n_positions;
   return l;
+}
+
+// Accuracy on a split (bits or examples right over those counted), split over the ranks; each batch is checked
+// against the model's limits (batch_limits above) first.
+static double accuracy(FptModel& m, const FptTask& t, const tasks::Dataset& d, harness::BatchLimits limits, int batch,
+                       int max_batches, harness::Communicator& comm) {
+  NoGradGuard ng;
+  m.eval();
+  limits.split = d.name;
+  tasks::Batcher bt(d, {batch, 0, false});
+  int64_t nb = bt.batches_per_epoch();
+  if (max_batches > 0) nb = std::min<int64_t>(nb, max_batches);
+  double sums[2] = {0, 0};
+  for (int64_t i = 0; i < nb; i++) {
+    tasks::Batch b = bt.next();
+    if (i % comm.size() != comm.rank()) continue;
+    harness::check_batch(b, limits, "evaluation batch " + std::to_string(i));
+    int64_t n = 0;
+    sums[0] += m.correct(to_batch(t, b), &n), sums[1] += n;
+  }
+  comm.allreduce_sum(sums, 2);
+  m.train();
+  return sums[1] > 0 ? sums[0] / sums[1] : 0;
 }
 
 // Put the source's weights into the model's transformer.
@@ -102,12 +105,12 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
   parts.limits = batch_limits(task, c);
   parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return m.loss(to_batch(task, b)); };
-  parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, task, task.data.val, c.batch, c.eval_batches, *ctx.comm)}; };
+  parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, task, task.data.val, parts.limits, c.batch, c.eval_batches, *ctx.comm)}; };
   harness::PhaseResult pr =
       harness::run_phase({"train", c.steps, c.accum, c.clip, c.eval_every, c.checkpoint_every}, parts, ctx, res.curve);
 
-  const double val = accuracy(m, task, task.data.val, c.batch, 0, *ctx.comm),
-               test = accuracy(m, task, task.data.test, c.batch, 0, *ctx.comm);
+  const double val = accuracy(m, task, task.data.val, parts.limits, c.batch, 0, *ctx.comm),
+               test = accuracy(m, task, task.data.test, parts.limits, c.batch, 0, *ctx.comm);
   res.metrics = {{"val_acc", val}, {"test_acc", test}};
   // bits: every bit of every example counts (the paper's per-bit accuracy); classification: every example
   res.test_examples = (int64_t)task.data.test.examples.size() * (task.bits ? task.readout * task.patch : 1);

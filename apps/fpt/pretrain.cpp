@@ -88,7 +88,13 @@ static harness::PhaseResult train_language(const CellConfig& c, const harness::R
     tasks::Batcher vb(val, {c.lm_batch, 0, false});
     double s = 0;
     const int64_t nb = std::min<int64_t>(vb.batches_per_epoch(), 16);  // the same 16 x lm_batch windows every time
-    for (int64_t i = 0; i < nb; i++) s += lm_loss(vb.next()).item();
+    harness::BatchLimits limits = parts.limits;
+    limits.split = val.name;
+    for (int64_t i = 0; i < nb; i++) {
+      tasks::Batch b = vb.next();
+      harness::check_batch(b, limits, "[language pretraining] evaluation batch " + std::to_string(i));
+      s += lm_loss(b).item();
+    }
     return harness::EvalPoint{s / nb, -1};
   };
   std::vector<harness::CurvePoint> curve;

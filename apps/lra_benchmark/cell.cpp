@@ -42,17 +42,6 @@ optim::AdamW make_optimizer(LraModel& m, const CellConfig& c, double lr) {
   return optim::AdamW(optim::make_param_groups(m, go), ao);
 }
 
-// What the model reads from a training batch (checked at the batch boundary, apps/common/batch_check.h): token ids
-// in the embedding's vocab + 1 rows (the last is the mask token) when fine-tuning, but in the pretraining head's
-// vocab outputs when pretraining (the corrupted tokens are its targets); labels in the head's classes (fine-tuning
-// only: pretraining ignores them); at most max_len positions, the length the mixers and position table are sized to.
-static harness::BatchLimits batch_limits(bool pretrain, const LraModel& m, const tasks::Dataset& train) {
-  harness::BatchLimits l;
-  l.vocab = m.shape.vocab > 0 ? m.shape.vocab + (pretrain ? 0 : 1) : 0;
-  l.classes = pretrain ? 0 : m.shape.classes, l.positions = m.shape.max_len, l.split = train.name;
-  return l;
-}
-
 // One phase of the cell on the harness: pretraining (the SPT objective, validation loss) or fine-tuning
 // (classification, validation accuracy). `dropout` is the generator the model's dropout layers draw from.
 static harness::PhaseResult train(bool pretrain, LraModel& m, Generator& dropout, const tasks::TaskData& data,

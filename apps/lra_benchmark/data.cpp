@@ -163,20 +163,29 @@ static tasks::Batcher in_order(const tasks::Dataset& d, int batch) {
   return tasks::Batcher(d, bc);
 }
 
+harness::BatchLimits batch_limits(bool pretrain, const LraModel& m, const tasks::Dataset& d) {
+  harness::BatchLimits l;
+  l.vocab = m.shape.vocab > 0 ? m.shape.vocab + (pretrain ? 0 : 1) : 0;
+  l.classes = pretrain ? 0 : m.shape.classes, l.positions = m.shape.max_len, l.split = d.name;
+  return l;
+}
+
 SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int max_batches, harness::Communicator& comm) {
   NoGradGuard ng;
   m.eval();
   tasks::Batcher bt = in_order(d, batch);
   int64_t nb = bt.batches_per_epoch();
   if (max_batches > 0) nb = std::min<int64_t>(nb, max_batches);
+  const harness::BatchLimits limits = batch_limits(false, m, d);
   double sums[3] = {0, 0, 0};  // correct, loss x examples, examples
   for (int64_t i = 0; i < nb; i++) {
     tasks::Batch b = bt.next();
     if (i % comm.size() != comm.rank()) continue;  // another rank's batch
+    harness::check_batch(b, limits, "evaluation batch " + std::to_string(i));
     Inputs a = to_inputs(b), c2;
     if (m.shape.two_tower) c2 = to_inputs(b, true);
     Var logits = m.classify(a, m.shape.two_tower ? &c2 : nullptr);  // (B, classes)
-    Tensor pred = argmax(logits, 1);
+    Tensor pred = argmax(logits, 1).to(Device::cpu);  // read on the host (a no-op on the CPU)
     for (int j = 0; j < b.batch_size; j++) sums[0] += pred.data<int64_t>()[j] == b.labels[j];
     sums[1] += cross_entropy(logits, labels_of(b)).item() * b.batch_size;
     sums[2] += b.batch_size;
@@ -195,10 +204,12 @@ double pretrain_val_loss(LraModel& m, const tasks::Dataset& d, const CellConfig&
   m.eval();
   tasks::Batcher bt = in_order(d, c.batch);
   int64_t nb = std::min<int64_t>(bt.batches_per_epoch(), std::max(1, max_batches));
+  const harness::BatchLimits limits = batch_limits(true, m, d);
   std::mt19937_64 rng(12345);  // fixed corruption so validation losses are comparable across evaluations
   double sums[2] = {0, 0};     // losses, batches
   for (int64_t i = 0; i < nb; i++) {
     tasks::Batch b = bt.next();
+    harness::check_batch(b, limits, "pretraining evaluation batch " + std::to_string(i));
     PretrainBatch pb =
         make_pretrain_batch(b, false, c.regime, c.mask_prob, m.shape.vocab, d.pad_id, rng);  // every rank draws alike
     if (i % comm.size() != comm.rank()) continue;

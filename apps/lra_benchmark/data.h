@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "apps/common/batch_check.h"
 #include "apps/common/comm.h"
 #include "config.h"
 #include "model.h"
@@ -35,15 +36,24 @@ dl::Var classification_loss(LraModel& m, const dl::tasks::Batch& b);
 // The self-pretraining loss of a batch (both towers averaged for retrieval); rng draws the corruption.
 dl::Var pretrain_loss(LraModel& m, const dl::tasks::Batch& b, const CellConfig& c, int pad_id, std::mt19937_64& rng);
 
+// What the model reads from a batch of split d (checked at the batch boundary, apps/common/batch_check.h): token ids
+// in the embedding's vocab + 1 rows (the last is the mask token) when fine-tuning or evaluating, but in the
+// pretraining head's vocab outputs when pretraining (the corrupted tokens are its targets); labels in the head's
+// classes (not when pretraining: it ignores them); at most max_len positions, the length the mixers and position
+// table are sized to.
+dl::harness::BatchLimits batch_limits(bool pretrain, const LraModel& m, const dl::tasks::Dataset& d);
+
 struct SplitEval {
   double accuracy = 0, loss = 0;
   int64_t examples = 0;
 };
 // Accuracy and mean cross-entropy over a split (all of it, or its first max_batches batches in dataset order).
 // With several ranks each evaluates every size-th batch and the sums are all-reduced: every rank gets the result.
+// Each batch is checked against batch_limits(false, m, d) first: a bad example of the split is named, not read.
 SplitEval evaluate_split(LraModel& m, const dl::tasks::Dataset& d, int batch, int max_batches,
                          dl::harness::Communicator& comm = dl::harness::single_process());
-// The pretraining loss on (the first max_batches batches of) a split, with a fixed corruption so evaluations compare.
+// The pretraining loss on (the first max_batches batches of) a split, with a fixed corruption so evaluations compare;
+// batches checked against batch_limits(true, m, d).
 double pretrain_val_loss(LraModel& m, const dl::tasks::Dataset& d, const CellConfig& c, int max_batches,
                          dl::harness::Communicator& comm = dl::harness::single_process());
 

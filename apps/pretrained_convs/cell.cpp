@@ -13,11 +13,13 @@ namespace pconv {
 using namespace dl;
 namespace harness = dl::harness;
 
-// Greedy-decoding accuracy on up to `limit` examples of a split (0: all), split over the ranks.
+// Greedy-decoding accuracy on up to `limit` examples of a split (0: all), split over the ranks; each batch is
+// checked against the model's limits first.
 static DecodeCount decode_split(nn::Seq2SeqModel& m, const Seq2SeqTask& t, const tasks::Dataset& d, int batch, int64_t limit,
                                 harness::Communicator& comm) {
   NoGradGuard ng;
   m.eval();
+  const harness::BatchLimits limits = batch_limits(m.cfg, d);
   tasks::Batcher bt(d, {batch, 0, false});
   int64_t nb = bt.batches_per_epoch();
   if (limit > 0) nb = std::min<int64_t>(nb, (limit + batch - 1) / batch);
@@ -25,6 +27,7 @@ static DecodeCount decode_split(nn::Seq2SeqModel& m, const Seq2SeqTask& t, const
   for (int64_t i = 0; i < nb; i++) {
     tasks::Batch b = bt.next();
     if (i % comm.size() != comm.rank()) continue;
+    harness::check_batch(b, limits, "evaluation batch " + std::to_string(i));
     DecodeCount c = decode_and_count(m, b, t);
     s[0] += c.right, s[1] += c.not_a_label, s[2] += c.n;
   }
@@ -38,8 +41,11 @@ static double val_loss(nn::Seq2SeqModel& m, const Seq2SeqTask& t, int batch, int
   tasks::Batcher bt(t.data.val, {batch, 0, false});
   const int64_t nb = std::min<int64_t>(bt.batches_per_epoch(), std::max<int64_t>(1, (limit + batch - 1) / batch));
   double s = 0;
+  const harness::BatchLimits limits = batch_limits(m.cfg, t.data.val);
   for (int64_t i = 0; i < nb; i++) {
-    Seq2SeqBatch x = to_batch(bt.next(), t.pair);
+    const tasks::Batch b = bt.next();
+    harness::check_batch(b, limits, "validation loss batch " + std::to_string(i));
+    Seq2SeqBatch x = to_batch(b, t.pair);
     s += m.forward(x.ids, x.mask, x.labels, x.segments).loss.item();
   }
   return s / nb;
@@ -79,9 +85,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   tasks::Batcher batches(task.data.train, {c.batch, (uint64_t)c.seed * 7919 + 11, true, true});
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"init", &g}};
-  // source (tokens) and target (tokens2: the decoder's labels) ids in the model's vocabulary; no classes (the labels
-  // are sequences) and no position limit (T5's relative buckets and the convolutions take any length)
-  parts.limits.vocab = (int32_t)plan.cfg.vocab_size, parts.limits.split = task.data.train.name;
+  parts.limits = batch_limits(plan.cfg, task.data.train);  // source and target ids in the model's vocabulary
   optim::ScheduleConfig sc;
   sc.kind = "constant * linear_warmup * rsqrt_normalized_decay", sc.warmup = c.warmup;  // peaks at lr (fairseq inverse_sqrt)
   parts.schedule = optim::make_schedule(sc);

@@ -45,9 +45,12 @@ static void eval_cell(const std::string& cell_path, const std::string& split) {
   m.load(path);
   dl::NoGradGuard ng;
   dl::tasks::Batcher bt(*d, {c.batch, 0, false});
+  const dl::harness::BatchLimits limits = batch_limits(m.cfg, *d);
   DecodeCount n;
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
-    DecodeCount k = decode_and_count(m, bt.next(), t);
+    const dl::tasks::Batch b = bt.next();
+    dl::harness::check_batch(b, limits, path + ": evaluation batch " + std::to_string(i));
+    DecodeCount k = decode_and_count(m, b, t);
     n.right += k.right, n.not_a_label += k.not_a_label, n.n += k.n;
   }
   std::cout << c.key() << " " << split << " accuracy " << 100.0 * n.right / n.n << "% of " << n.n

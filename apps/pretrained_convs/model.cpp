@@ -11,6 +11,7 @@
 namespace pconv {
 
 using namespace dl;
+namespace harness = dl::harness;
 
 static int64_t count_params(const nn::Seq2SeqConfig& s) {
   static std::mutex mu;
@@ -46,6 +47,12 @@ ModelPlan plan_model(const CellConfig& c) {
   p.cfg.pair_attention = c.pair_attention();
   p.params = count_params(p.cfg);
   return p;
+}
+
+harness::BatchLimits batch_limits(const nn::Seq2SeqConfig& m, const tasks::Dataset& d) {
+  harness::BatchLimits l;
+  l.vocab = (int32_t)m.vocab_size, l.split = d.name;
+  return l;
 }
 
 Seq2SeqBatch to_batch(const tasks::Batch& b, bool pair) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <memory>
 
+#include "apps/common/batch_check.h"
 #include "config.h"
 #include "data.h"
 #include "nn/models/seq2seq.h"
@@ -21,6 +22,11 @@ struct ModelPlan {
   int64_t transformer_params = 0;  // the Transformer's of the same depth and width
 };
 ModelPlan plan_model(const CellConfig& c);
+
+// What the model reads from a batch of split d (apps/common/batch_check.h): source (tokens) and target (tokens2,
+// the decoder's labels) ids in its vocabulary, sentinels included; no classes (the labels are sequences) and no
+// position limit (T5's relative buckets and the convolutions take any length). Training and evaluation check it.
+dl::harness::BatchLimits batch_limits(const dl::nn::Seq2SeqConfig& m, const dl::tasks::Dataset& d);
 
 struct Seq2SeqBatch {
   dl::Tensor ids, mask, segments, labels;  // (B, S) i64, (B, S) f32, (B, S) i64 or undefined, (B, T) i64 (-100 pad)

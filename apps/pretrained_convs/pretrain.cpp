@@ -32,6 +32,40 @@ static std::string key_of(const CellConfig& c, const nn::Seq2SeqConfig& m) {
   return k + buf;
 }
 
+harness::PhaseResult span_corruption(const CellConfig& c, const PretrainData& data, nn::Seq2SeqModel& m, Generator& g,
+                                     const harness::RunContext& ctx, std::vector<harness::CurvePoint>& curve) {
+  optim::AdamWOptions ao;
+  ao.lr = c.pt_lr, ao.weight_decay = c.weight_decay;
+  optim::AdamW opt(m.parameters(true), ao);
+  tasks::Batcher batches(data.train, {c.pt_batch, 31, true, true});
+  harness::PhaseParts parts;
+  parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"init", &g}};
+  parts.limits = batch_limits(m.cfg, data.train);  // corrupted windows and their spans: ids in the vocabulary, sentinels included
+  optim::ScheduleConfig sc;
+  sc.kind = "constant * linear_warmup * rsqrt_normalized_decay", sc.warmup = c.pt_warmup;
+  parts.schedule = optim::make_schedule(sc);
+  parts.loss = [&](const tasks::Batch& b, const harness::Step&) {
+    Seq2SeqBatch x = to_batch(b, false);
+    return m.forward(x.ids, x.mask, x.labels).loss;
+  };
+  parts.eval = [&] {
+    NoGradGuard ng;
+    tasks::Batcher vb(data.val, {c.pt_batch, 0, false});
+    const harness::BatchLimits limits = batch_limits(m.cfg, data.val);
+    const int64_t nb = std::min<int64_t>(vb.batches_per_epoch(), 8);  // the same 8 x pt_batch windows every time
+    double s = 0;
+    for (int64_t i = 0; i < nb; i++) {
+      const tasks::Batch b = vb.next();
+      harness::check_batch(b, limits, ctx.label + " evaluation batch " + std::to_string(i));
+      Seq2SeqBatch x = to_batch(b, false);
+      s += m.forward(x.ids, x.mask, x.labels).loss.item();
+    }
+    return harness::EvalPoint{s / nb, -1};
+  };
+  const int every = std::max(1, c.pt_steps / 10);
+  return harness::run_phase({"span_corruption", c.pt_steps, 1, c.clip, every, every}, parts, ctx, curve);
+}
+
 Pretrained pretrained_model(const CellConfig& c, const harness::RunContext& ctx, bool rebuild) {
   if (!c.pretrained.empty()) return {c.pretrained, {{"file", c.pretrained}}};
   nn::Seq2SeqConfig mc = plan_model(c).cfg;
@@ -54,36 +88,8 @@ Pretrained pretrained_model(const CellConfig& c, const harness::RunContext& ctx,
   PretrainData data = span_corruption_data(c.pt_len, c.density, c.mean_span, c.pt_windows, 0);
   Generator g(4242);
   nn::Seq2SeqModel m(mc, g);
-  optim::AdamWOptions ao;
-  ao.lr = c.pt_lr, ao.weight_decay = c.weight_decay;
-  optim::AdamW opt(m.parameters(true), ao);
-  tasks::Batcher batches(data.train, {c.pt_batch, 31, true, true});
-  harness::PhaseParts parts;
-  parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"init", &g}};
-  // corrupted windows (tokens) and their spans (tokens2, the decoder's labels) in the model's vocabulary (sentinels
-  // included); no classes, no position limit
-  parts.limits.vocab = (int32_t)mc.vocab_size, parts.limits.split = data.train.name;
-  optim::ScheduleConfig sc;
-  sc.kind = "constant * linear_warmup * rsqrt_normalized_decay", sc.warmup = c.pt_warmup;
-  parts.schedule = optim::make_schedule(sc);
-  parts.loss = [&](const tasks::Batch& b, const harness::Step&) {
-    Seq2SeqBatch x = to_batch(b, false);
-    return m.forward(x.ids, x.mask, x.labels).loss;
-  };
-  parts.eval = [&] {
-    NoGradGuard ng;
-    tasks::Batcher vb(data.val, {c.pt_batch, 0, false});
-    const int64_t nb = std::min<int64_t>(vb.batches_per_epoch(), 8);  // the same 8 x pt_batch windows every time
-    double s = 0;
-    for (int64_t i = 0; i < nb; i++) {
-      Seq2SeqBatch x = to_batch(vb.next(), false);
-      s += m.forward(x.ids, x.mask, x.labels).loss.item();
-    }
-    return harness::EvalPoint{s / nb, -1};
-  };
   std::vector<harness::CurvePoint> curve;
-  const int every = std::max(1, c.pt_steps / 10);
-  harness::PhaseResult r = harness::run_phase({"span_corruption", c.pt_steps, 1, c.clip, every, every}, parts, pctx, curve);
+  harness::PhaseResult r = span_corruption(c, data, m, g, pctx, curve);
   nlohmann::json jc = nlohmann::json::array();
   for (auto& pt : curve) jc.push_back(pt.to_json());
   p.info = {{"mixer", mc.mixer},

@@ -27,4 +27,10 @@ struct Pretrained {
 
 Pretrained pretrained_model(const CellConfig& c, const dl::harness::RunContext& ctx, bool rebuild = false);
 
+// The span-corruption phase itself (resumable from ctx.dir's checkpoints) on given windows: pretrained_model hands it
+// span_corruption_data's, a test doctored ones; g is the generator whose state the checkpoints keep.
+dl::harness::PhaseResult span_corruption(const CellConfig& c, const PretrainData& data, dl::nn::Seq2SeqModel& m,
+                                         dl::Generator& g, const dl::harness::RunContext& ctx,
+                                         std::vector<dl::harness::CurvePoint>& curve);
+
 }  // namespace pconv

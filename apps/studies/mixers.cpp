@@ -182,6 +182,7 @@ RunResult train_one(const MixerNetConfig& c, const tasks::TaskData& data, int st
   tasks::Batcher batches(data.train, bc);
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  parts.limits = {(int32_t)c.vocab, (int32_t)c.classes, (int32_t)c.max_len, data.train.name};  // what MixerNet is built for
   optim::ScheduleConfig sc;
   sc.kind = "warmup_cosine", sc.warmup = std::max(1, steps / 10), sc.total = steps;
   parts.schedule = optim::make_schedule(sc);

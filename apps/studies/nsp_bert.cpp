@@ -359,6 +359,7 @@ void pretrain_bert(BertForPreTraining& m, Generator& g, const std::vector<Senten
   tasks::Batcher batches(train, {o.batch, o.seed + 3, true, true});
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  parts.limits = {(int32_t)o.bert.vocab, 2, (int32_t)o.bert.max_len, train.name};  // the embeddings, NSP's 2 classes
   optim::ScheduleConfig sc;
   sc.kind = "warmup_cosine", sc.warmup = std::max(1, o.steps / 10), sc.total = o.steps;
   parts.schedule = optim::make_schedule(sc);

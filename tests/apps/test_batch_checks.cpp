@@ -3,6 +3,9 @@
 //   - the batch boundary (apps/common/batch_check.h): a token id outside the vocabulary, a label outside the classes
 //     and a sequence longer than the positions are named errors - the split, the example's index in it, the field,
 //     the value and the allowed range - raised before the loss sees the batch;
+//   - every app's evaluation loops check their batches against the same limits, so a doctored validation or test
+//     split is named too, and the pretraining phases (FPT's byte LM, pretrained_convs' span corruption) and the
+//     studies' phases (nsp_bert) check theirs;
 //   - anomaly mode (autograd/anomaly.h, --anomaly): the first op with a NaN or infinite output (forward) or gradient
 //     (backward) is named with the step, no update is applied and the last checkpoint stays; a real app's cell
 //     trains through it without a false alarm.
@@ -15,18 +18,24 @@
 #include "app_test_util.h"
 #include "apps/fpt/app.h"
 #include "apps/fpt/data.h"
+#include "apps/fpt/pretrain.h"
 #include "apps/lra_benchmark/app.h"
 #include "apps/lra_benchmark/config.h"
 #include "apps/lra_benchmark/data.h"
 #include "apps/pretrained_convs/app.h"
 #include "apps/pretrained_convs/config.h"
 #include "apps/pretrained_convs/data.h"
+#include "apps/pretrained_convs/model.h"
+#include "apps/pretrained_convs/pretrain.h"
+#include "apps/studies/nsp_bert.h"
 #include "apps/common/batch_check.h"
 #include "apps/common/phase.h"
 #include "autograd/anomaly.h"
 #include "nn/layers.h"
 #include "optim/adam.h"
 #include "optim/checkpoint.h"
+#include "tasks/brown.h"
+#include "tasks/listops.h"
 #include "tasks/registry.h"
 
 using namespace dl;
@@ -229,15 +238,17 @@ TEST(BatchChecks, AnomalyModeIsOffWithoutTheFlagAndARealCellTrainsCleanThroughIt
 
 namespace {
 
-// Sets field(e) = value in every training example, runs `run`, restores them; returns the error.
+// Sets field(e) = value in every example of the split, runs `run`, restores them; returns the error.
 template <class Field, class Run>
-std::string with_doctored(tasks::Dataset& train, Field field, int32_t value, Run run) {
+std::string with_doctored(tasks::Dataset& split, Field field, int32_t value, Run run) {
   std::vector<int32_t> saved;
-  for (auto& e : train.examples) saved.push_back(field(e)), field(e) = value;
+  for (auto& e : split.examples) saved.push_back(field(e)), field(e) = value;
   std::string msg = error_of(run);
-  for (size_t i = 0; i < saved.size(); i++) field(train.examples[i]) = saved[i];
+  for (size_t i = 0; i < saved.size(); i++) field(split.examples[i]) = saved[i];
   return msg;
 }
+
+int32_t& label_of(tasks::Example& e) { return e.label; }
 
 int32_t& first_token(tasks::Example& e) { return e.tokens.at(0); }
 
@@ -275,6 +286,16 @@ TEST(BatchChecks, LraPhasesCheckTheEmbeddingTheHeadsAndThePretrainingTargets) {
   EXPECT_TRUE(contains(msg, "tokens[0] = " + std::to_string(V) + " is outside the model's vocabulary [0, " +
                                 std::to_string(V) + ")"))
       << msg;
+  // evaluation: training and validation are clean, the test split is not - the final evaluation names it
+  msg = with_doctored(data.test, first_token, V + 1, run(cells.at(0), "test_token"));
+  EXPECT_TRUE(contains(msg, "evaluation batch 0: listops/test example 0 (row 0 of the batch): tokens[0] = " +
+                                std::to_string(V + 1) + " is outside the model's vocabulary [0, " + std::to_string(V + 1) + ")"))
+      << msg;
+  // and the pretraining phase's validation loss checks the validation split with the pretraining head's limit
+  msg = with_doctored(data.val, first_token, V, run(cells.at(1), "pretrain_val"));
+  EXPECT_TRUE(contains(msg, "pretraining evaluation batch 0: listops/val example 0 (row 0 of the batch): tokens[0] = " +
+                                std::to_string(V) + " is outside the model's vocabulary [0, " + std::to_string(V) + ")"))
+      << msg;
 }
 
 TEST(BatchChecks, FptCellChecksItsInputEmbeddingAndOutputs) {
@@ -291,8 +312,29 @@ TEST(BatchChecks, FptCellChecksItsInputEmbeddingAndOutputs) {
   std::string msg = with_doctored(t.data.train, first_token, (int32_t)t.vocab, run);
   EXPECT_TRUE(contains(msg, "train step 0: " + t.data.train.name + " example ")) << msg;
   EXPECT_TRUE(contains(msg, "is outside the model's vocabulary [0, " + std::to_string(t.vocab) + ")")) << msg;
-  msg = with_doctored(t.data.train, [](tasks::Example& x) -> int32_t& { return x.label; }, (int32_t)t.outputs, run);
+  msg = with_doctored(t.data.train, label_of, (int32_t)t.outputs, run);
   EXPECT_TRUE(contains(msg, "is outside the model's classes [0, " + std::to_string(t.outputs) + ")")) << msg;
+  // a doctored test split: the final evaluation names it
+  o.out = d + "/test_label";
+  msg = with_doctored(t.data.test, label_of, (int32_t)t.outputs, run);
+  EXPECT_TRUE(contains(msg, "evaluation batch 0: " + t.data.test.name + " example 0 (row 0 of the batch): label " +
+                                std::to_string(t.outputs) + " is outside the model's classes [0, " + std::to_string(t.outputs) + ")"))
+      << msg;
+}
+
+TEST(BatchChecks, FptLanguagePretrainingChecksItsWindowsAgainstThePositions) {
+  // windows of lm_context + 1 bytes feed n_positions = 1024 positions: a context of 1100 is named at the first batch
+  // (unchecked, GPT-2's position table would be indexed past its 1024 rows)
+  fpt::CellConfig c;
+  c.task = "bit_xor", c.arm = "fpt", c.layers = 1, c.d_model = 8, c.heads = 2, c.dropout = 0.0;
+  c.lm_steps = 2, c.lm_batch = 2, c.lm_context = 1100;
+  harness::RunContext ctx;
+  ctx.quiet = true;
+  std::string msg = error_of([&] { fpt::pretrained_transformer("language", c, ctx, /*rebuild=*/true); });
+  EXPECT_TRUE(contains(msg, "[language pretraining] lm step 0: english/train example ")) << msg;
+  EXPECT_TRUE(contains(msg, "tokens has length 1101, longer than the model's 1025 positions")) << msg;
+  for (auto& entry : std::filesystem::directory_iterator(tasks::data_cache_dir() + "/fpt"))  // the unfinished cache entry
+    if (entry.path().filename().string().find("-ctx1100-") != std::string::npos) std::filesystem::remove_all(entry.path());
 }
 
 TEST(BatchChecks, PconvCellChecksTheSourceAndTheTargetIds) {
@@ -313,4 +355,76 @@ TEST(BatchChecks, PconvCellChecksTheSourceAndTheTargetIds) {
   EXPECT_TRUE(contains(msg, "tokens2[0] = " + std::to_string(V) + " is outside the model's vocabulary [0, " +
                                 std::to_string(V) + ")"))
       << msg;
+  // a doctored test split: the final greedy-decoding evaluation names it
+  o.out = d + "/test_target";
+  msg = with_doctored(t.data.test, [](tasks::Example& x) -> int32_t& { return x.tokens2.at(0); }, V,
+                      [&] { harness::run_cells(e, p, cells, o); });
+  EXPECT_TRUE(contains(msg, "evaluation batch 0: " + t.data.test.name + " example 0 (row 0 of the batch): tokens2[0] = " +
+                                std::to_string(V) + " is outside the model's vocabulary [0, " + std::to_string(V) + ")"))
+      << msg;
+}
+
+TEST(BatchChecks, PconvSpanCorruptionChecksTheCorruptedWindows) {
+  pconv::CellConfig c;
+  c.d_model = 16, c.d_ff = 32, c.layers = 1, c.decoder_layers = 1, c.heads = 2;
+  c.pt_steps = 2, c.pt_batch = 4, c.pt_len = 32, c.pt_warmup = 1;
+  pconv::PretrainData data = pconv::span_corruption_data(c.pt_len, c.density, c.mean_span, 100, 0);
+  Generator g(4242);
+  nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
+  const int32_t V = (int32_t)m.cfg.vocab_size;
+  harness::RunContext ctx;
+  ctx.out = ctx.dir = dl::test::app_temp_dir("batch_check_span_corruption"), ctx.quiet = true, ctx.label = "[span]";
+  std::vector<harness::CurvePoint> curve;
+  std::string msg = with_doctored(data.train, first_token, V, [&] { pconv::span_corruption(c, data, m, g, ctx, curve); });
+  EXPECT_TRUE(contains(msg, "[span] span_corruption step 0: english/span_corruption/train example ")) << msg;
+  EXPECT_TRUE(contains(msg, "tokens[0] = " + std::to_string(V) + " is outside the model's vocabulary [0, " +
+                                std::to_string(V) + ")"))
+      << msg;
+  // the validation windows too, at the phase's evaluation (the training windows clean now)
+  ctx.out = ctx.dir = dl::test::app_temp_dir("batch_check_span_corruption_val");
+  msg = with_doctored(data.val, [](tasks::Example& x) -> int32_t& { return x.tokens2.at(0); }, -1,
+                      [&] { pconv::span_corruption(c, data, m, g, ctx, curve); });
+  EXPECT_TRUE(contains(msg, "[span] evaluation batch 0: english/span_corruption/val example 0 (row 0 of the batch): "
+                            "tokens2[0] = -1 is outside the model's vocabulary")) << msg;
+}
+
+TEST(BatchChecks, ClassifyEvaluationNamesATestSequenceLongerThanTheModel) {
+  // official-format ListOps files (--set data_path=): the Encoder is built from the training split's 4 positions,
+  // the test split holds a sequence of 8 tokens; an LSTM would read it without complaint, the evaluation names it
+  const std::string d = dl::test::app_temp_dir("batch_check_classify");
+  std::vector<tasks::ListOpsSample> short_ones, test;
+  for (int i = 0; i < 16; i++) short_ones.push_back({"[MAX " + std::to_string(i % 10) + " 1 ]", std::max(i % 10, 1), 0});
+  test = {short_ones.begin(), short_ones.begin() + 4};
+  test[2] = {"[MAX 2 9 1 3 4 5 ]", 9, 0};
+  tasks::write_listops_dir(d + "/listops", short_ones, {short_ones.begin(), short_ones.begin() + 4}, test);
+  const std::string cmd = std::string(DL_BINARY_DIR) + "/classify cell --task listops --layer lstm --seed 0 --threads 1 "
+                          "--quiet --set data_path=" + d + "/listops --set d_model=8 --set layers=1 --set batch=4 "
+                          "--set steps=2 --set warmup=1 --set eval_every=2 --out " + d + "/out > " + d + "/log 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  std::ifstream in(d + "/log");
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(contains(log, "evaluation batch 0: listops/test example 2 (row 2 of the batch): tokens has length 8, "
+                            "longer than the model's 4 positions"))
+      << log;
+}
+
+TEST(BatchChecks, NspBertPretrainingChecksTheEmbedding) {
+  // a BERT of 120 ids reads byte ids up to 260: the validation sentences stay below 120 ('a' is 102), the training
+  // ones hold '~' (131); the pretraining phase names it at its first batch
+  std::vector<studies::SentenceDoc> train, val;
+  for (int k = 0; k < 8; k++) {
+    train.push_back({}), val.push_back({});
+    for (int i = 0; i < 6; i++) train.back().push_back("ab~ ba" + std::to_string(i) + "."), val.back().push_back("ab ba.");
+  }
+  studies::PretrainOptions o;
+  o.bert.vocab = 120, o.bert.d_model = 16, o.bert.layers = 1, o.bert.heads = 2, o.bert.dim_ff = 32, o.bert.max_len = 35;
+  o.max_a = 16, o.max_b = 16, o.batch = 4, o.steps = 2, o.val_pairs = 8;
+  harness::RunContext ctx;
+  ctx.out = ctx.dir = dl::test::app_temp_dir("batch_check_nsp_bert"), ctx.quiet = true;
+  Generator g(0);
+  studies::BertForPreTraining m(o.bert, g);
+  nlohmann::json info;
+  std::string msg = error_of([&] { studies::pretrain_bert(m, g, train, val, o, ctx, info); });
+  EXPECT_TRUE(contains(msg, "pretrain step 0: nsp_pairs example ")) << msg;
+  EXPECT_TRUE(contains(msg, "] = 131 is outside the model's vocabulary [0, 120)")) << msg;
 }
