@@ -280,18 +280,30 @@ dl::Tensor param_of(const dl::nn::Module& m, const std::string& name) {
   return dl::Tensor();
 }
 
+// A fresh pconv model of `mixer`, saved as its cell would be, explained on a short text.
+struct ExplainedPconv {
+  std::unique_ptr<dl::nn::Seq2SeqModel> model;
+  explain::Report report;
+};
+ExplainedPconv explain_fresh_pconv(const std::string& mixer, uint64_t seed) {
+  pconv::CellConfig c = tiny_pconv(mixer);
+  dl::Generator g(seed);
+  ExplainedPconv e{std::make_unique<dl::nn::Seq2SeqModel>(pconv::plan_model(c).cfg, g), {}};
+  const std::string dir = dl::test::app_temp_dir("explain_conv_" + mixer);
+  explain::Options o = quiet_options(dir + "/out");
+  o.text = "a fine day";  // 10 bytes + eos
+  e.report = explain::explain_model_file(save_cell(*e.model, c, dir), o);
+  return e;
+}
+
 // Lightweight: the plotted rows are softmax of the layer's own weight, by hand; its decoder layer is causal (offsets
 // <= 0). Dilated: the taps at offsets k d - pad are the depthwise weights. Dynamic: one map per head whose rows are
 // the input's positions, each a softmax.
 TEST(Explain, ConvolutionKernelsAreTheLayersOwn) {
-  const std::string d = dl::test::app_temp_dir("explain_conv");  // the reports; each model has its own folder
   {
-    pconv::CellConfig c = tiny_pconv("lightconv");
-    dl::Generator g(1);
-    dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
-    explain::Options o = quiet_options(d + "/light");
-    o.text = "a fine day";
-    explain::Report r = explain::explain_model_file(save_cell(m, c, dl::test::app_temp_dir("explain_conv_light")), o);
+    ExplainedPconv e = explain_fresh_pconv("lightconv", 1);
+    const dl::nn::Seq2SeqModel& m = *e.model;
+    const explain::Report& r = e.report;
     ASSERT_EQ(r.convs.size(), 3u);  // 2 encoder layers, 1 decoder layer
     for (const explain::ConvKernelInfo& k : r.convs) {
       EXPECT_EQ(k.type, "lightweight");
@@ -312,12 +324,9 @@ TEST(Explain, ConvolutionKernelsAreTheLayersOwn) {
     }
   }
   {
-    pconv::CellConfig c = tiny_pconv("dilatedconv");
-    dl::Generator g(2);
-    dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
-    explain::Options o = quiet_options(d + "/dil");
-    o.text = "a fine day";
-    explain::Report r = explain::explain_model_file(save_cell(m, c, dl::test::app_temp_dir("explain_conv_dil")), o);
+    ExplainedPconv e = explain_fresh_pconv("dilatedconv", 2);
+    const dl::nn::Seq2SeqModel& m = *e.model;
+    const explain::Report& r = e.report;
     ASSERT_EQ(r.convs.size(), 3u);
     const explain::ConvKernelInfo& k = r.convs[1];  // encoder layer 1: K 5, dilation 2, centred: offsets -4 -2 0 2 4
     EXPECT_EQ(k.layer, "encoder.1.mixer.conv");
@@ -330,12 +339,9 @@ TEST(Explain, ConvolutionKernelsAreTheLayersOwn) {
     EXPECT_EQ(r.convs[2].offsets.back(), 0) << "the decoder's dilated conv is causal";
   }
   {
-    pconv::CellConfig c = tiny_pconv("dynamicconv");
-    dl::Generator g(3);
-    dl::nn::Seq2SeqModel m(pconv::plan_model(c).cfg, g);
-    explain::Options o = quiet_options(d + "/dyn");
-    o.text = "a fine day";  // 10 bytes + eos
-    explain::Report r = explain::explain_model_file(save_cell(m, c, dl::test::app_temp_dir("explain_conv_dyn")), o);
+    ExplainedPconv e = explain_fresh_pconv("dynamicconv", 3);
+    const dl::nn::Seq2SeqModel& m = *e.model;
+    const explain::Report& r = e.report;
     ASSERT_EQ(r.convs.size(), 3u);
     for (const explain::ConvKernelInfo& k : r.convs) {
       EXPECT_EQ(k.type, "dynamic");
