@@ -174,6 +174,30 @@ ImageSet read_cifar10_batch(const std::string& path) {
   return parse_cifar10_batch(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
 }
 
+ImageSet average_pool(const ImageSet& s, int32_t k, const std::string& name) {
+  if (k < 1 || s.rows % k != 0 || s.cols % k != 0)
+    throw DataError(name + ": pool size " + std::to_string(k) + " does not divide the " + std::to_string(s.rows) + "x" +
+                    std::to_string(s.cols) + " image");
+  const int32_t c = s.channels, h = s.rows / k, w = s.cols / k, area = k * k;
+  const size_t per_in = static_cast<size_t>(s.rows) * s.cols * c, per_out = static_cast<size_t>(h) * w * c;
+  ImageSet out;
+  out.rows = h, out.cols = w, out.channels = c, out.labels = s.labels;
+  out.pixels.resize(s.size() * per_out);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const uint8_t* px = s.pixels.data() + i * per_in;
+    uint8_t* po = out.pixels.data() + i * per_out;
+    for (int32_t y = 0; y < h; ++y)
+      for (int32_t x = 0; x < w; ++x)
+        for (int32_t ch = 0; ch < c; ++ch) {
+          int32_t sum = 0;  // the k x k block whose top-left pixel is (k y, k x)
+          for (int32_t dy = 0; dy < k; ++dy)
+            for (int32_t dx = 0; dx < k; ++dx) sum += px[((k * y + dy) * s.cols + (k * x + dx)) * c + ch];
+          po[(y * w + x) * c + ch] = static_cast<uint8_t>((sum + area / 2) / area);  // mean, halves rounded up
+        }
+  }
+  return out;
+}
+
 const std::vector<std::string>& fashion_mnist_class_names() {
   static const std::vector<std::string> names = {"t-shirt/top", "trouser", "pullover", "dress", "coat",
                                                  "sandal",      "shirt",   "sneaker",  "bag",   "ankle boot"};
@@ -242,10 +266,14 @@ TaskData image_task(const std::string& name, const ImageSet& train, const ImageS
   std::vector<size_t> test_idx(test.size());
   std::iota(test_idx.begin(), test_idx.end(), size_t{0});
   if (config.max_test > 0 && test_idx.size() > static_cast<size_t>(config.max_test)) test_idx.resize(config.max_test);
+  auto view = [&](const std::string& split, const ImageSet& s, const std::vector<size_t>& idx) {
+    const std::string n = name + "/" + split;
+    return image_dataset(n, config.pool > 1 ? average_pool(subset(s, idx), config.pool, n) : subset(s, idx), config, class_names);
+  };
   TaskData t;
-  t.train = image_dataset(name + "/train", subset(train, train_idx), config, class_names);
-  t.val = image_dataset(name + "/val", subset(train, val_idx), config, class_names);
-  t.test = image_dataset(name + "/test", subset(test, test_idx), config, class_names);
+  t.train = view("train", train, train_idx);
+  t.val = view("val", train, val_idx);
+  t.test = view("test", test, test_idx);
   return t;
 }
 

@@ -14,6 +14,9 @@
 //                     pixels inside a patch, as in the FPT paper's image tasks (Lu et al. 2021).
 //    Validation is carved from train: a seeded random `val_size` images (LRA took the last 10% of train
 //    for MNIST/CIFAR; we draw them at random so the classes stay balanced).
+//    `pool` = k > 1 first shrinks every image by k x k average pooling (out(y, x) = round(mean of the k x k block
+//    at (k y, k x)), halves rounded up), so a 28x28 image becomes 14x14 = 196 tokens at k = 2: a pixel-level task
+//    short enough for a tiny Transformer on a CPU (the `image14` task; LRA's own Image task is 32x32 = 1024).
 //  - CIFAR-10 binary batches (`data_batch_{1..5}.bin`, `test_batch.bin`: records of 1 label byte + 1024 R +
 //    1024 G + 1024 B bytes), converted to grayscale exactly as LRA's tf.image.rgb_to_grayscale on uint8:
 //    to float (v / 255), gray = 0.2989 R + 0.5870 G + 0.1140 B, back to uint8 by truncating gray * 255.5
@@ -57,6 +60,8 @@ ImageSet load_mnist_idx_split(const std::string& dir, const std::string& prefix)
 // One CIFAR-10 batch file held in memory, converted to grayscale (channels = 1).
 ImageSet parse_cifar10_batch(const uint8_t* bytes, size_t size, const std::string& source_name);
 ImageSet read_cifar10_batch(const std::string& path);
+// k x k average pooling of every image and channel (k must divide rows and cols): mean rounded to nearest.
+ImageSet average_pool(const ImageSet& images, int32_t k, const std::string& name);
 uint8_t tf_rgb_to_grayscale(uint8_t r, uint8_t g, uint8_t b);
 
 enum class ImageView { pixel_tokens, float_pixels, patches };
@@ -65,6 +70,7 @@ struct ImageTaskConfig {
   std::string dir;  // empty: /usr/share/datasets/fashion-mnist (Fashion-MNIST) - required for CIFAR
   ImageView view = ImageView::pixel_tokens;
   int32_t patch = 4;        // patch side for ImageView::patches (must divide rows and cols)
+  int32_t pool = 1;         // k x k average pooling before the view (1 = none; must divide rows and cols)
   int64_t val_size = 6000;  // carved from train (10%, as LRA)
   int64_t max_train = 0;    // 0 = all; otherwise the first max_train after the val carve (quick runs)
   int64_t max_test = 0;     // 0 = all

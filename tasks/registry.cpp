@@ -74,6 +74,18 @@ TaskData image_task(const TaskConfig& c) {
   return make_fashion_mnist(ic);
 }
 
+// Image at 14x14: Fashion-MNIST 2x2 average-pooled, 196 pixel tokens (vocab 256), so a tiny Transformer fits.
+TaskData image14_task(const TaskConfig& c) {
+  ImageTaskConfig ic;
+  ic.dir = c.data_path;
+  ic.seed = c.seed;
+  ic.pool = 2;
+  if (c.val_size > 0) ic.val_size = c.val_size;
+  ic.max_train = c.train_size;
+  ic.max_test = c.test_size;
+  return make_fashion_mnist(ic);
+}
+
 // The FPT view of Fashion-MNIST: 49 patches of 4x4 floats.
 TaskData image_patches_task(const TaskConfig& c) {
   ImageTaskConfig ic;
@@ -177,6 +189,7 @@ const std::vector<TaskEntry>& task_registry() {
       {"text", text_task, "LRA Text: byte-level Brown genre crops, 5 classes (or aclImdb sentiment)"},
       {"retrieval", retrieval_task, "LRA Retrieval: same-document byte chunk pairs from Brown (or AAN TSVs)"},
       {"image", image_task, "LRA Image: Fashion-MNIST as 784 pixel tokens, 10 classes"},
+      {"image14", image14_task, "Image at 14x14: Fashion-MNIST 2x2 average-pooled, 196 pixel tokens, 10 classes"},
       {"cifar10", cifar10_task, "LRA Image (official): CIFAR-10 grayscale 1024 pixel tokens; needs data_path"},
       {"pathfinder", pathfinder_task<32>, "LRA Pathfinder: 32x32 contour images as 1024 pixel tokens, 2 classes"},
       {"pathfinder64", pathfinder_task<64>, "Pathfinder 64x64 (4096 pixel tokens)"},

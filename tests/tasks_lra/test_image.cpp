@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tasks/image.h"
+#include "tasks/registry.h"
 #include "test_util.h"
 
 namespace dl::tasks {
@@ -103,6 +104,50 @@ TEST(FashionMnistFormat, ViewsAndValidationCarve) {
   t = make_fashion_mnist(cfg);
   EXPECT_EQ(t.test.feature_dim, 1);
   EXPECT_FLOAT_EQ(t.test.examples[1].features[30], ((1 * 7 + 30) % 256) / 255.0f);
+}
+
+// 2x2 average pooling: a hand-pooled 2x4 image, then the `image14` task (the registry's 14x14 view) against the
+// formula on the generated images, and two blocks by hand (means 95.5 and 77.5, so the rounding shows).
+TEST(FashionMnistFormat, Image14IsTheHandPooledImage) {
+  ImageSet one;
+  one.rows = 2, one.cols = 4;
+  one.pixels = {0, 1, 10, 11, 2, 4, 20, 23};
+  one.labels = {6};
+  const ImageSet pooled = average_pool(one, 2, "one");
+  EXPECT_EQ(pooled.rows, 1);
+  EXPECT_EQ(pooled.cols, 2);
+  EXPECT_EQ(pooled.pixels, (std::vector<uint8_t>{2, 16}));  // 7 / 4 = 1.75 -> 2, 64 / 4 = 16
+  EXPECT_EQ(pooled.labels, one.labels);
+
+  TempDir dir("fmnist14");
+  write_mnist_like(dir, "train", 20, 28, 28);
+  write_mnist_like(dir, "t10k", 5, 28, 28);
+  TaskConfig c;
+  c.data_path = dir.str();
+  c.val_size = 4;
+  const TaskData t = make_task("image14", c);
+  EXPECT_EQ(t.train.examples.size(), 16u);
+  EXPECT_EQ(t.val.examples.size(), 4u);
+  EXPECT_EQ(t.train.vocab_size, 256);
+  EXPECT_EQ(t.train.max_len, 196);
+  const Example& e = t.test.examples[3];
+  ASSERT_EQ(e.tokens.size(), 196u);
+  EXPECT_EQ(e.label, 3);
+  auto px = [](int i, int y, int x) { return (i * 7 + y * 28 + x) % 256; };
+  for (int y = 0; y < 14; ++y)
+    for (int x = 0; x < 14; ++x) {
+      const int sum = px(3, 2 * y, 2 * x) + px(3, 2 * y, 2 * x + 1) + px(3, 2 * y + 1, 2 * x) + px(3, 2 * y + 1, 2 * x + 1);
+      ASSERT_EQ(e.tokens[y * 14 + x], (sum + 2) / 4) << "pixel (" << y << ", " << x << ")";
+    }
+  EXPECT_EQ(e.tokens[1 * 14 + 2], 96);  // 81 + 82 + 109 + 110 = 382: 95.5 rounds up
+  EXPECT_EQ(e.tokens[4 * 14 + 5], 78);  // 255 + 0 + 27 + 28 = 310 (the row wraps mod 256): 77.5 rounds up
+
+  ImageTaskConfig bad;
+  bad.dir = dir.str();
+  bad.val_size = 4;
+  bad.pool = 3;
+  const std::string msg = data_error_message([&] { make_fashion_mnist(bad); });
+  EXPECT_NE(msg.find("pool size 3 does not divide the 28x28 image"), std::string::npos) << msg;
 }
 
 TEST(FashionMnistFormat, MismatchedCountsAndBadLabelsNameTheFile) {
