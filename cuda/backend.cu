@@ -156,6 +156,14 @@ void require_target(const Tensor& logits, const Tensor& t, const char* op) {
     fail(std::string(op) + " (cuda): target " + shape_str(t.shape()) + " " + dtype_name(t.dtype()) + " must be i64 " + shape_str(want));
 }
 
+// An index for gather / scatter_add: contiguous i64 of the operand's rank, d a dim of it.
+void require_index(const Tensor& idx, const char* op, int64_t rank, int64_t d) {
+  require_cuda(idx, op, "index");
+  if (idx.dtype() != DType::i64 || idx.dim() != rank || d < 0 || d >= rank)
+    fail(std::string(op) + " (cuda): index " + shape_str(idx.shape()) + " " + dtype_name(idx.dtype()) + " must be i64 of rank " +
+         std::to_string(rank) + ", dim " + std::to_string(d));
+}
+
 void require_float(const Tensor& t, const char* op) {
   if (t.dtype() != DType::f32 && t.dtype() != DType::f64)
     fail(std::string(op) + " (cuda): expected f32 or f64, found " + dtype_name(t.dtype()));
@@ -181,8 +189,14 @@ class CudaBackend final : public Backend {
       cudaError_t e = cudaGetDeviceCount(&n);
       if (e != cudaSuccess) cudaGetLastError();  // cudaErrorNoDevice, cudaErrorInsufficientDriver, ...
       available_ = e == cudaSuccess && n >= 1;
+      if (e != cudaSuccess) reason_ = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
+      else if (n < 1) reason_ = "cudaGetDeviceCount: 0 devices";
     });
     return available_;
+  }
+  std::string unavailable_reason() const override {
+    available();
+    return reason_;
   }
 
   // ---- memory ----
@@ -234,6 +248,13 @@ class CudaBackend final : public Backend {
     require_input(x, out, "unary", "x");
     require_float(x, "unary");
     cuda::unary(op, x, out);
+  }
+
+  void unary_ext(ExtUnaryOp op, double alpha, const Tensor& x, const Tensor& out) override {
+    require_cuda(out, "unary_ext", "out");
+    require_input(x, out, "unary_ext", "x");
+    if (op != ExtUnaryOp::sign) require_float(x, "unary_ext");
+    cuda::unary_ext(op, alpha, x, out);
   }
 
   void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx) override {
@@ -382,6 +403,53 @@ class CudaBackend final : public Backend {
     cuda::embedding_backward(dy, idx, dw);
   }
 
+  // gather / scatter_add / index_add / one_hot (cuda/ops/gather.cuh); shapes and index ranges checked by tensor/
+  void gather(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& out) override {
+    require_on_cuda(x, "gather", "x");
+    require_index(idx, "gather", x.dim(), d);
+    require_cuda(out, "gather", "out");
+    if (out.shape() != idx.shape() || out.dtype() != x.dtype())
+      fail("gather (cuda): out " + shape_str(out.shape()) + " must have the index's shape " + shape_str(idx.shape()) + " and x's dtype");
+    cuda::gather(x, d, idx, out);
+  }
+
+  void scatter_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src) override {
+    require_cuda(out, "scatter_add", "out");
+    require_index(idx, "scatter_add", out.dim(), d);
+    require_on_cuda(src, "scatter_add", "src");
+    if (src.dtype() != out.dtype() || src.dim() != idx.dim())
+      fail("scatter_add (cuda): src " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) + " does not fit out " +
+           shape_str(out.shape()) + " " + dtype_name(out.dtype()));
+    cuda::scatter_add(out, d, idx, src);
+  }
+
+  void index_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src) override {
+    require_cuda(out, "index_add", "out");
+    require_cuda(idx, "index_add", "index");
+    require_cuda(src, "index_add", "src");
+    if (idx.dtype() != DType::i64 || idx.dim() > 1 || d < 0 || d >= out.dim() || src.dtype() != out.dtype() ||
+        src.numel() != (out.size(d) ? out.numel() / out.size(d) : 0) * idx.numel())
+      fail("index_add (cuda): out " + shape_str(out.shape()) + ", 1-D i64 index " + shape_str(idx.shape()) + " and src " +
+           shape_str(src.shape()) + " do not fit along dim " + std::to_string(d));
+    cuda::index_add(out, d, idx, src);
+  }
+
+  void one_hot(const Tensor& idx, const Tensor& out) override {
+    require_cuda(idx, "one_hot", "index");
+    require_cuda(out, "one_hot", "out");
+    if (idx.dtype() != DType::i64 || out.dim() != idx.dim() + 1 || out.numel() != idx.numel() * out.size(-1))
+      fail("one_hot (cuda): out " + shape_str(out.shape()) + " must be the i64 index " + shape_str(idx.shape()) + " + [C]");
+    cuda::one_hot(idx, out);
+  }
+
+  void cumsum(const Tensor& x, int64_t d, bool reverse, const Tensor& out) override {
+    require_cuda(x, "cumsum", "x");
+    require_cuda(out, "cumsum", "out");
+    require_same(x, out, "cumsum", "x", "out");
+    if (x.dim() > 0 && (d < 0 || d >= x.dim())) fail("cumsum (cuda): dim " + std::to_string(d) + " out of range");
+    cuda::cumsum(x, d, reverse, out);
+  }
+
   void dropout_mask(uint64_t base, double p, const Tensor& mask) override {
     require_cuda(mask, "dropout", "mask");
     require_float(mask, "dropout");
@@ -440,12 +508,12 @@ class CudaBackend final : public Backend {
     cublasHandle_t h = blas_handle();
     if (a.dtype() == DType::f32) {
       const float one = 1, zero = 0;
-      DL_CUDA_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, b.data<float>(), m, sb, a.data<float>(),
-                                              k, sa, &zero, out.data<float>(), m, sc, batch));
+      DL_CUDA_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, (const float*)b.raw_data(), m, sb,
+                                              (const float*)a.raw_data(), k, sa, &zero, (float*)out.raw_data(), m, sc, batch));
     } else {
       const double one = 1, zero = 0;
-      DL_CUDA_CHECK(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, b.data<double>(), m, sb,
-                                              a.data<double>(), k, sa, &zero, out.data<double>(), m, sc, batch));
+      DL_CUDA_CHECK(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, (const double*)b.raw_data(), m, sb,
+                                              (const double*)a.raw_data(), k, sa, &zero, (double*)out.raw_data(), m, sc, batch));
     }
   }
 
@@ -566,6 +634,7 @@ class CudaBackend final : public Backend {
   DeviceAllocator allocator_;
   mutable std::once_flag available_once_;
   mutable bool available_ = false;
+  mutable std::string reason_;
   std::mutex blas_mu_, fft_mu_;
   cublasHandle_t blas_ = nullptr;
   std::map<std::tuple<int64_t, int64_t, DType>, FftPlans> plans_;

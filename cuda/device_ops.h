@@ -14,12 +14,14 @@ void copy_strided(const Tensor& src, const Tensor& dst);
 void cast(const Tensor& src, const Tensor& dst);
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
 void unary(UnaryOp op, const Tensor& x, const Tensor& out);
+void unary_ext(ExtUnaryOp op, double alpha, const Tensor& x, const Tensor& out);
 void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx);
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 void binary_ext(ExtBinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 
 // cuda/ops_reduce.cu
 void reduce(ReduceOp op, const Tensor& x, int64_t nkept, const Tensor& values, const Tensor& indices);
+void cumsum(const Tensor& x, int64_t d, bool reverse, const Tensor& out);
 
 // cuda/ops_nn.cu
 void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& y);
@@ -35,6 +37,10 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Te
 // cuda/ops_index.cu
 void embedding(const Tensor& weight, const Tensor& idx, const Tensor& out);
 void embedding_backward(const Tensor& dy, const Tensor& idx, const Tensor& dw);
+void gather(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& out);
+void scatter_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src);
+void index_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src);
+void one_hot(const Tensor& idx, const Tensor& out);
 void dropout_mask(uint64_t base, double p, const Tensor& mask);
 void adam_step(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v);
 double sum_sq(const Tensor& g);

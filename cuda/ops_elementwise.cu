@@ -10,6 +10,9 @@ void copy_strided(const Tensor& src, const Tensor& dst) { ops::copy_strided(thru
 void cast(const Tensor& src, const Tensor& dst) { ops::cast(thrust::cuda::par, src, dst); }
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) { ops::where(thrust::cuda::par, cond, a, b, out); }
 void unary(UnaryOp op, const Tensor& x, const Tensor& out) { ops::unary(thrust::cuda::par, op, x, out); }
+void unary_ext(ExtUnaryOp op, double alpha, const Tensor& x, const Tensor& out) {
+  ops::unary_ext(thrust::cuda::par, op, alpha, x, out);
+}
 void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx) {
   ops::unary_backward(thrust::cuda::par, op, xy, dy, dx);
 }

@@ -19,7 +19,11 @@ enum class BinaryOp { add, sub, mul, div };  // the differentiable four (autogra
 // The rest of tensor/elementwise.h's binary family; comparisons give 0/1 in the inputs' dtype.
 enum class ExtBinaryOp { pow, maximum, minimum, eq, ne, lt, le, gt, ge };
 // Reductions over dims; max/min also give the index of the first extreme (argmax/argmin).
-enum class ReduceOp { sum, mean, max, min, logsumexp };
+// var / var_unbiased: the two-pass variance of tensor/reduce.cpp (mean, then squared deviations, f64), / R or R - 1.
+enum class ReduceOp { sum, mean, max, min, logsumexp, var, var_unbiased };
+// Unary ops outside the differentiable UnaryOp family (tensor/elementwise.cpp writes them with unary_map):
+// sin, cos, sign (-1, 0, 1; any dtype), elu (x > 0 ? x : alpha expm1(x)).
+enum class ExtUnaryOp { sin, cos, sign, elu };
 
 // The derivative of these unary ops is cheapest from y = op(x); the others' from x
 // (tensor/elementwise.cpp's unary_backward, which the device version follows).
@@ -38,6 +42,9 @@ struct Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual bool available() const = 0;  // a device is present
+  // Why available() is false, in the driver's words ("cudaGetDeviceCount: no CUDA-capable device is detected");
+  // empty when a device is present.
+  virtual std::string unavailable_reason() const = 0;
   // memory
   virtual void* alloc(size_t nbytes) = 0;
   virtual void free(void* p, size_t nbytes) = 0;
@@ -51,6 +58,7 @@ struct Backend {
   // Elementwise: out is contiguous; inputs are any views with out's shape (broadcast operands expanded).
   virtual void fill(const Tensor& out, double value) = 0;  // out contiguous
   virtual void unary(UnaryOp op, const Tensor& x, const Tensor& out) = 0;
+  virtual void unary_ext(ExtUnaryOp op, double alpha, const Tensor& x, const Tensor& out) = 0;  // alpha: elu's
   virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   virtual void binary_ext(ExtBinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // out = cond != 0 ? a : b (cond any dtype, compared in a's as the CPU does)
@@ -80,6 +88,17 @@ struct Backend {
   // (deterministic: sorted, segmented, in index order). Indices are checked by the caller.
   virtual void embedding(const Tensor& weight, const Tensor& idx, const Tensor& out) = 0;
   virtual void embedding_backward(const Tensor& dy, const Tensor& idx, const Tensor& dw) = 0;
+  // gather / scatter_add / index_add along dim d (tensor/indexing.h's meaning); idx contiguous i64, checked by the
+  // caller. gather: out (idx's shape, contiguous) = x[.., idx, ..] for x any view. scatter_add: out contiguous,
+  // src any view, out[.., idx, ..] += src. index_add: out contiguous, 1-D idx, src contiguous with out's shape but
+  // idx.numel() along d. Each output element is summed by one thread in the CPU's order (deterministic).
+  virtual void gather(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& out) = 0;
+  virtual void scatter_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src) = 0;
+  virtual void index_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src) = 0;
+  // out (idx's shape + [C], contiguous, any dtype) = 1 where c == idx[r], else 0; idx contiguous, checked in [0, C)
+  virtual void one_hot(const Tensor& idx, const Tensor& out) = 0;
+  // out = inclusive running sum of x along d (from the end when reverse); x and out contiguous, one shape
+  virtual void cumsum(const Tensor& x, int64_t d, bool reverse, const Tensor& out) = 0;
   // the dropout mask of tensor/nn_kernels.h for the base draw `base` (the one u64 taken from the Generator)
   virtual void dropout_mask(uint64_t base, double p, const Tensor& mask) = 0;
   // Optimizer (contiguous, one shape): one fused Adam/AdamW update of param, m, v in place; sum of g^2 in f64

@@ -175,8 +175,9 @@ template <class Op> Tensor device_scalar(Op op, const Tensor& a, double s, const
 }  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
-  if (dst.device() != Device::cpu || src.device() != Device::cpu) {
-    if (dst.device() != src.device()) fail("copy_: devices differ; use to(device)");
+  // across devices (a checkpoint loaded into a model on the device, a device result read back): move first
+  if (dst.device() != src.device()) return copy_into(dst, src.to(dst.device()));
+  if (dst.device() != Device::cpu) {
     Tensor s = src.dtype() == dst.dtype() ? src : src.to(dst.dtype());  // as on the CPU: convert, then copy
     require_backend(dst.device(), "copy_").copy_strided(s.expand(dst.shape()), dst);
     return;
@@ -287,7 +288,9 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
   broadcast_shapes(a.shape(), mask.shape(), "masked_fill");
   if (broadcast_shapes(a.shape(), mask.shape(), "masked_fill") != a.shape())
     fail("masked_fill: mask " + shape_str(mask.shape()) + " must broadcast to the input " + shape_str(a.shape()));
-  return where(mask, full({}, value, a.dtype(), a.device()), a);
+  // a mask built on the host (attention's allowed positions) follows a device input there, as indices do
+  const Tensor m = mask.device() == a.device() ? mask : mask.to(a.device());
+  return where(m, full({}, value, a.dtype(), a.device()), a);
 }
 
 // ---- unary ----
@@ -346,18 +349,29 @@ Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
 Tensor gelu(const Tensor& x, bool t) { return unary(t ? UnaryOp::gelu_tanh : UnaryOp::gelu_erf, x); }
 Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
 Tensor softplus(const Tensor& x) { return unary(UnaryOp::softplus, x); }
+// The device seam of sin / cos / sign / elu: one strided kernel reads x in place.
+static Tensor device_unary_ext(ExtUnaryOp op, double alpha, const Tensor& x, const char* name) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  require_backend(x.device(), name).unary_ext(op, alpha, x, out);
+  return out;
+}
+
 Tensor elu(const Tensor& x, double alpha) {
+  if (on_device(x)) return device_unary_ext(ExtUnaryOp::elu, alpha, x, "elu");
   return dispatch_float(x.dtype(), "elu", [&]<class T>() {
     return unary_map<T>(x, [alpha](T v) { return v > 0 ? v : (T)alpha * std::expm1(v); });
   });
 }
 Tensor sign(const Tensor& x) {
+  if (on_device(x)) return device_unary_ext(ExtUnaryOp::sign, 0, x, "sign");
   return dispatch_all(x.dtype(), "sign", [&]<class T>() { return unary_map<T>(x, [](T v) { return (T)((v > 0) - (v < 0)); }); });
 }
 Tensor sin(const Tensor& x) {
+  if (on_device(x)) return device_unary_ext(ExtUnaryOp::sin, 0, x, "sin");
   return dispatch_float(x.dtype(), "sin", [&]<class T>() { return unary_map<T>(x, [](T v) { return std::sin(v); }); });
 }
 Tensor cos(const Tensor& x) {
+  if (on_device(x)) return device_unary_ext(ExtUnaryOp::cos, 0, x, "cos");
   return dispatch_float(x.dtype(), "cos", [&]<class T>() { return unary_map<T>(x, [](T v) { return std::cos(v); }); });
 }
 

@@ -9,7 +9,9 @@
 #include <mutex>
 #include <tuple>
 
+#include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/shape_ops.h"
 
 namespace dl {
 
@@ -212,6 +214,28 @@ Tensor irfft_backward(const Tensor& dx, int64_t n, int64_t m) {
     weight_bins<T>(X.data<T>(), X.numel() / (2 * h), n, 1.0 / (double)n, /*inverse=*/false);  // dX_k = w_k/n rfft(dx)_k
     return bins_to(X, m);
   });
+}
+
+Tensor causal_conv(const Tensor& a, const Tensor& b) {
+  if (a.dim() < 1 || a.shape() != b.shape() || a.dtype() != b.dtype())
+    fail("causal_conv: a " + shape_str(a.shape()) + " " + dtype_name(a.dtype()) + " and b " + shape_str(b.shape()) + " " +
+         dtype_name(b.dtype()) + " must have one shape (..., L) and dtype");
+  if (a.device() != b.device())
+    fail(std::string("causal_conv: a is on ") + device_name(a.device()) + ", b on " + device_name(b.device()));
+  const int64_t L = a.size(-1);
+  if (a.device() != Device::cpu) {  // the device seam: rows of L, cuFFT's padded product
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    if (a.numel() == 0) return out;
+    const int64_t R = a.numel() / L;
+    require_backend(a.device(), "causal_conv").fft_conv(a.contiguous().view({R, L}), b.contiguous().view({R, L}), out.view({R, L}));
+    return out;
+  }
+  if (a.numel() == 0) return Tensor::empty(a.shape(), a.dtype());
+  const int64_t n = 2 * L;
+  Tensor A = rfft(a, n), Bf = rfft(b, n);  // (..., L + 1, 2)
+  Tensor ar = A.select(-1, 0), ai = A.select(-1, 1), br = Bf.select(-1, 0), bi = Bf.select(-1, 1);
+  Tensor P = stack({sub(mul(ar, br), mul(ai, bi)), add(mul(ar, bi), mul(ai, br))}, -1);  // (ar + i ai)(br + i bi)
+  return irfft(P, n).narrow(-1, 0, L).contiguous();
 }
 
 }  // namespace dl

@@ -41,4 +41,9 @@ Tensor rfft_backward(const Tensor& dX, int64_t n, int64_t L);   // -> dx (..., L
 Tensor irfft_backward(const Tensor& dx, int64_t n, int64_t m);  // -> dX (..., m, 2)
 size_t fft_plan_cache_size();
 
+// Causal convolution of rows: y[..., t] = sum_{s <= t} a[..., s] b[..., t - s], t < L, for a, b of one shape (..., L).
+// CPU: irfft(rfft(a, 2L) rfft(b, 2L), 2L)[..., :L] (padding to 2L: no wrap-around). A device tensor: the backend's
+// fft_conv (cuFFT), the one FFT a device has today. Its adjoint is itself on reversed rows (autograd/fft.h).
+Tensor causal_conv(const Tensor& a, const Tensor& b);
+
 }  // namespace dl

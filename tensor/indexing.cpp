@@ -31,12 +31,25 @@ void check_range(const Tensor& idx_c, int64_t bound, const char* op, int64_t dim
 
 bool on_device(const Tensor& t) { return t.defined() && t.device() != Device::cpu; }
 
+// The index moved to the data's device (a no-op when it is there already).
+Tensor index_on(const Tensor& index, const Tensor& data) {
+  return index.device() == data.device() ? index : index.to(data.device());
+}
+
+void same_device(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.device() != b.device())
+    fail(std::string(op) + ": operands on different devices (" + device_name(a.device()) + " and " + device_name(b.device()) + ")");
+}
+
 // The device seam of embedding: weight (V, D) rows gathered for idx; indices are checked on a host copy
-// (one device-to-host copy of N int64 per call; a device-side check is future work).
+// (one device-to-host copy of N int64 per call; a device-side check is future work). In every device seam of
+// this file an index may live on the host: it is moved to the data's device (indices are small; the data
+// operands themselves must share a device).
 Tensor device_embedding(const Tensor& weight, const Tensor& index, const char* op) {
   if (weight.dim() != 2) fail(std::string(op) + ": weight must be (V, D), got " + shape_str(weight.shape()));
   Tensor idx = index.contiguous();
   check_range(idx.to(Device::cpu), weight.size(0), op, 0);
+  idx = index_on(idx, weight);  // an index built on the host (from_vector) is moved to the table's device
   Shape s = index.shape();
   s.push_back(weight.size(1));
   Tensor out = Tensor::empty(s, weight.dtype(), weight.device());
@@ -75,11 +88,18 @@ void check_fits(const Tensor& index, const Tensor& t, int64_t d, const char* op,
 
 }  // namespace
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_index_dtype(index, "gather");
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index0) {
+  check_index_dtype(index0, "gather");
+  Tensor index = index_on(index0, x);
   int64_t d = wrap_dim(dim, x.dim(), "gather");
   check_fits(index, x, d, "gather", "x", false);
   Tensor idx = index.contiguous();
+  if (on_device(x)) {  // the device seam: x read in place, indices checked on a host copy
+    check_range(idx.to(Device::cpu), x.size(d), "gather", d);
+    Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
+    if (out.numel() > 0) require_backend(x.device(), "gather").gather(x, d, idx, out);
+    return out;
+  }
   check_range(idx, x.size(d), "gather", d);
   Tensor out = Tensor::empty(index.shape(), x.dtype());
   if (out.numel() == 0) return out;
@@ -101,8 +121,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   return out;
 }
 
-void scatter_add_(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_index_dtype(index, "scatter_add");
+void scatter_add_(const Tensor& out, int64_t dim, const Tensor& index0, const Tensor& src) {
+  check_index_dtype(index0, "scatter_add");
+  same_device(out, src, "scatter_add");
+  Tensor index = index_on(index0, out);
   if (!out.is_contiguous()) fail("scatter_add_: out must be contiguous");
   if (src.dtype() != out.dtype())
     fail(std::string("scatter_add: src is ") + dtype_name(src.dtype()) + ", self is " + dtype_name(out.dtype()));
@@ -110,6 +132,11 @@ void scatter_add_(const Tensor& out, int64_t dim, const Tensor& index, const Ten
   check_fits(index, out, d, "scatter_add", "self", false);
   check_fits(index, src, d, "scatter_add", "src", true);
   Tensor idx = index.contiguous();
+  if (on_device(out)) {  // the device seam: one thread per (o, i), j in order
+    check_range(idx.to(Device::cpu), out.size(d), "scatter_add", d);
+    if (idx.numel() > 0) require_backend(out.device(), "scatter_add").scatter_add(out, d, idx, src);
+    return;
+  }
   check_range(idx, out.size(d), "scatter_add", d);
   if (idx.numel() == 0) return;
   const Shape& is = index.shape();
@@ -143,8 +170,9 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   return out;
 }
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_index_dtype(index, "index_select");
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index0) {
+  check_index_dtype(index0, "index_select");
+  Tensor index = index_on(index0, x);
   if (index.dim() > 1) fail("index_select: index must be 1-D, got " + shape_str(index.shape()));
   int64_t d = wrap_dim(dim, x.dim(), "index_select");
   if (on_device(x)) {  // the device seam: an embedding lookup of dim d's slices, d moved to the front and back
@@ -177,8 +205,10 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   return out;
 }
 
-void index_add_(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_index_dtype(index, "index_add");
+void index_add_(const Tensor& out, int64_t dim, const Tensor& index0, const Tensor& src) {
+  check_index_dtype(index0, "index_add");
+  same_device(out, src, "index_add");
+  Tensor index = index_on(index0, out);
   if (!out.is_contiguous()) fail("index_add_: out must be contiguous");
   if (index.dim() > 1) fail("index_add: index must be 1-D, got " + shape_str(index.shape()));
   int64_t d = wrap_dim(dim, out.dim(), "index_add");
@@ -189,6 +219,11 @@ void index_add_(const Tensor& out, int64_t dim, const Tensor& index, const Tenso
     fail("index_add: src " + shape_str(src.shape()) + " expected " + shape_str(expect) + " (out " + shape_str(out.shape()) +
          " with dim " + std::to_string(d) + " = index length)");
   if (src.dtype() != out.dtype()) fail("index_add: dtypes of out and src differ");
+  if (on_device(out)) {  // the device seam: one thread per (o, i), j in order
+    check_range(idx.to(Device::cpu), out.size(d), "index_add", d);
+    if (src.numel() > 0) require_backend(out.device(), "index_add").index_add(out, d, idx, src.contiguous());
+    return;
+  }
   check_range(idx, out.size(d), "index_add", d);
   Tensor sc = src.contiguous();
   int64_t n = idx.numel(), no = out.size(d), outer = 1, inner = 1;
@@ -213,9 +248,10 @@ void index_add_(const Tensor& out, int64_t dim, const Tensor& index, const Tenso
   });
 }
 
-Tensor embedding(const Tensor& weight, const Tensor& index) {
-  check_index_dtype(index, "embedding");
-  if (on_device(weight)) return device_embedding(weight, index, "embedding");
+Tensor embedding(const Tensor& weight, const Tensor& index0) {
+  check_index_dtype(index0, "embedding");
+  if (on_device(weight)) return device_embedding(weight, index0, "embedding");
+  Tensor index = index_on(index0, weight);
   if (weight.dim() != 2) fail("embedding: weight must be (V, D), got " + shape_str(weight.shape()));
   Tensor idx = index.contiguous(), wc = weight.contiguous();
   int64_t V = weight.size(0), D = weight.size(1), N = idx.numel();
@@ -235,8 +271,9 @@ Tensor embedding(const Tensor& weight, const Tensor& index) {
   return out;
 }
 
-Tensor embedding_backward(const Tensor& dy, const Tensor& index, int64_t V) {
-  check_index_dtype(index, "embedding_backward");
+Tensor embedding_backward(const Tensor& dy, const Tensor& index0, int64_t V) {
+  check_index_dtype(index0, "embedding_backward");
+  Tensor index = index_on(index0, dy);
   Tensor idx = index.contiguous();
   int64_t N = idx.numel();
   if (dy.dim() != index.dim() + 1 || shape_numel(dy.shape()) != N * dy.size(-1))
@@ -275,9 +312,15 @@ Tensor embedding_backward(const Tensor& dy, const Tensor& index, int64_t V) {
 Tensor one_hot(const Tensor& index, int64_t C, DType dtype) {
   check_index_dtype(index, "one_hot");
   Tensor idx = index.contiguous();
-  check_range(idx, C, "one_hot", index.dim());
   Shape s = index.shape();
   s.push_back(C);
+  if (on_device(index)) {  // the device seam: one thread per output element
+    check_range(idx.to(Device::cpu), C, "one_hot", index.dim());
+    Tensor out = Tensor::empty(s, dtype, index.device());
+    if (out.numel() > 0) require_backend(index.device(), "one_hot").one_hot(idx, out);
+    return out;
+  }
+  check_range(idx, C, "one_hot", index.dim());
   Tensor out = zeros(s, dtype);
   dispatch_all(dtype, "one_hot", [&]<class T>() {
     const int64_t* pi = idx.data<int64_t>();

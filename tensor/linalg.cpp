@@ -12,6 +12,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
 
 namespace dl {
 
@@ -286,6 +287,11 @@ MatmulGrads matmul_backward(const Tensor& a, const Tensor& b, const Tensor& dy, 
   if (b.dim() == 1) dy2 = dy2.unsqueeze(-1);
   if (a.dim() == 1) dy2 = dy2.unsqueeze(dy2.dim() - 1);
   MatmulGrads g;
+  if (dy.device() != Device::cpu) {  // the device seam: the same products on the backend, broadcast batches summed
+    if (need_a) g.da = sum_to(matmul(dy2, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
+    if (need_b) g.db = sum_to(matmul(a2.transpose(-1, -2), dy2), b2.shape()).reshape(b.shape());
+    return g;
+  }
   if (need_a) {  // da = dy @ b^T, summed over a's broadcast batch dims by matmul_into's reduction
     Tensor da = Tensor::empty(a2.shape(), a.dtype());
     matmul_into(da, dy2, b2.transpose(-1, -2), false);
@@ -326,6 +332,14 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, 
   LinearGrads g;
   int64_t out = w.size(0);
   Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x, dy2 = x.dim() == 1 ? dy.unsqueeze(0) : dy;
+  if (dy.device() != Device::cpu) {  // the device seam: rows folded, three products / sums on the backend
+    const int64_t in = w.size(1), R = x.numel() / std::max<int64_t>(in, 1);
+    Tensor dyr = dy.reshape({R, out}), xr = x.reshape({R, in});  // (R, out), (R, in)
+    if (need_x) g.dx = matmul(dyr, w).reshape(x.shape());      // dx = dy @ w
+    if (need_w) g.dw = matmul(dyr.transpose(0, 1), xr);        // dw = dy^T x
+    if (need_b) g.db = sum(dyr, {0});                          // db = dy^T 1
+    return g;
+  }
   if (need_x) {  // dx = dy @ w: rows folded into M
     g.dx = Tensor::empty(x.shape(), x.dtype());
     matmul_into(x.dim() == 1 ? g.dx.unsqueeze(0) : g.dx, dy2, w, false);

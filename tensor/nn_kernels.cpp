@@ -429,7 +429,14 @@ NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Ten
 
 // ---------------------------------------------------------------------------------------------
 // The draws live in dropout_keep_bits; the float mask is those bits expanded to 0 and 1/(1-p).
-Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype) {
+Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype, Device device) {
+  if (device != Device::cpu) {  // the device seam: the same counter-based draws from the same base u64
+    if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
+    Tensor m = Tensor::empty(shape, dtype, device);
+    uint64_t base = g.next_u64();
+    if (m.numel() > 0) require_backend(device, "dropout").dropout_mask(base, p, m);
+    return m;
+  }
   Tensor m = Tensor::empty(shape, dtype);
   const int64_t n = m.numel();
   const std::vector<uint64_t> bits = dropout_keep_bits(n, p, g);

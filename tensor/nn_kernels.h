@@ -57,7 +57,8 @@ NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Ten
 // A mask of 0 and 1/(1-p), each element kept with probability 1-p (p == 1: all zeros).
 // Draws exactly one u64 from g (the base seed); element i is row i / 4096, column i % 4096 of the counter-based
 // draws below (kept when row_draw >= p 2^32), so the mask is the same for any thread count and order.
-Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype = DType::f32);
+// On a device (device != cpu) the backend draws the same mask there from the same one u64 (cuda/ops/index.cuh).
+Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype = DType::f32, Device device = Device::cpu);
 // The same mask for n elements as bits (bit i % 64 of word i / 64 set = element i kept), from the same draw of g:
 // what the dropout node keeps for its backward, 1/32 of a float mask's memory.
 std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g);

@@ -89,7 +89,8 @@ CrossEntropyOut device_cross_entropy(const Tensor& logits, const Tensor& target,
   CrossEntropyOut o;
   Tensor rowloss = Tensor::empty(rs, logits.dtype(), d), valid = Tensor::empty(rs, logits.dtype(), d);
   o.lse = Tensor::empty(rs, logits.dtype(), d);
-  require_backend(d, op).cross_entropy(logits, target.contiguous(), ignore_index, ls, rowloss, o.lse, valid);
+  // class indices built on the host (a batch's labels) follow the logits to the device, as indices do in tensor/indexing.cpp
+  require_backend(d, op).cross_entropy(logits, target.to(d).contiguous(), ignore_index, ls, rowloss, o.lse, valid);
   double n = sum(valid).item();
   if (std::isnan(n))
     fail(std::string(op) + ": a target value is out of range for " + std::to_string(logits.size(-1)) + " classes (input " +
@@ -148,7 +149,7 @@ Tensor cross_entropy_backward(const Tensor& dy, const Tensor& logits, const Tens
                                                                 : dy.reshape({}).expand(rs);
     Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
     require_backend(logits.device(), "cross_entropy backward")
-        .cross_entropy_backward(logits, target.contiguous(), lse.contiguous(), ignore_index, ls, scale, dx);
+        .cross_entropy_backward(logits, target.to(logits.device()).contiguous(), lse.contiguous(), ignore_index, ls, scale, dx);
     return dx;
   }
   int64_t C = logits.size(-1), R = target.numel();

@@ -235,6 +235,7 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
 Tensor mean(const Tensor& x) { return mean(x, {}, false); }
 
 Tensor var(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+  if (on_device(x)) return device_reduce(unbiased ? ReduceOp::var_unbiased : ReduceOp::var, x, dims, keepdim, false, "var").values;
   Layout L = make_layout(x, dims, keepdim, "var");
   return dispatch_float(x.dtype(), "var", [&]<class T>() {
     // two passes: the mean, then squared deviations from it (no catastrophic cancellation of E[x^2] - E[x]^2)

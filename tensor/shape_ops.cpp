@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/indexing.h"
 
 namespace dl {
 
@@ -112,6 +114,16 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
     if (f[w]) fail("flip: dim " + std::to_string(w) + " given twice");
     f[w] = true;
   }
+  if (x.device() != Device::cpu) {  // the device seam: each flipped dim an index_select of n-1 .. 0
+    Tensor y = x;
+    for (int64_t d = 0; d < nd; d++) {
+      if (!f[d]) continue;
+      std::vector<int64_t> rev(x.size(d));
+      for (int64_t i = 0; i < x.size(d); i++) rev[i] = x.size(d) - 1 - i;
+      y = index_select(y, d, from_vector(rev, {x.size(d)}));
+    }
+    return y.device() == x.device() && y.shares_storage_with(x) ? x.clone() : y;
+  }
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   if (x.numel() == 0) return out;
   if (nd == 0) {
@@ -157,6 +169,11 @@ Tensor roll(const Tensor& x, int64_t shift, int64_t dim) {
 Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {
   int64_t d = wrap_dim(dim, x.dim(), "cumsum");
   Tensor xc = x.contiguous();
+  if (x.device() != Device::cpu) {  // the device seam: one thread per (o, i), j in order (the CPU's sums)
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    if (x.numel() > 0) require_backend(x.device(), "cumsum").cumsum(xc, x.dim() ? d : 0, reverse, out);
+    return out;
+  }
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   int64_t n = x.size(d), outer = 1, inner = 1;
   for (int64_t k = 0; k < d; k++) outer *= x.size(k);

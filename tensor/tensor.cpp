@@ -103,6 +103,11 @@ void* Tensor::raw_data() const {
 template <class T> T* Tensor::data() const {
   if (dtype_ != dtype_of<T>())
     fail(std::string("data<T>: the tensor holds ") + dtype_name(dtype_) + ", asked for " + dtype_name(dtype_of<T>()));
+  // A host pointer only: a CPU kernel handed a device tensor (an op with no device branch) stops here, loudly.
+  // The device backend reads its pointers through raw_data() (cuda/ops/common.cuh's dptr).
+  if (device() != Device::cpu)
+    fail(std::string("data<T>: a ") + device_name(device()) + " tensor " + shape_str(shape_) +
+         " reached a CPU kernel (this op has no " + device_name(device()) + " branch yet; docs/cuda.md lists what has one)");
   return (T*)raw_data();
 }
 template float* Tensor::data<float>() const;

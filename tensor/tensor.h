@@ -71,9 +71,10 @@ class Tensor {
   bool is_contiguous() const;
   bool shares_storage_with(const Tensor& o) const { return storage_ == o.storage_; }
 
-  // Typed pointer to element [0,...,0]. Checks the dtype (T = float, double or int64_t).
+  // Typed pointer to element [0,...,0]. Checks the dtype (T = float, double or int64_t) and that the tensor is on
+  // the CPU (a device tensor in a CPU kernel is an error naming the device, never a read of device memory).
   template <class T> T* data() const;
-  void* raw_data() const;  // pointer to element [0,...,0], any dtype
+  void* raw_data() const;  // pointer to element [0,...,0], any dtype, any device (copies and the device backend)
 
   // ---- views: share storage ----
   Tensor view(const Shape& shape) const;     // needs a contiguous tensor; one dim may be -1

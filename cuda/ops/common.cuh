@@ -96,6 +96,14 @@ inline Strided sub_layout(const Tensor& t, int64_t d0, int64_t d1, const char* o
   return merge_dims(shape, {strides}, op)[0];
 }
 
+// The typed pointer of a tensor on either device. Tensor::data<T>() refuses a device tensor, so that a CPU kernel
+// handed one (an op without a device branch) fails loudly; the device ops read their operands through this.
+template <class T> T* dptr(const Tensor& t) {
+  if (t.dtype() != dtype_of<T>())
+    fail(std::string("dptr<T>: the tensor holds ") + dtype_name(t.dtype()) + ", asked for " + dtype_name(dtype_of<T>()));
+  return (T*)t.raw_data();
+}
+
 // f(i) for i in [0, n), in parallel on the policy's system.
 template <class Exec, class F> void for_n(const Exec& exec, int64_t n, F f) {
   if (n <= 0) return;
@@ -117,6 +125,12 @@ DL_HD inline float m_erf(float x) { return erff(x); }
 DL_HD inline double m_erf(double x) { return erf(x); }
 DL_HD inline float m_abs(float x) { return fabsf(x); }
 DL_HD inline double m_abs(double x) { return fabs(x); }
+DL_HD inline float m_expm1(float x) { return expm1f(x); }
+DL_HD inline double m_expm1(double x) { return expm1(x); }
+DL_HD inline float m_sin(float x) { return sinf(x); }
+DL_HD inline double m_sin(double x) { return sin(x); }
+DL_HD inline float m_cos(float x) { return cosf(x); }
+DL_HD inline double m_cos(double x) { return cos(x); }
 DL_HD inline float m_pow(float x, float y) { return powf(x, y); }
 DL_HD inline double m_pow(double x, double y) { return pow(x, y); }
 DL_HD inline int64_t m_pow(int64_t x, int64_t y) { return (int64_t)pow((double)x, (double)y); }  // as the CPU's std::pow

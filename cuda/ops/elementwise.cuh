@@ -1,5 +1,6 @@
 // cuda/ops/elementwise.cuh - device elementwise ops as Thrust functors: the strided copy, dtype casts,
-// every UnaryOp and its derivative, the broadcasting binary family (add .. div, pow, maximum, minimum,
+// every UnaryOp and its derivative, sin / cos / sign / elu (ExtUnaryOp, forward only: autograd composes their
+// derivatives from these and the binary ops), the broadcasting binary family (add .. div, pow, maximum, minimum,
 // comparisons) and where.
 //
 // Each launch function takes tensors (for their raw pointers, shapes and strides) and an execution
@@ -26,7 +27,7 @@ template <class T> struct CopyF {
 template <class Exec> void copy_strided(const Exec& exec, const Tensor& src, const Tensor& dst) {
   std::vector<Strided> L = joint_layout(dst.shape(), {&src, &dst}, "copy_");
   dispatch_all(dst.dtype(), "copy_ (cuda)", [&]<class T>() {
-    for_n(exec, dst.numel(), CopyF<T>{src.data<T>(), dst.data<T>(), L[0], L[1]});
+    for_n(exec, dst.numel(), CopyF<T>{dptr<T>(src), dptr<T>(dst), L[0], L[1]});
   });
 }
 
@@ -42,7 +43,7 @@ template <class Exec> void cast(const Exec& exec, const Tensor& src, const Tenso
   std::vector<Strided> L = joint_layout(dst.shape(), {&src}, "to(dtype)");
   dispatch_all(src.dtype(), "to(dtype) (cuda)", [&]<class S>() {
     dispatch_all(dst.dtype(), "to(dtype) (cuda)", [&]<class D>() {
-      for_n(exec, dst.numel(), CastF<S, D>{src.data<S>(), dst.data<D>(), L[0]});
+      for_n(exec, dst.numel(), CastF<S, D>{dptr<S>(src), dptr<D>(dst), L[0]});
     });
   });
 }
@@ -121,7 +122,7 @@ template <class T> struct UnaryBackwardF {
 template <class Exec> void unary(const Exec& exec, UnaryOp op, const Tensor& x, const Tensor& out) {
   std::vector<Strided> L = joint_layout(out.shape(), {&x}, "unary");
   dispatch_float(x.dtype(), "unary (cuda)", [&]<class T>() {
-    for_n(exec, out.numel(), UnaryF<T>{op, x.data<T>(), out.data<T>(), L[0]});
+    for_n(exec, out.numel(), UnaryF<T>{op, dptr<T>(x), dptr<T>(out), L[0]});
   });
 }
 
@@ -129,7 +130,48 @@ template <class Exec> void unary(const Exec& exec, UnaryOp op, const Tensor& x, 
 template <class Exec> void unary_backward(const Exec& exec, UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx) {
   std::vector<Strided> L = joint_layout(dx.shape(), {&xy, &dy}, "unary_backward");
   dispatch_float(dx.dtype(), "unary_backward (cuda)", [&]<class T>() {
-    for_n(exec, dx.numel(), UnaryBackwardF<T>{op, xy.data<T>(), dy.data<T>(), dx.data<T>(), L[0], L[1]});
+    for_n(exec, dx.numel(), UnaryBackwardF<T>{op, dptr<T>(xy), dptr<T>(dy), dptr<T>(dx), L[0], L[1]});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// sin, cos, elu (float) and sign (any dtype), as tensor/elementwise.cpp's unary_map lambdas.
+template <class T> struct UnaryExtF {
+  ExtUnaryOp op;
+  T alpha;
+  const T* x;
+  T* out;
+  Strided sx;
+  DL_HD void operator()(int64_t i) const {
+    T v = x[sx.offset(i)];
+    switch (op) {
+      case ExtUnaryOp::sin: out[i] = m_sin(v); return;
+      case ExtUnaryOp::cos: out[i] = m_cos(v); return;
+      case ExtUnaryOp::elu: out[i] = v > (T)0 ? v : alpha * m_expm1(v); return;
+      case ExtUnaryOp::sign: out[i] = (T)((v > (T)0) - (v < (T)0)); return;
+    }
+  }
+};
+
+template <class T> struct SignF {
+  const T* x;
+  T* out;
+  Strided sx;
+  DL_HD void operator()(int64_t i) const {
+    T v = x[sx.offset(i)];
+    out[i] = (T)((v > (T)0) - (v < (T)0));
+  }
+};
+
+// x any view with out's shape; out contiguous. sign takes i64 too; the others f32 / f64.
+template <class Exec> void unary_ext(const Exec& exec, ExtUnaryOp op, double alpha, const Tensor& x, const Tensor& out) {
+  std::vector<Strided> L = joint_layout(out.shape(), {&x}, "unary_ext");
+  if (op == ExtUnaryOp::sign)
+    return dispatch_all(x.dtype(), "sign (cuda)", [&]<class T>() {
+      for_n(exec, out.numel(), SignF<T>{dptr<T>(x), dptr<T>(out), L[0]});
+    });
+  dispatch_float(x.dtype(), "unary_ext (cuda)", [&]<class T>() {
+    for_n(exec, out.numel(), UnaryExtF<T>{op, (T)alpha, dptr<T>(x), dptr<T>(out), L[0]});
   });
 }
 
@@ -171,7 +213,7 @@ template <class T> struct BinaryF {
 template <class Exec> void binary(const Exec& exec, BinaryCode op, const Tensor& a, const Tensor& b, const Tensor& out) {
   std::vector<Strided> L = joint_layout(out.shape(), {&a, &b}, "binary");
   dispatch_all(out.dtype(), "binary (cuda)", [&]<class T>() {
-    for_n(exec, out.numel(), BinaryF<T>{op, a.data<T>(), b.data<T>(), out.data<T>(), L[0], L[1]});
+    for_n(exec, out.numel(), BinaryF<T>{op, dptr<T>(a), dptr<T>(b), dptr<T>(out), L[0], L[1]});
   });
 }
 
@@ -190,7 +232,7 @@ template <class Exec> void where(const Exec& exec, const Tensor& cond, const Ten
   std::vector<Strided> L = joint_layout(out.shape(), {&cond, &a, &b}, "where");
   dispatch_all(cond.dtype(), "where (cuda)", [&]<class C>() {
     dispatch_all(out.dtype(), "where (cuda)", [&]<class T>() {
-      for_n(exec, out.numel(), WhereF<C, T>{cond.data<C>(), a.data<T>(), b.data<T>(), out.data<T>(), L[0], L[1], L[2]});
+      for_n(exec, out.numel(), WhereF<C, T>{dptr<C>(cond), dptr<T>(a), dptr<T>(b), dptr<T>(out), L[0], L[1], L[2]});
     });
   });
 }

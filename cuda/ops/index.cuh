@@ -38,7 +38,7 @@ template <class T> struct EmbeddingF {
 template <class Exec> void embedding(const Exec& exec, const Tensor& weight, const Tensor& idx, const Tensor& out) {
   int64_t D = weight.size(1);
   dispatch_float(weight.dtype(), "embedding (cuda)", [&]<class T>() {
-    for_n(exec, out.numel(), EmbeddingF<T>{weight.data<T>(), idx.data<int64_t>(), out.data<T>(), D});
+    for_n(exec, out.numel(), EmbeddingF<T>{dptr<T>(weight), dptr<int64_t>(idx), dptr<T>(out), D});
   });
 }
 
@@ -60,20 +60,20 @@ template <class Exec> void embedding_backward(const Exec& exec, const Tensor& dy
   int64_t N = idx.numel(), D = dw.size(1);
   Device dev = dw.device();
   dispatch_float(dw.dtype(), "embedding_backward (cuda)", [&]<class T>() {
-    thrust::fill(exec, dw.data<T>(), dw.data<T>() + dw.numel(), (T)0);
+    thrust::fill(exec, dptr<T>(dw), dptr<T>(dw) + dw.numel(), (T)0);
     if (N == 0 || D == 0) return;
     Tensor keys = Tensor::empty({N}, DType::i64, dev), rows = Tensor::empty({N}, DType::i64, dev);
     Tensor ukeys = Tensor::empty({N}, DType::i64, dev), counts = Tensor::empty({N}, DType::i64, dev);
     Tensor starts = Tensor::empty({N}, DType::i64, dev);
-    int64_t *pk = keys.data<int64_t>(), *pr = rows.data<int64_t>(), *pc = counts.data<int64_t>();
-    thrust::copy(exec, idx.data<int64_t>(), idx.data<int64_t>() + N, pk);
+    int64_t *pk = dptr<int64_t>(keys), *pr = dptr<int64_t>(rows), *pc = dptr<int64_t>(counts);
+    thrust::copy(exec, dptr<int64_t>(idx), dptr<int64_t>(idx) + N, pk);
     thrust::sequence(exec, pr, pr + N);
     thrust::stable_sort_by_key(exec, pk, pk + N, pr);
-    auto ends = thrust::reduce_by_key(exec, pk, pk + N, thrust::constant_iterator<int64_t>(1), ukeys.data<int64_t>(), pc);
-    int64_t nseg = ends.first - ukeys.data<int64_t>();
-    thrust::exclusive_scan(exec, pc, pc + nseg, starts.data<int64_t>());
+    auto ends = thrust::reduce_by_key(exec, pk, pk + N, thrust::constant_iterator<int64_t>(1), dptr<int64_t>(ukeys), pc);
+    int64_t nseg = ends.first - dptr<int64_t>(ukeys);
+    thrust::exclusive_scan(exec, pc, pc + nseg, dptr<int64_t>(starts));
     for_n(exec, nseg * D,
-          SegmentSumF<T>{dy.data<T>(), pr, ukeys.data<int64_t>(), starts.data<int64_t>(), pc, dw.data<T>(), D});
+          SegmentSumF<T>{dptr<T>(dy), pr, dptr<int64_t>(ukeys), dptr<int64_t>(starts), pc, dptr<T>(dw), D});
   });
 }
 
@@ -111,7 +111,7 @@ template <class Exec> void dropout_mask(const Exec& exec, uint64_t base, double 
   uint64_t thr = (uint64_t)llround(p * 4294967296.0);
   double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
   dispatch_float(mask.dtype(), "dropout (cuda)", [&]<class T>() {
-    for_n(exec, mask.numel(), DropoutMaskF<T>{base, thr, (T)scale, mask.data<T>()});
+    for_n(exec, mask.numel(), DropoutMaskF<T>{base, thr, (T)scale, dptr<T>(mask)});
   });
 }
 

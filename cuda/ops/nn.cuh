@@ -91,14 +91,14 @@ template <class T> struct SoftmaxBackwardF {
 template <class Exec> void softmax(const Exec& exec, const Tensor& x, int64_t dim, bool log, const Tensor& y) {
   RowLayout L = row_layout(x, dim, "softmax");
   if (L.C == 0) return;
-  dispatch_float(x.dtype(), "softmax (cuda)", [&]<class T>() { for_n(exec, L.nrows, SoftmaxF<T>{x.data<T>(), y.data<T>(), L, log}); });
+  dispatch_float(x.dtype(), "softmax (cuda)", [&]<class T>() { for_n(exec, L.nrows, SoftmaxF<T>{dptr<T>(x), dptr<T>(y), L, log}); });
 }
 
 template <class Exec> void softmax_backward(const Exec& exec, const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) {
   RowLayout Ly = row_layout(y, dim, "softmax backward"), Lg = row_layout(dy, dim, "softmax backward");
   if (Ly.C == 0) return;
   dispatch_float(y.dtype(), "softmax backward (cuda)", [&]<class T>() {
-    for_n(exec, Ly.nrows, SoftmaxBackwardF<T>{y.data<T>(), dy.data<T>(), dx.data<T>(), Ly, Lg, log});
+    for_n(exec, Ly.nrows, SoftmaxBackwardF<T>{dptr<T>(y), dptr<T>(dy), dptr<T>(dx), Ly, Lg, log});
   });
 }
 
@@ -171,8 +171,8 @@ void layer_norm(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor
                 const Tensor& rstd) {
   RowLayout L = row_layout(x, x.dim() - 1, "layer_norm");
   dispatch_float(x.dtype(), "layer_norm (cuda)", [&]<class T>() {
-    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-    for_n(exec, L.nrows, NormF<T>{x.data<T>(), ptr(w), ptr(b), y.data<T>(), ptr(mean), rstd.data<T>(), L, eps});
+    auto ptr = [](const Tensor& t) { return t.defined() ? dptr<T>(t) : nullptr; };
+    for_n(exec, L.nrows, NormF<T>{dptr<T>(x), ptr(w), ptr(b), dptr<T>(y), ptr(mean), dptr<T>(rstd), L, eps});
   });
 }
 
@@ -182,11 +182,11 @@ void layer_norm_backward(const Exec& exec, const Tensor& dy, const Tensor& x, co
                          const Tensor& dx, const Tensor& dw, const Tensor& db) {
   RowLayout Lg = row_layout(dy, dy.dim() - 1, "layer_norm backward"), Lx = row_layout(x, x.dim() - 1, "layer_norm backward");
   dispatch_float(x.dtype(), "layer_norm backward (cuda)", [&]<class T>() {
-    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    auto ptr = [](const Tensor& t) { return t.defined() ? dptr<T>(t) : nullptr; };
     if (dx.defined())
-      for_n(exec, Lx.nrows, NormBackwardDxF<T>{dy.data<T>(), x.data<T>(), ptr(mean), rstd.data<T>(), ptr(w), dx.data<T>(), Lg, Lx});
+      for_n(exec, Lx.nrows, NormBackwardDxF<T>{dptr<T>(dy), dptr<T>(x), ptr(mean), dptr<T>(rstd), ptr(w), dptr<T>(dx), Lg, Lx});
     if (dw.defined() || db.defined())
-      for_n(exec, Lx.C, NormBackwardParamsF<T>{dy.data<T>(), x.data<T>(), ptr(mean), rstd.data<T>(), ptr(dw), ptr(db), Lg, Lx});
+      for_n(exec, Lx.C, NormBackwardParamsF<T>{dptr<T>(dy), dptr<T>(x), ptr(mean), dptr<T>(rstd), ptr(dw), ptr(db), Lg, Lx});
   });
 }
 
@@ -253,7 +253,7 @@ void cross_entropy(const Exec& exec, const Tensor& logits, const Tensor& target,
   RowLayout L = row_layout(logits, logits.dim() - 1, "cross_entropy");
   dispatch_float(logits.dtype(), "cross_entropy (cuda)", [&]<class T>() {
     for_n(exec, L.nrows,
-          CrossEntropyF<T>{logits.data<T>(), target.data<int64_t>(), rowloss.data<T>(), lse.data<T>(), valid.data<T>(), L, ignore_index, ls});
+          CrossEntropyF<T>{dptr<T>(logits), dptr<int64_t>(target), dptr<T>(rowloss), dptr<T>(lse), dptr<T>(valid), L, ignore_index, ls});
   });
 }
 
@@ -265,7 +265,7 @@ void cross_entropy_backward(const Exec& exec, const Tensor& logits, const Tensor
   Strided sg = merge_dims(row_scale.shape(), {row_scale.strides()}, "cross_entropy backward")[0];
   dispatch_float(logits.dtype(), "cross_entropy backward (cuda)", [&]<class T>() {
     for_n(exec, L.nrows,
-          CrossEntropyBackwardF<T>{logits.data<T>(), lse.data<T>(), row_scale.data<T>(), target.data<int64_t>(), dx.data<T>(), L, sg,
+          CrossEntropyBackwardF<T>{dptr<T>(logits), dptr<T>(lse), dptr<T>(row_scale), dptr<int64_t>(target), dptr<T>(dx), L, sg,
                                    ignore_index, ls});
   });
 }

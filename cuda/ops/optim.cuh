@@ -40,7 +40,7 @@ template <class Exec>
 void adam_step(const Exec& exec, const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) {
   dispatch_float(param.dtype(), "adam_step (cuda)", [&]<class T>() {
     for_n(exec, param.numel(),
-          AdamStepF<T>{param.data<T>(), m.data<T>(), v.data<T>(), grad.data<T>(), (T)s.beta1, (T)s.beta2, (T)(1 - s.beta1),
+          AdamStepF<T>{dptr<T>(param), dptr<T>(m), dptr<T>(v), dptr<T>(grad), (T)s.beta1, (T)s.beta2, (T)(1 - s.beta1),
                        (T)(1 - s.beta2), (T)s.eps, (T)s.weight_decay, (T)s.step_size, (T)s.bc2_sqrt, (T)s.shrink,
                        !s.decoupled && s.weight_decay != 0, s.decoupled && s.weight_decay != 0});
   });
@@ -55,7 +55,7 @@ template <class T> struct SquareF {
 template <class Exec> double sum_sq(const Exec& exec, const Tensor& g) {
   return dispatch_float(g.dtype(), "sum_sq (cuda)", [&]<class T>() {
     return thrust::transform_reduce(exec, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(g.numel()),
-                                    SquareF<T>{g.data<T>()}, 0.0, thrust::plus<double>());
+                                    SquareF<T>{dptr<T>(g)}, 0.0, thrust::plus<double>());
   });
 }
 

@@ -1,6 +1,6 @@
-// cuda/ops/reduce.cuh - device reductions over any set of dims: sum, mean, max/min (values and the
-// index of the first extreme), logsumexp. sum_to (the broadcast backward) is a sum over dims, so it
-// needs nothing of its own (tensor/elementwise.cpp picks the dims).
+// cuda/ops/reduce.cuh - device reductions over any set of dims: sum, mean, var, max/min (values and the
+// index of the first extreme), logsumexp; and cumsum (a running sum along one dim). sum_to (the broadcast
+// backward) is a sum over dims, so it needs nothing of its own (tensor/elementwise.cpp picks the dims).
 //
 // The caller hands x as a view whose first `nkept` dims are kept and whose other dims are reduced
 // (tensor/reduce.cpp permutes the dims; no copy). Output o (row-major over the kept dims) reduces
@@ -11,6 +11,8 @@
 //   mean       s / R (R = 0 gives NaN, as on the CPU)
 //   max/min    the first extreme value and its r; a NaN wins (PyTorch's rule)
 //   logsumexp  c + log(sum_r exp(x - c)), c = max, or 0 when the max is +-inf (an all -inf slice: -inf)
+//   var        two passes as tensor/reduce.cpp: mu = sum_r x / R, then sum_r (x - mu)^2 / (R - 1 if unbiased else R),
+//              both in float64 (no cancellation of E[x^2] - E[x]^2)
 // What it is not: fast for few outputs over long rows (one thread walks a row: the sum of a whole
 // 10^7 tensor runs on one thread). A two-level reduction (thrust::reduce_by_key or CUB's segmented
 // reduce) is the next step once GPU timings show it matters.
@@ -73,6 +75,18 @@ template <class T> struct ReduceF {
         if (indices) indices[o] = i;
         return;
       }
+      case ReduceOp::var:
+      case ReduceOp::var_unbiased: {
+        double mu = 0, ss = 0;
+        for (int64_t r = 0; r < R; r++) mu += (double)p[red.offset(r)];
+        mu /= (double)R;
+        for (int64_t r = 0; r < R; r++) {
+          double d = (double)p[red.offset(r)] - mu;
+          ss += d * d;
+        }
+        values[o] = (T)(ss * (1.0 / (double)(R - (op == ReduceOp::var_unbiased ? 1 : 0))));
+        return;
+      }
       case ReduceOp::logsumexp: {
         T m = first_extreme<true>(p, red, R).value;
         double c = (m == (T)INFINITY || m == -(T)INFINITY) ? 0.0 : (double)m, s = 0;
@@ -90,11 +104,41 @@ void reduce(const Exec& exec, ReduceOp op, const Tensor& x, int64_t nkept, const
   Strided kept = sub_layout(x, 0, nkept, "reduce"), red = sub_layout(x, nkept, x.dim(), "reduce");
   int64_t R = 1;
   for (int64_t d = nkept; d < x.dim(); d++) R *= x.size(d);
-  if (R == 0 && values.numel() > 0 && op != ReduceOp::sum && op != ReduceOp::mean)
+  if (R == 0 && values.numel() > 0 && op != ReduceOp::sum && op != ReduceOp::mean && op != ReduceOp::var &&
+      op != ReduceOp::var_unbiased)
     fail("reduce (cuda): cannot reduce over an empty dim (size 0)");
   dispatch_float(x.dtype(), "reduce (cuda)", [&]<class T>() {
-    int64_t* pi = indices.defined() ? indices.data<int64_t>() : nullptr;
-    for_n(exec, values.numel(), ReduceF<T>{op, x.data<T>(), values.data<T>(), pi, kept, red, R});
+    int64_t* pi = indices.defined() ? dptr<int64_t>(indices) : nullptr;
+    for_n(exec, values.numel(), ReduceF<T>{op, dptr<T>(x), dptr<T>(values), pi, kept, red, R});
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// cumsum along d of a contiguous (outer, n, inner) tensor: one thread per (o, i) walks j in order (from the end
+// when reverse), adding in T as tensor/shape_ops.cpp does, so the result is the CPU's bit for bit. (A CUB scan
+// would be the fast form for few long rows.)
+template <class T> struct CumsumF {
+  const T* x;
+  T* y;
+  int64_t n, inner;
+  bool reverse;
+  DL_HD void operator()(int64_t e) const {
+    int64_t o = e / inner, i = e % inner;
+    T acc = 0;
+    for (int64_t jj = 0; jj < n; jj++) {
+      int64_t k = (o * n + (reverse ? n - 1 - jj : jj)) * inner + i;
+      acc = jj == 0 ? x[k] : acc + x[k];
+      y[k] = acc;
+    }
+  }
+};
+
+template <class Exec> void cumsum(const Exec& exec, const Tensor& x, int64_t d, bool reverse, const Tensor& out) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; k++) outer *= x.size(k);
+  for (int64_t k = d + 1; k < x.dim(); k++) inner *= x.size(k);
+  dispatch_all(x.dtype(), "cumsum (cuda)", [&]<class T>() {
+    for_n(exec, outer * inner, CumsumF<T>{dptr<T>(x), dptr<T>(out), x.dim() ? x.size(d) : 1, inner, reverse});
   });
 }
 

@@ -23,6 +23,7 @@
 #include "cuda/ops/nn.cuh"
 #include "cuda/ops/optim.cuh"
 #include "cuda/ops/reduce.cuh"
+#include "logic_util.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "op_harness.h"
@@ -31,35 +32,6 @@
 
 namespace dl {
 namespace {
-
-using test::all_close;
-using test::Tol;
-
-const auto& host_par = thrust::cpp::par;  // the execution policy that stands in for the GPU
-
-Tol agree(DType t) { return t == DType::f64 ? test::kAgreeF64 : test::kAgreeF32; }
-const Tol kExact{0, 0};
-
-// A random shape of rank 0..4 with sizes 1..7 (odd sizes, size-1 dims that broadcast).
-Shape random_shape(Generator& g, int max_rank = 4) {
-  int rank = (int)(g.next_u64() % (max_rank + 1));
-  Shape s(rank);
-  for (auto& d : s) d = 1 + (int64_t)(g.next_u64() % 7);
-  return s;
-}
-
-// A non-contiguous view with shape s holding random values: a permuted, narrowed slice of a larger buffer.
-Tensor random_view(const Shape& s, Generator& g, DType t) {
-  int64_t r = (int64_t)s.size();
-  std::vector<int64_t> perm(r);
-  for (int64_t i = 0; i < r; i++) perm[i] = r - 1 - i;  // reversed dims
-  Shape big(r);
-  for (int64_t i = 0; i < r; i++) big[i] = s[perm[i]] + 2;  // two extra per dim, narrowed away below
-  Tensor base = t == DType::i64 ? randint(-9, 10, big, g) : randn(big, g, t);
-  Tensor v = base.permute(perm);
-  for (int64_t i = 0; i < r; i++) v = v.narrow(i, 1, s[i]);
-  return v;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Strided copy: contiguous() of any view, and a copy into a non-contiguous destination.
