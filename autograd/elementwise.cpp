@@ -110,7 +110,7 @@ struct WhereNode : Node {
   Shape sa, sb;
   const char* name() const override { return "where"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    Tensor zero = zeros({}, dy.dtype());
+    Tensor zero = zeros({}, dy.dtype(), dy.device());
     Tensor da, db;
     if (needs_grad(0)) da = sum_to(dl::where(cond, dy, zero), sa);
     if (needs_grad(1)) db = sum_to(dl::where(cond, zero, dy), sb);
@@ -148,14 +148,16 @@ Var softplus(const Var& x) { return unary_var(UnaryOp::softplus, "softplus", x);
 Var elu(const Var& x, double alpha) {  // dx = dy for x > 0, dy * (y + alpha) otherwise
   Tensor y = elu(x.data(), alpha);
   if (!any_requires_grad({x})) return Var(y);
-  Tensor pos = gt(x.data(), zeros({}, x.dtype()));
-  Tensor d = where(pos, ones({}, x.dtype()), add_scalar(y, alpha));
+  const Device dev = x.data().device();
+  Tensor pos = gt(x.data(), zeros({}, x.dtype(), dev));
+  Tensor d = where(pos, ones({}, x.dtype(), dev), add_scalar(y, alpha));
   return scaled("elu", x, y, d);
 }
 Var clamp(const Var& x, double lo, double hi) {  // dx = dy inside [lo, hi], 0 outside
   Tensor y = clamp(x.data(), lo, hi);
   if (!any_requires_grad({x})) return Var(y);
-  Tensor inside = mul(ge(x.data(), full({}, lo, x.dtype())), le(x.data(), full({}, hi, x.dtype())));
+  const Device dev = x.data().device();
+  Tensor inside = mul(ge(x.data(), full({}, lo, x.dtype(), dev)), le(x.data(), full({}, hi, x.dtype(), dev)));
   return scaled("clamp", x, y, inside);
 }
 Var sin(const Var& x) {  // d sin = cos
@@ -177,6 +179,9 @@ Var where(const Tensor& cond, const Var& a, const Var& b) {
   return record(n, y, {a, b});
 }
 
-Var masked_fill(const Var& x, const Tensor& mask, double value) { return where(mask, Var(full({}, value, x.dtype())), x); }
+Var masked_fill(const Var& x, const Tensor& mask, double value) {
+  const Device dev = x.data().device();  // a host mask follows a device x there (as tensor/'s masked_fill)
+  return where(mask.device() == dev ? mask : mask.to(dev), Var(full({}, value, x.dtype(), dev)), x);
+}
 
 }  // namespace dl

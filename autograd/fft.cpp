@@ -4,6 +4,7 @@
 #include "autograd/elementwise.h"
 #include "autograd/shape_ops.h"
 #include "autograd/views.h"
+#include "tensor/shape_ops.h"
 
 namespace dl {
 
@@ -21,7 +22,26 @@ struct IrfftNode : Node {
   std::vector<Tensor> apply(const Tensor& dy) override { return {irfft_backward(dy, n, m)}; }
 };
 
+// forward y = causal_conv(a, b); backward on reversed rows (header)
+struct CausalConvNode : Node {
+  Tensor a, b;
+  const char* name() const override { return "causal_conv"; }
+  void release() override { a = b = Tensor(); }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    Tensor r = flip(dy, {-1});
+    return {needs_grad(0) ? flip(causal_conv(r, b), {-1}) : Tensor(), needs_grad(1) ? flip(causal_conv(r, a), {-1}) : Tensor()};
+  }
+};
+
 }  // namespace
+
+Var causal_conv(const Var& a, const Var& b) {
+  Tensor y = causal_conv(a.data(), b.data());
+  if (!any_requires_grad({a, b})) return Var(y);
+  auto node = std::make_shared<CausalConvNode>();
+  node->a = a.data(), node->b = b.data();
+  return record(node, y, {a, b});
+}
 
 Var rfft(const Var& x, int64_t n) {
   if (n < 0 && x.dim() > 0) n = x.size(-1);
@@ -66,6 +86,10 @@ CVar cscale(const CVar& z, const Var& s) { return {z.re * s, z.im * s}; }
 Var fft_conv(const Var& u, const Var& k, int64_t L) {
   if (u.dim() < 1 || k.dim() < 1 || u.size(-1) != L || k.size(-1) != L)
     fail("fft_conv: u " + shape_str(u.shape()) + " and k " + shape_str(k.shape()) + " must both end in L = " + std::to_string(L));
+  if (u.data().device() != Device::cpu) {  // the device seam: one primitive on the backend's fft_conv
+    Shape s = broadcast_shapes(u.shape(), k.shape(), "fft_conv");
+    return causal_conv(expand(u, s), expand(k, s));
+  }
   int64_t n = 2 * L;
   CVar U = as_complex(rfft(u, n)), K = as_complex(rfft(k, n));  // (..., L+1)
   Var y = irfft(as_real(cmul(U, K)), n);                        // (..., 2L): linear convolution, no wrap-around

@@ -13,6 +13,12 @@
 //   fft_conv(u, k, L)    causal convolution y[t] = sum_{s<=t} k[s] u[t-s], t < L, of u (..., L) and k (..., L)
 //                        (batch dims broadcast) as irfft(rfft(u, 2L) * rfft(k, 2L), 2L)[..., :L]; padding to
 //                        2L makes the circular convolution equal the linear one on the first L outputs.
+//                        On a device it is causal_conv (rfft/irfft have no device kernel; fft_conv does).
+// Primitive:
+//   causal_conv(a, b)    y[t] = sum_{s<=t} a[s] b[t-s] of a, b (..., L) of one shape (tensor/fft.h). Its adjoint is
+//                        the same convolution on reversed rows: dL/da[s] = sum_{t>=s} dy[t] b[t-s], and with
+//                        r = flip(dy) that is causal_conv(r, b)[L-1-s], so
+//                          da = flip(causal_conv(flip(dy), b)),  db = flip(causal_conv(flip(dy), a))
 #pragma once
 #include "autograd/variable.h"
 #include "tensor/fft.h"
@@ -36,5 +42,6 @@ CVar cdiv(const CVar& a, const CVar& b);
 CVar cscale(const CVar& z, const Var& s);  // real scale s * z
 
 Var fft_conv(const Var& u, const Var& k, int64_t L);
+Var causal_conv(const Var& a, const Var& b);
 
 }  // namespace dl

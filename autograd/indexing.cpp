@@ -11,7 +11,7 @@ struct GatherNode : Node {
   Tensor index;
   const char* name() const override { return "gather"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    Tensor dx = zeros(x_shape, dy.dtype());
+    Tensor dx = zeros(x_shape, dy.dtype(), dy.device());
     scatter_add_(dx, dim, index, dy);
     return {dx};
   }
@@ -29,7 +29,7 @@ struct ScatterAddNode : Node {
       Tensor g = gather(dy, dim, index);  // index's shape; src may be larger (its extra elements were unused)
       if (g.shape() == src_shape) dsrc = g;
       else {
-        dsrc = zeros(src_shape, dy.dtype());
+        dsrc = zeros(src_shape, dy.dtype(), dy.device());
         Tensor part = dsrc;
         for (int64_t k = 0; k < g.dim(); k++) part = part.narrow(k, 0, g.size(k));
         copy_into(part, g);
@@ -46,7 +46,7 @@ struct IndexSelectNode : Node {
   Tensor index;
   const char* name() const override { return "index_select"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    Tensor dx = zeros(x_shape, dy.dtype());
+    Tensor dx = zeros(x_shape, dy.dtype(), dy.device());
     index_add_(dx, dim, index, dy);
     return {dx};
   }

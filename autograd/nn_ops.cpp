@@ -156,7 +156,8 @@ Var dropout(const Var& x, double p, bool training, Generator& g) {
     n->p = p;
     return record(n, y, {x});
   }
-  Tensor mask = dropout_mask(x.shape(), p, g, x.dtype());
+  // on a device the mask stays there: the backend draws the CPU's mask from the same base (tensor/nn_kernels.h)
+  Tensor mask = dropout_mask(x.shape(), p, g, x.dtype(), x.data().device());
   Tensor y = mul(x.data(), mask);
   if (!any_requires_grad({x})) return Var(y);
   auto n = std::make_shared<DropoutNode>();

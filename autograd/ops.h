@@ -12,3 +12,4 @@
 #include "autograd/indexing.h"
 #include "autograd/fft.h"
 #include "autograd/conv.h"
+#include "autograd/device.h"

@@ -71,7 +71,7 @@ Var apply_mask(const Var& x, const Tensor& mask) {
   if (mask.dim() != 2 || mask.size(0) != x.size(0) || mask.size(1) != x.size(1))
     fail("padding mask must be (B, L) = (" + std::to_string(x.size(0)) + ", " + std::to_string(x.size(1)) + "), found " +
          shape_str(mask.shape()));
-  return mul(x, Var(mask.to(x.dtype()).unsqueeze(2)));
+  return mul(x, Var(mask.to(x.data().device()).to(x.dtype()).unsqueeze(2)));  // a host mask follows x to its device
 }
 
 void check_config_keys(const LayerConfig& cfg, const std::string& layer, const std::vector<std::string>& known) {

@@ -1,7 +1,10 @@
-// optim/adam.cpp - the Adam/AdamW update as one tight loop over contiguous buffers (formula in adam.h).
+// optim/adam.cpp - the Adam/AdamW update as one tight loop over contiguous buffers (formula in adam.h); on a
+// device, the backend's fused adam_step runs the same loop there.
 #include "optim/adam.h"
 
 #include <cmath>
+
+#include "tensor/backend.h"
 
 namespace dl::optim {
 
@@ -30,9 +33,9 @@ AdamW::AdamW(const std::vector<Var>& params, const AdamWOptions& opt)
 void Adam::update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamState& s) {
   const double b1 = option(g, "beta1"), b2 = option(g, "beta2"), eps = option(g, "eps");
   const double lr = g.lr, wd = g.weight_decay;
-  if (!s.buffers.count("exp_avg")) {
-    s.buffers["exp_avg"] = zeros(param.shape(), param.dtype());
-    s.buffers["exp_avg_sq"] = zeros(param.shape(), param.dtype());
+  if (!s.buffers.count("exp_avg")) {  // the moments live on the parameter's device
+    s.buffers["exp_avg"] = zeros(param.shape(), param.dtype(), param.device());
+    s.buffers["exp_avg_sq"] = zeros(param.shape(), param.dtype(), param.device());
   }
   // scalars in double, as torch computes them in Python floats
   const double t = (double)s.step;
@@ -40,6 +43,11 @@ void Adam::update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamS
   const double bc2_sqrt = std::sqrt(1 - std::pow(b2, t));
   const double shrink = 1 - lr * wd;
   const bool l2 = !decoupled_ && wd != 0, decay = decoupled_ && wd != 0;
+  if (param.device() != Device::cpu) {  // the device seam: the same loop as one fused kernel (cuda/ops/optim.cuh)
+    AdamScalars sc{b1, b2, eps, wd, step_size, bc2_sqrt, shrink, decoupled_};
+    require_backend(param.device(), type_name().c_str()).adam_step(sc, param, grad, s.buffers["exp_avg"], s.buffers["exp_avg_sq"]);
+    return;
+  }
   dispatch_float(param.dtype(), type_name().c_str(), [&]<class T>() {
     T* p = param.data<T>();
     const T* gr = grad.data<T>();

@@ -34,6 +34,7 @@ class Adam : public Optimizer {
   Adam(std::vector<ParamGroup> groups, const AdamOptions& opt, bool decoupled);
   void update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamState& s) override;
   std::vector<std::string> buffer_names(const ParamGroup&) const override { return {"exp_avg", "exp_avg_sq"}; }
+  bool updates_on_device() const override { return true; }  // the backend's fused adam_step
 
  private:
   bool decoupled_;

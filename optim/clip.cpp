@@ -4,13 +4,21 @@
 #include <cmath>
 
 #include "optim/optimizer.h"
+#include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
 
 namespace dl::optim {
 
 // sum |g|^q (or max |g| for q = inf) over one tensor, in double
 static double partial_norm(const Tensor& g0, double q) {
   Tensor g = g0.contiguous();
+  if (g.device() != Device::cpu) {  // the device seam: sum g^2 in f64 on the device; other norms from device reductions
+    if (q == 2) return require_backend(g.device(), "clip_grad_norm").sum_sq(g);
+    Tensor a = abs(g).to(DType::f64);
+    if (std::isinf(q)) return g.numel() ? amax(a, {}, false).item() : 0.0;
+    return sum(q == 1 ? a : pow_scalar(a, q)).item();
+  }
   return dispatch_float(g.dtype(), "clip_grad_norm", [&]<class T>() {
     const T* p = g.data<T>();
     double acc = 0;

@@ -79,7 +79,12 @@ void Optimizer::step() {
       const Tensor& grad0 = p.var.grad();
       if (!grad0.defined()) continue;
       Tensor& param = p.var.mutable_data();
-      if (param.device() != Device::cpu) fail(type_name() + ": parameter '" + p.name + "' is not on the CPU");
+      if (param.device() != Device::cpu && !updates_on_device())
+        fail(type_name() + ": parameter '" + p.name + "' is on " + device_name(param.device()) +
+             ", and this optimiser updates CPU parameters only (Adam and AdamW have a device branch)");
+      if (grad0.device() != param.device())
+        fail(type_name() + ": gradient of '" + p.name + "' is on " + device_name(grad0.device()) + ", the parameter on " +
+             device_name(param.device()));
       if (!param.is_contiguous())
         fail(type_name() + ": parameter '" + p.name + "' is not contiguous; parameters must own contiguous storage");
       if (param.dtype() == DType::i64) fail(type_name() + ": parameter '" + p.name + "' is an integer tensor");
@@ -118,7 +123,7 @@ OptimizerState Optimizer::state_dict() const {
   j["param_steps"] = json::object();
   for (auto& [name, s] : state_) {
     j["param_steps"][name] = s.step;
-    for (auto& [b, t] : s.buffers) out.tensors[name + "." + b] = t.clone();
+    for (auto& [b, t] : s.buffers) out.tensors[name + "." + b] = t.device() == Device::cpu ? t.clone() : t.to(Device::cpu);
   }
   out.json = j.dump();
   return out;
@@ -186,7 +191,7 @@ void Optimizer::load_state_dict(const OptimizerState& st) {
         if (t->second.shape() != param.shape())
           fail(who + ": buffer '" + key + "' has shape " + shape_str(t->second.shape()) + ", the parameter " +
                shape_str(param.shape()));
-        s.buffers[b] = t->second.to(param.dtype()).clone();
+        s.buffers[b] = t->second.to(param.dtype()).clone().to(param.device());  // the state lives beside its parameter
         used.insert(key);
       }
       fresh[name] = std::move(s);

@@ -98,6 +98,9 @@ class Optimizer {
   virtual void update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamState& s) = 0;
   // Names of the buffers a parameter with state must have (checked on load).
   virtual std::vector<std::string> buffer_names(const ParamGroup& g) const = 0;
+  // Whether update() has a device branch (parameters, gradients and buffers on a CUDA device); step() refuses
+  // device parameters otherwise, naming the optimiser.
+  virtual bool updates_on_device() const { return false; }
 
   std::vector<ParamGroup> groups_;
   std::map<std::string, double> defaults_;

@@ -71,7 +71,8 @@ Var LSTM::forward(const Var& x, const Tensor& mask) {
     }
     // the per-step graph; input projection of every step at once: (B, L, 4Hd)
     Var xg = opt.layer_norm ? l.ln_ih->forward(linear(seq, l.w_ih)) + l.b_ih : linear(seq, l.w_ih, l.b_ih);
-    Var h(zeros({B, Hd}, x.dtype())), c(zeros({B, Hd}, x.dtype()));
+    const Device dev = seq.data().device();  // on a device: this per-step graph, its states there too
+    Var h(zeros({B, Hd}, x.dtype(), dev)), c(zeros({B, Hd}, x.dtype(), dev));
     std::vector<Var> outs;
     for (int64_t t = 0; t < L; t++) {
       Var gates;
@@ -83,7 +84,8 @@ Var LSTM::forward(const Var& x, const Tensor& mask) {
         h = o * tanh(l.ln_c->forward(c));
       } else {
         gates = select(xg, 1, t) + linear(h, l.w_hh, l.b_hh);                           // (B, 4Hd)
-        Var hc = opt.fused ? lstm_cell_fused(gates, c) : lstm_cell_composed(gates, c);  // (B, 2, Hd)
+        const bool fused = opt.fused && dev == Device::cpu;  // the fused cell kernel is CPU-only: its composed twin
+        Var hc = fused ? lstm_cell_fused(gates, c) : lstm_cell_composed(gates, c);  // (B, 2, Hd)
         h = select(hc, 1, 0), c = select(hc, 1, 1);
       }
       outs.push_back(h);

@@ -54,7 +54,7 @@ std::vector<std::string> SSMLayer::own_lr_parameters() const {
 
 Tensor SSMLayer::learned_kernel(int64_t L) {
   NoGradGuard ng;
-  return kernel_forward(L).data().to(DType::f32).contiguous();
+  return kernel_forward(L).data().to(Device::cpu).to(DType::f32).contiguous();  // for plots and files: on the host
 }
 
 }  // namespace dl::nn

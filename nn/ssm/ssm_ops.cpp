@@ -213,7 +213,25 @@ std::vector<Tensor> SsmConvNode::apply(const Tensor& dy_) {
   return g;
 }
 
+// On a device: the composed twin over causal_conv (autograd/fft.h; the backend's cuFFT fft_conv). Per (b, h) row the
+// causal part y[t] = sum_{s<=t} k0[s] u[t-s]; a two-sided kernel adds y[t] += sum_{s>t} u[s] k1[s-t-1], which is the
+// causal convolution of the reversed row with k1 shifted right by one, reversed back; then D u.
+static Var ssm_conv_device(const Var& u, const Var& k, const Var& D) {
+  check_conv_args(u.data(), k.data(), D.defined() ? D.data() : Tensor());
+  const int64_t B = u.size(0), L = u.size(1), H = u.size(2);
+  const Shape rows{B, H, L};
+  Var ut = contiguous(transpose(u, 1, 2));                          // (B, H, L)
+  Var y = causal_conv(ut, expand(narrow(k, 0, 0, 1), rows));        // (B, H, L)
+  if (k.size(0) == 2) {
+    Var k1 = pad(narrow(narrow(k, 0, 1, 1), 2, 0, L - 1), {1, 0});  // (1, H, L): k1[j - 1], 0 at j = 0
+    y = y + flip(causal_conv(flip(ut, {2}), expand(k1, rows)), {2});
+  }
+  Var out = transpose(y, 1, 2);  // (B, L, H)
+  return D.defined() ? out + u * D : out;
+}
+
 Var ssm_conv(const Var& u, const Var& k, const Var& D) {
+  if (u.data().device() != Device::cpu) return ssm_conv_device(u, k, D);
   return u.dtype() == DType::f32 ? ssm_conv_fast(u, k, D) : ssm_conv_plain(u, k, D);
 }
 
@@ -477,6 +495,11 @@ Var diag_ssm_kernel(const Var& log_dt, const Var& a_re, const Var& A_imag, const
   expect(A_imag, {H, N}, "A_imag");
   if (B.defined()) expect(B, {H, N, 2}, "B");
   if (L < 1) fail("diag_ssm_kernel: L must be >= 1, found " + std::to_string(L));
+  if (C.data().device() != Device::cpu) {  // no device kernel: the host computes it from copies of the (H, N) parameters,
+    const Device dev = C.data().device();  // K (Cc, H, L) goes back; both copies carry gradients (autograd/device.h)
+    auto host = [](const Var& v) { return to_device(v, Device::cpu); };
+    return to_device(diag_ssm_kernel(host(log_dt), host(a_re), host(A_imag), host(B), host(C), L, opt), dev);
+  }
   DiagParams p = diag_setup(log_dt.data(), a_re.data(), A_imag.data(), B.defined() ? B.data() : Tensor(), C.data(), L, opt.disc);
   std::vector<cplx> Ct = diag_ct(p);
   std::vector<double> K(p.Cc * H * L);

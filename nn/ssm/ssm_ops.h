@@ -29,6 +29,8 @@
 //                     the spectra U saved by the forward; dK's spectrum sum_b conj(U) DY accumulated per thread,
 //                     one inverse FFT per h; dD = dKfull[h, 0] (D u is the kernel's lag-0 tap).
 //   ssm_conv picks fast for float32 u and plain otherwise (float64 callers asked for float64 accuracy).
+//   On a device ssm_conv is composed of causal_conv (the backend's fft_conv), flip and pad (ssm_ops.cpp), and
+//   diag_ssm_kernel runs on the host from copies of its parameters (small: H x N in, Cc x H x L out).
 //
 // ---- diag_ssm_kernel (S4D, Gu et al. 2022 "On the Parameterization and Initialization of Diagonal SSMs") ----
 //   A = -exp(a_re) + i A_imag, dt = exp(log_dt), dtA = dt A

@@ -1,0 +1,185 @@
+// tests/cuda_logic/test_device_paths.cpp - the device branches of tensor/, autograd/, optim/ and nn/ run, on a
+// machine without a GPU, against the CPU.
+//
+// In this binary Device::cuda is the host twin of the backend (tests/cuda_logic/host_twin_backend.cpp): device
+// memory is host memory behind a poisoned pointer, and every backend method runs the same cuda/ops/ functions the
+// GPU build runs, with thrust::cpp::par. So what is tested here is everything above the kernels - which branch an
+// op takes, the shapes and views it hands the backend, where the optimizer keeps its state, what crosses to the host
+// - and the kernels' logic; not nvcc, the launch or cuBLAS/cuFFT (tests/cuda does that on a GPU).
+// Each test computes on the "device" and on the CPU from the same input and compares.
+#include <gtest/gtest.h>
+
+#include "../cuda/train_step.h"
+#include "logic_util.h"
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/sgd.h"
+
+namespace dl {
+namespace {
+
+const Device kDev = Device::cuda;
+
+Tensor on_dev(const Tensor& t) { return t.to(kDev); }
+Tensor back(const Tensor& t) {
+  EXPECT_EQ(t.device(), kDev) << "the result should stay on the device";
+  return t.to(Device::cpu);
+}
+
+TEST(DevicePaths, TheTwinIsTheDevice) {
+  Backend* b = device_backend(kDev);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->available());
+  Tensor x = on_dev(arange(6).to(DType::f32));
+  EXPECT_EQ(x.device(), kDev);
+  // a CPU kernel handed a device tensor fails loudly, naming the device, instead of reading device memory
+  try {
+    (void)x.data<float>();
+    ADD_FAILURE() << "data<T>() of a device tensor should throw";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda tensor [6] reached a CPU kernel"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DevicePaths, SinCosSignEluOnViews) {
+  Generator g(31);
+  Tensor x = mul_scalar(random_view({5, 4, 3}, g, DType::f32), 3.0), xd = on_dev(x.contiguous()).permute({2, 0, 1});
+  Tensor xp = x.contiguous().permute({2, 0, 1});
+  EXPECT_TRUE(all_close(back(sin(xd)), sin(xp), kExact, "sin"));
+  EXPECT_TRUE(all_close(back(cos(xd)), cos(xp), kExact, "cos"));
+  EXPECT_TRUE(all_close(back(sign(xd)), sign(xp), kExact, "sign"));
+  EXPECT_TRUE(all_close(back(elu(xd, 0.5)), elu(xp, 0.5), kExact, "elu"));
+  Tensor xi = randint(-3, 4, {7}, g);
+  EXPECT_TRUE(all_close(back(sign(on_dev(xi))), sign(xi), kExact, "sign i64"));
+}
+
+TEST(DevicePaths, VarCumsumFlip) {
+  Generator g(32);
+  Tensor x = add_scalar(randn({4, 5, 6}, g), 3.0), xd = on_dev(x);
+  for (bool unbiased : {false, true}) {
+    EXPECT_TRUE(all_close(back(var(xd, {1}, unbiased, true)), var(x, {1}, unbiased, true), agree(DType::f32), "var dim 1"));
+    EXPECT_TRUE(all_close(back(var(xd, {0, 2}, unbiased)), var(x, {0, 2}, unbiased), agree(DType::f32), "var dims 0, 2"));
+  }
+  EXPECT_TRUE(all_close(back(cumsum(xd, 1)), cumsum(x, 1), kExact, "cumsum"));
+  EXPECT_TRUE(all_close(back(cumsum(xd.transpose(0, 2), 0, true)), cumsum(x.transpose(0, 2), 0, true), kExact, "cumsum rev"));
+  EXPECT_TRUE(all_close(back(flip(xd, {0, 2})), flip(x, {0, 2}), kExact, "flip"));
+}
+
+TEST(DevicePaths, GatherScatterIndexAddOneHotWithHostIndices) {
+  Generator g(33);
+  Tensor x = randn({5, 6}, g), xd = on_dev(x);
+  Tensor idx = randint(0, 6, {5, 4}, g);  // on the host: the device seams move it
+  EXPECT_TRUE(all_close(back(gather(xd, 1, idx)), gather(x, 1, idx), kExact, "gather"));
+  EXPECT_TRUE(all_close(back(gather(xd, 1, on_dev(idx))), gather(x, 1, idx), kExact, "gather, device index"));
+  Tensor src = randn({5, 4}, g);
+  EXPECT_TRUE(all_close(back(scatter_add(xd, 1, idx, on_dev(src))), scatter_add(x, 1, idx, src), kExact, "scatter_add"));
+  Tensor rows = randint(0, 5, {9}, g), add_src = randn({9, 6}, g);
+  Tensor out = x.clone(), outd = on_dev(x);
+  index_add_(out, 0, rows, add_src);
+  index_add_(outd, 0, rows, on_dev(add_src));
+  EXPECT_TRUE(all_close(back(outd), out, kExact, "index_add_"));
+  EXPECT_TRUE(all_close(back(one_hot(on_dev(rows), 5)), one_hot(rows, 5), kExact, "one_hot"));
+  EXPECT_TRUE(all_close(back(index_select(xd, 1, rows.narrow(0, 0, 3))), index_select(x, 1, rows.narrow(0, 0, 3)), kExact,
+                        "index_select, host index"));
+  // an index out of range is named, from the host copy, before any kernel runs
+  EXPECT_THROW(gather(xd, 1, add_scalar(idx, 6)), ShapeError);
+}
+
+// The dropout node keeps its mask on the device, drawn from the same one u64 as the CPU's bits: same y, same dx.
+TEST(DevicePaths, DropoutMaskOnTheDeviceEqualsTheCpus) {
+  Generator g(34);
+  Tensor x = randn({3, 4100}, g);  // crosses a 4096-element draw row
+  Generator ga(99), gb(99);
+  Var a(x, true), b(on_dev(x), true);
+  Var ya = dropout(a, 0.3, true, ga), yb = dropout(b, 0.3, true, gb);
+  EXPECT_TRUE(all_close(back(yb.data()), ya.data(), kExact, "dropout forward"));
+  Tensor dy = randn({3, 4100}, g);
+  ya.backward(dy);
+  yb.backward(on_dev(dy));
+  EXPECT_TRUE(all_close(back(b.grad()), a.grad(), kExact, "dropout backward"));
+  EXPECT_EQ(ga.next_u64(), gb.next_u64()) << "both drew the same number of values";
+}
+
+// A checkpoint loaded into a model on the device: copy_ across devices, both ways.
+TEST(DevicePaths, CopyAcrossDevices) {
+  Generator g(35);
+  Tensor x = randn({4, 3}, g), d = zeros({3, 4}, DType::f32, kDev);
+  d.copy_(x.transpose(0, 1));
+  EXPECT_TRUE(all_close(back(d), x.transpose(0, 1).contiguous(), kExact, "host -> device view"));
+  Tensor h = zeros({3, 4});
+  h.copy_(d);
+  EXPECT_TRUE(all_close(h, x.transpose(0, 1).contiguous(), kExact, "device -> host"));
+}
+
+// Adam / AdamW on device parameters: the moments live there, three steps equal the CPU's, clip_grad_norm's norms
+// (2, 1, inf) equal the CPU's, and the saved state is on the host and loads back onto the device.
+TEST(DevicePaths, AdamWAndClippingOnTheDevice) {
+  Generator g(36);
+  Tensor w0 = randn({5, 7}, g), b0 = randn({7}, g);
+  Var wc(w0.clone(), true), bc(b0.clone(), true), wd(on_dev(w0), true), bd(on_dev(b0), true);
+  optim::AdamWOptions o;
+  o.lr = 0.05, o.weight_decay = 0.1;
+  optim::AdamW oc({wc, bc}, o), od({wd, bd}, o);
+  for (int step = 0; step < 3; step++) {
+    Tensor gw = randn({5, 7}, g), gb = randn({7}, g);
+    wc.mutable_grad() = gw, bc.mutable_grad() = gb;
+    wd.mutable_grad() = on_dev(gw), bd.mutable_grad() = on_dev(gb);
+    for (double q : {2.0, 1.0, (double)INFINITY})
+      EXPECT_NEAR(optim::grad_norm({wd, bd}, q), optim::grad_norm({wc, bc}, q), 1e-9) << "norm " << q;
+    EXPECT_NEAR(optim::clip_grad_norm({wd, bd}, 1.0), optim::clip_grad_norm({wc, bc}, 1.0), 1e-9);
+    oc.step(), od.step();
+    EXPECT_TRUE(all_close(back(wd.data()), wc.data(), agree(DType::f32), "AdamW weight step " + std::to_string(step)));
+    EXPECT_TRUE(all_close(back(bd.data()), bc.data(), agree(DType::f32), "AdamW bias step " + std::to_string(step)));
+  }
+  optim::OptimizerState st = od.state_dict();
+  for (auto& [name, t] : st.tensors) EXPECT_EQ(t.device(), Device::cpu) << name << ": the saved state is a host copy";
+  optim::OptimizerState sc = oc.state_dict();
+  for (auto& [name, t] : sc.tensors) EXPECT_TRUE(all_close(st.tensors.at(name), t, agree(DType::f32), name));
+  optim::AdamW od2({wd, bd}, o);
+  od2.load_state_dict(st);
+  Tensor gw = randn({5, 7}, g);
+  wd.mutable_grad() = on_dev(gw), bd.zero_grad();
+  od2.step();  // would throw (a host buffer in a device update) if the loaded moments had stayed on the host
+  EXPECT_EQ(wd.data().device(), kDev);
+}
+
+TEST(DevicePaths, SgdRefusesDeviceParametersByName) {
+  Var w(zeros({2}, DType::f32, kDev), true);
+  w.mutable_grad() = ones({2}, DType::f32, kDev);
+  optim::SGD sgd(std::vector<Var>{w}, optim::SGDOptions{});
+  try {
+    sgd.step();
+    ADD_FAILURE() << "SGD has no device branch and should refuse";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("is on cuda"), std::string::npos) << e.what();
+  }
+}
+
+// The S4D path on the device: the kernel computed on the host from copies of its parameters, the convolution on
+// causal_conv; forward and every gradient against the CPU's ssm_conv (both directions of a bidirectional kernel).
+TEST(DevicePaths, CausalConvAndItsAdjoint) {
+  Generator g(37);
+  Tensor a = randn({2, 3, 9}, g), b = randn({2, 3, 9}, g), dy = randn({2, 3, 9}, g);
+  Var va(a, true), vb(b, true), da(on_dev(a), true), db(on_dev(b), true);
+  Var yc = fft_conv(va, vb, 9), yd = causal_conv(da, db);  // the CPU reference: the rfft composition
+  EXPECT_TRUE(all_close(back(yd.data()), yc.data(), agree(DType::f32), "causal_conv"));
+  yc.backward(dy);
+  yd.backward(on_dev(dy));
+  EXPECT_TRUE(all_close(back(da.grad()), va.grad(), agree(DType::f32), "d a"));
+  EXPECT_TRUE(all_close(back(db.grad()), vb.grad(), agree(DType::f32), "d b"));
+}
+
+void expect_step_agrees(const std::string& layer) {
+  test::StepResult cpu = test::train_one_step(layer, Device::cpu), dev = test::train_one_step(layer, kDev);
+  EXPECT_NEAR(dev.loss, cpu.loss, 1e-5 * (1 + std::abs(cpu.loss))) << layer << ": loss";
+  EXPECT_NEAR(dev.grad_norm, cpu.grad_norm, 1e-4 * (1 + cpu.grad_norm)) << layer << ": gradient norm";
+  ASSERT_EQ(dev.params.size(), cpu.params.size());
+  for (auto& [name, t] : cpu.params) EXPECT_TRUE(all_close(dev.params.at(name), t, agree(DType::f32), layer + " " + name));
+}
+
+TEST(DevicePaths, TransformerTrainingStepEqualsCpu) { expect_step_agrees("attention"); }
+TEST(DevicePaths, S4DTrainingStepEqualsCpu) { expect_step_agrees("s4d"); }
+TEST(DevicePaths, LstmTrainingStepEqualsCpu) { expect_step_agrees("lstm"); }
+
+}  // namespace
+}  // namespace dl
