@@ -474,7 +474,8 @@ int run_scaling(int steps, int64_t batch, int64_t min_len, int64_t max_len, int 
 
 // The attention primitives alone on qkv (B, T, 3 128), 4 heads (HS 32): forward, and forward + backward, ms (median of
 // `steps` after one warm-up) and GFLOP/s counted as 4 T^2 HS per (b, h) forward (q k^T and p v, a multiply-add = 2),
-// 14 T^2 HS forward + backward (the backward's five products: s again, dV, dP, dQ, dK). No dropout.
+// 14 T^2 HS forward + backward (the backward's five products: s again, dV, dP, dQ, dK). No dropout. Also per CPU
+// second (user + system time of all threads): GFLOP per core-second, which a loaded machine changes far less.
 int run_kernels(int steps, int64_t batch, int64_t L, const std::vector<std::string>& kinds) {
   const int64_t C = 128, NH = 4, HS = C / NH;
   Generator g(0);
@@ -488,20 +489,24 @@ int run_kernels(int steps, int64_t batch, int64_t L, const std::vector<std::stri
                                         : (fail("bench_workloads kernels: kinds are qkv_attention, flash_attention"), Var());
       if (back) y.backward(dy);
     };
-    double f_ms = 0, fb_ms = 0;
+    double f_ms = 0, fb_ms = 0, f_cpu = 0, fb_cpu = 0;  // cpu: CPU seconds per call
     for (bool back : {false, true}) {
       std::vector<double> t;
+      double c0 = 0;
       for (int i = 0; i <= steps; i++) {
+        if (i == 1) c0 = cpu_s();
         const double t0 = now_s();
         run(back);
         if (i > 0) t.push_back(1000.0 * (now_s() - t0));
       }
       (back ? fb_ms : f_ms) = median(t);
+      (back ? fb_cpu : f_cpu) = (cpu_s() - c0) / std::max(1, steps);
     }
-    std::printf("{\"kernel\": \"%s\", \"batch\": %lld, \"len\": %lld, \"heads\": %lld, \"head_size\": %lld, \"fwd_ms\": %.2f, "
-                "\"fwd_gflops\": %.1f, \"fwd_bwd_ms\": %.2f, \"fwd_bwd_gflops\": %.1f}\n",
-                kind.c_str(), (long long)batch, (long long)L, (long long)NH, (long long)HS, f_ms, 4 * unit / (f_ms / 1000),
-                fb_ms, 14 * unit / (fb_ms / 1000));
+    std::printf("{\"kernel\": \"%s\", \"batch\": %lld, \"len\": %lld, \"heads\": %lld, \"head_size\": %lld, \"threads\": %d, "
+                "\"fwd_ms\": %.2f, \"fwd_gflops\": %.1f, \"fwd_gflop_per_cpu_s\": %.1f, \"fwd_bwd_ms\": %.2f, "
+                "\"fwd_bwd_gflops\": %.1f, \"fwd_bwd_gflop_per_cpu_s\": %.1f}\n",
+                kind.c_str(), (long long)batch, (long long)L, (long long)NH, (long long)HS, omp_get_max_threads(), f_ms,
+                4 * unit / (f_ms / 1000), 4 * unit / f_cpu, fb_ms, 14 * unit / (fb_ms / 1000), 14 * unit / fb_cpu);
     std::fflush(stdout);
   }
   return 0;

@@ -78,9 +78,9 @@ Tensor attention_allowed(const Tensor& key_mask, int64_t B, int64_t T, int64_t S
 
 // The length from which the blocked online-softmax kernel (nn/fused/flash_attention.h) is faster than the packed one
 // on this machine, measured with bench_workloads scaling (docs/performance.md "Scaling table"): a whole training step
-// of a d 128, 4-head block is faster on the packed kernel at T = 32 and 64 (the blocked one pads to 48 x 128 tiles),
-// on the blocked one from T = 128 on (1.2x there, 2x from 512).
-inline constexpr int64_t kFlashFrom = 128;
+// of a d 128, 4-head block is as fast or faster on the packed kernel at T = 32 and 64 (the blocked one pads to
+// 48 x 128 tiles), on the blocked one from T = 96 on (1.1x at 96, 1.2x at 128, 1.9-3.5x from 512).
+inline constexpr int64_t kFlashFrom = 96;
 
 struct AttentionOptions {
   int64_t heads = 1;
