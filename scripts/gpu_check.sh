@@ -8,10 +8,14 @@
 #   1. nvidia-smi and nvcc versions
 #   2. configure build-gpu/ (Release, Ninja, DL_CUDA_ARCHS=native unless DL_CUDA_ARCHS is set: one
 #      architecture compiles twice as fast as the default 90;80)
-#   3. build test_cuda, test_cuda_logic, bench_cuda with all cores
-#   4. test_cuda_logic (the device functors on the CPU), test_cuda (device vs CPU), bench_cuda
+#   3. build test_cuda, test_cuda_logic, bench_cuda, lra_benchmark with all cores
+#   4. test_cuda_logic (the device functors and every device branch on the CPU, through the host twin of the
+#      backend), test_cuda (device vs CPU, op by op, and one training step of a tiny Transformer and S4D), bench_cuda
+#   5. lra_benchmark cell --device cuda, then the same cell on the CPU: ListOps, Transformer and S4D from scratch,
+#      40 steps on a cut-down tiny preset (DL_GPU_LRA_STEPS), seed 0; steps/s and accuracies into the summary
 # Files in OUTDIR: summary.txt (the figures: tests passed/failed/skipped, every failing test's name,
-# the benchmark table), build.log, test_cuda.log, test_cuda_logic.log, bench_cuda.json.
+# the benchmark table, the LRA cells' steps/s and accuracies), build.log, test_cuda.log, test_cuda_logic.log,
+# bench_cuda.json, lra_<model>_<device>.log (the cells' folders under lra_<model>_<device>/).
 # Sized for ~8 minutes on a 16-core H200 box (the build dominates). Dependencies the build needs
 # besides the CUDA toolkit: GTest, Google Benchmark, CLI11, a BLAS. If they are not installed there,
 # put their .deb files in the folder named by DL_GPU_DEBS (e.g. from `apt-get download` on a machine
@@ -73,7 +77,7 @@ step configure configure.log cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=
 }
 grep -E 'dl: CUDA backend' "$OUTDIR/configure.log" | sed 's/^/    /' | tee -a "$SUMMARY"
 
-step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda bench_cuda -j "$JOBS" ||
+step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda bench_cuda lra_benchmark -j "$JOBS" ||
   grep -E 'error' "$OUTDIR/build.log" | head -20 | sed 's/^/    /' | tee -a "$SUMMARY"
 fi
 
@@ -90,5 +94,24 @@ if [ -x "$BUILD/bench_cuda" ]; then
   step bench_cuda bench_cuda.log timeout 180 "$BUILD/bench_cuda" --benchmark_out="$OUTDIR/bench_cuda.json" \
     --benchmark_out_format=json
   grep -E '^(BM_|sgemm|softmax|fft)' "$OUTDIR/bench_cuda.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+fi
+# 5. the app on the device, then the same cell on the CPU (same seed: the curves should be close, not identical)
+if [ -x "$BUILD/lra_benchmark" ]; then
+  LRA_STEPS=${DL_GPU_LRA_STEPS:-40}
+  for model in transformer s4d; do
+    for dev in cuda cpu; do
+      rm -rf "$OUTDIR/lra_${model}_$dev"
+      step "lra $model $dev" "lra_${model}_$dev.log" timeout 240 "$BUILD/lra_benchmark" cell --preset tiny --task listops \
+        --model "$model" --regime scratch --seed 0 --device "$dev" --threads "$JOBS" --quiet --out "$OUTDIR/lra_${model}_$dev" \
+        --set steps="$LRA_STEPS" --set eval_every="$LRA_STEPS" --set checkpoint_every="$LRA_STEPS" --set eval_batches=2 \
+        --set train_size=512 --set val_size=64 --set test_size=64 ||
+        tail -5 "$OUTDIR/lra_${model}_$dev.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+      f=$(find "$OUTDIR/lra_${model}_$dev" -name result.json 2>/dev/null | head -1)
+      [ -n "$f" ] && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('metrics',{}); \
+g=lambda d, k: -1 if d.get(k) is None else d[k]; \
+print('    steps/s %.2f  val_acc %.3f  test_acc %.3f' % (g(r, 'steps_per_s'), g(m, 'val_acc'), g(m, 'test_acc')))" \
+        "$f" | tee -a "$SUMMARY"
+    done
+  done
 fi
 note "total $(elapsed "$T_START") s"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "apps/common/device.h"
 #include "apps/common/signals.h"
 #include "autograd/anomaly.h"
 
@@ -43,13 +44,7 @@ std::vector<int> parse_seeds(const std::string& text) {
   return seeds;
 }
 
-void check_device(const std::string& device) {
-  if (device == "cpu") return;
-  if (device == "cuda")
-    throw ConfigError("--device cuda: the CUDA backend covers matmul, elementwise, softmax and FFT convolution kernels "
-                      "(docs/cuda.md) but not every op a training step needs yet; run on cpu");
-  throw ConfigError("--device '" + device + "': expected cpu or cuda");
-}
+void check_device(const std::string& device) { parse_device(device); }
 
 std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::vector<std::vector<std::string>>& values,
                                const std::vector<int>& seeds, const std::vector<std::string>& sets) {

@@ -80,8 +80,8 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
 Table write_reports(const Experiment& e, const Preset& p, const std::string& out);
 // "0,1,2" or "0-4" (inclusive) -> seeds; a ConfigError names anything else.
 std::vector<int> parse_seeds(const std::string& text);
-// The one place a device name is checked: "cpu"; "cuda" is refused until the CUDA backend has every op a training
-// step needs (docs/cuda.md).
+// --device checked before any cell runs: "cpu", or "cuda" when the build has the backend and a device is present
+// (apps/common/device.h says what runs where; docs/cuda.md which ops have device kernels).
 void check_device(const std::string& device);
 
 }  // namespace dl::harness

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "apps/common/data_parallel.h"
+#include "apps/common/device.h"
 #include "apps/common/progress.h"
 #include "apps/common/signals.h"
 #include "autograd/anomaly.h"
@@ -91,6 +92,7 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
   const bool quiet = ctx.quiet || rank != 0;
   const std::string dir = ctx.dir + "/" + spec.name, label = ctx.label + " " + spec.name;
   if (spec.accum < 1) throw std::invalid_argument(label + ": accum must be >= 1, found " + std::to_string(spec.accum));
+  place_model(model, parse_device(ctx.device));  // before a resume loads into it (device.h)
   std::unique_ptr<DataParallel> par;
   if (world > 1) par = std::make_unique<DataParallel>(model, opt, comm, ctx.parallel);
   std::vector<uint64_t> stream_base;  // data-parallel dropout: from the generators' state where the phase starts

@@ -57,13 +57,16 @@ LraModel::LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generat
 }
 
 Var LraModel::encode(const Inputs& in) {
-  Var x = embed_ ? embed_->forward(in.tokens) : in_proj_->forward(Var(in.features));  // (B, L, D)
+  // the batch is built on the host; on a device run (--device cuda) the features follow the model there (token ids
+  // are moved by the embedding, the mask by the ops that read it)
+  const Device dev = head_->weight.data().device();
+  Var x = embed_ ? embed_->forward(in.tokens) : in_proj_->forward(Var(in.features.to(dev)));  // (B, L, D)
   int64_t L = x.size(1);
   if (L > shape.max_len && (pos_.defined() || sinusoid_.defined()))
     fail("LraModel: sequence of length " + std::to_string(L) + " is longer than the positions table (" +
          std::to_string(shape.max_len) + ")");
   if (pos_.defined()) x = x + narrow(pos_, 0, 0, L);
-  if (sinusoid_.defined()) x = x + Var(sinusoid_.narrow(0, 0, L));
+  if (sinusoid_.defined()) x = x + Var(sinusoid_.narrow(0, 0, L).to(dev));
   x = drop_->forward(x);
   for (auto& b : blocks_->items()) x = b->forward(x, in.mask);
   return nn::apply_sequence_norm(*final_norm_, x);
@@ -71,9 +74,10 @@ Var LraModel::encode(const Inputs& in) {
 
 Var LraModel::pool(const Var& h, const Tensor& mask, const std::string& how) {
   int64_t B = h.size(0), L = h.size(1);
-  Tensor m = mask.defined() ? mask : ones({B, L});
-  if (how == "last") {  // the last real position of each sequence
-    Tensor mc = m.to(DType::f32).contiguous();
+  const Device dev = h.data().device();
+  Tensor m = mask.defined() ? mask.to(dev) : ones({B, L}, DType::f32, dev);
+  if (how == "last") {  // the last real position of each sequence (found on the host)
+    Tensor mc = m.to(Device::cpu).to(DType::f32).contiguous();
     const float* pm = mc.data<float>();
     std::vector<int64_t> idx(B);
     for (int64_t b = 0; b < B; b++) {

@@ -47,7 +47,7 @@ Var apply_rotary(const Var& x, int64_t offset) {
       c.data<double>()[t * (HS / 2) + i] = std::cos(a);
       s.data<double>()[t * (HS / 2) + i] = std::sin(a);
     }
-  Var cv(c.to(x.dtype())), sv(s.to(x.dtype()));
+  Var cv(c.to(x.dtype()).to(x.data().device())), sv(s.to(x.dtype()).to(x.data().device()));  // built on the host, used where x is
   Var x2 = reshape(x, {B, NH, T, HS / 2, 2});
   Var xe = select(x2, 4, 0), xo = select(x2, 4, 1);  // x[2i], x[2i+1]: (B, NH, T, HS/2)
   Var ye = xe * cv - xo * sv;
