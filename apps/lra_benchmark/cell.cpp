@@ -141,7 +141,10 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   res.metrics["best_val_acc"] = best;
   res.curve = curve_pre;
   res.curve.insert(res.curve.end(), curve_ft.begin(), curve_ft.end());
-  res.extra = {{"steps", c.steps}, {"pretrain_steps", spt ? c.pretrain_steps : 0}, {"val_examples", val.examples}};
+  res.extra = {{"steps", c.steps},
+               {"pretrain_steps", spt ? c.pretrain_steps : 0},
+               {"val_examples", val.examples},
+               {"train_examples", (int64_t)data.train.examples.size()}};
   res.steps_per_s = train_seconds > 0 ? steps_run / train_seconds : 0;
   if (ctx.comm->size() > 1) res.extra["comm_s_per_step"] = steps_run > 0 ? comm_seconds / steps_run : 0;
   if (ctx.writer()) {

@@ -42,6 +42,8 @@ void CellConfig::validate() const {
   };
   positive("d_model", d_model), positive("layers", layers), positive("batch", batch), positive("steps", steps);
   positive("lr", lr);
+  if (train_limit < 0) throw ConfigError(key() + ": field 'train_limit' must be >= 0 (0: every training example), found " +
+                                         std::to_string(train_limit));
   if (mask_prob <= 0 || mask_prob >= 1)
     throw ConfigError(key() + ": field 'mask_prob' must be in (0, 1), found " + std::to_string(mask_prob));
   one_of("schedule", schedule, {"constant", "linear", "cosine"});

@@ -28,6 +28,8 @@ struct CellConfig {
   // data
   int seq_len = 0;  // 0 = the task's default
   int train_size = 0, val_size = 0, test_size = 0;
+  int train_limit = 0;    // > 0: train on a random subset of this many of the training split's examples (the
+                          // validation and test splits unchanged; `data-scale`, data_scale.h); 0: all of them
   std::string data_path;  // official files instead of the embedded default
   // model
   int d_model = 64, layers = 2, heads = 4, ffn_mult = 2, d_state = 64;
@@ -51,6 +53,7 @@ struct CellConfig {
   template <class C, class F> static void fields(C& c, F&& f) {
     f("task", c.task), f("model", c.model), f("regime", c.regime);
     f("seq_len", c.seq_len), f("train_size", c.train_size), f("val_size", c.val_size), f("test_size", c.test_size);
+    f("train_limit", c.train_limit);
     f("data_path", c.data_path);
     f("d_model", c.d_model), f("layers", c.layers), f("heads", c.heads), f("ffn_mult", c.ffn_mult), f("d_state", c.d_state);
     f("dropout", c.dropout), f("norm", c.norm), f("prenorm", c.prenorm), f("pos", c.pos), f("window", c.window),

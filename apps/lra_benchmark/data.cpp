@@ -1,9 +1,12 @@
 // apps/lra_benchmark/data.cpp - the task's data as the model sees it (see data.h).
 #include "data.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
+#include <random>
 
 #include "tasks/objectives.h"
 #include "tasks/registry.h"
@@ -13,6 +16,18 @@ namespace lra {
 using namespace dl;
 namespace harness = dl::harness;
 
+// The task's three splits as the registry makes them (the embedded generator or the official files).
+static void make_split(std::unique_ptr<tasks::TaskData>& slot, const CellConfig& c) {
+  tasks::TaskConfig tc;
+  tc.seq_len = c.seq_len;
+  tc.train_size = c.train_size, tc.val_size = c.val_size, tc.test_size = c.test_size;
+  tc.seed = (uint64_t)c.seed;
+  tc.data_path = c.data_path;
+  slot = std::make_unique<tasks::TaskData>(tasks::make_task(c.task, tc));
+  for (auto* d : {&slot->train, &slot->val, &slot->test})
+    if (d->examples.empty()) throw tasks::DataError(c.task + ": split " + d->name + " is empty");
+}
+
 const tasks::TaskData& task_data(const CellConfig& c) {
   static std::map<std::string, std::unique_ptr<tasks::TaskData>> cache;
   static std::mutex mu;
@@ -21,17 +36,28 @@ const tasks::TaskData& task_data(const CellConfig& c) {
                     c.data_path;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[key];
-  if (!slot) {
-    tasks::TaskConfig tc;
-    tc.seq_len = c.seq_len;
-    tc.train_size = c.train_size, tc.val_size = c.val_size, tc.test_size = c.test_size;
-    tc.seed = (uint64_t)c.seed;
-    tc.data_path = c.data_path;
-    slot = std::make_unique<tasks::TaskData>(tasks::make_task(c.task, tc));
-    for (auto* d : {&slot->train, &slot->val, &slot->test})
-      if (d->examples.empty()) throw tasks::DataError(c.task + ": split " + d->name + " is empty");
+  if (!slot) make_split(slot, c);
+  if (c.train_limit <= 0) return *slot;
+  // A subset of the training split: the first train_limit examples of a permutation fixed by the seed, kept in their
+  // order, so a smaller limit's subset lies inside a larger one's (data-scale's fractions are nested) and the
+  // subset is spread over the whole split (a document-ordered split is not cut to its first documents).
+  auto& sub = cache[key + "|limit " + std::to_string(c.train_limit)];
+  if (!sub) {
+    const auto& all = slot->train.examples;
+    if ((size_t)c.train_limit > all.size())
+      throw ConfigError(c.key() + ": train_limit " + std::to_string(c.train_limit) + " exceeds the training split's " +
+                        std::to_string(all.size()) + " examples");
+    std::vector<size_t> order(all.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng((uint64_t)c.seed * 104729 + 17);
+    std::shuffle(order.begin(), order.end(), rng);
+    order.resize((size_t)c.train_limit);
+    std::sort(order.begin(), order.end());
+    sub = std::make_unique<tasks::TaskData>(*slot);
+    sub->train.examples.clear();
+    for (size_t i : order) sub->train.examples.push_back(all[i]);
   }
-  return *slot;
+  return *sub;
 }
 
 TaskShape shape_of(const tasks::TaskData& d) {

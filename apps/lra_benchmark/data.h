@@ -19,7 +19,9 @@
 
 namespace lra {
 
-// The task's data for a config, generated once per process and shared by the cells of a sweep.
+// The task's data for a config, generated once per process and shared by the cells of a sweep. With train_limit > 0
+// the training split is a random subset of that many examples (fixed by the seed; nested across limits), the
+// validation and test splits those of the whole task.
 const dl::tasks::TaskData& task_data(const CellConfig& c);
 
 // The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of

@@ -7,6 +7,7 @@
 //   lra_benchmark eval  --cell runs/lra_benchmark/cells/listops__s4d__scratch__seed0 [--split test]
 //   lra_benchmark list
 //   lra_benchmark speed [--preset ..] [--tasks ..] [--models ..] [--set k=v].. [--steps 5]   (steps/s, speed.h)
+//   lra_benchmark data-scale [--preset ..] [--fractions 1,0.5,0.25,0.1] [--seeds ..]   (SPT gain vs size, data_scale.h)
 // The harness (apps/common) runs the sweep; this app says what a cell is (cell.h), its model (model.h), its data
 // and objectives (data.h) and its table (report.h); app.h hands them to the harness.
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "app.h"
 #include "cell.h"
 #include "config.h"
+#include "data_scale.h"
 #include "speed.h"
 #include "tensor/safetensors.h"
 
@@ -35,12 +37,16 @@ int main(int argc, char** argv) {
   harness::Experiment e = experiment();
   std::string cell_path, split = "test";
   std::unique_ptr<SpeedCommand> speed;
+  std::unique_ptr<DataScaleCommand> data_scale;
   e.commands = [&](CLI::App& app) {
     CLI::App* eval = app.add_subcommand("eval", "evaluate a finished cell's model.safetensors");
     eval->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
     eval->add_option("--split", split, "train, val or test")->capture_default_str();
-    speed = std::make_unique<SpeedCommand>(app);  // training steps/s per cell (speed.h)
-    return std::vector<harness::Command>{{eval, [&] { eval_cell(cell_path, split); }}, {speed->command(), [&] { speed->run(); }}};
+    speed = std::make_unique<SpeedCommand>(app);            // training steps/s per cell (speed.h)
+    data_scale = std::make_unique<DataScaleCommand>(app);  // the SPT gain against the training-set size (data_scale.h)
+    return std::vector<harness::Command>{{eval, [&] { eval_cell(cell_path, split); }},
+                                         {speed->command(), [&] { speed->run(); }},
+                                         {data_scale->command(), [&] { data_scale->run(e); }}};
   };
   return harness::run_main(e, argc, argv);
 }
