@@ -10,7 +10,8 @@
 // each backend method first makes host views of its operands. So a CPU kernel that is handed a device tensor - a
 // missing device branch - faults at once, and the SIGSEGV handler below says what that means, instead of
 // silently computing on the twin's memory as a real GPU build never would.
-// What it is not: a test of cuda/backend.cu's own argument checks, of nvcc, of cuBLAS/cuFFT (matmul and
+// Like cuda/backend.cu it refuses a host operand and a strided view where that backend needs a contiguous one.
+// What it is not: a test of cuda/backend.cu's other argument checks, of nvcc, of cuBLAS/cuFFT (matmul and
 // fft_conv here are the CPU's matmul and a direct sum), or of device memory. tests/cuda does that on a GPU.
 #include <thrust/system/cpp/execution_policy.h>
 
@@ -56,6 +57,12 @@ Tensor host_view(const Tensor& t) {
   return Tensor(alias, t.shape(), t.strides(), t.offset(), t.dtype());
 }
 const auto& hv = host_view;
+// The same for an operand cuda/backend.cu requires contiguous (require_cuda there): a view is an error here too.
+Tensor hc(const Tensor& t) {
+  if (t.defined() && !t.is_contiguous())
+    fail("host twin: an operand " + shape_str(t.shape()) + " the cuda backend needs contiguous is a strided view");
+  return host_view(t);
+}
 
 void on_segv(int) {
   const char msg[] =
@@ -86,78 +93,78 @@ class HostTwinBackend final : public Backend {
     if (n) std::memmove(flip(dst), flip(src), n);
   }
   void copy_strided(const Tensor& src, const Tensor& dst) override { ops::copy_strided(par, hv(src), hv(dst)); }
-  void cast(const Tensor& src, const Tensor& dst) override { ops::cast(par, hv(src), hv(dst)); }
+  void cast(const Tensor& src, const Tensor& dst) override { ops::cast(par, hv(src), hc(dst)); }
   void fill(const Tensor& out, double value) override {
-    Tensor o = hv(out);
+    Tensor o = hc(out);
     dispatch_all(o.dtype(), "fill (twin)", [&]<class T>() { std::fill(o.data<T>(), o.data<T>() + o.numel(), (T)value); });
   }
-  void unary(UnaryOp op, const Tensor& x, const Tensor& out) override { ops::unary(par, op, hv(x), hv(out)); }
+  void unary(UnaryOp op, const Tensor& x, const Tensor& out) override { ops::unary(par, op, hv(x), hc(out)); }
   void unary_ext(ExtUnaryOp op, double alpha, const Tensor& x, const Tensor& out) override {
-    ops::unary_ext(par, op, alpha, hv(x), hv(out));
+    ops::unary_ext(par, op, alpha, hv(x), hc(out));
   }
   void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    ops::binary(par, ops::binary_code(op), hv(a), hv(b), hv(out));
+    ops::binary(par, ops::binary_code(op), hv(a), hv(b), hc(out));
   }
   void binary_ext(ExtBinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    ops::binary(par, ops::binary_code(op), hv(a), hv(b), hv(out));
+    ops::binary(par, ops::binary_code(op), hv(a), hv(b), hc(out));
   }
   void where(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    ops::where(par, hv(c), hv(a), hv(b), hv(out));
+    ops::where(par, hv(c), hv(a), hv(b), hc(out));
   }
   void unary_backward(UnaryOp op, const Tensor& xy, const Tensor& dy, const Tensor& dx) override {
-    ops::unary_backward(par, op, hv(xy), hv(dy), hv(dx));
+    ops::unary_backward(par, op, hv(xy), hv(dy), hc(dx));
   }
   void reduce(ReduceOp op, const Tensor& x, int64_t nkept, const Tensor& values, const Tensor& indices) override {
-    ops::reduce(par, op, hv(x), nkept, hv(values), hv(indices));
+    ops::reduce(par, op, hv(x), nkept, hc(values), hc(indices));
   }
-  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& y) override { ops::softmax(par, hv(x), dim, log, hv(y)); }
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& y) override { ops::softmax(par, hv(x), dim, log, hc(y)); }
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override {
-    ops::softmax_backward(par, hv(y), hv(dy), dim, log, hv(dx));
+    ops::softmax_backward(par, hv(y), hv(dy), dim, log, hc(dx));
   }
   void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& y, const Tensor& mean,
                   const Tensor& rstd) override {
-    ops::layer_norm(par, hv(x), hv(w), hv(b), eps, hv(y), hv(mean), hv(rstd));
+    ops::layer_norm(par, hv(x), hc(w), hc(b), eps, hc(y), hc(mean), hc(rstd));
   }
   void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
                            const Tensor& dx, const Tensor& dw, const Tensor& db) override {
-    ops::layer_norm_backward(par, hv(dy), hv(x), hv(mean), hv(rstd), hv(w), hv(dx), hv(dw), hv(db));
+    ops::layer_norm_backward(par, hv(dy), hv(x), hc(mean), hc(rstd), hc(w), hc(dx), hc(dw), hc(db));
   }
   void cross_entropy(const Tensor& logits, const Tensor& target, int64_t ii, double ls, const Tensor& rowloss, const Tensor& lse,
                      const Tensor& valid) override {
-    ops::cross_entropy(par, hv(logits), hv(target), ii, ls, hv(rowloss), hv(lse), hv(valid));
+    ops::cross_entropy(par, hv(logits), hc(target), ii, ls, hc(rowloss), hc(lse), hc(valid));
   }
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, int64_t ii, double ls,
                               const Tensor& row_scale, const Tensor& dx) override {
-    ops::cross_entropy_backward(par, hv(logits), hv(target), hv(lse), ii, ls, hv(row_scale), hv(dx));
+    ops::cross_entropy_backward(par, hv(logits), hc(target), hc(lse), ii, ls, hv(row_scale), hc(dx));
   }
-  void embedding(const Tensor& w, const Tensor& idx, const Tensor& out) override { ops::embedding(par, hv(w), hv(idx), hv(out)); }
+  void embedding(const Tensor& w, const Tensor& idx, const Tensor& out) override { ops::embedding(par, hc(w), hc(idx), hc(out)); }
   void embedding_backward(const Tensor& dy, const Tensor& idx, const Tensor& dw) override {
-    ops::embedding_backward(par, hv(dy), hv(idx), hv(dw));
+    ops::embedding_backward(par, hc(dy), hc(idx), hc(dw));
   }
-  void gather(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& out) override { ops::gather(par, hv(x), d, hv(idx), hv(out)); }
+  void gather(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& out) override { ops::gather(par, hv(x), d, hc(idx), hc(out)); }
   void scatter_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src) override {
-    ops::scatter_add(par, hv(out), d, hv(idx), hv(src));
+    ops::scatter_add(par, hc(out), d, hc(idx), hv(src));
   }
   void index_add(const Tensor& out, int64_t d, const Tensor& idx, const Tensor& src) override {
-    ops::index_add(par, hv(out), d, hv(idx), hv(src));
+    ops::index_add(par, hc(out), d, hc(idx), hc(src));
   }
-  void one_hot(const Tensor& idx, const Tensor& out) override { ops::one_hot(par, hv(idx), hv(out)); }
-  void cumsum(const Tensor& x, int64_t d, bool reverse, const Tensor& out) override { ops::cumsum(par, hv(x), d, reverse, hv(out)); }
-  void dropout_mask(uint64_t base, double p, const Tensor& mask) override { ops::dropout_mask(par, base, p, hv(mask)); }
+  void one_hot(const Tensor& idx, const Tensor& out) override { ops::one_hot(par, hc(idx), hc(out)); }
+  void cumsum(const Tensor& x, int64_t d, bool reverse, const Tensor& out) override { ops::cumsum(par, hc(x), d, reverse, hc(out)); }
+  void dropout_mask(uint64_t base, double p, const Tensor& mask) override { ops::dropout_mask(par, base, p, hc(mask)); }
   void adam_step(const AdamScalars& s, const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v) override {
-    ops::adam_step(par, s, hv(p), hv(g), hv(m), hv(v));
+    ops::adam_step(par, s, hc(p), hc(g), hc(m), hc(v));
   }
-  double sum_sq(const Tensor& g) override { return ops::sum_sq(par, hv(g)); }
+  double sum_sq(const Tensor& g) override { return ops::sum_sq(par, hc(g)); }
   // The CPU's matmul on host views stands in for cuBLAS (a rank-2 operand shared by every batch, as there).
   void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override {
-    Tensor o = hv(out);
-    o.copy_(dl::matmul(hv(a), hv(b)).reshape(o.shape()));
+    Tensor o = hc(out);
+    o.copy_(dl::matmul(hc(a), hc(b)).reshape(o.shape()));
   }
-  void sum_last(const Tensor& x, const Tensor& out) override { ops::reduce(par, ReduceOp::sum, hv(x), x.dim() - 1, hv(out), Tensor()); }
-  void softmax_last(const Tensor& x, const Tensor& out) override { ops::softmax(par, hv(x), x.dim() - 1, false, hv(out)); }
+  void sum_last(const Tensor& x, const Tensor& out) override { ops::reduce(par, ReduceOp::sum, hc(x), x.dim() - 1, hc(out), Tensor()); }
+  void softmax_last(const Tensor& x, const Tensor& out) override { ops::softmax(par, hc(x), x.dim() - 1, false, hc(out)); }
   // out[r, t] = sum_{s <= t} a[r, s] b[r, t - s], directly (the definition cuFFT's product computes), in f64.
   void fft_conv(const Tensor& a, const Tensor& b, const Tensor& out) override {
-    Tensor pa = hv(a), pb = hv(b), po = hv(out);
+    Tensor pa = hc(a), pb = hc(b), po = hc(out);
     int64_t L = a.size(-1), R = L ? a.numel() / L : 0;
     dispatch_float(a.dtype(), "fft_conv (twin)", [&]<class T>() {
       const T *x = pa.data<T>(), *k = pb.data<T>();
