@@ -1,5 +1,6 @@
 // tests/tensor/test_fast_kernels.cpp - fast paths in tensor/ against their plain twins:
-//   GELU (exact form) in float32 uses erf_fast/exp_fast (vectorised) - against the float64 std::erf kernel;
+//   GELU (exact form) in float32 uses erf_fast/exp_fast (vectorised) - against the float64 std::erf kernel; its
+//   flat loop over a contiguous input - against the strided (unary_map) path of a transposed view;
 //   sigmoid and SiLU in float32 use exp_fast - against the float64 std::exp kernels;
 //   sum_to runs on both cores - against a serial loop over every element (same sums, another order of
 //   additions where a row is reduced), and bit for bit the same for 1 and 2 threads.
@@ -34,6 +35,16 @@ TEST(FastKernels, GeluFloat32AgreesWithFloat64) {
   Tensor d64 = unary_backward(UnaryOp::gelu_erf, x, y64, dy);
   Tensor d32 = unary_backward(UnaryOp::gelu_erf, x.to(DType::f32), y32, dy.to(DType::f32));
   EXPECT_TRUE(all_close(d32.to(DType::f64), d64, kAgreeF32, "gelu backward"));
+}
+
+TEST(FastKernels, GeluFlatLoopAgreesWithTheStridedPath) {
+  Generator g(2);
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor x = mul_scalar(randn({37, 70}, g, dt), 3.0);
+    Tensor xt = x.transpose(0, 1);  // a view: not contiguous, so gelu takes unary_map's strided loop
+    ASSERT_FALSE(xt.is_contiguous());
+    EXPECT_TRUE(all_close(gelu(xt, false), gelu(xt.contiguous(), false), dt == DType::f32 ? Tol{1e-6, 1e-7} : Tol{1e-14, 1e-15}, "gelu flat vs strided"));
+  }
 }
 
 TEST(FastKernels, SigmoidAndSiluFloat32AgreeWithFloat64) {
