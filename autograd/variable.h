@@ -37,7 +37,8 @@ struct VarImpl {
   std::string name;                   // optional, for graph printing (parameters get their dotted name)
   // Leaves: called during backward right after this leaf's gradient for that backward is complete (every
   // contribution added), while the rest of the graph may still be running. Data-parallel training starts its
-  // all-reduce there, so communication overlaps the remaining backward.
+  // all-reduce there, so communication overlaps the remaining backward. A hook that holds its own Var (a copy
+  // captured by value) is a reference cycle and keeps the leaf alive forever: capture a pointer or the Tensor.
   std::function<void()> grad_hook;
 };
 

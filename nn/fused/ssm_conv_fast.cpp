@@ -50,7 +50,7 @@ int64_t bins_stride(int64_t n) { return (n / 2 + 1 + 7) / 8 * 8; }
 // A plan for `rows` rows (n reals, row_stride(n) apart <-> n/2+1 bins, bins_stride(n) apart), cached per (dir, n, rows)
 // under a lock (FFTW's planner is not thread safe; executing a plan on other arrays of the same alignment is).
 fftwf_plan batched_plan(Dir dir, int n, int rows, float* x, cf* Xc) {
-  static std::map<std::tuple<int, int, int>, fftwf_plan> cache;
+  static auto& cache = *new std::map<std::tuple<int, int, int>, fftwf_plan>;  // never destroyed (see tensor/fft.cpp)
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   fftwf_plan& p = cache[{(int)dir, n, rows}];
   const int ld = (int)row_stride(n), hld = (int)bins_stride(n);

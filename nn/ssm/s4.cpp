@@ -65,7 +65,7 @@ fftw_plan make_plan(int n, bool c2r) {  // called with fftw_planner_mutex() held
   return p;  // kept for the process (a handful of lengths)
 }
 fftw_plan plan_for(int n, bool c2r) {
-  static std::map<std::pair<int, bool>, fftw_plan> cache;
+  static auto& cache = *new std::map<std::pair<int, bool>, fftw_plan>;  // never destroyed (see tensor/fft.cpp)
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   auto key = std::make_pair(n, c2r);
   auto it = cache.find(key);

@@ -49,7 +49,7 @@ struct Plans {
   fftw_plan r2c, c2r;
 };
 Plans plans_for(int n) {
-  static std::map<int, Plans> cache;
+  static auto& cache = *new std::map<int, Plans>;  // never destroyed, so its plans stay reachable (tensor/fft.cpp)
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
   auto it = cache.find(n);
   if (it != cache.end()) return it->second;

@@ -28,10 +28,12 @@ TEST(GradHooks, FireOnceWithTheCompleteGradientNearestTheLossFirst) {
   Var x(randn({4, 3}, g)), w1(randn({3, 5}, g), true), w2(randn({5, 2}, g), true), b(randn({2}, g), true);
   std::vector<std::string> fired;
   std::map<std::string, Tensor> at_hook;
-  for (auto& [name, v] : std::vector<std::pair<std::string, Var>>{{"w1", w1}, {"w2", w2}, {"b", b}})
-    v.set_grad_hook([&, name = name, v = v] {
+  // each hook reads its leaf through a pointer: a copy of the Var inside its own hook would be a reference cycle
+  // (the leaf would never be freed; LeakSanitizer found one here)
+  for (auto& [name, v] : std::vector<std::pair<std::string, Var*>>{{"w1", &w1}, {"w2", &w2}, {"b", &b}})
+    v->set_grad_hook([&, name = name, v = v] {
       fired.push_back(name);
-      at_hook[name] = v.grad().clone();
+      at_hook[name] = v->grad().clone();
     });
   // b is used twice: its hook must wait for both contributions
   Var h = probe(relu(matmul(x, w1)), fired);    // (4, 5); the probe's backward runs before w1's
