@@ -165,7 +165,8 @@ std::string MultiheadAttention::extra_repr() const {
 
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dt,
                                     Device dev, bool prefix, int64_t length) {
-  const bool fused = o.fused && !want_weights && !(training && o.dropout > 0) && !(prefix && o.window > 0);
+  // the fused primitive is a CPU kernel: on a device the composed path (device ops) runs instead
+  const bool fused = o.fused && dev == Device::cpu && !want_weights && !(training && o.dropout > 0) && !(prefix && o.window > 0);
   if (self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32 && dev == Device::cpu)
     return length > 0 && length >= o.flash_from ? AttentionPath::flash : AttentionPath::packed;
   if (self && o.window > 0) return prefix ? AttentionPath::composed : AttentionPath::windowed;  // no prefix blocks

@@ -105,8 +105,8 @@ struct AttentionOptions {
 //                                                                             never outlive one (b, h)
 //                                                                             (nn/fused/qkv_attention.h)
 //   windowed   self-attention with window > 0                                 O(T w) memory (local_attention)
-//   fused      option fused, no weights asked, no dropout while training      online softmax, one primitive
-//                                                                             (nn/fused/fused_attention.h)
+//   fused      option fused, on the CPU, no weights asked, no dropout while   online softmax, one primitive
+//              training                                                       (nn/fused/fused_attention.h)
 //   composed   everything else: cross-attention, returned weights, float64,   the readable reference:
 //              other devices, packed = false                                  scaled_dot_product_attention
 // flash and packed take the same inputs (key padding, causal, prefix lengths, the same hash dropout mask), so the

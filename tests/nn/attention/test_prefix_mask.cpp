@@ -201,6 +201,8 @@ TEST(PrefixMask, PathChoice) {
   EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cpu, true), AttentionPath::packed);
   o.fused = true;
   EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cpu, true), AttentionPath::fused);
+  EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cuda, true), AttentionPath::composed)
+      << "the fused primitive is a CPU kernel";
   o.window = 2;
   EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cpu, false), AttentionPath::windowed);
   EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cpu, true), AttentionPath::composed);
