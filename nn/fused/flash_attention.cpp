@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "nn/attention/attention_ops.h"  // prefix_lengths
+#include "nn/fused/qkv_attention.h"     // check_packed_qkv
 #include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
 
 namespace dl::nn {
@@ -374,13 +375,7 @@ struct FlashAttentionNode : Node {
 
 Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask,
                     const Tensor& prefix) {
-  if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
-    fail("flash_attention: expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
-         shape_str(qkv.shape()));
-  if (qkv.dtype() != DType::f32 || qkv.data().device() != Device::cpu)
-    fail(std::string("flash_attention: implemented for f32 CPU tensors (use the composed attention otherwise), found ") +
-         dtype_name(qkv.dtype()));
-  if (!(p >= 0 && p <= 1)) fail("flash_attention: dropout p must be in [0, 1], found " + std::to_string(p));
+  check_packed_qkv("flash_attention", qkv, heads, p);
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / heads;
   const auto up = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
   Dims d{B, T, C, heads, HS, up(HS, 16), up(T, kQueryBlock), up(T, kKeyBlock)};

@@ -235,15 +235,19 @@ struct QKVAttentionNode : Node {
 
 }  // namespace
 
-Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask,
-                  const Tensor& prefix) {
+void check_packed_qkv(const char* op, const Var& qkv, int64_t heads, double p) {
+  const std::string name = op;
   if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
-    fail("qkv_attention: expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
+    fail(name + ": expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
          shape_str(qkv.shape()));
   if (qkv.dtype() != DType::f32 || qkv.data().device() != Device::cpu)
-    fail(std::string("qkv_attention: implemented for f32 CPU tensors (use the composed attention otherwise), found ") +
-         dtype_name(qkv.dtype()));
-  if (!(p >= 0 && p <= 1)) fail("qkv_attention: dropout p must be in [0, 1], found " + std::to_string(p));
+    fail(name + ": implemented for f32 CPU tensors (use the composed attention otherwise), found " + dtype_name(qkv.dtype()));
+  if (!(p >= 0 && p <= 1)) fail(name + ": dropout p must be in [0, 1], found " + std::to_string(p));
+}
+
+Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask,
+                  const Tensor& prefix) {
+  check_packed_qkv("qkv_attention", qkv, heads, p);
   Dims d{qkv.size(0), qkv.size(1), qkv.size(2) / 3, heads, qkv.size(2) / 3 / heads};
   if (key_mask.defined() && key_mask.shape() != Shape{d.B, d.T})
     fail("qkv_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({d.B, d.T}) + ", found " +
