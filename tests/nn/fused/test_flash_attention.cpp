@@ -13,6 +13,7 @@
 #include "nn/attention/attention.h"
 #include "nn/fused/flash_attention.h"
 #include "nn/fused/qkv_attention.h"
+#include "layer_agreement.h"
 #include "op_harness.h"
 #include "tensor/allocator.h"
 #include "tolerance.h"
@@ -176,30 +177,7 @@ TEST(FlashAttention, LayerPathAgreesWithComposed) {
   EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, true, 100), AttentionPath::flash);
   EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, false, 0), AttentionPath::packed);
   EXPECT_EQ(choose_attention_path(o, true, true, true, DType::f32, Device::cpu, false, 500), AttentionPath::composed);
-  const int64_t B = 2, T = 137, C = 32;
-  for (bool rotary : {false, true})
-    for (bool causal : {false, true}) {
-      o.heads = 4, o.rotary = rotary, o.causal = causal, o.packed = true;
-      Generator g1(31), g2(31);
-      MultiheadAttention flash(C, o, g1);
-      o.packed = false;
-      MultiheadAttention plain(C, o, g2);
-      Generator g(5);
-      Tensor x0 = randn({B, T, C}, g), dy = randn({B, T, C}, g);
-      std::vector<float> km(B * T, 1.f);
-      for (int64_t t = 90; t < T; t++) km[T + t] = 0.f;  // sequence 1 is 90 long
-      Tensor mask = from_vector(km, {B, T});
-      Var xa(x0.clone(), true), xb(x0.clone(), true);
-      Var ya = flash.forward(xa, mask), yb = plain.forward(xb, mask);
-      ya.backward(dy);
-      yb.backward(dy);
-      const std::string what = std::string(rotary ? "rotary " : "") + (causal ? "causal" : "full");
-      EXPECT_TRUE(all_close(ya.data(), yb.data(), kAgreeF32, what + " out"));
-      EXPECT_TRUE(all_close(xa.grad(), xb.grad(), kAgreeF32, what + " dx"));
-      auto pa = flash.named_parameters(), pb = plain.named_parameters();
-      for (size_t i = 0; i < pa.size(); i++)
-        EXPECT_TRUE(all_close(pa[i].second.grad(), pb[i].second.grad(), kAgreeF32, what + " d" + pa[i].first));
-    }
+  expect_fast_layer_agrees_with_composed(o, 137, 90);  // T >= flash_from: the blocked kernel
 }
 
 TEST(FlashAttention, RejectsBadInput) {

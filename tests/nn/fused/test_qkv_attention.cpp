@@ -10,6 +10,7 @@
 
 #include "nn/attention/attention.h"
 #include "nn/fused/qkv_attention.h"
+#include "layer_agreement.h"
 #include "op_harness.h"
 #include "tolerance.h"
 
@@ -93,31 +94,7 @@ TEST(QKVAttention, KeyPaddingAgreesWithComposed) {
 // The layer's packed path (the default for f32 CPU self-attention) against its composed path (packed = false) with
 // the same weights: rotary or not, causal or not, with a key padding mask; values and every gradient.
 TEST(QKVAttention, MultiheadAttentionPackedAgreesWithComposed) {
-  const int64_t B = 2, T = 37, C = 32;
-  for (bool rotary : {false, true})
-    for (bool causal : {false, true}) {
-      AttentionOptions o;
-      o.heads = 4, o.rotary = rotary, o.causal = causal;
-      Generator g1(31), g2(31);
-      MultiheadAttention packed(C, o, g1);
-      o.packed = false;
-      MultiheadAttention plain(C, o, g2);
-      Generator g(5);
-      Tensor x0 = randn({B, T, C}, g), dy = randn({B, T, C}, g);
-      std::vector<float> km(B * T, 1.f);
-      for (int64_t t = 25; t < T; t++) km[T + t] = 0.f;  // sequence 1 is 25 long
-      Tensor mask = from_vector(km, {B, T});
-      Var xa(x0.clone(), true), xb(x0.clone(), true);
-      Var ya = packed.forward(xa, mask), yb = plain.forward(xb, mask);
-      ya.backward(dy);
-      yb.backward(dy);
-      std::string what = std::string(rotary ? "rotary " : "") + (causal ? "causal" : "full");
-      EXPECT_TRUE(all_close(ya.data(), yb.data(), kAgreeF32, what + " out"));
-      EXPECT_TRUE(all_close(xa.grad(), xb.grad(), kAgreeF32, what + " dx"));
-      auto pa = packed.named_parameters(), pb = plain.named_parameters();
-      for (size_t i = 0; i < pa.size(); i++)
-        EXPECT_TRUE(all_close(pa[i].second.grad(), pb[i].second.grad(), kAgreeF32, what + " d" + pa[i].first));
-    }
+  expect_fast_layer_agrees_with_composed(AttentionOptions(), 37, 25);  // T < kFlashFrom: the packed kernel
 }
 
 TEST(QKVAttention, NoDropoutEqualsScaledDotProductAttention) {
