@@ -95,8 +95,7 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
     for (const CellResult& r : harness::collect_results(o.out + "/" + fraction_dir(f))) {
       Arm& a = arms[{r.cell.value("task"), r.cell.value("model")}][r.cell.value("regime")][f];
       a.test[r.cell.seed] = r.metric("test_acc");
-      if (r.extra.contains("train_examples")) a.train_examples = r.extra["train_examples"].get<int64_t>();
-      else if (r.cell.config.is_object()) a.train_examples = r.cell.config.value("train_limit", 0);  // older results
+      a.train_examples = r.extra.value("train_examples", (int64_t)0);  // run_cell records the subset's size
       a.test_examples = r.test_examples;
     }
 
@@ -108,7 +107,7 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
   plot.title = "SPT gain (test) against the labelled training set";
   plot.xlabel = "training examples (log scale)", plot.ylabel = "SPT - scratch test accuracy (points)";
   plot.logx = true, plot.key = "top right";
-  int beyond = 0, rows = 0;
+  int beyond = 0;
   for (auto& [tm, by_regime] : arms) {
     auto scratch = by_regime.find("scratch");
     if (scratch == by_regime.end()) continue;
@@ -130,7 +129,6 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
                           harness::format_mean_se(harness::accuracy_mean_se(scr, b->second.test_examples)),
                           harness::format_mean_se(harness::accuracy_mean_se(spt, a->second.test_examples)),
                           harness::format_mean_se(gain, 100, 1, true)});
-        rows++;
         if (gain.n > 0 && std::abs(gain.mean) > 2 * gain.se && gain.se > 0) beyond++;
         s.x.push_back((double)a->second.train_examples), s.y.push_back(100 * gain.mean), s.err.push_back(100 * gain.se);
       }
@@ -142,7 +140,7 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
              "(train_limit examples, fixed by the seed, the smaller subsets inside the larger), for the same number of "
              "steps, and is scored on the same validation and test splits; self-pretraining sees the same subset's "
              "inputs (labels unused).",
-             "Gains beyond two standard errors: " + std::to_string(beyond) + " of " + std::to_string(rows) + " rows."};
+             "Gains beyond two standard errors: " + std::to_string(beyond) + " of " + std::to_string(t.rows.size()) + " rows."};
   if (!plot.series.empty()) harness::plot_lines(plot, o.out + "/data_scale");
   return t;
 }
