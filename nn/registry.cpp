@@ -55,7 +55,7 @@ const std::vector<LayerEntry>& layer_registry() {
       entry<LSTM>("lstm",                        "LSTM as torch.nn.LSTM (fused cell), optional layer norm"),
       // state-space family (nn/ssm/)
       entry<S4>("s4",                            "S4 with a DPLR (HiPPO-LegS) state matrix, Cauchy kernel (Gu et al. 2022)"),
-      entry<S4D>("s4d",                          "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real init (Gu et al. 2022)"),
+      entry<S4D>("s4d",                          "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real/random init (Gu et al. 2022)"),
       entry<S4DMinimal>("s4d_minimal",           "minimal teaching S4D (S4D-Lin, ZOH, composed kernel)"),
       entry<DLR>("dlr",                          "diagonal linear RNN, omega init (Gupta et al. 2022)"),
       entry<EMA>("ema",                          "MEGA's multi-dimensional damped EMA as a real diagonal SSM (Ma et al. 2023)"),

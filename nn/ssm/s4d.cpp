@@ -19,11 +19,14 @@ S4DKernel::S4DKernel(int64_t H_, const S4DKernelOptions& o, Generator& g) : H(H_
   for (int64_t h = 0; h < H; h++)
     for (int64_t n = 0; n < N2; n++) {
       cplx A;
-      if (opt.init == "lin") A = cplx(-0.5, M_PI * n);
+      if (opt.init == "random") {  // real part first, then imaginary: two draws per mode, in (h, n) order
+        const double re = -(1.0 - g.uniform());  // uniform() is in [0, 1): -U(0, 1], never 0
+        A = cplx(re, std::exp(g.normal()));
+      } else if (opt.init == "lin") A = cplx(-0.5, M_PI * n);
       else if (opt.init == "inv") A = cplx(-0.5, N / M_PI * (N / (2.0 * n + 1) - 1));
       else if (opt.init == "real") A = cplx(-(double)(n + 1), 0.0);
       else if (opt.init == "legs") A = legs.Lambda[n], B[h * N2 + n] = legs.B[n];
-      else fail("S4DKernel: init must be lin, inv, legs or real, found \"" + opt.init + "\"");
+      else fail("S4DKernel: init must be lin, inv, legs, real or random, found \"" + opt.init + "\"");
       a_re[h * N2 + n] = std::log(-A.real());  // A_re = -exp(inv_A_real)
       a_im[h * N2 + n] = A.imag();
     }
@@ -91,8 +94,9 @@ std::shared_ptr<S4D> S4D::from_config(int64_t d_model, const LayerConfig& cfg, G
   o.kernel.d_state = s.d_state, o.kernel.dt_min = s.dt_min, o.kernel.dt_max = s.dt_max;
   o.bidirectional = s.bidirectional, o.dropout = s.dropout;
   o.kernel.init = cfg_str(cfg, L, "init", "lin");
-  if (o.kernel.init != "lin" && o.kernel.init != "inv" && o.kernel.init != "legs" && o.kernel.init != "real")
-    config_error(L, "init", "must be lin, inv, legs or real", "\"" + o.kernel.init + "\"");
+  if (o.kernel.init != "lin" && o.kernel.init != "inv" && o.kernel.init != "legs" && o.kernel.init != "real" &&
+      o.kernel.init != "random")
+    config_error(L, "init", "must be lin, inv, legs, real or random", "\"" + o.kernel.init + "\"");
   o.kernel.disc = parse_discretization(cfg_str(cfg, L, "disc", "zoh"), L);
   o.kernel.chunk = cfg_int(cfg, L, "chunk", 256);
   if (o.kernel.chunk < 1) config_error(L, "chunk", "must be >= 1", std::to_string(o.kernel.chunk));

@@ -17,7 +17,11 @@
 //   inv   A_n = -1/2 + i N/pi (N/(2n+1) - 1)         (S4D-Inv)
 //   legs  diagonal of the normal part of HiPPO-LegS (S4D-LegS; B from the same diagonalisation, nn/ssm/hippo.h)
 //   real  A_n = -(n+1), A_imag = 0                    (S4D-Real)
-// B = 1 (lin, inv, real), C ~ complex normal with variance 1 (0.5 per part), D ~ N(0, 1).
+//   random  Re A ~ -U(0, 1], Im A = exp(z), z ~ N(0, 1), per channel and mode, from the layer's generator: no
+//         HiPPO structure at all, the control of the S4D paper's initialisation ablation. It is what the official
+//         code (state-spaces/s4, kernels/dplr.py) builds with init "rand" and real_random: imaginary parts
+//         exp(randn), real parts U[0, 1] (here (0, 1], so that log(-Re A) is finite).
+// B = 1 (lin, inv, real, random), C ~ complex normal with variance 1 (0.5 per part), D ~ N(0, 1).
 // Bidirectional (as state-spaces/s4): two kernels (C has 2 channels); the second runs on the reversed sequence.
 //
 // Parameter names follow state-spaces/s4: kernel.log_dt, kernel.inv_A_real, kernel.A_imag, kernel.B, kernel.C,
@@ -32,7 +36,7 @@ namespace dl::nn {
 
 struct S4DKernelOptions {
   int64_t d_state = 64;      // N (even); N2 = N/2 modes are stored
-  std::string init = "lin";  // lin | inv | legs | real
+  std::string init = "lin";  // lin | inv | legs | real | random
   Discretization disc = Discretization::zoh;
   double dt_min = 1e-3, dt_max = 1e-1;
   int64_t channels = 1;  // 2 for a bidirectional layer

@@ -142,7 +142,7 @@ TEST(S4DMinimal, ComposedKernelEqualsFused) {
 }
 
 TEST(S4D, ConvolutionModeEqualsRecurrentMode) {
-  for (const char* init : {"lin", "inv", "legs", "real"})
+  for (const char* init : {"lin", "inv", "legs", "real", "random"})
     for (auto disc : {Discretization::zoh, Discretization::bilinear}) {
       Generator g(5);
       S4DOptions o;
