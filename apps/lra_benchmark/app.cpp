@@ -28,6 +28,8 @@ harness::Experiment experiment() {
     for (auto& t : dl::tasks::task_registry()) os << "  " << t.name << "  - " << t.description << "\n";
     os << "layers (nn/registry.cpp):\n";
     for (auto& l : dl::nn::layer_registry()) os << "  " << l.name << "  - " << l.summary << "\n";
+    os << "model variants (a layer with options fixed, apps/lra_benchmark/config.cpp):\n";
+    for (auto& v : kModelVariants) os << "  " << v.name << "  - " << v.what << " = " << v.layer << " " << v.layer_cfg << "\n";
   };
   return e;
 }

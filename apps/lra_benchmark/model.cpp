@@ -12,10 +12,12 @@ namespace lra {
 using namespace dl;
 using nn::LayerConfig;
 
-// The mixer of one block: the registry layer the model names ("transformer" is the registry's "attention"), built
-// with what the backbone knows for every layer, the Transformer's position and window options, and layer_cfg last.
+// The mixer of one block: the registry layer the model names ("transformer" is the registry's "attention"; a
+// variant names its layer, config.h), built with what the backbone knows for every layer, the Transformer's position
+// and window options, the variant's options, and the cell's layer_cfg last.
 static std::shared_ptr<nn::SequenceLayer> make_mixer(const CellConfig& c, const TaskShape& t, bool causal, Generator& g) {
-  const nn::LayerEntry& e = nn::find_layer(c.model == "transformer" ? "attention" : c.model);
+  const ModelVariant* variant = find_model_variant(c.model);
+  const nn::LayerEntry& e = nn::find_layer(c.model == "transformer" ? "attention" : variant ? variant->layer : c.model);
   nn::BackboneOptions bo;
   bo.dropout = c.dropout, bo.causal = causal, bo.max_len = t.max_len, bo.d_state = c.d_state, bo.heads = c.heads;
   LayerConfig l = nn::backbone_config(e, bo);
@@ -23,6 +25,7 @@ static std::shared_ptr<nn::SequenceLayer> make_mixer(const CellConfig& c, const 
     l["rotary"] = c.pos == "rotary";
     if (c.window > 0) l["window"] = c.window;
   }
+  if (variant) l.update(LayerConfig::parse(variant->layer_cfg));
   if (!c.layer_cfg.empty()) l.update(LayerConfig::parse(c.layer_cfg));
   auto mixer = e.make(c.d_model, l, g);
   if (causal && !mixer->is_causal())

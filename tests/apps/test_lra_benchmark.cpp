@@ -17,6 +17,8 @@
 #include "apps/lra_benchmark/config.h"
 #include "apps/lra_benchmark/data.h"
 #include "apps/lra_benchmark/model.h"
+#include "apps/lra_benchmark/report.h"
+#include "nn/ssm/s4d.h"
 #include "tensor/safetensors.h"
 
 using namespace lra;
@@ -253,6 +255,64 @@ TEST(LraSweep, EveryRegistryLayerIsAModel) {
   } catch (const ConfigError& err) {
     EXPECT_NE(std::string(err.what()).find("layer 'fnet' looks at later positions"), std::string::npos) << err.what();
   }
+}
+
+// The footer's comparisons of regimes and of models, on results made by hand (two seeds, so every ± is the
+// standard error of the two paired differences: |d1 - d2| / 2).
+TEST(LraReport, CausalVsMaskedAndModelSpreadAgainstAHandComputation) {
+  std::vector<harness::CellResult> rs;
+  auto add = [&](const std::string& model, const std::string& regime, double s0, double s1) {
+    for (int seed : {0, 1}) {
+      harness::CellResult r;
+      r.cell.axes = {"task", "model", "regime"}, r.cell.values = {"image14", model, regime}, r.cell.seed = seed;
+      r.metrics = {{"val_acc", 0.5}, {"test_acc", seed == 0 ? s0 : s1}};
+      r.test_examples = 2000, r.extra["val_examples"] = 2000;
+      rs.push_back(r);
+    }
+  };
+  add("transformer", "scratch", 0.60, 0.62);
+  add("transformer", "spt-causal", 0.70, 0.66);
+  add("transformer", "spt-masked", 0.64, 0.68);
+  add("s4", "scratch", 0.70, 0.72), add("dlr", "scratch", 0.60, 0.64);
+  add("s4", "spt-masked", 0.74, 0.74), add("dlr", "spt-masked", 0.73, 0.71);
+  harness::Preset p;
+  p.name = "hand";
+  harness::Table t = lra_report(dl::test::app_temp_dir("report_hand"), p, rs);
+  std::string notes;
+  for (auto& n : t.notes) notes += n + "\n";
+  // masked - causal: -0.06 and +0.02 -> -2.0 +- 4.0 points
+  EXPECT_NE(notes.find("masked minus causal self-pretraining (paired by seed): image14/transformer -2.0 ± 4.0."),
+            std::string::npos) << notes;
+  // s4 - dlr: scratch 0.10, 0.08 -> +9.0 +- 1.0; SPT 0.01, 0.03 -> +2.0 +- 1.0 (the Transformer is not among them)
+  EXPECT_NE(notes.find("image14 scratch: s4 - dlr +9.0 ± 1.0 (of 2 models); image14 spt-masked: s4 - dlr +2.0 ± 1.0 (of 2 models)"),
+            std::string::npos) << notes;
+  // each SPT regime's own gain over scratch, in its row: causal +0.10, +0.04 -> +7.0 +- 3.0;
+  // masked +0.04, +0.06 -> +5.0 +- 1.0
+  for (auto& row : t.rows)
+    if (row[1] == "transformer" && row[2] == "spt-causal") EXPECT_EQ(row[6], "+7.0 ± 3.0");
+    else if (row[1] == "transformer" && row[2] == "spt-masked") EXPECT_EQ(row[6], "+5.0 ± 1.0");
+}
+
+// A model variant (config.h) is its layer with options fixed: "s4d-random" builds S4D with init "random", and a
+// cell's own layer_cfg still goes over the variant's.
+TEST(LraModel, VariantIsItsLayerWithItsOptions) {
+  CellConfig c;
+  c.task = "listops", c.model = "s4d-random", c.seq_len = 32, c.d_state = 8, c.train_size = 8, c.val_size = 8, c.test_size = 8;
+  TaskShape shape = shape_of(task_data(c));
+  auto init_of = [&](const CellConfig& cc) {
+    dl::Generator g(0);
+    LraModel m(cc, shape, false, g);
+    auto* s4d = dynamic_cast<dl::nn::S4D*>(&m.block(0).mixer());
+    EXPECT_NE(s4d, nullptr) << cc.model << " is not an S4D layer";
+    return s4d ? s4d->kernel->opt.init : std::string();
+  };
+  EXPECT_EQ(init_of(c), "random");
+  c.layer_cfg = R"({"init": "inv"})";
+  EXPECT_EQ(init_of(c), "inv");
+  c.model = "s4d", c.layer_cfg = "";
+  EXPECT_EQ(init_of(c), "lin");
+  const auto names = model_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "s4d-random"), names.end());
 }
 
 TEST(LraSweep, StoppedCellResumesToTheSameWeightsAsAnUninterruptedRun) {
