@@ -53,6 +53,14 @@ static std::string key_of(const std::string& source, const CellConfig& c) {
          std::to_string(c.lm_batch) + "-lr" + std::to_string(c.lm_lr) + "-drop" + std::to_string(c.dropout);
 }
 
+// Both sources train with AdamW (its default decay 0.01) at lm_lr: the peak of the LM's warmup-cosine schedule, the
+// bit-memory source's constant rate. lm_lr is in the cache key, so it must be the rate the optimizer uses.
+static optim::AdamWOptions source_optimizer(const CellConfig& c) {
+  optim::AdamWOptions o;
+  o.lr = c.lm_lr;
+  return o;
+}
+
 // The byte LM's training on the harness (resumable from its checkpoints); g is the generator its dropout draws from.
 static harness::PhaseResult train_language(const CellConfig& c, const harness::RunContext& ctx, nn::GPT2Model& lm, Generator& g,
                                            nlohmann::json& info) {
@@ -61,7 +69,7 @@ static harness::PhaseResult train_language(const CellConfig& c, const harness::R
   const size_t split = text.size() * 95 / 100;
   tasks::Dataset train = windows(text, 0, split, c.lm_context, "english/train"),
                  val = windows(text, split, text.size(), c.lm_context, "english/val");
-  optim::AdamW opt(lm.parameters(true), {});
+  optim::AdamW opt(lm.parameters(true), source_optimizer(c));
   tasks::Batcher batches(train, {c.lm_batch, 17, true, true});
   auto tokens = [](const tasks::Batch& b, int64_t from, int64_t len) {
     Tensor t = Tensor::empty({b.batch_size, len}, DType::i64);
@@ -145,7 +153,7 @@ PretrainedInfo pretrained_transformer(const std::string& source, const CellConfi
     b.test_size = 500;
     const FptTask& task = fpt_task(b);
     FptModel m(b, task, g);
-    optim::AdamW opt(m.parameters(true), {});
+    optim::AdamW opt(m.parameters(true), source_optimizer(c));
     tasks::Batcher batches(task.data.train, {c.lm_batch, 23, true, true});
     harness::PhaseParts parts;
     parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};

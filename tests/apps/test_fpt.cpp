@@ -133,6 +133,22 @@ TEST(FptPretrain, LanguageModelLowersItsValidationLoss) {
   EXPECT_EQ(again.info.dump(), p.info.dump());
 }
 
+// lm_lr is in the cache key of both sources, so it must be the rate they train at (it once never reached the
+// optimizer, which ran at AdamW's default 1e-3 whatever lm_lr said). The curve records the lr at each evaluation.
+TEST(FptPretrain, BothSourcesTrainAtLmLr) {
+  for (const char* source : {"language", "bit_memory"}) {
+    CellConfig c = small_cell("bit_xor", "fpt");
+    c.lm_steps = 10, c.bitmem_steps = 10, c.lm_batch = 4, c.lm_context = 16, c.lm_lr = 4e-3;
+    harness::RunContext ctx;
+    ctx.quiet = true;
+    PretrainedInfo p = pretrained_transformer(source, c, ctx, /*rebuild=*/true);
+    double peak = 0;
+    for (auto& pt : p.info.at("curve")) peak = std::max(peak, pt.at("lr").get<double>());
+    EXPECT_GT(peak, 2e-3) << source << ": trained below lm_lr 4e-3 (peak recorded lr " << peak << ")";
+    EXPECT_LE(peak, 4e-3 * (1 + 1e-12)) << source << ": trained above lm_lr";
+  }
+}
+
 TEST(FptSweep, EveryArmRunsAndResumesExactly) {
   std::string d = dl::test::app_temp_dir("fpt_arms");
   harness::Experiment e = experiment();
