@@ -29,6 +29,12 @@ MeanSE accuracy_mean_se(const std::vector<double>& accs, int64_t n_test) {
   return m;
 }
 
+int beyond_two_se(const MeanSE& d) {
+  const bool known = d.n >= 2 || (d.n == 1 && d.se > 0);
+  if (!known) return 0;
+  return d.mean > 2 * d.se ? 1 : d.mean < -2 * d.se ? -1 : 0;
+}
+
 MeanSE paired_difference(const std::vector<double>& a, const std::vector<double>& b, int64_t n_test) {
   if (a.size() != b.size())
     throw std::logic_error("paired_difference: " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " values");

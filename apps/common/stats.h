@@ -25,6 +25,11 @@ MeanSE accuracy_mean_se(const std::vector<double>& accs, int64_t n_test);
 // b - a per seed; a and b in the same seed order and of the same length.
 MeanSE paired_difference(const std::vector<double>& a, const std::vector<double>& b, int64_t n_test);
 
+// Whether a difference stands out of the noise: +1 when mean > 2 se, -1 when mean < -2 se, 0 when within (or when
+// nothing is known: no value, or one value without an error). With n >= 2 and se == 0 every seed agreed exactly, so
+// any nonzero mean counts.
+int beyond_two_se(const MeanSE& d);
+
 // "37.9 ± 1.2" with the values scaled (100: accuracies in %) to `digits` decimals; sign: "+2.1 ± 1.0"; "-" for n = 0.
 std::string format_mean_se(const MeanSE& m, double scale = 100, int digits = 1, bool sign = false);
 

@@ -129,7 +129,7 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
                           harness::format_mean_se(harness::accuracy_mean_se(scr, b->second.test_examples)),
                           harness::format_mean_se(harness::accuracy_mean_se(spt, a->second.test_examples)),
                           harness::format_mean_se(gain, 100, 1, true)});
-        if (gain.n > 0 && std::abs(gain.mean) > 2 * gain.se && gain.se > 0) beyond++;
+        if (harness::beyond_two_se(gain) != 0) beyond++;
         s.x.push_back((double)a->second.train_examples), s.y.push_back(100 * gain.mean), s.err.push_back(100 * gain.se);
       }
       if (!s.x.empty()) plot.series.push_back(s);

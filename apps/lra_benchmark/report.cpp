@@ -140,7 +140,7 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
           harness::MeanSE d = spt_gain(g, s);
           gain = harness::format_mean_se(d, 100, 1, true);
           std::string which = g.task + "/" + g.model + " " + g.regime + " " + gain;
-          (d.n > 0 && std::fabs(d.mean) > 2 * d.se ? beyond : within).push_back(which);
+          (harness::beyond_two_se(d) != 0 ? beyond : within).push_back(which);
         }
     double wall = 0, rate = 0;
     for (auto* r : g.seeds) wall += r->wall_s / g.seeds.size(), rate += r->steps_per_s / g.seeds.size();

@@ -45,7 +45,10 @@ MeanSE difference(const Group& a, const Group& b, const std::string& metric = "t
 }
 
 // "beyond" (> 2 SE above 0), "below" (< -2 SE), "within"
-std::string verdict(const MeanSE& d) { return d.mean > 2 * d.se ? "beyond" : d.mean < -2 * d.se ? "below" : "within"; }
+std::string verdict(const MeanSE& d) {
+  const int v = harness::beyond_two_se(d);
+  return v > 0 ? "beyond" : v < 0 ? "below" : "within";
+}
 
 }  // namespace
 

@@ -172,6 +172,18 @@ TEST(HarnessStats, StandardErrorsByHand) {
   EXPECT_EQ(harness::format_mean_se({}), "-");
 }
 
+// The one rule every app's table uses to tell an effect from noise (lra report, data-scale, pretrained_convs).
+TEST(HarnessStats, BeyondTwoStandardErrors) {
+  EXPECT_EQ(harness::beyond_two_se({0.05, 0.02, 3}), 1);    // 2.5 se above 0
+  EXPECT_EQ(harness::beyond_two_se({-0.05, 0.02, 3}), -1);  // 2.5 se below
+  EXPECT_EQ(harness::beyond_two_se({0.03, 0.02, 3}), 0);    // 1.5 se: noise
+  EXPECT_EQ(harness::beyond_two_se({0.04, 0.02, 3}), 0);    // exactly 2 se is not beyond
+  EXPECT_EQ(harness::beyond_two_se({0.01, 0.0, 3}), 1);     // three seeds that agree exactly
+  EXPECT_EQ(harness::beyond_two_se({0.01, 0.0, 1}), 0);     // one value without an error: unknown
+  EXPECT_EQ(harness::beyond_two_se({0.2, 0.05, 1, true}), 1);  // one seed with its binomial error
+  EXPECT_EQ(harness::beyond_two_se({}), 0);
+}
+
 TEST(HarnessReport, TableMarkdownAndJson) {
   harness::Table t{"T", {"a", "b"}, {false, true}, {{"x", "1"}, {"y", "2"}}, {"note"}};
   EXPECT_EQ(t.markdown(), "# T\n\n| a | b |\n| --- | ---: |\n| x | 1 |\n| y | 2 |\n\nnote\n");
