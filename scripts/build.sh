@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# scripts/build.sh - configure and build everything (Release) into build/ with Ninja.
-# CUDA is built when nvcc is found (tests skip without a GPU; nvcc uses its own host compiler, g++). Extra args go to
-# cmake, e.g. -DDL_CUDA=OFF.
+# scripts/build.sh - configure and build (Release) into build/ with Ninja: everything, or only the targets named.
+# CUDA is built when nvcc is found (tests skip without a GPU; nvcc uses its own host compiler, g++).
+#   bash scripts/build.sh                          everything (apps, tests, benchmarks)
+#   bash scripts/build.sh --target lra_benchmark   one target and what it needs (scripts/quickstart.sh: the first run
+#                                                  then waits for the app, not for ~800 tests); repeatable
+# Other args go to cmake, e.g. -DDL_CUDA=OFF.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The compiler: clang++ when installed (scripts/setup.sh installs it), unless CXX names another. Debian 12's GCC 12
@@ -10,5 +13,14 @@ cd "$(dirname "$0")/.."
 # (scripts/compiler_probe.py, tests/tensor/test_compiler.cpp). An existing build/ keeps the compiler it was
 # configured with; `CXX=g++ bash scripts/build.sh` in a fresh build/ chooses GCC.
 if [ -z "${CXX:-}" ] && command -v clang++ >/dev/null 2>&1; then export CXX=clang++; fi
-cmake -S . -B build -G Ninja "$@" >/dev/null
-cmake --build build -j"$(nproc)"
+targets=()
+cmake_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --target) [ $# -ge 2 ] || { echo "build.sh: --target needs a target name" >&2; exit 2; }
+              targets+=(--target "$2"); shift 2 ;;
+    *) cmake_args+=("$1"); shift ;;
+  esac
+done
+cmake -S . -B build -G Ninja "${cmake_args[@]}" >/dev/null
+cmake --build build -j"$(nproc)" "${targets[@]}"
