@@ -8,14 +8,17 @@
 #   1. nvidia-smi and nvcc versions
 #   2. configure build-gpu/ (Release, Ninja, DL_CUDA_ARCHS=native unless DL_CUDA_ARCHS is set: one
 #      architecture compiles twice as fast as the default 90;80)
-#   3. build test_cuda, test_cuda_logic, bench_cuda, lra_benchmark with all cores
+#   3. build test_cuda, test_cuda_logic, test_nccl, bench_cuda, lra_benchmark with all cores
 #   4. test_cuda_logic (the device functors and every device branch on the CPU, through the host twin of the
-#      backend), test_cuda (device vs CPU, op by op, and one training step of a tiny Transformer and S4D), bench_cuda
+#      backend), test_cuda (device vs CPU, op by op, and one training step of a tiny Transformer and S4D),
+#      test_nccl under `mpirun -np 1` (NCCL collectives on device buffers, a data-parallel AdamW step on the device
+#      vs the one-process step) and, with two GPUs or more, under `mpirun -np 2` (one GPU per rank), bench_cuda
 #   5. lra_benchmark cell --device cuda, then the same cell on the CPU: ListOps, Transformer and S4D from scratch,
-#      40 steps on a cut-down tiny preset (DL_GPU_LRA_STEPS), seed 0; steps/s and accuracies into the summary
+#      40 steps on a cut-down tiny preset (DL_GPU_LRA_STEPS), seed 0; steps/s and accuracies into the summary;
+#      with two GPUs or more also the Transformer cell data-parallel on 2 GPUs (`mpirun -np 2 ... --comm nccl`)
 # Files in OUTDIR: summary.txt (the figures: tests passed/failed/skipped, every failing test's name,
 # the benchmark table, the LRA cells' steps/s and accuracies), build.log, test_cuda.log, test_cuda_logic.log,
-# bench_cuda.json, lra_<model>_<device>.log (the cells' folders under lra_<model>_<device>/).
+# bench_cuda.json, lra_<model>_<device>.log (the cells' folders under lra_<model>_<device>/), test_nccl_<n>ranks.log.
 # Sized for ~8 minutes on a 16-core H200 box (the build dominates). Dependencies the build needs
 # besides the CUDA toolkit: GTest, Google Benchmark, CLI11, a BLAS. If they are not installed there,
 # put their .deb files in the folder named by DL_GPU_DEBS (e.g. from `apt-get download` on a machine
@@ -77,7 +80,7 @@ step configure configure.log cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=
 }
 grep -E 'dl: CUDA backend' "$OUTDIR/configure.log" | sed 's/^/    /' | tee -a "$SUMMARY"
 
-step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda bench_cuda lra_benchmark -j "$JOBS" ||
+step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda test_nccl bench_cuda lra_benchmark -j "$JOBS" ||
   grep -E 'error' "$OUTDIR/build.log" | head -20 | sed 's/^/    /' | tee -a "$SUMMARY"
 fi
 
@@ -89,6 +92,27 @@ if [ -x "$BUILD/test_cuda" ]; then
   step test_cuda test_cuda.log timeout 300 "$BUILD/test_cuda"
   gtest_figures test_cuda.log
   grep -E 'no CUDA device' -m1 "$OUTDIR/test_cuda.log" >/dev/null && note "    WARNING: test_cuda skipped tests with 'no CUDA device'"
+fi
+# NCCL: one rank per GPU. mpirun as root and with one rank per core or more needs these flags (docs/distributed.md).
+GPUS=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+MPIRUN=()
+command -v mpirun >/dev/null && MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1)
+if [ -x "$BUILD/test_nccl" ]; then
+  grep -E 'dl: NCCL' "$OUTDIR/configure.log" 2>/dev/null | sed 's/^/    /' | tee -a "$SUMMARY"
+  if [ ${#MPIRUN[@]} -gt 0 ]; then
+    step "test_nccl 1 rank" test_nccl_1ranks.log timeout 180 "${MPIRUN[@]}" -np 1 "$BUILD/test_nccl"
+  else
+    step "test_nccl 1 rank" test_nccl_1ranks.log timeout 180 "$BUILD/test_nccl"  # no mpirun: a one-rank MPI job
+  fi
+  gtest_figures test_nccl_1ranks.log
+  grep -E 'built without NCCL|no CUDA device' -m1 "$OUTDIR/test_nccl_1ranks.log" >/dev/null &&
+    note "    WARNING: test_nccl skipped its device tests (no device or no NCCL in the build)"
+  if [ "$GPUS" -ge 2 ] && [ ${#MPIRUN[@]} -gt 0 ]; then
+    step "test_nccl 2 ranks" test_nccl_2ranks.log timeout 240 "${MPIRUN[@]}" -np 2 "$BUILD/test_nccl"
+    gtest_figures test_nccl_2ranks.log
+  else
+    note "    test_nccl 2 ranks: not run ($GPUS GPU(s), mpirun: ${MPIRUN[0]:-none})"
+  fi
 fi
 if [ -x "$BUILD/bench_cuda" ]; then
   step bench_cuda bench_cuda.log timeout 180 "$BUILD/bench_cuda" --benchmark_out="$OUTDIR/bench_cuda.json" \
@@ -113,5 +137,18 @@ print('    steps/s %.2f  val_acc %.3f  test_acc %.3f' % (g(r, 'steps_per_s'), g(
         "$f" | tee -a "$SUMMARY"
     done
   done
+  if [ "$GPUS" -ge 2 ] && [ ${#MPIRUN[@]} -gt 0 ]; then  # data-parallel on 2 GPUs: the gradients reduced by NCCL
+    rm -rf "$OUTDIR/lra_transformer_nccl2"
+    step "lra transformer nccl2" lra_transformer_nccl2.log timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/lra_benchmark" cell \
+      --preset tiny --task listops --model transformer --regime scratch --seed 0 --device cuda --comm nccl --threads 1 \
+      --out "$OUTDIR/lra_transformer_nccl2" --set steps="$LRA_STEPS" --set eval_every="$LRA_STEPS" \
+      --set checkpoint_every="$LRA_STEPS" --set eval_batches=2 --set train_size=512 --set val_size=64 --set test_size=64 ||
+      tail -5 "$OUTDIR/lra_transformer_nccl2.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    grep -E '^comm: ' "$OUTDIR/lra_transformer_nccl2.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    f=$(find "$OUTDIR/lra_transformer_nccl2" -name result.json 2>/dev/null | head -1)
+    [ -n "$f" ] && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('metrics',{}); \
+print('    steps/s %s  val_acc %s  test_acc %s  ranks %s' % (r.get('steps_per_s'), m.get('val_acc'), m.get('test_acc'), \
+r.get('extra', {}).get('ranks', r.get('ranks'))))" "$f" | tee -a "$SUMMARY"
+  fi
 fi
 note "total $(elapsed "$T_START") s"

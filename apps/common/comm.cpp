@@ -9,6 +9,10 @@ namespace dl::harness {
 // Defined by backends/comm_mpi.cpp, or by backends/comm_mpi_stub.cpp in a build without MPI (false, null).
 bool mpi_in_build();
 std::unique_ptr<Communicator> make_mpi_communicator();
+// Defined by backends/comm_nccl.cpp, or by backends/comm_nccl_stub.cpp in a build without NCCL (false, null). The
+// NCCL communicator bootstraps over `host` (the mpi communicator) and hands it every call on host buffers.
+bool nccl_in_build();
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host);
 
 namespace {
 
@@ -44,15 +48,55 @@ bool launched_by_mpirun() {
 }
 
 bool built_with_mpi() { return mpi_in_build(); }
+bool built_with_nccl() { return nccl_in_build(); }
 
-Communicator& communicator(const std::string& kind) {
-  static std::unique_ptr<Communicator> mpi;
-  if (kind == "single" || (kind == "auto" && !launched_by_mpirun())) return single_process();
-  if (kind != "auto" && kind != "mpi") throw CommError("communicator '" + kind + "': expected auto, single or mpi");
-  if (!mpi) mpi = make_mpi_communicator();
-  if (!mpi) throw CommError("launched by mpirun, but this build has no MPI (install libopenmpi-dev and rebuild)");
-  if (const char* t = std::getenv("DL_COMM_TIMEOUT")) mpi->timeout_s = std::atof(t);
-  return *mpi;
+std::string choose_communicator(const std::string& kind, Device tensors, bool launched, bool with_mpi, bool with_nccl) {
+  if (kind != "auto" && kind != "single" && kind != "mpi" && kind != "nccl")
+    throw CommError("--comm '" + kind + "': expected auto, single, mpi or nccl");
+  if (kind == "single" || (kind == "auto" && !launched)) return "single";
+  const std::string asked = kind == "auto" ? "launched by mpirun" : "--comm " + kind;
+  if (!with_mpi) throw CommError(asked + ", but this build has no MPI (install libopenmpi-dev and rebuild)");
+  if (kind == "mpi" || (kind == "auto" && (tensors != Device::cuda || !with_nccl))) return "mpi";
+  if (!with_nccl)
+    throw CommError("--comm nccl: this build has no NCCL (CMake looks for nccl.h and libnccl in the CUDA toolkit; it needs "
+                    "the CUDA backend and MPI, and -DDL_NCCL=ON; docs/distributed.md)");
+  if (tensors != Device::cuda)
+    throw CommError(std::string("--comm nccl reduces CUDA tensors, but the model is on the ") + device_name(tensors) +
+                    " (--device " + device_name(tensors) + "): train with --device cuda, or use --comm mpi");
+  return "nccl";
+}
+
+int gpu_for_rank(int local_rank, int devices) {
+  if (devices < 1) throw CommError("--comm nccl: no CUDA device on this machine (cudaGetDeviceCount found none)");
+  if (local_rank < 0) throw CommError("--comm nccl: local rank " + std::to_string(local_rank) + " is negative");
+  return local_rank % devices;
+}
+
+void check_one_gpu_per_rank(const std::vector<std::string>& gpu_of_rank) {
+  for (size_t b = 1; b < gpu_of_rank.size(); b++)
+    for (size_t a = 0; a < b; a++)
+      if (gpu_of_rank[a] == gpu_of_rank[b])
+        throw CommError("--comm nccl: ranks " + std::to_string(a) + " and " + std::to_string(b) + " both use GPU " +
+                        gpu_of_rank[b] + "; NCCL needs one GPU per rank (start at most as many ranks per machine as it "
+                        "has GPUs)");
+}
+
+Communicator& communicator(const std::string& kind, Device tensors) {
+  // one declaration: nccl is made after mpi and so destroyed before it (it holds a reference to mpi)
+  static std::unique_ptr<Communicator> mpi, nccl;
+  const std::string k = choose_communicator(kind, tensors, launched_by_mpirun(), mpi_in_build(), nccl_in_build());
+  if (k == "single") return single_process();
+  const char* timeout = std::getenv("DL_COMM_TIMEOUT");
+  if (!mpi) {
+    mpi = make_mpi_communicator();
+    if (timeout) mpi->timeout_s = std::atof(timeout);
+  }
+  if (k == "mpi") return *mpi;
+  if (!nccl) {
+    nccl = make_nccl_communicator(*mpi);
+    if (timeout) nccl->timeout_s = std::atof(timeout);
+  }
+  return *nccl;
 }
 
 void check_same_on_every_rank(Communicator& c, const std::string& value, const std::string& what) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -15,10 +14,25 @@ namespace dl::harness {
 
 using Clock = std::chrono::steady_clock;
 
-static float* f32_data(const Tensor& t, const std::string& name, const char* what) {
-  if (t.dtype() != DType::f32 || t.device() != Device::cpu || !t.is_contiguous())
-    throw CommError("data-parallel training needs contiguous float32 CPU " + std::string(what) + "; '" + name + "' is not");
-  return const_cast<float*>(t.data<float>());
+static void check_f32(const Tensor& t, const std::string& name, const char* what) {
+  if (t.dtype() != DType::f32)
+    throw CommError("data-parallel training needs float32 " + std::string(what) + "; '" + name + "' is " + dtype_name(t.dtype()));
+}
+
+static float* f32_ptr(const Tensor& t) { return static_cast<float*>(t.raw_data()); }  // host or device memory
+
+BucketPlan plan_buckets(const std::vector<int64_t>& numels, int64_t bucket_bytes, bool one_per_param) {
+  BucketPlan p;
+  int64_t bytes = bucket_bytes;  // a new bucket first
+  for (size_t i = 0; i < numels.size(); i++) {
+    if (one_per_param || bytes >= bucket_bytes) p.numel.push_back(0), p.params.emplace_back(), bytes = 0;
+    p.bucket.push_back(p.numel.size() - 1);
+    p.offset.push_back(p.numel.back());
+    p.params.back().push_back(i);
+    p.numel.back() += numels[i];
+    bytes += numels[i] * 4;
+  }
+  return p;
 }
 
 DataParallel::DataParallel(nn::Module& model, optim::Optimizer& opt, Communicator& comm, DataParallelOptions o)
@@ -28,29 +42,32 @@ DataParallel::DataParallel(nn::Module& model, optim::Optimizer& opt, Communicato
   auto named = model.named_parameters(true);
   for (auto it = named.rbegin(); it != named.rend(); ++it)  // reverse order: the order gradients complete
     if (in_opt.count(it->second.impl())) params_.push_back(it->second), names_.push_back(in_opt[it->second.impl()]);
+  if (comm.buffer_device() != Device::cpu)  // nccl: the buckets are on the device, so the parameters must be too
+    for (size_t i = 0; i < params_.size(); i++)
+      if (params_[i].data().device() != comm.buffer_device())
+        throw CommError("the " + comm.name() + " communicator reduces " + device_name(comm.buffer_device()) +
+                        " buffers, but the parameter '" + names_[i] + "' is on the " + device_name(params_[i].data().device()) +
+                        ": train with --device " + device_name(comm.buffer_device()) + ", or use --comm mpi");
+  owner_.assign(params_.size(), -1);
   if (o.zero1) {  // one bucket per parameter, owners by size: largest first to the least loaded rank
     std::vector<size_t> by_size(params_.size());
     for (size_t i = 0; i < by_size.size(); i++) by_size[i] = i;
     std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) { return params_[a].numel() > params_[b].numel(); });
     std::vector<int64_t> load(comm.size(), 0);
-    owner_.assign(params_.size(), 0);
     for (size_t i : by_size) {
       int r = (int)(std::min_element(load.begin(), load.end()) - load.begin());
       owner_[i] = r, load[r] += params_[i].numel();
     }
-    for (size_t i = 0; i < params_.size(); i++) buckets_.push_back({{i}, {}, owner_[i]});
-  } else {
-    owner_.assign(params_.size(), -1);
-    int64_t bytes = o.bucket_bytes;  // a new bucket first
-    for (size_t i = 0; i < params_.size(); i++) {
-      if (bytes >= o.bucket_bytes) buckets_.emplace_back(), bytes = 0;
-      buckets_.back().params.push_back(i);
-      bytes += params_[i].numel() * 4;
-    }
   }
-  bucket_of_.assign(params_.size(), 0);
-  for (size_t b = 0; b < buckets_.size(); b++)
-    for (size_t i : buckets_[b].params) bucket_of_[i] = b;
+  std::vector<int64_t> numels;
+  for (auto& p : params_) numels.push_back(p.numel());
+  BucketPlan plan = plan_buckets(numels, o.bucket_bytes, o.zero1);
+  bucket_of_ = plan.bucket, offset_ = plan.offset;
+  for (size_t b = 0; b < plan.params.size(); b++) {
+    buckets_.emplace_back();
+    buckets_.back().params = plan.params[b], buckets_.back().numel = plan.numel[b];
+    if (o.zero1) buckets_.back().owner = owner_[plan.params[b][0]];
+  }
   for (size_t i = 0; i < params_.size(); i++) params_[i].set_grad_hook([this, i] { on_ready(i); });
 }
 
@@ -58,10 +75,24 @@ DataParallel::~DataParallel() {
   for (auto& p : params_) p.set_grad_hook(nullptr);
 }
 
+// The buffer a non-blocking collective on t works in: t itself where the communicator's buffers live (contiguous),
+// else a contiguous copy there, which the caller copies back (mpi with parameters on a device: a host round trip).
+Tensor DataParallel::comm_buffer(const Tensor& t, const std::string& name) const {
+  check_f32(t, name, "parameters");
+  const Device d = comm_.buffer_device();
+  return t.device() == d ? t.contiguous() : t.to(d).contiguous();
+}
+
 void DataParallel::broadcast_parameters() {
   for (auto& [name, p] : model_.named_parameters()) {
     Tensor& t = p.mutable_data();
-    comm_.broadcast(const_cast<void*>(t.raw_data()), t.numel() * (int64_t)dtype_size(t.dtype()), 0);
+    if (t.device() == Device::cpu) {  // any dtype, as bytes on the host (every communicator's blocking broadcast)
+      comm_.broadcast(t.raw_data(), t.numel() * (int64_t)dtype_size(t.dtype()), 0);
+      continue;
+    }
+    Tensor buf = comm_buffer(t, name);  // on a device: nccl broadcasts it in place
+    comm_.wait(comm_.ibroadcast(f32_ptr(buf), buf.numel(), 0), "broadcast of the initial '" + name + "'");
+    if (!buf.shares_storage_with(t)) t.copy_(buf.view(t.shape()));
   }
 }
 
@@ -83,17 +114,19 @@ void DataParallel::launch_ready_buckets() {  // in bucket order: every rank issu
     launch(buckets_[next_launch_++]);
 }
 
-void DataParallel::launch(Bucket& b) {
-  int64_t n = 0;
-  for (size_t i : b.params) n += params_[i].numel();
-  b.flat.assign(n, 0.f);
-  int64_t off = 0;
-  for (size_t i : b.params) {  // a parameter without a gradient this step adds zeros
+void DataParallel::launch(Bucket& b) {  // flatten: each gradient into its slice (on the device when both are there)
+  if (!b.flat.defined()) b.flat = Tensor::empty({b.numel}, DType::f32, comm_.buffer_device());
+  for (size_t i : b.params) {
+    Tensor slice = b.flat.narrow(0, offset_[i], params_[i].numel());
     const Tensor& g = params_[i].grad();
-    if (g.defined()) std::memcpy(b.flat.data() + off, f32_data(g, names_[i], "gradients"), params_[i].numel() * 4);
-    off += params_[i].numel();
+    if (!g.defined()) {  // a parameter without a gradient this step adds zeros
+      slice.zero_();
+      continue;
+    }
+    check_f32(g, names_[i], "gradients");
+    slice.copy_(g.reshape({params_[i].numel()}));
   }
-  b.handle = o_.zero1 ? comm_.ireduce_sum(b.flat.data(), n, b.owner) : comm_.iallreduce_sum(b.flat.data(), n);
+  b.handle = o_.zero1 ? comm_.ireduce_sum(f32_ptr(b.flat), b.numel, b.owner) : comm_.iallreduce_sum(f32_ptr(b.flat), b.numel);
   b.launched = true;
 }
 
@@ -104,20 +137,20 @@ void DataParallel::finish() {
   for (size_t bi = 0; bi < buckets_.size(); bi++) {
     Bucket& b = buckets_[bi];
     comm_.wait(b.handle, "gradient bucket " + std::to_string(bi) + " of " + std::to_string(buckets_.size()));
-    int64_t off = 0;
-    for (size_t i : b.params) {
-      const int64_t n = params_[i].numel();
+    for (size_t i : b.params) {  // unflatten
       if (o_.zero1 && b.owner != comm_.rank()) {
         params_[i].zero_grad();  // another rank updates it
-      } else {
-        bool any = params_[i].grad().defined();
-        for (int64_t k = 0; k < n && !any; k++) any = b.flat[off + k] != 0.f;
-        if (any) {
-          if (!params_[i].grad().defined()) params_[i].mutable_grad() = zeros(params_[i].shape());
-          std::memcpy(f32_data(params_[i].grad(), names_[i], "gradients"), b.flat.data() + off, n * 4);
-        }
+        continue;
       }
-      off += n;
+      Tensor sum = b.flat.narrow(0, offset_[i], params_[i].numel());
+      bool any = params_[i].grad().defined();  // else: did another rank give it one? (no rank: it keeps none)
+      if (!any) {
+        std::vector<float> v = sum.to_vector();
+        any = std::any_of(v.begin(), v.end(), [](float x) { return x != 0.f; });
+      }
+      if (!any) continue;
+      if (!params_[i].grad().defined()) params_[i].mutable_grad() = zeros(params_[i].shape(), DType::f32, params_[i].data().device());
+      params_[i].mutable_grad().copy_(sum.view(params_[i].shape()));
     }
   }
   comm_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -140,9 +173,15 @@ void DataParallel::after_step() {
   if (!o_.zero1) return;
   auto t0 = Clock::now();
   std::vector<Communicator::Handle> hs;
-  for (size_t i = 0; i < params_.size(); i++)
-    hs.push_back(comm_.ibroadcast(f32_data(params_[i].data(), names_[i], "parameters"), params_[i].numel(), owner_[i]));
-  for (size_t i = 0; i < hs.size(); i++) comm_.wait(hs[i], "broadcast of the updated '" + names_[i] + "'");
+  std::vector<Tensor> bufs;
+  for (size_t i = 0; i < params_.size(); i++) {
+    bufs.push_back(comm_buffer(params_[i].data(), names_[i]));
+    hs.push_back(comm_.ibroadcast(f32_ptr(bufs[i]), params_[i].numel(), owner_[i]));
+  }
+  for (size_t i = 0; i < hs.size(); i++) {
+    comm_.wait(hs[i], "broadcast of the updated '" + names_[i] + "'");
+    if (!bufs[i].shares_storage_with(params_[i].data())) params_[i].mutable_data().copy_(bufs[i].view(params_[i].shape()));
+  }
   comm_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
 }
 

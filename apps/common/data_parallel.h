@@ -11,6 +11,11 @@
 // gradient of the global batch's mean loss; the ranks then hold equal gradients, clip them alike and take the same
 // optimizer step, so the replicas stay equal without a second broadcast.
 //
+// Where the buckets live: a bucket is one flat float32 tensor on the communicator's buffer_device() - host memory
+// for mpi, this rank's GPU for nccl. Gradients are copied into it (flatten) and back (unflatten) with tensor copies,
+// so with parameters on the device and nccl both copies stay on the device (no host round trip); with parameters on
+// the device and mpi they cross to the host and back (correct, slower: what a build without NCCL does).
+//
 // ZeRO stage 1 (zero1): the optimizer state is sharded by parameter (each parameter has one owner rank, assigned
 // greedily by size, largest first, to the least loaded rank, as FairScale's OSS does). A parameter's gradient is
 // reduced to its owner only; the global gradient norm for clipping is the all-reduced sum of the owners' squared
@@ -28,6 +33,18 @@
 #include "optim/optimizer.h"
 
 namespace dl::harness {
+
+// The layout of the buckets (a plain function, so it is tested on any machine): parameters of the given sizes
+// (numels, in bucket order) fill buckets of at least bucket_bytes of float32 each (the last may be smaller), or one
+// bucket per parameter (one_per_param: ZeRO-1, each bucket reduced to one owner). Parameter i's gradient is the
+// slice [offset[i], offset[i] + numels[i]) of bucket bucket[i]'s flat buffer of numel[bucket] floats.
+struct BucketPlan {
+  std::vector<size_t> bucket;    // per parameter
+  std::vector<int64_t> offset;   // per parameter, within its bucket
+  std::vector<int64_t> numel;    // per bucket
+  std::vector<std::vector<size_t>> params;  // per bucket, its parameters in order
+};
+BucketPlan plan_buckets(const std::vector<int64_t>& numels, int64_t bucket_bytes, bool one_per_param);
 
 struct DataParallelOptions {
   bool zero1 = false;
@@ -55,7 +72,8 @@ class DataParallel {
  private:
   struct Bucket {
     std::vector<size_t> params;  // indices into params_
-    std::vector<float> flat;     // the gradients, packed
+    int64_t numel = 0;
+    Tensor flat;                 // the gradients, packed: float32 on comm.buffer_device(), made at the first launch
     int owner = -1;              // zero1: the rank that reduces and updates it
     size_t ready = 0;
     Communicator::Handle handle = 0;
@@ -64,6 +82,7 @@ class DataParallel {
   void on_ready(size_t param);
   void launch_ready_buckets();
   void launch(Bucket& b);
+  Tensor comm_buffer(const Tensor& t, const std::string& name) const;
 
   nn::Module& model_;
   optim::Optimizer& opt_;
@@ -72,6 +91,7 @@ class DataParallel {
   std::vector<Var> params_;         // trainable, in reverse order
   std::vector<std::string> names_;  // their optimizer names
   std::vector<size_t> bucket_of_;   // per parameter
+  std::vector<int64_t> offset_;     // per parameter: where its gradient starts in its bucket
   std::vector<int> owner_;          // per parameter (zero1)
   std::vector<Bucket> buckets_;
   size_t next_launch_ = 0;

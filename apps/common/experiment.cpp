@@ -140,7 +140,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
 namespace {
 
 struct Shared {
-  std::string preset, out, device = "cpu", seeds;
+  std::string preset, out, device = "cpu", seeds, comm = "auto";
   std::vector<std::string> sets;
   int seed = -1, threads = 2;
   bool resume = false, quiet = false, zero1 = false, anomaly = false, profile = false;
@@ -154,6 +154,10 @@ void add_shared(CLI::App* s, Shared& o) {
   s->add_option("--seeds", o.seeds, "several seeds: 0,1,2 or 0-4; tables show mean and standard error");
   s->add_option("--threads", o.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+  s->add_option("--comm", o.comm,
+                "data-parallel communicator: auto (under mpirun: nccl for --device cuda when built with NCCL, else mpi), "
+                "single, mpi or nccl")
+      ->capture_default_str();
   s->add_flag("--resume", o.resume, "continue: skip finished cells, resume half-done ones from their checkpoints");
   s->add_flag("--quiet", o.quiet, "no progress bars or log lines");
   s->add_flag("--zero1", o.zero1, "under mpirun: shard the optimizer state over the ranks (ZeRO stage 1)");
@@ -225,8 +229,10 @@ int run_main(const Experiment& e, int argc, char** argv) {
       if (!chosen.empty()) values[i] = chosen;
     }
     std::vector<Cell> cells = expand_cells(e, p, values, seeds_of(o, p), o.sets);  // resolves (validates) every cell
-    comm = &communicator();
+    comm = &communicator(o.comm, parse_device(o.device));
     const bool writer = comm->rank() == 0;
+    if (!o.quiet && writer && comm->name() != "single")
+      std::cerr << "comm: " << comm->name() << ", " << comm->size() << " rank" << (comm->size() > 1 ? "s" : "") << "\n";
     if (!o.quiet && writer)
       std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out
                 << (comm->size() > 1 ? ", data-parallel over " + std::to_string(comm->size()) + " ranks (" + comm->name() + ")"

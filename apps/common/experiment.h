@@ -6,8 +6,8 @@
 //   <app> cell  --<axis> value .. [--preset ..] [--set ..] [--seed k] [--resume] ...
 //   <app> list
 // plus the app's own subcommands. Shared options: --preset/--config, --set (repeatable), --out, --seed,
-// --seeds, --threads, --device cpu|cuda, --resume, --quiet, --zero1, --profile (one step op by op), --anomaly (autograd/anomaly.h: name the first op
-// and step that produce a NaN or an infinity).
+// --seeds, --threads, --device cpu|cuda, --comm auto|single|mpi|nccl (comm.h), --resume, --quiet, --zero1, --profile
+// (one step op by op), --anomaly (autograd/anomaly.h: name the first op and step that produce a NaN or an infinity).
 // Under mpirun every rank runs the same command and each cell trains data-parallel over the ranks (phase.h,
 // docs/distributed.md); rank 0 alone writes files and logs.
 // A sweep is every combination of the preset's axis values (or those picked on the command line) times every
