@@ -343,13 +343,20 @@ static std::vector<LabeledText> edit_pairs(const std::vector<LabeledText>& docs,
 
 // ---- building the task -----------------------------------------------------------------------------------
 
+std::vector<size_t> spread_indices(size_t n, size_t cap) {
+  const size_t k = cap == 0 || cap >= n ? n : cap;
+  std::vector<size_t> idx(k);
+  for (size_t i = 0; i < k; i++) idx[i] = i * n / k;  // strictly increasing: n / k >= 1
+  return idx;
+}
+
 static tasks::Dataset to_dataset(const std::vector<LabeledText>& xs, const std::vector<std::string>& class_names, int max_src,
                                  bool pair, const std::string& name, size_t cap) {
   tasks::Dataset d;
   d.name = name, d.vocab_size = vocab_size(), d.pad_id = tasks::special_ids::pad;
   d.num_classes = (int32_t)class_names.size(), d.class_names = class_names;
-  for (auto& x : xs) {
-    if (cap > 0 && d.examples.size() >= cap) break;
+  for (size_t i : spread_indices(xs.size(), cap)) {
+    const LabeledText& x = xs[i];
     tasks::Example e;
     if (pair) {
       const size_t sep = x.text.find('\x01');

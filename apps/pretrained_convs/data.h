@@ -31,7 +31,8 @@
 //                  train; labels are the label column's words
 //   imdb           the official aclImdb/ folders (tasks/text.h read_imdb_split) at data_path; labels negative /
 //                  positive
-// Input texts are cut to max_src bytes (counting eos).
+// Input texts are cut to max_src bytes (counting eos). A split capped by train_size / val_size / test_size (or by a
+// task's default cap) keeps examples spread evenly over the whole split (spread_indices), not its first ones.
 #pragma once
 #include <string>
 #include <vector>
@@ -61,6 +62,11 @@ const Seq2SeqTask& seq2seq_task(const CellConfig& c);
 // ---- pieces, exposed for tests ----
 std::vector<int32_t> encode_text(const std::string& text, int32_t max_len);  // bytes + eos, cut to max_len
 std::string decode_bytes(const std::vector<int32_t>& ids);                   // up to the first eos; specials dropped
+// Which of n examples a split capped at `cap` keeps (cap 0 or >= n: all): cap indices spread evenly over the
+// whole list. The splits list their examples document by document (topic's chunks, pair_edit's sentences), so the
+// first `cap` would be the first few documents (1000 of topic's ~9600 test chunks are about 10 of its 100 test
+// documents); an even spread keeps every document and every class in its share.
+std::vector<size_t> spread_indices(size_t n, size_t cap);
 // The class whose word `decoded` is, or -1 (the output is not a label).
 int32_t decode_label(const std::string& decoded, const std::vector<std::string>& class_names);
 // Text-label pairs from a TSV or CSV file (see above), naming the file and line of anything malformed.

@@ -108,6 +108,39 @@ TEST(PconvTasks, PairTaskEditsOneWordOfTheSameLength) {
   EXPECT_LT(edited, 200);
 }
 
+// A capped split is a sample of the whole split, not its first documents: topic's default caps (500 validation,
+// 1000 test chunks) keep every class's share of the uncapped split, which the first 500 / 1000 chunks (about 5 / 10
+// documents, as the splits list chunks document by document) do not.
+TEST(PconvTasks, CappedSplitsSpreadOverTheirDocuments) {
+  EXPECT_EQ(spread_indices(5, 0), (std::vector<size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(spread_indices(5, 9), (std::vector<size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(spread_indices(10, 5), (std::vector<size_t>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(spread_indices(7, 3), (std::vector<size_t>{0, 2, 4}));
+  CellConfig capped;
+  capped.task = "topic";
+  CellConfig full = capped;
+  full.train_size = full.val_size = full.test_size = 1 << 30;
+  const Seq2SeqTask &a = seq2seq_task(capped), &b = seq2seq_task(full);
+  // class shares of the first `n` examples of d
+  auto shares = [](const tasks::Dataset& d, size_t n) {
+    std::vector<double> s(5, 0.0);
+    n = std::min(n, d.examples.size());
+    for (size_t i = 0; i < n; i++) s.at(d.examples[i].label) += 1.0 / n;
+    return s;
+  };
+  for (auto [cut, all] : {std::pair{&a.data.val, &b.data.val}, std::pair{&a.data.test, &b.data.test}}) {
+    ASSERT_LT(cut->examples.size(), all->examples.size()) << cut->name;
+    const std::vector<double> want = shares(*all, SIZE_MAX), got = shares(*cut, SIZE_MAX),
+                              prefix = shares(*all, cut->examples.size());
+    double prefix_worst = 0;
+    for (int k = 0; k < 5; k++) {
+      EXPECT_NEAR(got[k], want[k], 0.02) << cut->name << " class " << a.class_names[k];
+      prefix_worst = std::max(prefix_worst, std::abs(prefix[k] - want[k]));
+    }
+    EXPECT_GT(prefix_worst, 0.05) << cut->name << ": the first examples are no worse a sample (the check has no power)";
+  }
+}
+
 TEST(PconvTasks, UserFilesTsvCsvAndTheirErrors) {
   const std::string d = dl::test::app_temp_dir("pconv_files");
   write(d + "/train.csv", "id,text,label\n1,\"great, really \"\"great\"\"\",pos\n2,\"bad\nvery bad\",neg\n3,fine,pos\n");
