@@ -340,7 +340,6 @@ TEST(Explain, ConvolutionKernelsAreTheLayersOwn) {
   }
   {
     ExplainedPconv e = explain_fresh_pconv("dynamicconv", 3);
-    const dl::nn::Seq2SeqModel& m = *e.model;
     const explain::Report& r = e.report;
     ASSERT_EQ(r.convs.size(), 3u);
     for (const explain::ConvKernelInfo& k : r.convs) {

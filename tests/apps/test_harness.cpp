@@ -232,7 +232,7 @@ struct ToyRun {
       if (hook) hook(s.step);
       return m.loss(b);
     };
-    parts.eval = [this] { return harness::EvalPoint{0.5, 0.25}; };
+    parts.eval = [] { return harness::EvalPoint{0.5, 0.25}; };
     return harness::run_phase(spec, parts, ctx, curve);
   }
   std::vector<float> weights() const {

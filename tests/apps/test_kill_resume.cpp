@@ -202,7 +202,7 @@ TEST(KillResume, LraBenchmarkSelfPretrainingThenFineTuning) {
                          {"--task", "listops", "--model", "transformer", "--regime", "spt-masked", "--set", "seq_len=64",
                           "--set", "train_size=256", "--set", "val_size=64", "--set", "test_size=64", "--set", "d_model=32",
                           "--set", "layers=1", "--set", "batch=8", "--set", "pretrain_steps=100", "--set", "steps=100",
-                          "--set", "eval_every=30", "--set", "checkpoint_every=5"}},
+                          "--set", "eval_every=30", "--set", "checkpoint_every=5"}, {}},
                         dl::test::app_temp_dir("kill_lra"), 4, 1);
 }
 
@@ -214,7 +214,7 @@ TEST(KillResume, PretrainedConvsSeq2Seq) {
                           "--set", "val_size=64", "--set", "test_size=64", "--set", "max_src=64", "--set", "d_model=32",
                           "--set", "d_ff=64", "--set", "layers=1", "--set", "decoder_layers=1", "--set", "batch=8",
                           "--set", "steps=300", "--set", "eval_every=150", "--set", "eval_examples=64", "--set",
-                          "checkpoint_every=5"}},
+                          "checkpoint_every=5"}, {}},
                         dl::test::app_temp_dir("kill_pconv"), 4, 2);
 }
 
@@ -222,7 +222,7 @@ TEST(KillResume, FptFrozenTransformerOnBits) {
   expect_survives_kills({"fpt",
                          {"--task", "bit_xor", "--arm", "random", "--set", "layers=1", "--set", "d_model=32", "--set",
                           "heads=2", "--set", "batch=8", "--set", "steps=300", "--set", "eval_every=150", "--set",
-                          "checkpoint_every=5"}},
+                          "checkpoint_every=5"}, {}},
                         dl::test::app_temp_dir("kill_fpt"), 4, 3);
 }
 
@@ -231,7 +231,7 @@ TEST(KillResume, ClassifyExampleApp) {
   expect_survives_kills({"classify",
                          {"--task", "listops", "--layer", "s4d", "--set", "seq_len=64", "--set", "train_size=256", "--set",
                           "val_size=16", "--set", "test_size=64", "--set", "d_model=32", "--set", "batch=8", "--set",
-                          "steps=300", "--set", "eval_every=5"}},
+                          "steps=300", "--set", "eval_every=5"}, {}},
                         dl::test::app_temp_dir("kill_classify"), 4, 4);
 }
 
