@@ -7,8 +7,15 @@
 
 namespace dl::nn {
 
+// The initialisations of A (nn/ssm/s4d.h), checked in one place for the kernel and the registry's config.
+static constexpr const char* kInits = "lin, inv, legs, real or random";
+static bool known_init(const std::string& init) {
+  return init == "lin" || init == "inv" || init == "legs" || init == "real" || init == "random";
+}
+
 S4DKernel::S4DKernel(int64_t H_, const S4DKernelOptions& o, Generator& g) : H(H_), N2(o.d_state / 2), opt(o) {
   if (o.d_state < 2 || o.d_state % 2) fail("S4DKernel: d_state must be even and >= 2, found " + std::to_string(o.d_state));
+  if (!known_init(o.init)) fail("S4DKernel: init must be " + std::string(kInits) + ", found \"" + o.init + "\"");
   std::vector<double> ldt(H), a_re(H * N2), a_im(H * N2);
   std::vector<cplx> B(H * N2, cplx(1.0, 0.0)), C(opt.channels * H * N2);
   for (int64_t h = 0; h < H; h++)  // log-uniform dt in [dt_min, dt_max]
@@ -25,8 +32,7 @@ S4DKernel::S4DKernel(int64_t H_, const S4DKernelOptions& o, Generator& g) : H(H_
       } else if (opt.init == "lin") A = cplx(-0.5, M_PI * n);
       else if (opt.init == "inv") A = cplx(-0.5, N / M_PI * (N / (2.0 * n + 1) - 1));
       else if (opt.init == "real") A = cplx(-(double)(n + 1), 0.0);
-      else if (opt.init == "legs") A = legs.Lambda[n], B[h * N2 + n] = legs.B[n];
-      else fail("S4DKernel: init must be lin, inv, legs, real or random, found \"" + opt.init + "\"");
+      else A = legs.Lambda[n], B[h * N2 + n] = legs.B[n];  // legs
       a_re[h * N2 + n] = std::log(-A.real());  // A_re = -exp(inv_A_real)
       a_im[h * N2 + n] = A.imag();
     }
@@ -94,9 +100,7 @@ std::shared_ptr<S4D> S4D::from_config(int64_t d_model, const LayerConfig& cfg, G
   o.kernel.d_state = s.d_state, o.kernel.dt_min = s.dt_min, o.kernel.dt_max = s.dt_max;
   o.bidirectional = s.bidirectional, o.dropout = s.dropout;
   o.kernel.init = cfg_str(cfg, L, "init", "lin");
-  if (o.kernel.init != "lin" && o.kernel.init != "inv" && o.kernel.init != "legs" && o.kernel.init != "real" &&
-      o.kernel.init != "random")
-    config_error(L, "init", "must be lin, inv, legs, real or random", "\"" + o.kernel.init + "\"");
+  if (!known_init(o.kernel.init)) config_error(L, "init", std::string("must be ") + kInits, "\"" + o.kernel.init + "\"");
   o.kernel.disc = parse_discretization(cfg_str(cfg, L, "disc", "zoh"), L);
   o.kernel.chunk = cfg_int(cfg, L, "chunk", 256);
   if (o.kernel.chunk < 1) config_error(L, "chunk", "must be >= 1", std::to_string(o.kernel.chunk));
