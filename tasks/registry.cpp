@@ -7,6 +7,7 @@
 #include "tasks/image.h"
 #include "tasks/listops.h"
 #include "tasks/pathfinder.h"
+#include "tasks/regression.h"
 #include "tasks/retrieval.h"
 #include "tasks/speech.h"
 #include "tasks/text.h"
@@ -196,6 +197,10 @@ const std::vector<TaskEntry>& task_registry() {
       {"pathx", pathfinder_task<128>, "LRA Path-X: 128x128 contour images (16384 pixel tokens)"},
       {"pathx256", pathfinder_task<256>, "Path-X at 256x256 (65536 pixel tokens)"},
       {"speech", speech_task, "Speech commands: 10 keywords synthesised by espeak-ng, 1 s at 16 kHz, mu-law tokens (or WAVs)"},
+      // ---- sequence regression (tasks/regression.h): a scalar target, RMSE/MAE ----
+      {"bidmc_hr", bidmc_hr_task, "BIDMC heart rate: generated PPG-like STAND-IN (4000 steps, HR in bpm), or BIDMC32HR .ts files"},
+      {"bidmc_rr", bidmc_rr_task, "BIDMC respiratory rate: the PPG-like STAND-IN labelled with RR (breaths/min), or BIDMC32RR .ts files"},
+      {"bidmc_spo2", bidmc_spo2_task, "BIDMC SpO2 from BIDMC32SpO2 .ts files (no stand-in: needs data_path)"},
       // ---- FPT (frozen pretrained transformers) ----
       {"image_patches", image_patches_task, "Fashion-MNIST as 49 patches of 4x4 floats (FPT)"},
       {"bit_memory", bit_memory_task, "FPT bit memory: 5 patterns + masked query as 120 x 50 floats -> 1000 bits"},
