@@ -231,13 +231,10 @@ int run_main(const Experiment& e, int argc, char** argv) {
     std::vector<Cell> cells = expand_cells(e, p, values, seeds_of(o, p), o.sets);  // resolves (validates) every cell
     comm = &communicator(o.comm, parse_device(o.device));
     const bool writer = comm->rank() == 0;
-    if (!o.quiet && writer && comm->name() != "single")
+    if (!o.quiet && writer && comm->name() != "single")  // the one line that names the data-parallel setup
       std::cerr << "comm: " << comm->name() << ", " << comm->size() << " rank" << (comm->size() > 1 ? "s" : "") << "\n";
     if (!o.quiet && writer)
-      std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out
-                << (comm->size() > 1 ? ", data-parallel over " + std::to_string(comm->size()) + " ranks (" + comm->name() + ")"
-                                     : "")
-                << "\n";
+      std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out << "\n";
     run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet, -1, comm, o.zero1, o.profile});
     if (writer) {
       write_reports(e, p, o.out);
