@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "tensor/elementwise.h"
+#include "tensor/indexing.h"
 #include "tensor/linalg.h"
+#include "tensor/reduce.h"
 
 namespace dl {
 
@@ -87,6 +89,71 @@ int64_t batch_chunk(const Geo& g) {
   return std::max<int64_t>(1, std::min<int64_t>(g.B, (int64_t(16) << 20) / per));
 }
 
+// ---- on a device: the depthwise convolution composed of device ops ----
+// No conv kernel of its own: with stride 1 the depthwise forward is a sum of K shifted, scaled copies of the padded
+// input, y = bias + sum_k w[:, 0, k] * xpad[:, :, k*d : k*d + Lout] (in the CPU loop's order: bias, then k = 0..K-1),
+// and each input channel c feeds outputs c*Cog .. (c+1)*Cog - 1 (an index_select of the channels when Cog > 1). The
+// backward is the same sums transposed: dw[o, 0, k] = sum_{b,t} dy * xpad shifted by k*d, db = sum_{b,t} dy, and dxpad
+// gets w_k * dy added at each shift (then the padding is cut and the Cog outputs of a channel summed). Every op here
+// has its device branch, so the convolution runs where its operands are. Other shapes (Cin/groups > 1, stride > 1)
+// are refused by name on a device.
+bool conv_on_device(const Tensor& x, const Tensor& w, const Geo& g, const char* op) {
+  if (x.device() == Device::cpu && w.device() == Device::cpu) return false;
+  if (x.device() != w.device())
+    fail(std::string(op) + ": x is on " + device_name(x.device()) + " and the weight on " + device_name(w.device()));
+  if (g.Cig != 1 || g.s != 1)
+    fail(std::string(op) + ": on " + device_name(x.device()) + " only the depthwise convolution with stride 1 has a device "
+         "branch (found Cin/groups = " + std::to_string(g.Cig) + ", stride " + std::to_string(g.s) + ")");
+  return true;
+}
+
+// x (B, Cin, L) -> its channels in output order, zero-padded: (B, Cout, pl + L + pr)
+Tensor padded_by_output(const Tensor& x, const Geo& g, int64_t pr) {
+  Tensor xs = x;
+  if (g.Cog > 1) {
+    std::vector<int64_t> idx(g.Cout);
+    for (int64_t o = 0; o < g.Cout; o++) idx[o] = o / g.Cog;
+    xs = index_select(x, 1, from_vector(idx, {g.Cout}));
+  }
+  Tensor xp = zeros({g.B, g.Cout, g.pl + g.L + pr}, x.dtype(), x.device());
+  xp.narrow(2, g.pl, g.L).copy_(xs);
+  return xp;
+}
+
+Tensor tap(const Tensor& w, const Geo& g, int64_t k) { return w.narrow(2, k, 1).reshape({1, g.Cout, 1}); }  // w[:, 0, k]
+
+Tensor conv1d_device(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo& g, const Conv1dParams& p) {
+  Tensor xp = padded_by_output(x, g, p.pad_right);
+  Tensor y = bias.defined() ? bias.reshape({1, g.Cout, 1}) : Tensor();
+  for (int64_t k = 0; k < g.K; k++) {
+    Tensor term = mul(tap(w, g, k), xp.narrow(2, k * g.d, g.Lout));
+    y = y.defined() ? add(y, term) : term;
+  }
+  return y.contiguous();
+}
+
+Conv1dGrads conv1d_backward_device(const Tensor& x, const Tensor& w, const Tensor& dy, const Geo& g, const Conv1dParams& p,
+                                   bool need_x, bool need_w, bool need_b) {
+  Conv1dGrads r;
+  if (need_b) r.db = sum(dy, {0, 2});
+  if (need_w) {
+    Tensor xp = padded_by_output(x, g, p.pad_right);
+    r.dw = zeros(w.shape(), w.dtype(), w.device());
+    for (int64_t k = 0; k < g.K; k++)
+      r.dw.narrow(2, k, 1).copy_(sum(mul(dy, xp.narrow(2, k * g.d, g.Lout)), {0, 2}).reshape({g.Cout, 1, 1}));
+  }
+  if (need_x) {
+    Tensor dxp = zeros({g.B, g.Cout, g.pl + g.L + p.pad_right}, x.dtype(), x.device());
+    for (int64_t k = 0; k < g.K; k++) {
+      Tensor at = dxp.narrow(2, k * g.d, g.Lout);
+      at.copy_(add(at, mul(tap(w, g, k), dy)));
+    }
+    Tensor dxs = dxp.narrow(2, g.pl, g.L);  // (B, Cout, L)
+    r.dx = g.Cog > 1 ? sum(dxs.contiguous().reshape({g.B, g.Cin, g.Cog, g.L}), {2}) : dxs.contiguous();
+  }
+  return r;
+}
+
 }  // namespace
 
 int64_t conv1d_out_length(int64_t L, int64_t K, const Conv1dParams& p) {
@@ -96,6 +163,7 @@ int64_t conv1d_out_length(int64_t L, int64_t K, const Conv1dParams& p) {
 
 Tensor conv1d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Conv1dParams& p) {
   Geo g = check(x_in, w_in, bias, p);
+  if (conv_on_device(x_in, w_in, g, "conv1d")) return conv1d_device(x_in, w_in, bias, g, p);
   Tensor x = x_in.contiguous(), w = w_in.contiguous();
   Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   Tensor y = Tensor::empty({g.B, g.Cout, g.Lout}, x.dtype());
@@ -149,6 +217,7 @@ Conv1dGrads conv1d_backward(const Tensor& x_in, const Tensor& w_in, const Tensor
   Geo g = check(x_in, w_in, Tensor(), p);
   if (dy_in.shape() != Shape{g.B, g.Cout, g.Lout})
     fail("conv1d_backward: dy " + shape_str(dy_in.shape()) + " expected " + shape_str({g.B, g.Cout, g.Lout}));
+  if (conv_on_device(x_in, w_in, g, "conv1d_backward")) return conv1d_backward_device(x_in, w_in, dy_in, g, p, need_x, need_w, need_b);
   Tensor x = x_in.contiguous(), w = w_in.contiguous(), dy = dy_in.contiguous();
   Conv1dGrads r;
   if (need_x) r.dx = zeros(x.shape(), x.dtype());

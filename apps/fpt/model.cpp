@@ -42,7 +42,10 @@ FptModel::FptModel(const CellConfig& c, const FptTask& t, Generator& g) : cfg(c)
 }
 
 Var FptModel::forward(const FptBatch& b, std::vector<Var>* attention) {
-  Var x = in_embed_ ? in_embed_->forward(b.tokens) : in_drop_->forward(in_linear_->forward(Var(b.features)));  // (B, T, D)
+  // the batch is built on the host; on a device run (--device cuda) the features follow the model there (token ids are
+  // moved by the embedding, the read-out indices by index_select, the targets by cross_entropy)
+  const Device dev = output_->weight.data().device();
+  Var x = in_embed_ ? in_embed_->forward(b.tokens) : in_drop_->forward(in_linear_->forward(Var(b.features.to(dev))));  // (B, T, D)
   x = transformer_ ? transformer_->forward_embeds(x, attention) : lstm_->forward(x, Tensor());
   const int64_t B = x.size(0), T = x.size(1), R = shape.readout;
   if (cfg.masked_readout && !shape.bits) {  // each sequence's last real position
@@ -72,6 +75,7 @@ int64_t FptModel::correct(const FptBatch& b, int64_t* counted) {
   const int64_t B = logits.size(0);
   Tensor pred = shape.bits ? argmax(reshape(logits, {B * shape.readout * shape.patch, 2}), 1)
                            : argmax(reshape(logits, {B, shape.outputs}), 1);
+  pred = pred.to(Device::cpu).contiguous();  // counted on the host
   Tensor target = b.targets.reshape({-1}).contiguous();
   int64_t right = 0;
   for (int64_t i = 0; i < pred.numel(); i++) right += pred.data<int64_t>()[i] == target.data<int64_t>()[i];

@@ -96,7 +96,8 @@ Seq2SeqModel::Seq2SeqModel(const Seq2SeqConfig& c, Generator& g) : cfg(c) {
 
 // The pair block's additive bias (B, 1, S, S): 0 where query and key lie in different segments and the key is
 // real, -1e9 elsewhere (a query with no allowed key - padding - gets a uniform row, harmless as it is masked later).
-static Var pair_bias(const Tensor& segments, const Tensor& mask) {
+// Built on the host from the host batch, then put on `device`, where the scores are.
+static Var pair_bias(const Tensor& segments, const Tensor& mask, Device device) {
   const int64_t B = segments.size(0), S = segments.size(1);
   Tensor b = zeros({B, 1, S, S});
   const int64_t* sg = segments.data<int64_t>();
@@ -108,7 +109,7 @@ static Var pair_bias(const Tensor& segments, const Tensor& mask) {
         const bool ok = sg[i * S + t] != sg[i * S + s] && (!m || m[i * S + s] != 0);
         o[(i * S + t) * S + s] = ok ? 0.f : -1e9f;
       }
-  return Var(b);
+  return Var(b.to(device));
 }
 
 Var Seq2SeqModel::encode(const Tensor& ids, const Tensor& mask, const Tensor& segments) {
@@ -121,7 +122,7 @@ Var Seq2SeqModel::encode(const Tensor& ids, const Tensor& mask, const Tensor& se
     if (!segments.defined() || segments.shape() != ids.shape())
       fail("Seq2SeqModel: pair_attention needs segments of the ids' shape " + shape_str(ids.shape()) + ", found " +
            (segments.defined() ? shape_str(segments.shape()) : std::string("none")));
-    h = pair_block->forward(h, mask, pair_bias(segments, mask), Var(), Tensor());
+    h = pair_block->forward(h, mask, pair_bias(segments, mask, h.data().device()), Var(), Tensor());
   }
   return encoder_norm->forward(h);
 }
@@ -167,7 +168,7 @@ Tensor Seq2SeqModel::greedy(const Tensor& ids, const Tensor& mask, int64_t steps
     Tensor dec_in = zeros({B, T}, DType::i64);
     for (int64_t b = 0; b < B; b++)
       for (int64_t t = 0; t < T; t++) dec_in.data<int64_t>()[b * T + t] = seq[b][t];
-    Tensor next = argmax(decode_logits(dec_in, enc, mask).data().select(1, T - 1), -1);  // (B)
+    Tensor next = argmax(decode_logits(dec_in, enc, mask).data().select(1, T - 1), -1).to(Device::cpu);  // (B), read here
     bool all = true;
     for (int64_t b = 0; b < B; b++) {
       seq[b].push_back(done[b] ? stop_id : (int64_t)next.at({b}));

@@ -7,6 +7,7 @@
 // CUDA device" without one.
 #include <gtest/gtest.h>
 
+#include "autograd/conv.h"
 #include "cuda_test_util.h"
 #include "op_harness.h"
 #include "optim/adam.h"
@@ -66,6 +67,25 @@ TEST(CudaTrain, CausalConvAndItsAdjoint) {
   EXPECT_TRUE(all_close(host(db.grad()), vb.grad(), test::kFixtureLong, "d b"));
 }
 
+// conv1d on the device (tensor/conv.cpp's depthwise composition of device ops) against the CPU kernel: a causal
+// dilated depthwise convolution with a channel multiplier, the input a transposed view, forward and every gradient.
+TEST(CudaTrain, DepthwiseConv1dAndItsGradients) {
+  SKIP_WITHOUT_CUDA();
+  Generator g(44);
+  Conv1dParams p;
+  p.pad_left = 6, p.dilation = 3, p.groups = 32;
+  Tensor x = randn({4, 300, 32}, g), w = randn({64, 1, 3}, g), b = randn({64}, g);
+  Var xc(x, true), wc(w, true), bc(b, true), xd(dev(x), true), wd(dev(w), true), bd(dev(b), true);
+  Var yc = conv1d(transpose(xc, 1, 2), wc, bc, p), yd = conv1d(transpose(xd, 1, 2), wd, bd, p);
+  EXPECT_TRUE(all_close(host(yd.data()), yc.data(), test::kAgreeF32, "conv1d"));
+  Tensor dy = randn(yc.shape(), g);
+  yc.backward(dy);
+  yd.backward(dev(dy));
+  EXPECT_TRUE(all_close(host(xd.grad()), xc.grad(), test::kAgreeF32, "conv1d dx"));
+  EXPECT_TRUE(all_close(host(wd.grad()), wc.grad(), test::kFixtureLong, "conv1d dw"));  // sums of 1200 products
+  EXPECT_TRUE(all_close(host(bd.grad()), bc.grad(), test::kFixtureLong, "conv1d db"));
+}
+
 void expect_step_agrees(const std::string& layer) {
   test::StepResult cpu = test::train_one_step(layer, Device::cpu), gpu = test::train_one_step(layer, Device::cuda);
   EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * (1 + std::abs(cpu.loss))) << layer << ": loss";
@@ -87,6 +107,11 @@ TEST(CudaTrain, S4DTrainingStepEqualsCpu) {
 TEST(CudaTrain, LstmTrainingStepEqualsCpu) {
   SKIP_WITHOUT_CUDA();
   expect_step_agrees("lstm");
+}
+
+TEST(CudaTrain, ConvolutionTrainingStepsEqualCpu) {  // pretrained_convs' mixers
+  SKIP_WITHOUT_CUDA();
+  for (const char* layer : {"lightconv", "dynamicconv", "dilatedconv"}) expect_step_agrees(layer);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <thrust/system/cpp/execution_policy.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include "tensor/allocator.h"
 #include "tensor/backend.h"
 #include "tensor/linalg.h"
+#include "host_twin.h"
 
 namespace dl {
 namespace {
@@ -81,7 +83,11 @@ class HostTwinBackend final : public Backend {
   bool available() const override { return true; }
   std::string unavailable_reason() const override { return ""; }
 
-  void* alloc(size_t n) override { return n ? flip(std::aligned_alloc(64, (n + 63) / 64 * 64)) : nullptr; }
+  void* alloc(size_t n) override {
+    allocations.fetch_add(1, std::memory_order_relaxed);
+    return n ? flip(std::aligned_alloc(64, (n + 63) / 64 * 64)) : nullptr;
+  }
+  std::atomic<int64_t> allocations{0};  // host_twin_allocations(): did a run use the device at all?
   void free(void* p, size_t) override { std::free(flip(p)); }
   void copy_to_host(void* dst, const void* src, size_t n) override {
     if (n) std::memcpy(dst, flip(src), n);
@@ -180,12 +186,18 @@ class HostTwinBackend final : public Backend {
   void synchronize() override {}
 };
 
+HostTwinBackend& the_twin() {
+  static HostTwinBackend* twin = new HostTwinBackend();  // never destroyed, as the real one
+  return *twin;
+}
+
 }  // namespace
 
 Backend* device_backend(Device d) {
   if (d != Device::cuda) return nullptr;
-  static HostTwinBackend* twin = new HostTwinBackend();  // never destroyed, as the real one
-  return twin;
+  return &the_twin();
 }
+
+int64_t host_twin_allocations() { return the_twin().allocations.load(); }
 
 }  // namespace dl

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "../cuda/train_step.h"
+#include "autograd/conv.h"
 #include "logic_util.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
@@ -169,6 +170,39 @@ TEST(DevicePaths, CausalConvAndItsAdjoint) {
   EXPECT_TRUE(all_close(back(db.grad()), vb.grad(), agree(DType::f32), "d b"));
 }
 
+// conv1d on a device (tensor/conv.cpp: the depthwise convolution composed of device ops): forward and every
+// gradient against the CPU kernel, for the shapes the conv layers use - causal and centred padding, dilation, a
+// channel multiplier (Cout = 2 Cin), with and without bias, the input a transposed view - in f32 and f64; shapes with
+// no device branch (Cin/groups > 1, stride > 1) are refused by name.
+TEST(DevicePaths, DepthwiseConv1dAndItsGradients) {
+  Generator g(38);
+  struct Case {
+    int64_t cout, k, pl, pr, d;
+    bool bias;
+  };
+  for (DType dt : {DType::f32, DType::f64})
+    for (Case c : {Case{6, 3, 4, 0, 2, true}, Case{6, 5, 2, 2, 1, false}, Case{12, 3, 1, 1, 1, true}, Case{6, 1, 0, 0, 1, true}}) {
+      const std::string what = "conv1d Cout " + std::to_string(c.cout) + " K " + std::to_string(c.k) + " d " +
+                               std::to_string(c.d) + " " + dtype_name(dt);
+      Conv1dParams p;
+      p.pad_left = c.pl, p.pad_right = c.pr, p.dilation = c.d, p.groups = 6;
+      Tensor x = randn({2, 9, 6}, g).to(dt), w = randn({c.cout, 1, c.k}, g).to(dt), b = randn({c.cout}, g).to(dt);
+      Var xc(x, true), wc(w, true), bc(b, true), xd(on_dev(x), true), wd(on_dev(w), true), bd(on_dev(b), true);
+      Var yc = conv1d(transpose(xc, 1, 2), wc, c.bias ? bc : Var(), p);
+      Var yd = conv1d(transpose(xd, 1, 2), wd, c.bias ? bd : Var(), p);
+      EXPECT_TRUE(all_close(back(yd.data()), yc.data(), agree(dt), what));
+      Tensor dy = randn(yc.shape(), g).to(dt);
+      yc.backward(dy);
+      yd.backward(on_dev(dy));
+      EXPECT_TRUE(all_close(back(xd.grad()), xc.grad(), agree(dt), what + " dx"));
+      EXPECT_TRUE(all_close(back(wd.grad()), wc.grad(), agree(dt), what + " dw"));
+      if (c.bias) EXPECT_TRUE(all_close(back(bd.grad()), bc.grad(), agree(dt), what + " db"));
+    }
+  Conv1dParams dense;  // groups 1 with 6 input channels: no device branch
+  const std::string err = test::error_of([&] { conv1d(on_dev(randn({2, 6, 9}, g)), on_dev(randn({4, 6, 3}, g)), Tensor(), dense); });
+  EXPECT_NE(err.find("conv1d: on cuda only the depthwise convolution with stride 1"), std::string::npos) << err;
+}
+
 void expect_step_agrees(const std::string& layer) {
   test::StepResult cpu = test::train_one_step(layer, Device::cpu), dev = test::train_one_step(layer, kDev);
   EXPECT_NEAR(dev.loss, cpu.loss, 1e-5 * (1 + std::abs(cpu.loss))) << layer << ": loss";
@@ -180,6 +214,9 @@ void expect_step_agrees(const std::string& layer) {
 TEST(DevicePaths, TransformerTrainingStepEqualsCpu) { expect_step_agrees("attention"); }
 TEST(DevicePaths, S4DTrainingStepEqualsCpu) { expect_step_agrees("s4d"); }
 TEST(DevicePaths, LstmTrainingStepEqualsCpu) { expect_step_agrees("lstm"); }
+TEST(DevicePaths, ConvolutionTrainingStepsEqualCpu) {  // pretrained_convs' mixers: conv1d and the dynamic conv's sum
+  for (const char* layer : {"lightconv", "dynamicconv", "dilatedconv"}) expect_step_agrees(layer);
+}
 
 }  // namespace
 }  // namespace dl

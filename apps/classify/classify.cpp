@@ -1,0 +1,170 @@
+// apps/classify/classify.cpp - the smallest app on the harness (apps/common): any registry layer as the mixer of a small encoder,
+// trained from scratch on any token-sequence classification task of the task registry. Axes: task x layer.
+//   classify run  [--preset tiny] [--tasks listops] [--layers s4d,attention] [--seeds 0,1,2] [--set lr=3e-3] [--resume]
+//   classify cell --task listops --layer lstm [--set data_path=<the task's official files, e.g. LRA's listops folder>]
+// Model: Embedding -> `layers` x nn::ResidualBlock(the layer; a feed-forward where it wants one) -> LayerNorm ->
+// masked mean pool -> Linear. What the app writes: apps/common/results.h; what the harness does: experiment.h.
+#include "apps/classify/classify.h"
+
+#include "apps/common/stats.h"
+#include "nn/registry.h"
+#include "nn/residual_block.h"
+#include "optim/adam.h"
+#include "optim/param_groups.h"
+#include "tasks/registry.h"
+
+using namespace dl;
+namespace harness = dl::harness;
+
+namespace classify {
+
+struct Config {
+  std::string task = "listops", layer = "s4d", data_path;  // data_path: the task's official files (tasks/registry.h)
+  int seq_len = 128, train_size = 2000, val_size = 256, test_size = 512;
+  int d_model = 64, layers = 2, batch = 32, steps = 300, warmup = 30, eval_every = 100, seed = 0;
+  double lr = 2e-3, ssm_lr = 1e-3, weight_decay = 0.01, dropout = 0.0, clip = 1.0;
+  template <class C, class F> static void fields(C& c, F&& f) {
+    f("task", c.task), f("layer", c.layer), f("seq_len", c.seq_len), f("train_size", c.train_size), f("val_size", c.val_size);
+    f("test_size", c.test_size), f("d_model", c.d_model), f("layers", c.layers), f("batch", c.batch), f("steps", c.steps);
+    f("warmup", c.warmup), f("eval_every", c.eval_every), f("seed", c.seed), f("lr", c.lr), f("ssm_lr", c.ssm_lr);
+    f("weight_decay", c.weight_decay), f("dropout", c.dropout), f("clip", c.clip), f("data_path", c.data_path);
+  }
+};
+
+struct Encoder : nn::Module {
+  Encoder(const Config& c, const tasks::Dataset& d, Generator& g) {
+    embed = register_module("embed", std::make_shared<nn::Embedding>(d.vocab_size, c.d_model, g));
+    blocks = register_module("blocks", std::make_shared<nn::ModuleList<nn::ResidualBlock>>());
+    const nn::LayerEntry& e = nn::find_layer(c.layer);
+    nn::BackboneOptions shared{c.dropout, /*causal=*/false, d.max_len};
+    for (int i = 0; i < c.layers; i++) {
+      auto mixer = e.make(c.d_model, nn::backbone_config(e, shared), g);
+      blocks->push_back(std::make_shared<nn::ResidualBlock>(
+          mixer, c.d_model, nn::ResidualBlockOptions{"layer", true, c.dropout, 2 * c.d_model}, g));
+    }
+    norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.d_model));
+    head = register_module("head", std::make_shared<nn::Linear>(c.d_model, d.num_classes, g));
+  }
+  std::string type_name() const override { return "Encoder"; }
+  Var forward(const tasks::Batch& b) {  // (B, classes)
+    const int64_t B = b.batch_size, T = b.seq_len;
+    Tensor tok = Tensor::empty({B, T}, DType::i64), mask = Tensor::empty({B, T});
+    for (int64_t i = 0; i < B * T; i++) tok.data<int64_t>()[i] = b.tokens[i], mask.data<float>()[i] = b.mask[i];
+    // built on the host; on a device run (--device cuda) the pooling's mask follows the model there (the layers take the
+    // host mask, as attention reads it on the host; the token ids are moved by the embedding, the labels by cross_entropy)
+    const Tensor pool_mask = mask.to(head->weight.data().device());
+    Var x = embed->forward(tok);  // (B, T, D)
+    for (auto& blk : blocks->items()) x = blk->forward(x, mask);
+    Var m(pool_mask.unsqueeze(2));  // masked mean over T: (B, D)
+    return head->forward(div(sum(mul(norm->forward(x), m), {1}), Var(sum(pool_mask, {1}, true))));
+  }
+  std::shared_ptr<nn::Embedding> embed;
+  std::shared_ptr<nn::ModuleList<nn::ResidualBlock>> blocks;
+  std::shared_ptr<nn::LayerNorm> norm;
+  std::shared_ptr<nn::Linear> head;
+};
+
+static Tensor labels(const tasks::Batch& b) {
+  Tensor y = Tensor::empty({b.batch_size}, DType::i64);
+  for (int i = 0; i < b.batch_size; i++) y.data<int64_t>()[i] = b.labels[i];
+  return y;
+}
+
+// Accuracy on a split; its batches are checked against the model's limits first (the Encoder is built from the
+// training split: a longer sequence, an id or a label another split has beyond it is named, not read).
+static double accuracy(Encoder& m, const tasks::Dataset& d, harness::BatchLimits limits, int batch, const std::string& label) {
+  NoGradGuard ng;
+  m.eval();
+  limits.split = d.name;
+  tasks::Batcher bt(d, {batch, 0, /*shuffle=*/false});
+  int64_t correct = 0;
+  for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
+    tasks::Batch b = bt.next();
+    harness::check_batch(b, limits, label + " evaluation batch " + std::to_string(i));
+    Tensor pred = argmax(m.forward(b), 1).to(Device::cpu);  // counted on the host
+    for (int j = 0; j < b.batch_size; j++) correct += pred.data<int64_t>()[j] == b.labels[j];
+  }
+  m.train();
+  return (double)correct / d.examples.size();
+}
+
+harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
+  Config c;
+  harness::apply_config(c, cell.config, cell.label());
+  tasks::TaskData data = tasks::make_task(c.task, {c.seq_len, c.train_size, c.val_size, c.test_size, (uint64_t)c.seed, c.data_path});
+  if (data.train.feature_dim > 0 || !data.train.examples.at(0).tokens2.empty() || data.train.num_classes < 2)
+    throw harness::ConfigError(c.task + ": classify takes single token sequences with labels (lra_benchmark takes the rest)");
+  Generator g((uint64_t)c.seed);
+  Encoder m(c, data.train, g);
+  optim::GroupingOptions go;  // the layers' own parameter group (SSM A, B, dt), no decay for norms and biases
+  go.lr = c.lr, go.weight_decay = c.weight_decay, go.no_decay_norm_bias_embed = true;
+  go.rules = {optim::s4_rule(c.ssm_lr, nn::own_lr_parameter_names(m))};
+  optim::AdamW opt(optim::make_param_groups(m, go), {});
+  tasks::Batcher batches(data.train, {c.batch, (uint64_t)c.seed, /*shuffle=*/true, /*drop_last=*/true});
+  harness::PhaseParts parts;
+  parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  // the Encoder is built from the training split: Embedding(vocab_size) rows, num_classes outputs, mixers of max_len
+  parts.limits = harness::limits_of(data.train);
+  optim::ScheduleConfig sc;
+  sc.kind = "warmup_cosine", sc.warmup = c.warmup, sc.total = c.steps;
+  parts.schedule = optim::make_schedule(sc);
+  parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return cross_entropy(m.forward(b), labels(b)); };
+  parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, data.val, parts.limits, c.batch, ctx.label)}; };
+  harness::CellResult r;
+  harness::PhaseResult pr = harness::run_phase({"train", c.steps, 1, c.clip, c.eval_every, c.eval_every}, parts, ctx, r.curve);
+  r.metrics = {{"val_acc", accuracy(m, data.val, parts.limits, c.batch, ctx.label)},
+               {"test_acc", accuracy(m, data.test, parts.limits, c.batch, ctx.label)}};
+  r.test_examples = (int64_t)data.test.examples.size(), r.params = m.num_parameters();
+  r.extra["val_examples"] = data.val.examples.size();
+  r.steps_per_s = pr.seconds > 0 ? pr.steps_run / pr.seconds : 0;
+  return r;
+}
+
+harness::Table report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
+  harness::Table t{"classify (preset " + p.name + ")",
+                   {"task", "layer", "seeds", "val acc", "test acc", "params", "steps/s"},
+                   {false, false, true, true, true, true, true},
+                   {},
+                   {"Accuracies in %, mean ± standard error over seeds (one seed: binomial)."}};
+  harness::Plot bars;  // test accuracy per task/layer
+  bars.title = "classify: test accuracy (mean ± standard error over seeds)", bars.ylabel = "test accuracy (%)";
+  bars.series = {harness::Series{"test", {}, {}, {}}};
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<const harness::CellResult*>> by_key;
+  for (auto& r : rs) by_key[r.cell.key()].push_back(&r);
+  for (auto& [key, seeds] : by_key) {
+    std::vector<double> val, test;
+    for (auto* r : seeds) val.push_back(r->metric("val_acc")), test.push_back(r->metric("test_acc"));
+    const harness::CellResult& f = *seeds.front();
+    t.rows.push_back({f.cell.value("task"), f.cell.value("layer"), std::to_string(seeds.size()),
+                      harness::format_mean_se(harness::accuracy_mean_se(val, f.extra.value("val_examples", 0))),
+                      harness::format_mean_se(harness::accuracy_mean_se(test, f.test_examples)), std::to_string(f.params),
+                      std::to_string((int)f.steps_per_s)});
+    bars.series[0].y.push_back(100 * harness::mean_se(test).mean), bars.series[0].err.push_back(100 * harness::mean_se(test).se);
+    names.push_back(key);
+  }
+  harness::plot_bars(bars, names, out + "/plots/test_accuracy");
+  return t;
+}
+
+harness::Experiment experiment() {
+  harness::Experiment e;
+  e.name = "classify";
+  e.description = "any registry layer, trained from scratch on a token classification task";
+  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/classify/presets";
+  std::vector<std::string> tasks, layers;
+  for (auto& t : tasks::task_registry()) tasks.push_back(t.name);
+  for (auto& l : nn::layer_registry()) layers.push_back(l.name);
+  e.axes = {{{"task", tasks}, "", "a classification task"}, {{"layer", layers}, "", "a registry layer"}};
+  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    Config c = harness::resolve<Config>(p, v, sets);
+    c.task = v[0], c.layer = v[1];
+    return harness::config_to_json(c);
+  };
+  e.run_cell = run_cell;
+  e.report = report;
+  return e;
+}
+
+}  // namespace classify
+
