@@ -70,10 +70,10 @@ static harness::PhaseResult train(bool pretrain, LraModel& m, Generator& dropout
     };
     parts.eval = [&] { return harness::EvalPoint{pretrain_val_loss(m, data.val, c, c.eval_batches, *ctx.comm), -1}; };
   } else {
-    parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return classification_loss(m, b); };
-    parts.eval = [&] {
+    parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return finetune_loss(m, b); };
+    parts.eval = [&] {  // a regression task logs its loss on the standardised target and no accuracy
       SplitEval e = evaluate_split(m, data.val, c.batch, c.eval_batches, *ctx.comm);
-      return harness::EvalPoint{e.loss, e.accuracy};
+      return harness::EvalPoint{e.loss, m.shape.regression ? -1 : e.accuracy};
     };
   }
   return harness::run_phase(spec, parts, ctx, curve);
@@ -83,6 +83,9 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   const CellConfig c = CellConfig::from_json(cell.config, cell.label() + " config");
   const tasks::TaskData& data = task_data(c);
   const TaskShape shape = shape_of(data);
+  if (shape.regression ? c.loss == "ce" : (c.loss == "mse" || c.loss == "l1"))
+    throw ConfigError(c.key() + ": loss '" + c.loss + "' does not fit a " + (shape.regression ? "regression" : "classification") +
+                      " task (" + (shape.regression ? "mse or l1" : "ce") + ", or \"\" for the task's own)");
   const bool spt = c.regime != "scratch", causal = c.regime == "spt-causal";
   harness::CellResult res;
   std::vector<harness::CurvePoint> curve_pre, curve_ft;
@@ -133,12 +136,21 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   // 3. final evaluation on the whole validation split and the test split
   SplitEval val = evaluate_split(m, data.val, c.batch, 0, *ctx.comm),
             test = evaluate_split(m, data.test, c.batch, c.test_batches, *ctx.comm);
-  res.metrics["val_acc"] = val.accuracy;
-  res.metrics["test_acc"] = test.accuracy;
   res.test_examples = test.examples;
-  double best = 0;
-  for (auto& p : curve_ft) best = std::max(best, p.accuracy);
-  res.metrics["best_val_acc"] = best;
+  if (shape.regression) {  // errors in the target's units; the curve's best (lowest) fine-tuning loss, standardised
+    res.metrics["val_rmse"] = val.rmse, res.metrics["val_mae"] = val.mae;
+    res.metrics["test_rmse"] = test.rmse, res.metrics["test_mae"] = test.mae;
+    double best = -1;
+    for (auto& p : curve_ft)
+      if (p.phase == "finetune" && (best < 0 || p.val_loss < best)) best = p.val_loss;
+    res.metrics["best_val_loss"] = best;
+  } else {
+    res.metrics["val_acc"] = val.accuracy;
+    res.metrics["test_acc"] = test.accuracy;
+    double best = 0;
+    for (auto& p : curve_ft) best = std::max(best, p.accuracy);
+    res.metrics["best_val_acc"] = best;
+  }
   res.curve = curve_pre;
   res.curve.insert(res.curve.end(), curve_ft.begin(), curve_ft.end());
   res.extra = {{"steps", c.steps},
@@ -151,7 +163,10 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
     m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
     write_learned_kernels(m, ctx.dir, m.shape.max_len, kernels);
   }
-  if (!ctx.quiet) std::cerr << ctx.label << " val " << 100 * val.accuracy << "%  test " << 100 * test.accuracy << "%\n";
+  if (!ctx.quiet && shape.regression)
+    std::cerr << ctx.label << " val RMSE " << val.rmse << "  test RMSE " << test.rmse << " (MAE " << test.mae << ")\n";
+  else if (!ctx.quiet)
+    std::cerr << ctx.label << " val " << 100 * val.accuracy << "%  test " << 100 * test.accuracy << "%\n";
   return res;
 }
 
@@ -162,7 +177,8 @@ double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, c
   m.load(model_path);
   const tasks::Dataset* d = split == "test" ? &data.test : split == "val" ? &data.val : split == "train" ? &data.train : nullptr;
   if (!d) throw ConfigError("unknown split '" + split + "' (train, val, test)");
-  return evaluate_split(m, *d, c.batch, 0).accuracy;
+  SplitEval e = evaluate_split(m, *d, c.batch, 0);
+  return m.shape.regression ? e.rmse : e.accuracy;
 }
 
 }  // namespace lra

@@ -6,7 +6,8 @@
 //                then drop the pretraining head, load the backbone into a fresh model (an explicit partial
 //                load: head.* may be missing) and fine-tune as scratch does.
 // Each phase is a harness phase (apps/common/phase.h) checkpointing to <cell>/<phase>/ every checkpoint_every
-// steps, so a killed run resumes from its last checkpoint and continues exactly. Results: val and test accuracy
+// steps, so a killed run resumes from its last checkpoint and continues exactly. A regression task (model.h) fine-tunes
+// with MSE or L1 on the standardised target and reports val/test RMSE and MAE instead of accuracy. Results: val and test accuracy
 // (the whole validation split; test_batches > 0 limits the test split), the best validation accuracy seen during
 // fine-tuning, the last pretraining validation loss; <cell>/model.safetensors (with its config) and, for layers
 // with a learned kernel, the kernels of the first block (kernels.h).
@@ -23,7 +24,8 @@ namespace lra {
 
 dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
 
-// Evaluate a saved model (the fine-tuned model.safetensors of a cell) on a split: returns accuracy.
+// Evaluate a saved model (the fine-tuned model.safetensors of a cell) on a split: returns accuracy, or for a regression
+// task the RMSE in the target's units.
 double evaluate_checkpoint(const CellConfig& c, const std::string& model_path, const std::string& split);
 
 // A phase's optimizer: AdamW at lr; the parameters the layers ask for (SSM A, B, dt) get ssm_lr and no weight

@@ -61,6 +61,7 @@ void CellConfig::validate() const {
     throw ConfigError(key() + ": field 'mask_prob' must be in (0, 1), found " + std::to_string(mask_prob));
   one_of("schedule", schedule, {"constant", "linear", "cosine"});
   one_of("pool", pool, {"mean", "last"});
+  one_of("loss", loss, {"", "ce", "mse", "l1"});
   one_of("pos", pos, {"rotary", "sinusoidal", "learned", "none"});
   one_of("norm", norm, {"layer", "batch"});
   if (!layer_cfg.empty()) {

@@ -39,6 +39,8 @@ struct CellConfig {
   std::string pos = "rotary";  // transformer positions: "rotary", "sinusoidal", "learned", "none"
   int window = 0;              // > 0: local attention window (Path-X)
   std::string pool = "mean";   // "mean" or "last"
+  std::string loss;            // fine-tuning loss: "" = the task's own (cross-entropy for classes, "mse" for a
+                               // regression task), "ce", or for a regression task "mse" | "l1" (on the standardised target)
   // fine-tuning (or training from scratch)
   int batch = 32, steps = 300, warmup = 30, eval_every = 100, eval_batches = 16, test_batches = 0;
   double lr = 1e-3, ssm_lr = 1e-3, weight_decay = 0.05, clip = 1.0;
@@ -57,7 +59,7 @@ struct CellConfig {
     f("data_path", c.data_path);
     f("d_model", c.d_model), f("layers", c.layers), f("heads", c.heads), f("ffn_mult", c.ffn_mult), f("d_state", c.d_state);
     f("dropout", c.dropout), f("norm", c.norm), f("prenorm", c.prenorm), f("pos", c.pos), f("window", c.window),
-        f("pool", c.pool);
+        f("pool", c.pool), f("loss", c.loss);
     f("batch", c.batch), f("steps", c.steps), f("warmup", c.warmup), f("eval_every", c.eval_every);
     f("eval_batches", c.eval_batches), f("test_batches", c.test_batches);
     f("lr", c.lr), f("ssm_lr", c.ssm_lr), f("weight_decay", c.weight_decay), f("clip", c.clip), f("schedule", c.schedule);

@@ -2,6 +2,7 @@
 #include "data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,7 +72,20 @@ TaskShape shape_of(const tasks::TaskData& d) {
     for (auto& e : ds->examples)
       longest = std::max({longest, tasks::example_length(e, ds->feature_dim), (int64_t)e.tokens2.size()});
   s.max_len = (int)longest;
-  if (s.classes <= 0) throw tasks::DataError(d.train.name + ": not a classification task (num_classes = 0)");
+  if (s.classes <= 0) {
+    bool scalar_targets = !s.two_tower;
+    for (auto* ds : {&d.train, &d.val, &d.test})
+      for (auto& e : ds->examples) scalar_targets = scalar_targets && e.target_features.size() == 1 && e.label < 0;
+    if (!scalar_targets)
+      throw tasks::DataError(d.train.name + ": neither a classification task (num_classes = 0) nor a regression task (one target "
+                             "per example)");
+    double sum = 0, sq = 0, n = (double)d.train.examples.size();
+    for (auto& e : d.train.examples) sum += e.target_features[0];
+    s.target_mean = sum / n;
+    for (auto& e : d.train.examples) sq += (e.target_features[0] - s.target_mean) * (e.target_features[0] - s.target_mean);
+    s.target_scale = n > 1 && sq > 0 ? std::sqrt(sq / (n - 1)) : 1.0;
+    s.regression = true, s.classes = 1;
+  }
   return s;
 }
 
@@ -106,6 +120,27 @@ Var classification_loss(LraModel& m, const tasks::Batch& b) {
   Inputs a = to_inputs(b), a2;
   if (m.shape.two_tower) a2 = to_inputs(b, true);
   return cross_entropy(m.classify(a, m.shape.two_tower ? &a2 : nullptr), labels_of(b));
+}
+
+// The batch's targets standardised with the training split's statistics: (B, 1) on the model's device.
+static Tensor standardised_targets(const LraModel& m, const tasks::Batch& b) {
+  Tensor y = Tensor::empty({b.batch_size, 1});
+  for (int i = 0; i < b.batch_size; i++)
+    y.data<float>()[i] = (float)((b.target_features[(size_t)i * b.target_dim] - m.shape.target_mean) / m.shape.target_scale);
+  return y;
+}
+
+// MSE or L1 (m.cfg.loss) of predictions (B, 1) against the batch's standardised targets.
+static Var regression_loss_of(const LraModel& m, const Var& pred, const tasks::Batch& b) {
+  if (b.target_dim != 1) fail("regression_loss: a batch of " + std::to_string(b.target_dim) + " targets per example, expected 1");
+  Var y(standardised_targets(m, b).to(pred.data().device()));
+  return m.cfg.loss == "l1" ? l1_loss(pred, y) : mse_loss(pred, y);
+}
+
+Var regression_loss(LraModel& m, const tasks::Batch& b) { return regression_loss_of(m, m.classify(to_inputs(b)), b); }
+
+Var finetune_loss(LraModel& m, const tasks::Batch& b) {
+  return m.shape.regression ? regression_loss(m, b) : classification_loss(m, b);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,7 +227,7 @@ static tasks::Batcher in_order(const tasks::Dataset& d, int batch) {
 harness::BatchLimits batch_limits(bool pretrain, const LraModel& m, const tasks::Dataset& d) {
   harness::BatchLimits l;
   l.vocab = m.shape.vocab > 0 ? m.shape.vocab + (pretrain ? 0 : 1) : 0;
-  l.classes = pretrain ? 0 : m.shape.classes, l.positions = m.shape.max_len, l.split = d.name;
+  l.classes = pretrain || m.shape.regression ? 0 : m.shape.classes, l.positions = m.shape.max_len, l.split = d.name;
   return l;
 }
 
@@ -203,11 +238,22 @@ SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int ma
   int64_t nb = bt.batches_per_epoch();
   if (max_batches > 0) nb = std::min<int64_t>(nb, max_batches);
   const harness::BatchLimits limits = batch_limits(false, m, d);
-  double sums[3] = {0, 0, 0};  // correct, loss x examples, examples
+  double sums[4] = {0, 0, 0, 0};  // correct, loss x examples, examples (and a regression task's absolute error)
   for (int64_t i = 0; i < nb; i++) {
     tasks::Batch b = bt.next();
     if (i % comm.size() != comm.rank()) continue;  // another rank's batch
     harness::check_batch(b, limits, "evaluation batch " + std::to_string(i));
+    if (m.shape.regression) {  // sums: squared error, loss x examples, examples, absolute error (target's units)
+      Var pred = m.classify(to_inputs(b));
+      Tensor p = pred.data().to(Device::cpu).contiguous();
+      for (int j = 0; j < b.batch_size; j++) {
+        double err = (p.data<float>()[j] * m.shape.target_scale + m.shape.target_mean) - b.target_features[(size_t)j * b.target_dim];
+        sums[0] += err * err, sums[3] += std::abs(err);
+      }
+      sums[1] += regression_loss_of(m, pred, b).item() * b.batch_size;
+      sums[2] += b.batch_size;
+      continue;
+    }
     Inputs a = to_inputs(b), c2;
     if (m.shape.two_tower) c2 = to_inputs(b, true);
     Var logits = m.classify(a, m.shape.two_tower ? &c2 : nullptr);  // (B, classes)
@@ -216,11 +262,12 @@ SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int ma
     sums[1] += cross_entropy(logits, labels_of(b)).item() * b.batch_size;
     sums[2] += b.batch_size;
   }
-  comm.allreduce_sum(sums, 3);
+  comm.allreduce_sum(sums, 4);
   m.train();
   SplitEval r;
   r.examples = (int64_t)sums[2];
-  if (r.examples) r.accuracy = sums[0] / sums[2], r.loss = sums[1] / sums[2];
+  if (r.examples && m.shape.regression) r.rmse = std::sqrt(sums[0] / sums[2]), r.mae = sums[3] / sums[2], r.loss = sums[1] / sums[2];
+  else if (r.examples) r.accuracy = sums[0] / sums[2], r.loss = sums[1] / sums[2];
   return r;
 }
 

@@ -25,7 +25,8 @@ namespace lra {
 const dl::tasks::TaskData& task_data(const CellConfig& c);
 
 // The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of
-// any split (the positions table's size).
+// any split (the positions table's size). A task without classes whose examples carry one target each is a regression
+// task: classes 1, and the training split's target mean and standard deviation standardise the target.
 TaskShape shape_of(const dl::tasks::TaskData& d);
 
 // Batch -> tensors. `second` picks tokens2 (the other tower of a retrieval pair). Continuous inputs get the
@@ -35,6 +36,10 @@ dl::Tensor labels_of(const dl::tasks::Batch& b);
 
 // The fine-tuning loss of a batch: cross-entropy of classify() with the labels.
 dl::Var classification_loss(LraModel& m, const dl::tasks::Batch& b);
+// A regression task's: MSE (or L1, m.cfg.loss) of the head's output against the standardised targets.
+dl::Var regression_loss(LraModel& m, const dl::tasks::Batch& b);
+// The one a cell fine-tunes with: regression_loss for a regression task, else classification_loss.
+dl::Var finetune_loss(LraModel& m, const dl::tasks::Batch& b);
 // The self-pretraining loss of a batch (both towers averaged for retrieval); rng draws the corruption.
 dl::Var pretrain_loss(LraModel& m, const dl::tasks::Batch& b, const CellConfig& c, int pad_id, std::mt19937_64& rng);
 
@@ -47,9 +52,10 @@ dl::harness::BatchLimits batch_limits(bool pretrain, const LraModel& m, const dl
 
 struct SplitEval {
   double accuracy = 0, loss = 0;
+  double rmse = 0, mae = 0;  // a regression task: root mean squared and mean absolute error, in the target's units
   int64_t examples = 0;
 };
-// Accuracy and mean cross-entropy over a split (all of it, or its first max_batches batches in dataset order).
+// Accuracy and mean cross-entropy over a split (a regression task: RMSE, MAE and the fine-tuning loss; accuracy 0) (all of it, or its first max_batches batches in dataset order).
 // With several ranks each evaluates every size-th batch and the sums are all-reduced: every rank gets the result.
 // Each batch is checked against batch_limits(false, m, d) first: a bad example of the split is named, not read.
 SplitEval evaluate_split(LraModel& m, const dl::tasks::Dataset& d, int batch, int max_batches,

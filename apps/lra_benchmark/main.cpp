@@ -16,6 +16,7 @@
 #include "app.h"
 #include "cell.h"
 #include "config.h"
+#include "data.h"
 #include "data_scale.h"
 #include "speed.h"
 #include "tensor/safetensors.h"
@@ -30,7 +31,9 @@ static void eval_cell(const std::string& cell_path, const std::string& split) {
   auto it = f.metadata.find("dl.config");
   if (it == f.metadata.end()) throw ConfigError(path + ": no dl.config metadata (not written by lra_benchmark)");
   CellConfig c = CellConfig::from_json(json::parse(it->second), path + " metadata");
-  std::cout << c.key() << " " << split << " accuracy " << 100 * evaluate_checkpoint(c, path, split) << "%\n";
+  const double v = evaluate_checkpoint(c, path, split);
+  if (shape_of(task_data(c)).regression) std::cout << c.key() << " " << split << " RMSE " << v << "\n";
+  else std::cout << c.key() << " " << split << " accuracy " << 100 * v << "%\n";
 }
 
 int main(int argc, char** argv) {

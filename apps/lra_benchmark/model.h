@@ -12,6 +12,7 @@
 //            their own GLU projection, as in the S4 repo's LRA models)
 //   final    norm
 //   heads    classify: masked mean pool (or last real position) -> Linear(D, classes)
+//            regress (a regression task, TaskShape::regression): the same pool -> Linear(D, 1), the standardised target
 //            retrieval (two sequences, one shared encoder): [a, b, a*b, a-b] -> Linear(4D, D) -> GELU -> Linear(D, classes)
 //            pretrain: Linear(D, vocab) for token objectives, Linear(D, F) for continuous (L1) objectives
 // Causal self-pretraining makes the mixers causal (attention with a causal mask, S4/DLR unidirectional) for
@@ -36,6 +37,10 @@ struct TaskShape {
   int classes = 0;
   int max_len = 0;
   bool two_tower = false;  // retrieval
+  // A regression task (tasks/regression.h: num_classes 0, one target per example): classes = 1, and the head predicts
+  // (target - target_mean) / target_scale, the training split's mean and standard deviation.
+  bool regression = false;
+  double target_mean = 0, target_scale = 1;
 };
 
 struct Inputs {
@@ -51,6 +56,7 @@ class LraModel : public dl::nn::Module {
 
   Var encode(const Inputs& in);                                                      // (B, L, D) after the final norm
   Var classify(const Inputs& a, const Inputs* b = nullptr);                          // (B, classes); b for two-tower tasks
+                                                                                     // (a regression task: (B, 1), standardised)
   Var pretrain_logits(const Var& h);                                                 // (B, L, vocab) or (B, L, F)
   static Var pool(const Var& h, const Tensor& mask, const std::string& how);         // (B, D)
   int64_t pretrain_head_params() const { return pretrain_head_->num_parameters(); }  // not part of the fine-tuned model

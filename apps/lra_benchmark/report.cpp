@@ -26,6 +26,7 @@ struct Group {
     for (auto* r : seeds) v.push_back(r->metric(name));
     return v;
   }
+  bool regression() const { return seeds.front()->metrics.count("test_rmse") > 0; }  // cell.cpp's regression metrics
   std::vector<int> seed_ids() const {
     std::vector<int> s;
     for (auto* r : seeds) s.push_back(r->cell.seed);
@@ -122,12 +123,64 @@ void write_plots(const std::string& out, const std::vector<Group>& groups) {
 
 }  // namespace
 
+namespace {
+
+// A regression metric over seeds: "mean ± se", or with one seed (no error known) "mean (1 seed)".
+std::string format_regression(const harness::MeanSE& m, bool sign = false) {
+  if (m.n == 1) return (sign && m.mean >= 0 ? "+" : "") + fixed(m.mean, 2) + " (1 seed)";
+  return harness::format_mean_se(m, 1, 2, sign);
+}
+
+// Scratch RMSE minus g's on the seeds both ran (positive: g's error is lower), with the standard error of the
+// per-seed differences.
+harness::MeanSE rmse_gain(const Group& g, const Group& scratch) {
+  std::vector<double> d;
+  for (auto* r : g.seeds)
+    for (auto* s : scratch.seeds)
+      if (s->cell.seed == r->cell.seed) d.push_back(s->metric("test_rmse") - r->metric("test_rmse"));
+  return harness::mean_se(d);
+}
+
+// Fine-tuning validation loss of a regression task per evaluation step (standardised target), mean over seeds.
+void write_regression_plots(const std::string& out, const std::vector<Group>& groups) {
+  const std::string dir = out + "/plots";
+  std::filesystem::create_directories(dir);
+  std::map<std::string, harness::Plot> per_task;
+  for (auto& g : groups) {
+    harness::Plot& p = per_task[g.task];
+    p.title = g.task + ": validation loss while fine-tuning (standardised target), scratch vs. self-pretrained";
+    p.xlabel = "fine-tuning step", p.ylabel = "validation loss";
+    std::map<int, std::vector<double>> at;
+    for (auto* r : g.seeds)
+      for (auto& c : r->curve)
+        if (c.phase == "finetune" && std::isfinite(c.val_loss)) at[c.step].push_back(c.val_loss);
+    harness::Series s;
+    s.title = g.model + " " + g.regime;
+    for (auto& [step, v] : at) {
+      harness::MeanSE m = harness::mean_se(v);
+      s.x.push_back(step), s.y.push_back(m.mean);
+      if (g.seeds.size() > 1) s.err.push_back(m.se);
+    }
+    p.series.push_back(s);
+  }
+  for (auto& [task, p] : per_task) harness::plot_lines(p, dir + "/" + task);
+}
+
+}  // namespace
+
 harness::Table lra_report(const std::string& out, const harness::Preset& p, const std::vector<CellResult>& rs) {
-  std::vector<Group> groups = group(rs);
+  // classification groups (accuracy) and regression groups (RMSE/MAE): the notes below compare accuracies only
+  std::vector<Group> groups, reg;
+  for (auto& g : group(rs)) (g.regression() ? reg : groups).push_back(g);
+  const bool with_reg = !reg.empty();
   harness::Table t;
   t.title = "LRA: scratch vs. self-pretraining (preset " + p.name + ")";
   t.columns = {"task", "model", "regime", "seeds", "val acc", "test acc", "SPT gain (test)", "params", "wall s", "steps/s"};
   t.right = {false, false, false, true, true, true, true, true, true, true};
+  if (with_reg) {  // a metric column, and the test MAE of the regression rows
+    t.columns = {"task", "model", "regime", "seeds", "metric", "val", "test", "test MAE", "SPT gain (test)", "params", "wall s", "steps/s"};
+    t.right = {false, false, false, true, false, true, true, true, true, true, true, true};
+  }
   std::vector<std::string> beyond, within;  // SPT gains beyond / within two standard errors
   for (auto& g : groups) {
     const CellResult& first = *g.seeds.front();
@@ -146,11 +199,34 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
     for (auto* r : g.seeds) wall += r->wall_s / g.seeds.size(), rate += r->steps_per_s / g.seeds.size();
     t.rows.push_back({g.task, g.model, g.regime, std::to_string(g.seeds.size()), harness::format_mean_se(val),
                       harness::format_mean_se(test), gain, std::to_string(first.params), fixed(wall, 0), fixed(rate, 1)});
+    if (with_reg) t.rows.back().insert(t.rows.back().begin() + 4, "acc %"), t.rows.back().insert(t.rows.back().begin() + 7, "-");
   }
-  t.notes.push_back("Accuracies in %, mean ± standard error over the seeds; with one seed, ± is the binomial standard error "
+  for (auto& g : reg) {
+    std::string gain = "-";
+    if (g.regime != "scratch")
+      for (auto& s : reg)
+        if (s.task == g.task && s.model == g.model && s.regime == "scratch") {
+          harness::MeanSE d = rmse_gain(g, s);
+          gain = format_regression(d, true);
+          (harness::beyond_two_se(d) != 0 ? beyond : within).push_back(g.task + "/" + g.model + " " + g.regime + " " + gain + " RMSE");
+        }
+    double wall = 0, rate = 0;
+    for (auto* r : g.seeds) wall += r->wall_s / g.seeds.size(), rate += r->steps_per_s / g.seeds.size();
+    t.rows.push_back({g.task, g.model, g.regime, std::to_string(g.seeds.size()), "RMSE",
+                      format_regression(harness::mean_se(g.metric("val_rmse"))), format_regression(harness::mean_se(g.metric("test_rmse"))),
+                      format_regression(harness::mean_se(g.metric("test_mae"))), gain, std::to_string(g.seeds.front()->params),
+                      fixed(wall, 0), fixed(rate, 1)});
+  }
+  if (!groups.empty())
+    t.notes.push_back("Accuracies in %, mean ± standard error over the seeds; with one seed, ± is the binomial standard error "
                     "of the split (sqrt(p(1-p)/n)). SPT gain: test accuracy minus the same task/model trained from scratch, "
                     "paired by seed (same data and initialisation); with one seed, the two binomial errors combined. "
                     "Wall time and steps/s: means over seeds.");
+  if (with_reg)
+    t.notes.push_back("Regression rows (metric RMSE): val and test RMSE and the test MAE in the target's own units (for the "
+                      "BIDMC tasks beats or breaths per minute, or % SpO2), mean ± standard error over seeds; with one seed "
+                      "no error is known. Their SPT gain is the scratch RMSE minus the self-pretrained RMSE, paired by seed: "
+                      "positive = self-pretraining lowered the error. Wall time and steps/s: means over seeds.");
   if (!beyond.empty() || !within.empty())
     t.notes.push_back(
         "SPT gains beyond two standard errors: " + (beyond.empty() ? std::string("none") : harness::join(beyond, "; ")) +
@@ -214,7 +290,8 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
     t.notes.push_back("Best minus worst model by test accuracy (paired by seed): " + harness::join(spreads, "; ") +
                       ". The paper: with SPT the parameterisations end up close (Section 3.3).");
   if (!p.description.empty()) t.notes.push_back("Preset " + p.name + ": " + p.description);
-  write_plots(out, groups);
+  if (!groups.empty()) write_plots(out, groups);
+  if (with_reg) write_regression_plots(out, reg);
   return t;
 }
 
