@@ -156,18 +156,38 @@ TaskData bit_xor_task(const TaskConfig& c) {
           make_bit_xor(bc, or_default(c.test_size, 1000), c.seed + 2, "bit_xor/test")};
 }
 
+// A clip of mu-law tokens at a lower sampling rate: decoded, block-averaged to len samples (tasks/regression.h), encoded
+// again. 1 s clips, so len is the new rate in Hz; everything above len / 2 Hz is lost (a CPU-sized speech task).
+Dataset resampled_speech(Dataset d, int32_t len) {
+  if (len <= 0 || len >= d.max_len) return d;
+  for (auto& e : d.examples) {
+    std::vector<float> x(e.tokens.size());
+    for (size_t i = 0; i < x.size(); i++) x[i] = mu_law_decode(e.tokens[i]);
+    std::vector<float> y = block_average(x, len);
+    e.tokens.resize(y.size());
+    for (size_t i = 0; i < y.size(); i++) e.tokens[i] = mu_law_encode(y[i]);
+  }
+  d.max_len = len;
+  return d;
+}
+
 // Speech commands: 10 keywords synthesised with espeak-ng (mu-law tokens, 16000 long); data_path = the
-// Speech Commands folder (its validation/testing lists split it).
+// Speech Commands folder (its validation/testing lists split it). seq_len < 16000 lowers the sampling rate to seq_len
+// Hz (resampled_speech).
 TaskData speech_task(const TaskConfig& c) {
+  TaskData t;
   if (!c.data_path.empty()) {
     SpeechCommandsOptions o;
     o.words = SpeechConfig{}.words;
-    return capped(read_speech_commands(c.data_path, o), c);
+    t = capped(read_speech_commands(c.data_path, o), c);
+  } else {
+    SpeechConfig sc;
+    t = {make_synthetic_speech(sc, or_default(c.train_size, 8000), c.seed, "speech/train"),
+         make_synthetic_speech(sc, or_default(c.val_size, 1000), c.seed + 1, "speech/val"),
+         make_synthetic_speech(sc, or_default(c.test_size, 1000), c.seed + 2, "speech/test")};
   }
-  SpeechConfig sc;
-  return {make_synthetic_speech(sc, or_default(c.train_size, 8000), c.seed, "speech/train"),
-          make_synthetic_speech(sc, or_default(c.val_size, 1000), c.seed + 1, "speech/val"),
-          make_synthetic_speech(sc, or_default(c.test_size, 1000), c.seed + 2, "speech/test")};
+  return {resampled_speech(std::move(t.train), c.seq_len), resampled_speech(std::move(t.val), c.seq_len),
+          resampled_speech(std::move(t.test), c.seq_len)};
 }
 
 DownstreamConfig downstream(const TaskConfig& c) {

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "tasks/regression.h"
+#include "tasks/speech.h"
 #include "test_util.h"
 
 using namespace dl::tasks;
@@ -185,4 +186,24 @@ TEST(TsReader, BadFilesNameFileLineAndWhatWasExpected) {
     EXPECT_NE(msg.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << msg;
   }
   EXPECT_NE(data_error_message([] { read_ts("/nonexistent/x.ts"); }).find("/nonexistent/x.ts"), std::string::npos);
+}
+
+// The speech task at a lower sampling rate (registry.cpp's resampled_speech, which uses block_average): seq_len
+// samples per 1 s clip, the labels kept, and a clip's tokens those of its block-averaged decoded samples.
+TEST(SpeechResampled, SeqLenLowersTheSamplingRate) {
+  TaskConfig c;
+  c.train_size = 3, c.val_size = 1, c.test_size = 1;
+  TaskData full = make_task("speech", c);
+  c.seq_len = 1000;
+  TaskData low = make_task("speech", c);
+  ASSERT_EQ(low.train.examples.size(), 3u);
+  EXPECT_EQ(low.train.max_len, 1000);
+  for (size_t i = 0; i < 3; ++i) {
+    const Example &a = full.train.examples[i], &b = low.train.examples[i];
+    ASSERT_EQ(b.tokens.size(), 1000u);
+    EXPECT_EQ(a.label, b.label);
+    double sum = 0;  // sample 500 of 1000: the mean of samples 8000..8015 of the full clip
+    for (int k = 8000; k < 8016; ++k) sum += mu_law_decode(a.tokens[size_t(k)]);
+    EXPECT_EQ(b.tokens[500], mu_law_encode(float(sum / 16)));
+  }
 }
