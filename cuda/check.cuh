@@ -1,7 +1,7 @@
 // cuda/check.cuh - turn every CUDA, cuBLAS and cuFFT status into a std::runtime_error.
 //
 // The message names the call as written, file:line and the library's error string, e.g.
-//   "CUDA error: cudaMalloc(&p, b) at cuda/backend.cu:71: out of memory (cudaErrorMemoryAllocation)".
+//   "CUDA error: cudaMalloc(&p, b) at cuda/backend_memory.cu:42: out of memory (cudaErrorMemoryAllocation)".
 // Kernel launches are checked with DL_CUDA_CHECK_LAUNCH() right after the <<<...>>>, which catches bad
 // launch configurations; faults inside a kernel surface at the next synchronising call (a copy), as
 // always with CUDA. What it is not: a retry policy; the out-of-memory retry lives in the allocator.

@@ -2,7 +2,7 @@
 //
 // Each function here is one line in cuda/ops_*.cu: the shared launch function of cuda/ops/ called with
 // thrust::cuda::par (the legacy default stream, so in order with cudaMemcpy, cuBLAS and cuFFT). The
-// arguments are checked by cuda/backend.cu first; tests/cuda_logic/ runs the same launch functions on the
+// arguments are checked by CudaBackend (cuda/backend_*.cu, cuda/checks.cuh) first; tests/cuda_logic/ runs the same launch functions on the
 // CPU through Thrust's C++ system. Shapes and strides are those of tensor/backend.h's methods.
 #pragma once
 #include "tensor/backend.h"

@@ -1,7 +1,7 @@
 // cuda/kernels.cuh - host-side launchers for the hand-written CUDA kernels in cuda/kernels.cu.
 //
 // Every launcher takes raw device pointers to CONTIGUOUS buffers plus element counts; validation of
-// shapes, dtypes and devices is done by the caller (cuda/backend.cu), which names the op in its errors.
+// shapes, dtypes and devices is done by the caller (CudaBackend, cuda/backend.cuh), which names the op in its errors.
 // All work is queued on the legacy default stream, in order with cudaMemcpy, cuBLAS and cuFFT calls.
 // Dtypes: fill takes f32/f64/i64; the row reductions and the complex product take f32/f64.
 // The strided elementwise ops and reductions are Thrust functors in cuda/ops/ (cuda/device_ops.h).

@@ -217,7 +217,8 @@ Conv1dGrads conv1d_backward(const Tensor& x_in, const Tensor& w_in, const Tensor
   Geo g = check(x_in, w_in, Tensor(), p);
   if (dy_in.shape() != Shape{g.B, g.Cout, g.Lout})
     fail("conv1d_backward: dy " + shape_str(dy_in.shape()) + " expected " + shape_str({g.B, g.Cout, g.Lout}));
-  if (conv_on_device(x_in, w_in, g, "conv1d_backward")) return conv1d_backward_device(x_in, w_in, dy_in, g, p, need_x, need_w, need_b);
+  if (conv_on_device(x_in, w_in, g, "conv1d_backward"))
+    return conv1d_backward_device(x_in, w_in, dy_in, g, p, need_x, need_w, need_b);
   Tensor x = x_in.contiguous(), w = w_in.contiguous(), dy = dy_in.contiguous();
   Conv1dGrads r;
   if (need_x) r.dx = zeros(x.shape(), x.dtype());

@@ -45,7 +45,8 @@ Var FptModel::forward(const FptBatch& b, std::vector<Var>* attention) {
   // the batch is built on the host; on a device run (--device cuda) the features follow the model there (token ids are
   // moved by the embedding, the read-out indices by index_select, the targets by cross_entropy)
   const Device dev = output_->weight.data().device();
-  Var x = in_embed_ ? in_embed_->forward(b.tokens) : in_drop_->forward(in_linear_->forward(Var(b.features.to(dev))));  // (B, T, D)
+  Var x = in_embed_ ? in_embed_->forward(b.tokens)
+                    : in_drop_->forward(in_linear_->forward(Var(b.features.to(dev))));  // (B, T, D)
   x = transformer_ ? transformer_->forward_embeds(x, attention) : lstm_->forward(x, Tensor());
   const int64_t B = x.size(0), T = x.size(1), R = shape.readout;
   if (cfg.masked_readout && !shape.bits) {  // each sequence's last real position

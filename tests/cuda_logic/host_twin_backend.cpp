@@ -1,5 +1,6 @@
 // tests/cuda_logic/host_twin_backend.cpp - the CUDA backend's host twin: Device::cuda tensors in host memory,
-// every Backend method run through the same cuda/ops/ launch functions as cuda/backend.cu, with thrust::cpp::par.
+// every Backend method run through the same cuda/ops/ launch functions as the CUDA backend (cuda/backend.cuh),
+// with thrust::cpp::par.
 //
 // Linked into test_cuda_logic, this file's device_backend() is found before libdl_cuda's (the linker takes an
 // archive member only for a symbol still undefined), so in that binary a Device::cuda tensor is "on the device"
@@ -10,8 +11,8 @@
 // each backend method first makes host views of its operands. So a CPU kernel that is handed a device tensor - a
 // missing device branch - faults at once, and the SIGSEGV handler below says what that means, instead of
 // silently computing on the twin's memory as a real GPU build never would.
-// Like cuda/backend.cu it refuses a host operand and a strided view where that backend needs a contiguous one.
-// What it is not: a test of cuda/backend.cu's other argument checks, of nvcc, of cuBLAS/cuFFT (matmul and
+// Like the CUDA backend it refuses a host operand and a strided view where that backend needs a contiguous one.
+// What it is not: a test of the CUDA backend's other argument checks (cuda/checks.cuh), of nvcc, of cuBLAS/cuFFT (matmul and
 // fft_conv here are the CPU's matmul and a direct sum), or of device memory. tests/cuda does that on a GPU.
 #include <thrust/system/cpp/execution_policy.h>
 
@@ -43,7 +44,7 @@ constexpr uintptr_t kPoison = uintptr_t(1) << 62;
 void* flip(const void* p) { return p ? (void*)((uintptr_t)p ^ kPoison) : nullptr; }
 
 // A CPU tensor over the same bytes as device tensor t (shape, strides, offset kept); t's storage stays alive. Every
-// operand handed to the backend must be on the device, as cuda/backend.cu requires: a host one is an error here too.
+// operand handed to the backend must be on the device, as the CUDA backend requires: a host one is an error here too.
 Tensor host_view(const Tensor& t) {
   if (!t.defined()) return t;
   if (t.device() != Device::cuda) fail("host twin: a " + std::string(device_name(t.device())) + " operand " + shape_str(t.shape()) +
@@ -59,7 +60,7 @@ Tensor host_view(const Tensor& t) {
   return Tensor(alias, t.shape(), t.strides(), t.offset(), t.dtype());
 }
 const auto& hv = host_view;
-// The same for an operand cuda/backend.cu requires contiguous (require_cuda there): a view is an error here too.
+// The same for an operand the CUDA backend requires contiguous (require_cuda in cuda/checks.cuh): a view is an error here too.
 Tensor hc(const Tensor& t) {
   if (t.defined() && !t.is_contiguous())
     fail("host twin: an operand " + shape_str(t.shape()) + " the cuda backend needs contiguous is a strided view");

@@ -94,14 +94,16 @@ void expect_same_runs(const harness::Experiment& e, const harness::Preset& p, co
       EXPECT_EQ(a[k].phase, b[k].phase) << label;
       EXPECT_EQ(a[k].step, b[k].step) << label;
       EXPECT_TRUE(same(a[k].train_loss, b[k].train_loss))
-          << label << " " << a[k].phase << " step " << a[k].step << ": train loss cpu " << a[k].train_loss << ", cuda " << b[k].train_loss;
-      EXPECT_TRUE(same(a[k].val_loss, b[k].val_loss))
-          << label << " " << a[k].phase << " step " << a[k].step << ": val loss cpu " << a[k].val_loss << ", cuda " << b[k].val_loss;
-      EXPECT_TRUE(same(a[k].accuracy, b[k].accuracy))
-          << label << " " << a[k].phase << " step " << a[k].step << ": accuracy cpu " << a[k].accuracy << ", cuda " << b[k].accuracy;
+          << label << " " << a[k].phase << " step " << a[k].step << ": train loss cpu " << a[k].train_loss << ", cuda "
+          << b[k].train_loss;
+      EXPECT_TRUE(same(a[k].val_loss, b[k].val_loss)) << label << " " << a[k].phase << " step " << a[k].step << ": val loss cpu "
+                                                      << a[k].val_loss << ", cuda " << b[k].val_loss;
+      EXPECT_TRUE(same(a[k].accuracy, b[k].accuracy)) << label << " " << a[k].phase << " step " << a[k].step << ": accuracy cpu "
+                                                      << a[k].accuracy << ", cuda " << b[k].accuracy;
     }
     ASSERT_EQ(cpu[i].metrics.size(), dev[i].metrics.size()) << label;
-    for (auto& [k, v] : cpu[i].metrics) EXPECT_TRUE(same(v, dev[i].metrics.at(k))) << label << " " << k << ": cpu " << v << ", cuda " << dev[i].metrics.at(k);
+    for (auto& [k, v] : cpu[i].metrics)
+      EXPECT_TRUE(same(v, dev[i].metrics.at(k))) << label << " " << k << ": cpu " << v << ", cuda " << dev[i].metrics.at(k);
     // the losses moved: the cell trained (a run that silently did nothing would agree too)
     EXPECT_NE(a.front().train_loss, a.back().train_loss) << label;
   }
@@ -112,10 +114,10 @@ void expect_same_runs(const harness::Experiment& e, const harness::Preset& p, co
 TEST(AppCellsOnDevice, FptEqualsTheCpu) {
   harness::Experiment e = fpt::experiment();
   harness::Preset p = fpt::load_preset("tiny");
-  std::vector<std::string> sets = {"layers=2",      "d_model=16",  "heads=2",      "lstm_layers=1", "dropout=0",
-                                   "train_size=32", "val_size=16", "test_size=16", "batch=8",       "steps=4",
-                                   "eval_every=1",  "lm_steps=6",  "lm_context=12", "lm_batch=4",   "seq_len=24",
-                                   "masked_readout=true"};
+  std::vector<std::string> sets = {"layers=2",      "d_model=16",    "heads=2",      "lstm_layers=1",
+                                   "dropout=0",     "train_size=32", "val_size=16",  "test_size=16",
+                                   "batch=8",       "steps=4",       "eval_every=1", "lm_steps=6",
+                                   "lm_context=12", "lm_batch=4",    "seq_len=24",   "masked_readout=true"};
   // dropout 0 where attention runs: the CPU's f32 GPT-2 attention is the packed kernel, which draws its dropout
   // masks in its own order, the device's the composed path (the same masks as the composed path on the CPU)
   auto cells = harness::expand_cells(e, p, {{"bit_xor"}, {"fpt", "full"}}, {0}, sets);
@@ -155,11 +157,11 @@ TEST(AppCellsOnDevice, PretrainedConvsEqualsTheCpu) {
   harness::Experiment e = pconv::experiment();
   harness::Preset p = pconv::load_preset("tiny");
   const std::vector<std::string> sets = {
-      "d_model=16",   "d_ff=32",   "layers=1",   "decoder_layers=1", "heads=2",      "train_size=32",     "val_size=8",
-      "test_size=8",  "batch=4",   "steps=3",    "warmup=1",         "eval_every=1", "checkpoint_every=3", "eval_examples=8",
-      "max_src=40",   "pt_steps=3", "pt_batch=2", "pt_len=24",       "pt_warmup=1",  "pt_windows=50"};
-  auto cells = harness::expand_cells(e, p, {{"sentiment"}, {"transformer", "lightconv", "dynamicconv", "dilatedconv"}, {"scratch"}},
-                                     {0}, sets);
+      "d_model=16",  "d_ff=32",    "layers=1",   "decoder_layers=1", "heads=2",      "train_size=32",      "val_size=8",
+      "test_size=8", "batch=4",    "steps=3",    "warmup=1",         "eval_every=1", "checkpoint_every=3", "eval_examples=8",
+      "max_src=40",  "pt_steps=3", "pt_batch=2", "pt_len=24",        "pt_warmup=1",  "pt_windows=50"};
+  auto cells = harness::expand_cells(
+      e, p, {{"sentiment"}, {"transformer", "lightconv", "dynamicconv", "dilatedconv"}, {"scratch"}}, {0}, sets);
   auto pre = harness::expand_cells(e, p, {{"sentiment"}, {"lightconv"}, {"pretrained"}}, {0}, sets);
   auto pair = harness::expand_cells(e, p, {{"pair_edit"}, {"lightconv_xattn"}, {"scratch"}}, {0}, sets);
   cells.insert(cells.end(), pre.begin(), pre.end());
