@@ -16,9 +16,16 @@
 #   5. lra_benchmark cell --device cuda, then the same cell on the CPU: ListOps, Transformer and S4D from scratch,
 #      40 steps on a cut-down tiny preset (DL_GPU_LRA_STEPS), seed 0; steps/s and accuracies into the summary;
 #      with two GPUs or more also the Transformer cell data-parallel on 2 GPUs (`mpirun -np 2 ... --comm nccl`)
+#   6. fpt and pretrained_convs: tiny cells on generated data (nothing to download) with --device cuda, then the same
+#      cell on the CPU, DL_GPU_APP_STEPS (40) steps each: FPT's bit XOR with the full arm and with the frozen
+#      language-pretrained arm (its byte LM pretrained for the same number of steps first, on the same device, in a
+#      data cache of each run's own), pretrained_convs' compositional task with lightconv and the T5 Transformer from scratch; the wall
+#      time of each run and its training steps/s, cuda beside cpu, and the accuracies (close, not equal: the GPU's
+#      summation order differs; tests/cuda_logic/test_app_cells.cpp checks equality on the host twin)
 # Files in OUTDIR: summary.txt (the figures: tests passed/failed/skipped, every failing test's name,
 # the benchmark table, the LRA cells' steps/s and accuracies), build.log, test_cuda.log, test_cuda_logic.log,
-# bench_cuda.json, lra_<model>_<device>.log (the cells' folders under lra_<model>_<device>/), test_nccl_<n>ranks.log.
+# bench_cuda.json, lra_<model>_<device>.log (the cells' folders under lra_<model>_<device>/), test_nccl_<n>ranks.log,
+# app_<app>_<cell>_<device>.log (and folders) for step 6.
 # Sized for ~8 minutes on a 16-core H200 box (the build dominates). Dependencies the build needs
 # besides the CUDA toolkit: GTest, Google Benchmark, CLI11, a BLAS. If they are not installed there,
 # put their .deb files in the folder named by DL_GPU_DEBS (e.g. from `apt-get download` on a machine
@@ -80,7 +87,8 @@ step configure configure.log cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=
 }
 grep -E 'dl: CUDA backend' "$OUTDIR/configure.log" | sed 's/^/    /' | tee -a "$SUMMARY"
 
-step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda test_nccl bench_cuda lra_benchmark -j "$JOBS" ||
+step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda test_nccl bench_cuda lra_benchmark fpt \
+  pretrained_convs -j "$JOBS" ||
   grep -E 'error' "$OUTDIR/build.log" | head -20 | sed 's/^/    /' | tee -a "$SUMMARY"
 fi
 
@@ -151,4 +159,38 @@ print('    steps/s %s  val_acc %s  test_acc %s  ranks %s' % (r.get('steps_per_s'
 r.get('extra', {}).get('ranks', r.get('ranks'))))" "$f" | tee -a "$SUMMARY"
   fi
 fi
+# 6. the other apps on the device, then the same cell on the CPU: one line per cell with both devices' figures
+APP_STEPS=${DL_GPU_APP_STEPS:-40}
+# app_cell NAME EXE ARGS...: NAME's cell with --device cuda and --device cpu; its summary line holds, per device, the
+# wall seconds of the run, the training steps/s and the validation / test accuracies from result.json
+app_cell() {
+  local name=$1 exe=$2
+  shift 2
+  [ -x "$BUILD/$exe" ] || return 0
+  local line="$name:" dev t0 rc f
+  for dev in cuda cpu; do
+    rm -rf "$OUTDIR/app_${name}_$dev"
+    t0=$(date +%s)
+    # a data cache of its own per run (generated tasks need nothing from it): fpt's arm fpt pretrains on each device
+    DL_DATA_DIR="$OUTDIR/app_${name}_${dev}_cache" timeout 300 "$BUILD/$exe" cell "$@" --seed 0 --device "$dev" --threads "$JOBS" --quiet --out "$OUTDIR/app_${name}_$dev" \
+      --set steps="$APP_STEPS" --set eval_every="$APP_STEPS" --set checkpoint_every="$APP_STEPS" \
+      >"$OUTDIR/app_${name}_$dev.log" 2>&1
+    rc=$?
+    line="$line  $dev rc $rc $(elapsed "$t0") s"
+    f=$(find "$OUTDIR/app_${name}_$dev" -name result.json 2>/dev/null | head -1)
+    [ -n "$f" ] && line="$line $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('metrics',{}); \
+g=lambda d, k: -1 if d.get(k) is None else d[k]; \
+print('%.2f steps/s val %.3f test %.3f' % (g(r, 'steps_per_s'), g(m, 'val_acc'), g(m, 'test_acc')))" "$f")"
+    [ $rc -ne 0 ] && tail -3 "$OUTDIR/app_${name}_$dev.log" | sed "s/^/    [$name $dev] /" | tee -a "$SUMMARY"
+  done
+  note "$line"
+}
+note "apps on the device ($APP_STEPS steps; wall seconds include data and, for fpt's arm fpt, its LM pretraining):"
+app_cell fpt_bit_xor_full fpt --task bit_xor --arm full --set train_size=2000 --set val_size=256 --set test_size=256
+app_cell fpt_bit_xor_fpt fpt --task bit_xor --arm fpt --set lm_steps="$APP_STEPS" --set train_size=2000 --set val_size=256 \
+  --set test_size=256
+app_cell pconv_compositional_lightconv pretrained_convs --task compositional --model lightconv --regime scratch \
+  --set train_size=512 --set val_size=64 --set test_size=64 --set eval_examples=64
+app_cell pconv_compositional_transformer pretrained_convs --task compositional --model transformer --regime scratch \
+  --set train_size=512 --set val_size=64 --set test_size=64 --set eval_examples=64
 note "total $(elapsed "$T_START") s"
