@@ -21,7 +21,7 @@ namespace harness = dl::harness;
 
 int main(int argc, char** argv) {
   harness::Experiment e = experiment();
-  std::string preset = "tiny", cell_dir;
+  std::string preset = "tiny", cell_dir, device = "cpu";
   std::vector<std::string> sets;
   int example = 0;
   std::unique_ptr<SweepCommand> sweep;
@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     CLI::App* pre = app.add_subcommand("pretrain", "rebuild the language-pretrained transformer of a preset (cached)");
     pre->add_option("--preset,--config", preset, "preset name or JSON file")->capture_default_str();
     pre->add_option("--set", sets, "override a config field (repeatable)");
+    pre->add_option("--device", device, "cpu or cuda: where the LM trains")->capture_default_str();
     CLI::App* att = app.add_subcommand("attention", "attention maps of a finished cell on one test example");
     att->add_option("--cell", cell_dir, "the cell folder")->required();
     att->add_option("--example", example, "test example")->capture_default_str();
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
                                             harness::Preset p = load_preset(preset);
                                             CellConfig c = resolve_cell(p, p.values[0][0], "fpt", sets);
                                             harness::RunContext ctx;
+                                            harness::check_device(device);
+                                            ctx.device = device;
                                             PretrainedInfo info = pretrained_transformer("language", c, ctx, /*rebuild=*/true);
                                             std::cout << info.path << "\n" << info.info.dump(2) << "\n";
                                           }},

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   for (auto& a : args) av.push_back(a.data());
 
   harness::Experiment e = experiment();
-  std::string preset = "tiny", model = "lightconv", cell_path, split = "test", lengths, models;
+  std::string preset = "tiny", model = "lightconv", cell_path, split = "test", lengths, models, device = "cpu";
   std::vector<std::string> sets;
   SpeedOptions so;
   int threads = 2;
@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
     pre->add_option("--preset,--config", preset, "preset name or JSON file")->capture_default_str();
     pre->add_option("--set", sets, "override a config field (repeatable)");
     pre->add_flag("--quiet", quiet, "no progress bar");
+    pre->add_option("--device", device, "cpu or cuda: where the pretraining runs")->capture_default_str();
     CLI::App* ev = app.add_subcommand("eval", "greedy-decoding accuracy of a finished cell's model.safetensors");
     ev->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
     ev->add_option("--split", split, "val, test or ood (compositional)")->capture_default_str();
@@ -98,6 +99,8 @@ int main(int argc, char** argv) {
     return std::vector<harness::Command>{{pre,
                                           [&] {
                                             harness::RunContext ctx;
+                                            harness::check_device(device);
+                                            ctx.device = device;
                                             Pretrained p = pretrained_model(base(), ctx, /*rebuild=*/true);
                                             std::cout << p.path << "\nvalidation loss " << p.info.value("val_loss", 0.0)
                                                       << " after " << p.info.value("steps", 0) << " steps ("
