@@ -21,6 +21,8 @@
 #include "apps/fpt/app.h"
 #include "apps/fpt/config.h"
 #include "apps/fpt/pretrain.h"
+#include "apps/lra_benchmark/app.h"
+#include "apps/lra_benchmark/config.h"
 #include "apps/pretrained_convs/app.h"
 #include "apps/pretrained_convs/config.h"
 #include "apps/pretrained_convs/pretrain.h"
@@ -191,6 +193,20 @@ TEST(AppCellsOnDevice, PretrainedConvsPretrainingEqualsTheCpu) {
       const double a = curves[0][k].at(f).get<double>(), b = curves[1][k].at(f).get<double>();
       EXPECT_TRUE(same(a, b)) << "pretraining point " << k << " " << f << ": cpu " << a << ", cuda " << b;
     }
+}
+
+// lra_benchmark (checked by hand on the twin before, now here): ListOps with the Transformer, S4D and the LSTM from
+// scratch, and the Transformer self-pretrained (masked denoising, then fine-tuning from the saved backbone).
+TEST(AppCellsOnDevice, LraBenchmarkEqualsTheCpu) {
+  harness::Experiment e = lra::experiment();
+  harness::Preset p = lra::load_preset("tiny");
+  const std::vector<std::string> sets = {"d_model=16",    "layers=1",    "heads=2",      "seq_len=32",   "train_size=64",
+                                         "val_size=16",   "test_size=16", "batch=8",     "steps=4",      "eval_every=1",
+                                         "eval_batches=2", "pretrain_steps=3", "dropout=0"};
+  auto cells = harness::expand_cells(e, p, {{"listops"}, {"transformer", "s4d", "lstm"}, {"scratch"}}, {0}, sets);
+  auto spt = harness::expand_cells(e, p, {{"listops"}, {"transformer"}, {"spt-masked"}}, {0}, sets);
+  cells.insert(cells.end(), spt.begin(), spt.end());
+  expect_same_runs(e, p, cells, "lra_benchmark");
 }
 
 // classify: S4D, attention, the LSTM and a convolution as the mixer, ListOps.
