@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
   seed("tsv", "Source\tTarget\n( ( [MAX 2 9 ( [MIN 4 7 ] ) 0 ] ) )\t9\n[SM 3 4 ]\t7\r\n");
   seed("tsv", "1.0\taan/a\taan/b\tfirst text\tsecond text\n0.0\tc\td\tz\tw\n");
 
+  // Monash/UEA regression .ts (BIDMC)
+  seed("ts", "#c\n@problemName B\n@timeStamps false\n@univariate false\n@dimensions 2\n@targetLabel true\n@data\n"
+              "0.5,1,?,2:3,2,1,0:72.5\n1,2,3,4:0,0,0,1:-3e1\n");
+  seed("ts", "@univariate true\n@targetlabel true\n@data\n1,2,3:4\n");
+
   // Pathfinder metadata and a 32 x 32 PNG
   seed("pathfinder_meta", "imgs/3 sample_9.png 9 0 14 2 1\r\nimgs/3 sample_10.png 10 1 14\n\n");
   std::vector<uint8_t> px(32 * 32);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
+#include <limits>
 #include <numbers>
 
 namespace dl::tasks {
@@ -219,9 +220,9 @@ TsFile parse_ts(std::string_view content, const std::string& name) {
           missing[i] = true;
           continue;
         }
-        if (!parse_number(values[i], v))
+        if (!parse_number(values[i], v) || std::abs(v) > std::numeric_limits<float>::max())
           throw DataError(where + ": dimension " + std::to_string(d + 1) + ", value " + std::to_string(i + 1) + " '" +
-                          std::string(trim(values[i])) + "' is not a number (expected comma-separated numbers or '?')");
+                          std::string(trim(values[i])) + "' is not a number in float range (expected comma-separated numbers or '?')");
         x[i] = float(v), ++present;
       }
       if (present == 0) throw DataError(where + ": dimension " + std::to_string(d + 1) + " has no values (every one is missing)");

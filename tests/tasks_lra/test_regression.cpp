@@ -143,14 +143,14 @@ TEST(TsReader, ReadsValuesTargetsAndInterleavesDimensions) {
 TEST(TsReader, LoadsTrainValTestFromAFolder) {
   TempDir dir("ts");
   std::string train = kHeader, test = kHeader;
-  for (int i = 0; i < 14; ++i) train += "0,1,2," + std::to_string(i) + ":1,1,1,1:" + std::to_string(i) + "\n";
+  for (int i = 0; i < 21; ++i) train += "0,1,2," + std::to_string(i) + ":1,1,1,1:" + std::to_string(i) + "\n";
   test += "0,0,0,1:1,0,0,0:99\n";
   write_file(dir.file("BIDMC32HR/BIDMC32HR_TRAIN.ts"), train);
   write_file(dir.file("BIDMC32HR/BIDMC32HR_TEST.ts"), test);
   TaskData t = load_ts_regression(dir.str(), "BIDMC32HR", 0);
-  ASSERT_EQ(t.train.examples.size(), 12u);  // the last seventh (2 of 14) is validation
-  ASSERT_EQ(t.val.examples.size(), 2u);
-  EXPECT_EQ(t.val.examples[0].target_features[0], 12);
+  ASSERT_EQ(t.train.examples.size(), 18u);  // the last seventh (3 of 21) is validation
+  ASSERT_EQ(t.val.examples.size(), 3u);
+  EXPECT_EQ(t.val.examples[0].target_features[0], 18);
   EXPECT_EQ(t.test.examples[0].target_features[0], 99);
   TaskConfig c;
   c.data_path = dir.str(), c.train_size = 5;
@@ -180,6 +180,7 @@ TEST(TsReader, BadFilesNameFileLineAndWhatWasExpected) {
       {"@problemName x\n@frobnicate 3\n", "bad.ts:2: unknown tag @frobnicate"},
       {"@univariate true\n@dimensions 2\n", "bad.ts:2: @dimensions 2 contradicts @univariate true"},
       {"@targetLabel true\n@data\n?,?:5\n", "bad.ts:3: dimension 1 has no values"},
+      {"@targetLabel true\n@data\n1,1e300:5\n", "bad.ts:3: dimension 1, value 2 '1e300' is not a number in float range"},
   };
   for (const Case& c : cases) {
     std::string msg = data_error_message([&] { parse_ts(c.content, "bad.ts"); });
