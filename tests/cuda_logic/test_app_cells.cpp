@@ -51,18 +51,12 @@ bool same(double a, double b) {
   return d <= 1e-6;
 }
 
-// Prints the largest difference of the test (the figure docs/cuda.md quotes).
-struct ReportWorst : ::testing::EmptyTestEventListener {
-  void OnTestStart(const ::testing::TestInfo&) override { worst = 0; }
-  void OnTestEnd(const ::testing::TestInfo& t) override {
-    if (std::string(t.test_suite_name()) == "AppCellsOnDevice")
-      std::printf("  %s: largest cpu-cuda difference %.2g\n", t.name(), worst);
-  }
+// Declared first in each test: zeroes `worst`, and prints it when the test ends (the figure docs/cuda.md quotes).
+struct PrintWorst {
+  std::string test;
+  explicit PrintWorst(std::string t) : test(std::move(t)) { worst = 0; }
+  ~PrintWorst() { std::printf("  %s: largest cpu-cuda difference %.2g\n", test.c_str(), worst); }
 };
-const bool registered = [] {
-  ::testing::UnitTest::GetInstance()->listeners().Append(new ReportWorst);
-  return true;
-}();
 
 // A cpu run allocates no device memory; a cuda run a lot (a silent fallback to the CPU would give the CPU's curve).
 void expect_device_use(const std::string& device, int64_t allocations, const std::string& what) {
@@ -114,6 +108,7 @@ void expect_same_runs(const harness::Experiment& e, const harness::Preset& p, co
 // FPT: continuous inputs (bit XOR) through the frozen language-pretrained transformer, full training and the LSTM;
 // token inputs (ListOps) with the masked read-out; dropout on, so the device draws the CPU's masks.
 TEST(AppCellsOnDevice, FptEqualsTheCpu) {
+  PrintWorst print("FptEqualsTheCpu");
   harness::Experiment e = fpt::experiment();
   harness::Preset p = fpt::load_preset("tiny");
   std::vector<std::string> sets = {"layers=2",      "d_model=16",    "heads=2",      "lstm_layers=1",
@@ -133,6 +128,7 @@ TEST(AppCellsOnDevice, FptEqualsTheCpu) {
 
 // FPT's language pretraining (GPT-2's own embedding and tied head, AdamW, warmup-cosine) on the device.
 TEST(AppCellsOnDevice, FptPretrainingEqualsTheCpu) {
+  PrintWorst print("FptPretrainingEqualsTheCpu");
   fpt::CellConfig c;
   c.task = "bit_xor", c.arm = "fpt", c.layers = 1, c.d_model = 16, c.heads = 2, c.dropout = 0;  // 0: see FptEqualsTheCpu
   c.lm_steps = 5, c.lm_context = 10, c.lm_batch = 3;
@@ -156,6 +152,7 @@ TEST(AppCellsOnDevice, FptPretrainingEqualsTheCpu) {
 // pretrained_convs: the T5 Transformer and the three convolutions from scratch, lightconv after span-corruption
 // pretraining (on the device too), and the pair model's cross-attention block; greedy decoding in evaluation.
 TEST(AppCellsOnDevice, PretrainedConvsEqualsTheCpu) {
+  PrintWorst print("PretrainedConvsEqualsTheCpu");
   harness::Experiment e = pconv::experiment();
   harness::Preset p = pconv::load_preset("tiny");
   const std::vector<std::string> sets = {
@@ -174,6 +171,7 @@ TEST(AppCellsOnDevice, PretrainedConvsEqualsTheCpu) {
 // pretrained_convs' span-corruption pretraining (the encoder-decoder with a convolution, AdamW, inverse square root
 // schedule) on the device.
 TEST(AppCellsOnDevice, PretrainedConvsPretrainingEqualsTheCpu) {
+  PrintWorst print("PretrainedConvsPretrainingEqualsTheCpu");
   harness::Preset p = pconv::load_preset("tiny");
   pconv::CellConfig c = pconv::resolve_cell(p, {"sentiment", "dynamicconv", "pretrained"},
                                             {"d_model=16", "d_ff=32", "layers=1", "decoder_layers=1", "heads=2", "pt_steps=4",
@@ -198,6 +196,7 @@ TEST(AppCellsOnDevice, PretrainedConvsPretrainingEqualsTheCpu) {
 // lra_benchmark (checked by hand on the twin before, now here): ListOps with the Transformer, S4D and the LSTM from
 // scratch, and the Transformer self-pretrained (masked denoising, then fine-tuning from the saved backbone).
 TEST(AppCellsOnDevice, LraBenchmarkEqualsTheCpu) {
+  PrintWorst print("LraBenchmarkEqualsTheCpu");
   harness::Experiment e = lra::experiment();
   harness::Preset p = lra::load_preset("tiny");
   const std::vector<std::string> sets = {"d_model=16",    "layers=1",    "heads=2",      "seq_len=32",   "train_size=64",
@@ -211,6 +210,7 @@ TEST(AppCellsOnDevice, LraBenchmarkEqualsTheCpu) {
 
 // classify: S4D, attention, the LSTM and a convolution as the mixer, ListOps.
 TEST(AppCellsOnDevice, ClassifyEqualsTheCpu) {
+  PrintWorst print("ClassifyEqualsTheCpu");
   harness::Experiment e = classify::experiment();
   harness::Preset p = harness::load_preset("tiny", e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
   std::vector<std::string> sets = {"seq_len=24", "train_size=32", "val_size=16", "test_size=16", "d_model=16",
