@@ -324,7 +324,7 @@ Workload build(const std::string& name, int64_t L, Attn fused) {
     Tensor xy = randint(0, V, {B, L + 1}, dg);
     Tensor x = xy.narrow(1, 0, L).contiguous(), t = xy.narrow(1, 1, L).contiguous().reshape({B * L});
     w.model = m;
-    w.loss = [m, x, t, B, L, V] { return cross_entropy(reshape(m->forward(x), {B * L, V}), t); };
+    w.loss = [m, x, t, L] { return cross_entropy(reshape(m->forward(x), {B * L, V}), t); };
     w.tokens = B * L;
     w.flops = 6.0 * (matmul_params(*m) + V * C) * w.tokens + 12.0 * B * L * L * C * NL;
   } else {
