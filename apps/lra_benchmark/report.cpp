@@ -27,6 +27,11 @@ struct Group {
     return v;
   }
   bool regression() const { return seeds.front()->metrics.count("test_rmse") > 0; }  // cell.cpp's regression metrics
+  double mean_over_seeds(double CellResult::*field) const {  // e.g. the wall time or steps/s of the table's last columns
+    double m = 0;
+    for (auto* r : seeds) m += r->*field / seeds.size();
+    return m;
+  }
   std::vector<int> seed_ids() const {
     std::vector<int> s;
     for (auto* r : seeds) s.push_back(r->cell.seed);
@@ -195,8 +200,7 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
           std::string which = g.task + "/" + g.model + " " + g.regime + " " + gain;
           (harness::beyond_two_se(d) != 0 ? beyond : within).push_back(which);
         }
-    double wall = 0, rate = 0;
-    for (auto* r : g.seeds) wall += r->wall_s / g.seeds.size(), rate += r->steps_per_s / g.seeds.size();
+    const double wall = g.mean_over_seeds(&CellResult::wall_s), rate = g.mean_over_seeds(&CellResult::steps_per_s);
     t.rows.push_back({g.task, g.model, g.regime, std::to_string(g.seeds.size()), harness::format_mean_se(val),
                       harness::format_mean_se(test), gain, std::to_string(first.params), fixed(wall, 0), fixed(rate, 1)});
     if (with_reg) t.rows.back().insert(t.rows.back().begin() + 4, "acc %"), t.rows.back().insert(t.rows.back().begin() + 7, "-");
@@ -210,8 +214,7 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
           gain = format_regression(d, true);
           (harness::beyond_two_se(d) != 0 ? beyond : within).push_back(g.task + "/" + g.model + " " + g.regime + " " + gain + " RMSE");
         }
-    double wall = 0, rate = 0;
-    for (auto* r : g.seeds) wall += r->wall_s / g.seeds.size(), rate += r->steps_per_s / g.seeds.size();
+    const double wall = g.mean_over_seeds(&CellResult::wall_s), rate = g.mean_over_seeds(&CellResult::steps_per_s);
     t.rows.push_back({g.task, g.model, g.regime, std::to_string(g.seeds.size()), "RMSE",
                       format_regression(harness::mean_se(g.metric("val_rmse"))), format_regression(harness::mean_se(g.metric("test_rmse"))),
                       format_regression(harness::mean_se(g.metric("test_mae"))), gain, std::to_string(g.seeds.front()->params),
