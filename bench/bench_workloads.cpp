@@ -26,9 +26,11 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -56,6 +58,51 @@ using namespace dl;
 using namespace dl::nn;
 
 namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// The command line. Every mistake in it - no workload, an unknown one, an unknown flag or kind, a value that is not a
+// number or out of range - is a usage error: the message, the usage text naming the known workloads, exit status 2,
+// before any model is built. (fail() throws; uncaught, it ended the program in std::terminate.)
+const std::vector<std::string> kWorkloads = {"transformer_listops", "s4d", "lstm_bits", "gpt_char", "scaling", "kernels"};
+const std::vector<std::string> kScalingKinds = {"attention",       "fused_attention",  "qkv_attention", "flash_attention",
+                                                "mha",             "linear_attention", "s4d"};
+const std::vector<std::string> kKernelKinds = {"qkv_attention", "flash_attention"};
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+bool contains(const std::vector<std::string>& names, const std::string& n) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+void print_usage(std::FILE* f) {
+  std::fprintf(f,
+               "usage: bench_workloads WORKLOAD [--len L] [--steps N] [--warmup N] [--threads N]\n"
+               "                       [--attention packed|composed|fused] [--profile] [--batch B]\n"
+               "                       [--min-len L --max-len L --rounds N --kinds a,b (scaling, kernels)]\n"
+               "workloads: %s\n"
+               "kinds of scaling: %s\nkinds of kernels: %s\n",
+               joined(kWorkloads).c_str(), joined(kScalingKinds).c_str(), joined(kKernelKinds).c_str());
+}
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "bench_workloads: %s\n", msg.c_str());
+  print_usage(stderr);
+  std::exit(2);
+}
+
+// `flag`'s value as an integer in [min, 2^31), the whole text read (std::stoi would take "5x" as 5 and throw on "x").
+int parse_int(const std::string& flag, const std::string& text, int min) {
+  int v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec == std::errc::result_out_of_range) usage_error(flag + " is out of range, found " + text);
+  if (ec != std::errc() || p != end) usage_error(flag + " needs an integer, found '" + text + "'");
+  if (v < min) usage_error(flag + " must be at least " + std::to_string(min) + ", found " + text);
+  return v;
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Models, each the twin of the class of the same name in torch_workloads.py.
@@ -99,7 +146,7 @@ Attn parse_attn(const std::string& s) {
   if (s == "packed") return Attn::packed;
   if (s == "composed") return Attn::composed;
   if (s == "fused") return Attn::fused;
-  fail("bench_workloads: --attention must be packed, composed or fused, found " + s);
+  usage_error("--attention must be packed, composed or fused, found '" + s + "'");
 }
 
 // torch.nn.TransformerEncoderLayer(d, heads, ffn, dropout, activation="gelu", batch_first=True, norm_first=True):
@@ -523,13 +570,11 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   std::string name;
   int64_t len = 0, batch = 2, min_len = 256, max_len = 4096;
   int rounds = 1;
-  std::string kinds = "attention,fused_attention,qkv_attention,flash_attention,linear_attention,s4d";
+  std::string kinds = "attention,fused_attention,qkv_attention,flash_attention,linear_attention,s4d";  // scaling's
   bool kinds_given = false;
   int steps = 5, warmup = 2, threads = 2;
   bool profile = false;
@@ -537,35 +582,41 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) fail("bench_workloads: " + a + " needs a value");
+      if (i + 1 >= argc) usage_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--len") len = std::stoll(next());
-    else if (a == "--steps") steps = std::stoi(next());
-    else if (a == "--warmup") warmup = std::stoi(next());
-    else if (a == "--threads") threads = std::stoi(next());
-    else if (a == "--batch") batch = std::stoll(next());
-    else if (a == "--max-len") max_len = std::stoll(next());
-    else if (a == "--min-len") min_len = std::stoll(next());
-    else if (a == "--rounds") rounds = std::stoi(next());
+    auto next_int = [&](int min) { return parse_int(a, next(), min); };
+    if (a == "--len") len = next_int(1);
+    else if (a == "--steps") steps = next_int(1);
+    else if (a == "--warmup") warmup = next_int(0);
+    else if (a == "--threads") threads = next_int(1);
+    else if (a == "--batch") batch = next_int(1);
+    else if (a == "--max-len") max_len = next_int(1);
+    else if (a == "--min-len") min_len = next_int(1);
+    else if (a == "--rounds") rounds = next_int(1);
     else if (a == "--kinds") kinds = next(), kinds_given = true;
     else if (a == "--attention") attn = parse_attn(next());
     else if (a == "--profile") profile = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: bench_workloads {transformer_listops|s4d|lstm_bits|gpt_char|scaling|kernels} [--len L] [--steps N] "
-                  "[--warmup N] [--threads N] [--attention packed|composed|fused] [--profile] [--batch B] "
-                  "[--min-len L --max-len L --rounds N --kinds a,b (scaling)]\n");
+      print_usage(stdout);
       return 0;
     } else if (!a.empty() && a[0] != '-' && name.empty()) name = a;
-    else fail("bench_workloads: unknown argument " + a);
+    else usage_error("unknown argument '" + a + "'");
   }
-  if (name.empty()) fail("bench_workloads: name a workload (transformer_listops, s4d, lstm_bits, gpt_char, scaling)");
+  if (name.empty()) usage_error("name a workload");
+  if (!contains(kWorkloads, name)) usage_error("unknown workload '" + name + "'");
+  if (name == "kernels" && !kinds_given) kinds = "qkv_attention,flash_attention";
+  if (name == "scaling" || name == "kernels") {
+    if (split_commas(kinds).empty()) usage_error("--kinds names no kind");
+    for (const auto& k : split_commas(kinds))
+      if (!contains(name == "kernels" ? kKernelKinds : kScalingKinds, k)) usage_error("unknown kind '" + k + "' of " + name);
+  }
+  if (name == "scaling" && min_len > max_len) usage_error("--min-len " + std::to_string(min_len) + " is above --max-len " +
+                                                          std::to_string(max_len));
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
-  if (name == "scaling")
-    return run_scaling(std::max(1, steps == 5 ? 2 : steps), batch, min_len, max_len, std::max(1, rounds), split_commas(kinds));
-  if (name == "kernels")
-    return run_kernels(steps, batch, len ? len : 4096, split_commas(kinds_given ? kinds : "qkv_attention,flash_attention"));
+  if (name == "scaling") return run_scaling(steps == 5 ? 2 : steps, batch, min_len, max_len, rounds, split_commas(kinds));
+  if (name == "kernels") return run_kernels(steps, batch, len ? len : 4096, split_commas(kinds));
 
   static const std::pair<const char*, int64_t> kDefaultLen[] = {
       {"transformer_listops", 512}, {"s4d", 1024}, {"lstm_bits", 100}, {"gpt_char", 256}};
@@ -586,4 +637,16 @@ int main(int argc, char** argv) {
                                        : "fused",
               threads);
   return 0;
+}
+
+}  // namespace
+
+// An error while a workload runs (a shape the layers refuse, memory) is named on stderr, exit status 1.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_workloads: %s\n", e.what());
+    return 1;
+  }
 }
