@@ -141,15 +141,19 @@ Inputs to_inputs(const tasks::Batch& b) {
   return in;
 }
 
-double accuracy(MixerNet& m, const tasks::Dataset& d, int batch) {
+// Each batch is checked against what MixerNet is built for (c's vocabulary, classes and max_len), as training's are.
+double accuracy(MixerNet& m, const MixerNetConfig& c, const tasks::Dataset& d, int batch) {
   NoGradGuard ng;
   m.eval();
   tasks::BatcherConfig bc;
   bc.batch_size = batch, bc.shuffle = false;
   tasks::Batcher bt(d, bc);
+  const harness::BatchLimits limits{(int32_t)c.vocab, (int32_t)c.classes, (int32_t)c.max_len, d.name};
   int64_t correct = 0, n = 0;
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
-    Inputs in = to_inputs(bt.next());
+    const tasks::Batch b = bt.next();
+    harness::check_batch(b, limits, "[mixers " + c.mixer + "] evaluation batch " + std::to_string(i));
+    Inputs in = to_inputs(b);
     Tensor pred = argmax(m.forward(in.tokens, in.mask), 1);
     for (int64_t j = 0; j < in.labels.numel(); j++) correct += pred.data<int64_t>()[j] == in.labels.data<int64_t>()[j];
     n += in.labels.numel();
@@ -192,8 +196,8 @@ RunResult train_one(const MixerNetConfig& c, const tasks::TaskData& data, int st
   };
   RunResult r;
   parts.eval = [&] {  // validation every eval_every steps; the test accuracy of the best validation point
-    double v = accuracy(m, data.val, o.batch);
-    if (v > r.best_val) r.best_val = v, r.test_at_best = accuracy(m, data.test, o.batch);
+    double v = accuracy(m, c, data.val, o.batch);
+    if (v > r.best_val) r.best_val = v, r.test_at_best = accuracy(m, c, data.test, o.batch);
     return harness::EvalPoint{std::numeric_limits<double>::quiet_NaN(), v};
   };
   harness::RunContext ctx;

@@ -283,8 +283,20 @@ MaskedBatch mask_batch(const std::vector<std::vector<int32_t>>& seqs, const std:
   return m;
 }
 
+static tasks::Dataset pair_dataset(const std::vector<NspPair>& pairs, const PretrainOptions& o, const std::string& name) {
+  tasks::Dataset d;
+  d.name = name, d.vocab_size = (int32_t)o.bert.vocab, d.num_classes = 2, d.max_len = o.max_a + o.max_b + 3;
+  for (auto& p : pairs) {
+    tasks::Example e;
+    e.tokens = encode_pair(p.a, p.b, o.max_a, o.max_b), e.label = p.label;
+    d.examples.push_back(std::move(e));
+  }
+  return d;
+}
+
 PretrainMetrics evaluate_pretraining(BertForPreTraining& m, const std::vector<NspPair>& pairs, const PretrainOptions& o,
                                      uint64_t seed) {
+  if (pairs.empty()) return {};  // every metric 0 (the Batcher below refuses an empty dataset)
   NoGradGuard ng;
   const bool was_training = m.is_training();
   m.eval();
@@ -292,7 +304,15 @@ PretrainMetrics evaluate_pretraining(BertForPreTraining& m, const std::vector<Ns
   PretrainMetrics r;
   double mlm = 0, nsp = 0;
   std::vector<int64_t> counts(m.bert->cfg.vocab, 0);
+  // each batch is checked against the model being evaluated (its embeddings, positions and NSP's 2 classes), so a
+  // byte id beyond the vocabulary is named here rather than by the embedding's gather
+  const tasks::Dataset d = pair_dataset(pairs, o, "nsp_val_pairs");
+  const tasks::Batcher collator(d, {64, 0, false});
+  const harness::BatchLimits limits{(int32_t)m.bert->cfg.vocab, 2, (int32_t)m.bert->cfg.max_len, d.name};
   for (size_t s = 0; s < pairs.size(); s += 64) {
+    std::vector<int64_t> rows;
+    for (size_t i = s; i < std::min(pairs.size(), s + 64); i++) rows.push_back((int64_t)i);
+    harness::check_batch(collator.collate(rows), limits, "[nsp-bert] evaluation batch " + std::to_string(s / 64));
     std::vector<std::vector<int32_t>> seqs;
     std::vector<int32_t> labels;
     for (size_t i = s; i < std::min(pairs.size(), s + 64); i++)
@@ -323,17 +343,6 @@ nlohmann::json PretrainMetrics::to_json() const {
           {"nsp_accuracy", nsp_accuracy}, {"mlm_majority", mlm_majority}, {"masked", masked}, {"pairs", pairs}};
 }
 
-static tasks::Dataset pair_dataset(const std::vector<NspPair>& pairs, const PretrainOptions& o) {
-  tasks::Dataset d;
-  d.name = "nsp_pairs", d.vocab_size = (int32_t)o.bert.vocab, d.num_classes = 2, d.max_len = o.max_a + o.max_b + 3;
-  for (auto& p : pairs) {
-    tasks::Example e;
-    e.tokens = encode_pair(p.a, p.b, o.max_a, o.max_b), e.label = p.label;
-    d.examples.push_back(std::move(e));
-  }
-  return d;
-}
-
 static void check_lengths(const PretrainOptions& o) {
   if (o.max_a < 1 || o.max_b < 1 || o.max_a + o.max_b + 3 > o.bert.max_len)
     throw std::invalid_argument("nsp-bert: max_a " + std::to_string(o.max_a) + " + max_b " + std::to_string(o.max_b) +
@@ -347,7 +356,7 @@ void pretrain_bert(BertForPreTraining& m, Generator& g, const std::vector<Senten
   const std::vector<NspPair> train_pairs = make_nsp_pairs(train_docs, o.seed + 1);
   std::vector<NspPair> val_pairs = make_nsp_pairs(val_docs, o.seed + 2);
   if (val_pairs.size() > (size_t)o.val_pairs) val_pairs.resize(o.val_pairs);
-  const tasks::Dataset train = pair_dataset(train_pairs, o);
+  const tasks::Dataset train = pair_dataset(train_pairs, o, "nsp_pairs");
   {  // the metrics of the untrained model: a fresh one drawn from the same seed is the model at step 0
     Generator g0(o.seed);
     BertForPreTraining fresh(o.bert, g0);
