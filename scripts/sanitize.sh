@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/sanitize.sh - the tests under the sanitizers, each in a clang build of its own (docs/reliability.md section 4).
 #   bash scripts/sanitize.sh asan [ctest args]    AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite
-#                                                 (build-asan/, CMake option DL_SANITIZE); any report fails its test
+#                                                 (build-asan/, CMake option DL_SANITIZE); any report fails its test;
+#                                                 the mpirun tests run last, on their own (below), unless ctest args
+#                                                 are given
 #   bash scripts/sanitize.sh tsan [gtest filter]  ThreadSanitizer over the tests of the threaded code (build-tsan/,
 #                                                 DL_TSAN): test_tensor (parallel elementwise kernels), test_nn
 #                                                 (attention per (b, head), S4/S4D convolutions, LSTM), test_autograd
@@ -11,8 +13,8 @@
 # is not itself instrumented; its libarcher (OMP_TOOL_LIBRARIES) tells TSan about the runtime's barriers, locks and
 # task dependences, so the kernels' threads are checked without false reports from the runtime. OpenBLAS and FFTW
 # are not instrumented: the calls into them run on one thread each (OPENBLAS_NUM_THREADS=1), and what they read and
-# write is not seen. Leaks are checked (detect_leaks=1); the one suppression, of a report inside Thrust, is
-# scripts/ubsan.supp.
+# write is not seen. Leaks are checked (detect_leaks=1); the suppressions, of reports inside Thrust and Open MPI, are
+# scripts/ubsan.supp and scripts/lsan.supp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-asan}"
@@ -24,8 +26,20 @@ case "$mode" in
     nice -n 10 cmake -S . -B build-asan "${flags[@]}" -DDL_SANITIZE=ON > /dev/null
     nice -n 10 cmake --build build-asan -j2
     export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
+    export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/scripts/ubsan.supp"
-    (cd build-asan && nice -n 10 ctest -j2 --timeout 1800 --output-on-failure "$@")
+    # The tests that start mpirun run apart: Open MPI's own leaks (scripts/lsan.supp) are only recognised when the
+    # whole stack of every allocation is recorded (fast_unwind_on_malloc=0), which slows every allocation.
+    mpi='^dist_mpirun|DataParallelTwoRanks'
+    (cd build-asan && nice -n 10 ctest -j2 --timeout 1800 --output-on-failure -E "$mpi" "$@")
+    if [ $# -eq 0 ]; then
+      # test_dist on 2 ranks and the whole-job kill of a 2-rank classify cell: with the leak check
+      (cd build-asan && ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0 \
+         nice -n 10 ctest --timeout 1800 --output-on-failure -R 'dist_mpirun_2_ranks|DataParallelTwoRanks')
+      # the apps under mpirun (tests/dist/mpirun_apps.sh: 2-rank cells of 200 and 3000 steps, SIGTERM and resume, a
+      # killed and a hung rank): memory errors and UBSan only - with whole stacks it ran past its 600 s (loaded machine)
+      (cd build-asan && ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 nice -n 10 ctest --output-on-failure -R '^dist_mpirun_apps$')
+    fi
     ;;
   tsan)
     archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2> /dev/null | tail -1)
