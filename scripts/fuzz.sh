@@ -5,28 +5,33 @@
 #   bash scripts/fuzz.sh                 each target for 60 s (a longer campaign: --seconds 3600)
 #   bash scripts/fuzz.sh --ci            each target for a bounded number of runs (what scripts/test.sh runs)
 #   bash scripts/fuzz.sh --seconds 20 --only wav,checkpoint
+#   bash scripts/fuzz.sh --ci --tests    also build four test binaries on the same instrumented libraries and run them
+#                                        (test_tensor, test_autograd, test_optim, test_tasks_gen: what scripts/test.sh
+#                                        runs; an ASan or UBSan report, or a leak, fails the run - docs/reliability.md)
 # A crash (a sanitizer report, a trap from a broken invariant, another exception type) stops with the input saved
 # as build-fuzz/findings/<target>/crash-*; reproduce with build-fuzz/fuzz_<target> <that file>, then add the input
 # as a regression test beside the reader's tests. Corpora grow in build-fuzz/corpus/<target>/ between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=60 runs=0 only="" jobs="${DL_JOBS:-$(nproc)}"
+seconds=60 runs=0 only="" tests=0 jobs="${DL_JOBS:-$(nproc)}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --ci) runs=4000; seconds=0 ;;
+    --tests) tests=1 ;;
     --seconds) seconds="$2"; shift ;;
     --runs) runs="$2"; seconds=0; shift ;;
     --only) only="$2"; shift ;;
-    *) echo "fuzz.sh: unknown flag '$1' (known: --ci, --seconds S, --runs N, --only a,b)" >&2; exit 2 ;;
+    *) echo "fuzz.sh: unknown flag '$1' (known: --ci, --seconds S, --runs N, --only a,b, --tests)" >&2; exit 2 ;;
   esac
   shift
 done
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (bash scripts/setup.sh installs it)" >&2; exit 1; }
 
 B=build-fuzz
-if [ ! -f "$B/build.ninja" ]; then
-  CXX=clang++ cmake -S . -B "$B" -G Ninja -DDL_FUZZ=ON -DDL_CUDA=OFF -DDL_MPI=OFF -DDL_BUILD_TESTS=OFF \
+# --tests needs the test targets (GoogleTest) configured in; a build folder made without them is configured again
+if [ ! -f "$B/build.ninja" ] || { [ "$tests" = 1 ] && ! grep -q '^DL_BUILD_TESTS:BOOL=ON' "$B/CMakeCache.txt"; }; then
+  CXX=clang++ cmake -S . -B "$B" -G Ninja -DDL_FUZZ=ON -DDL_CUDA=OFF -DDL_MPI=OFF -DDL_BUILD_TESTS=$([ "$tests" = 1 ] && echo ON || echo OFF) \
       -DDL_BUILD_BENCH=OFF -DDL_NATIVE=OFF >/dev/null
 fi
 start=$(date +%s)
@@ -59,4 +64,30 @@ for t in $targets; do
   rate=$(awk -v n="$done_runs" -v s="$secs" 'BEGIN {printf (n ~ /^[0-9]+$/ && s > 0) ? "%.0f" : "?", n / s}')
   printf "%-16s %10s %8s %10s %8s  %s\n" "$t" "$done_runs" "$secs" "$rate" "$(ls "$B/corpus/$t" | wc -l)" "$result"
 done
+
+# The sanitizer subset of the tests: the libraries above are already compiled with ASan + UBSan (and libFuzzer's
+# coverage hooks, which do nothing without libFuzzer), so these four cost their own sources only. Any UBSan report
+# aborts (-fno-sanitize-recover), detect_leaks fails a test binary that leaks.
+if [ "$tests" = 1 ]; then
+  sanitizer_tests=(test_tensor test_autograd test_optim test_tasks_gen)
+  mkdir -p "$B/test_logs"
+  start=$(date +%s)
+  if ! cmake --build "$B" --target "${sanitizer_tests[@]}" -j "$jobs" >"$B/test_logs/build.log" 2>&1; then
+    grep -E "error" "$B/test_logs/build.log" | head -20
+    echo "fuzz.sh: the sanitizer tests did not build (see $B/test_logs/build.log)" >&2; exit 1
+  fi
+  echo "sanitizer tests: built in $(( $(date +%s) - start )) s"
+  for t in "${sanitizer_tests[@]}"; do
+    log="$B/test_logs/$t.log"
+    t0=$(date +%s.%N)
+    if [ -x "$B/$t" ] && (cd "$B" && OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}" OMP_WAIT_POLICY=PASSIVE \
+        ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "./$t" --gtest_brief=1) >"$log" 2>&1; then
+      result=ok
+    else
+      result="FAILED (see $log)"; fail=1; tail -30 "$log"
+    fi
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+    printf "%-16s %6s tests %8s s  %s\n" "$t" "$(grep -o '^\[==========\] [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")" "$secs" "$result"
+  done
+fi
 exit $fail
