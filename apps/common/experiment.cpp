@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "apps/common/device.h"
+#include "apps/common/jobs.h"
+#include "apps/common/progress.h"
 #include "apps/common/signals.h"
 #include "autograd/anomaly.h"
 
@@ -93,7 +95,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
   if (writer) fs::create_directories(o.out);
   std::unique_ptr<RunLock> lock;  // one writer per run folder; every rank learns whether rank 0 got it
   std::string lock_error;
-  if (writer) try {
+  if (writer && o.worker < 0) try {  // a --jobs worker writes under its parent's lock
       lock = std::make_unique<RunLock>(o.out);
     } catch (const std::exception& ex) {
       lock_error = ex.what();
@@ -117,6 +119,11 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
       }
       continue;
     }
+    if (o.worker >= 0) {
+      if (!claim_cell(o.out, c, o.worker)) continue;  // another worker runs it
+      if (!ctx.quiet) std::cerr << ctx.label << " runs in job " << o.worker << "\n";  // the worker's log
+      progress_note(ctx.label + " starting");
+    }
     if (writer) {
       if (!o.resume) fs::remove_all(ctx.dir);  // a fresh run of this cell forgets earlier checkpoints and logs
       fs::create_directories(ctx.dir);
@@ -129,7 +136,8 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     if (comm.size() > 1) r.extra["ranks"] = comm.size();
     if (writer) {
       write_result(o.out, r);
-      write_reports(e, p, o.out);
+      if (o.worker >= 0) mark_cell_done(o.out, c);  // the parent rewrites the reports
+      else write_reports(e, p, o.out);
     }
     done.push_back(r);
   }
@@ -142,7 +150,7 @@ namespace {
 struct Shared {
   std::string preset, out, device = "cpu", seeds, comm = "auto";
   std::vector<std::string> sets;
-  int seed = -1, threads = 2;
+  int seed = -1, threads = 2, jobs = 1, worker = -1;
   bool resume = false, quiet = false, zero1 = false, anomaly = false, profile = false;
 };
 
@@ -152,7 +160,15 @@ void add_shared(CLI::App* s, Shared& o) {
   s->add_option("--out", o.out, "output folder")->capture_default_str();
   s->add_option("--seed", o.seed, "one seed (overrides the preset's seeds)");
   s->add_option("--seeds", o.seeds, "several seeds: 0,1,2 or 0-4; tables show mean and standard error");
-  s->add_option("--threads", o.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+  s->add_option("--threads", o.threads, "CPU threads (per job; with --jobs > 1 the default is 1)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  s->add_option("--jobs", o.jobs,
+                "run this many cells at once, each in its own process (CPU; same results as one after another with "
+                "the same --threads)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  s->add_option("--worker", o.worker, "internal: worker k of --jobs")->group("");
   s->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
   s->add_option("--comm", o.comm,
                 "data-parallel communicator: auto (under mpirun: nccl for --device cuda when built with NCCL, else mpi), "
@@ -210,6 +226,9 @@ int run_main(const Experiment& e, int argc, char** argv) {
       return 0;
     }
     check_device(o.device);
+    CLI::App* sweep = *run ? run : cell;
+    const bool threads_given = sweep->count("--threads") > 0;
+    if (o.jobs > 1 && !threads_given) o.threads = 1;  // one thread per job unless asked otherwise
     omp_set_num_threads(o.threads);
     if (o.anomaly) set_anomaly_mode(true);  // autograd/anomaly.h; off unless asked for
     install_stop_handlers();
@@ -230,12 +249,26 @@ int run_main(const Experiment& e, int argc, char** argv) {
     }
     std::vector<Cell> cells = expand_cells(e, p, values, seeds_of(o, p), o.sets);  // resolves (validates) every cell
     comm = &communicator(o.comm, parse_device(o.device));
+    SweepOptions so{o.out, o.device, o.resume, o.quiet, -1, comm, o.zero1, o.profile};
+    if (o.worker >= 0) {  // a --jobs worker: the cells it claims, its bars into its status file (jobs.h)
+      set_progress_file(jobs_dir(o.out) + "/worker" + std::to_string(o.worker) + ".status");
+      so.worker = o.worker;
+      run_cells(e, p, costliest_first(e, cells), so);
+      return 0;
+    }
     const bool writer = comm->rank() == 0;
     if (!o.quiet && writer && comm->name() != "single")  // the one line that names the data-parallel setup
       std::cerr << "comm: " << comm->name() << ", " << comm->size() << " rank" << (comm->size() > 1 ? "s" : "") << "\n";
     if (!o.quiet && writer)
       std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out << "\n";
-    run_cells(e, p, cells, SweepOptions{o.out, o.device, o.resume, o.quiet, -1, comm, o.zero1, o.profile});
+    if (o.jobs > 1) {  // the same command line in each worker, which then picks its cells
+      std::vector<std::string> worker{"/proc/self/exe"};
+      for (int i = 1; i < argc; i++) worker.push_back(argv[i]);
+      if (!threads_given) worker.insert(worker.end(), {"--threads", "1"});
+      run_cells_in_jobs(e, p, cells, so, o.jobs, worker);
+    } else {
+      run_cells(e, p, cells, so);
+    }
     if (writer) {
       write_reports(e, p, o.out);
       std::cout << read_text(o.out + "/results.md") << "\nwritten: " << o.out << "/results.{json,md}, metrics.csv"

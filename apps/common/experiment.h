@@ -6,8 +6,9 @@
 //   <app> cell  --<axis> value .. [--preset ..] [--set ..] [--seed k] [--resume] ...
 //   <app> list
 // plus the app's own subcommands. Shared options: --preset/--config, --set (repeatable), --out, --seed,
-// --seeds, --threads, --device cpu|cuda, --comm auto|single|mpi|nccl (comm.h), --resume, --quiet, --zero1, --profile
-// (one step op by op), --anomaly (autograd/anomaly.h: name the first op and step that produce a NaN or an infinity).
+// --seeds, --threads, --jobs N (cells side by side in N processes, jobs.h), --device cpu|cuda, --comm
+// auto|single|mpi|nccl (comm.h), --resume, --quiet, --zero1, --profile (one step op by op), --anomaly
+// (autograd/anomaly.h: name the first op and step that produce a NaN or an infinity).
 // Under mpirun every rank runs the same command and each cell trains data-parallel over the ranks (phase.h,
 // docs/distributed.md); rank 0 alone writes files and logs.
 // A sweep is every combination of the preset's axis values (or those picked on the command line) times every
@@ -53,6 +54,9 @@ struct Experiment {
   // The run's table from its finished cells (the harness writes results.md / results.json); the app may also
   // write its plots into <out>/plots.
   std::function<Table(const std::string& out, const Preset&, const std::vector<CellResult>&)> report;
+  // How long a cell takes relative to the others (e.g. its training steps), so --jobs starts the long ones first;
+  // may be empty (the sweep's order).
+  std::function<double(const Cell&)> cost;
   std::function<void(std::ostream&)> list;                  // extra lines for `list` (may be empty)
   std::function<std::vector<Command>(CLI::App&)> commands;  // the app's own subcommands (may be empty)
 };
@@ -69,12 +73,13 @@ struct SweepOptions {
   Communicator* comm = &single_process();  // data-parallel ranks (under mpirun: communicator())
   bool zero1 = false;
   bool profile = false;  // --profile: one step of each phase op by op (phase.h)
+  int worker = -1;       // >= 0: --jobs worker k (jobs.h): runs the cells it claims, writes no reports, takes no lock
 };
 // Every combination of `values` (one list per axis, in axis order) times `seeds`, each resolved by e.resolve.
 std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::vector<std::vector<std::string>>& values,
                                const std::vector<int>& seeds, const std::vector<std::string>& sets);
 // Runs the cells (skipping finished ones when resuming) and rewrites the reports after each. Returns the results of
-// the cells this call ran or skipped.
+// the cells this call ran or skipped (a worker: those it claimed or skipped).
 std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const std::vector<Cell>& cells, const SweepOptions& o);
 // results.json, results.md, metrics.csv (and the app's plots) from every finished cell under out; returns the table.
 Table write_reports(const Experiment& e, const Preset& p, const std::string& out);

@@ -1,10 +1,16 @@
 // apps/common/progress.h - a one-line progress bar on stderr with rate and ETA: redrawn in place on a terminal,
-// a plain line every 10 s otherwise (logs), nothing when quiet.
+// a plain line every 10 s otherwise (logs), nothing when quiet. In a --jobs worker (jobs.h) the line goes instead
+// to the worker's status file, rewritten at most twice a second, and the parent shows it.
 #pragma once
 #include <chrono>
 #include <string>
 
 namespace dl::harness {
+
+// Every Progress of this process writes its line to `path` (atomically) instead of stderr; "" goes back to stderr.
+void set_progress_file(const std::string& path);
+// A line for the status file between bars ("... starting", "waiting for ..."); nothing without a status file.
+void progress_note(const std::string& line);
 
 class Progress {
  public:

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
+#include "apps/common/jobs.h"
 #include "data.h"
 #include "model.h"
 #include "nn/models/gpt2.h"
@@ -127,6 +129,8 @@ PretrainedInfo pretrained_transformer(const std::string& source, const CellConfi
     throw ConfigError("unknown pretraining source '" + source + "' (language, bit_memory)");
   const std::string dir = tasks::data_cache_dir() + "/fpt/" + key_of(source, c);
   PretrainedInfo p{dir + "/transformer.safetensors", {}};
+  std::unique_ptr<harness::FolderLock> lock;  // several --jobs workers (or runs) may want it at once: one builds it,
+  if (ctx.writer()) lock = std::make_unique<harness::FolderLock>(dir, ctx.quiet);  // the others wait, then find it
   if (rebuild && ctx.writer()) fs::remove_all(dir);
   ctx.comm->barrier();
   if (fs::exists(dir + "/info.json")) {

@@ -22,6 +22,10 @@ harness::Experiment experiment() {
     return resolve_cell(p, v[0], v[1], v[2], sets).to_json();
   };
   e.run_cell = run_cell;
+  e.cost = [](const harness::Cell& cell) {  // training steps: self-pretrained cells run their pretraining first
+    const json& c = cell.config;
+    return c.at("steps").get<double>() + (c.at("regime") != "scratch" ? c.at("pretrain_steps").get<double>() : 0);
+  };
   e.report = lra_report;
   e.list = [](std::ostream& os) {
     os << "the paper's models: " << harness::join(kPaperModels) << " (any registry layer works as a model)\ntasks:\n";

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
+#include "apps/common/jobs.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
 #include "tasks/brown.h"
@@ -72,6 +74,8 @@ Pretrained pretrained_model(const CellConfig& c, const harness::RunContext& ctx,
   mc.pair_attention = false;  // the _xattn variants share their base model's pretraining
   const std::string dir = tasks::data_cache_dir() + "/pretrained_convs/" + key_of(c, mc);
   Pretrained p{dir + "/model.safetensors", {}};
+  std::unique_ptr<harness::FolderLock> lock;  // several --jobs workers (or runs) may want it at once: one builds it,
+  if (ctx.writer()) lock = std::make_unique<harness::FolderLock>(dir, ctx.quiet);  // the others wait, then find it
   if (rebuild && ctx.writer()) fs::remove_all(dir);
   ctx.comm->barrier();
   if (fs::exists(dir + "/info.json")) {
