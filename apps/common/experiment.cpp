@@ -111,12 +111,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.profile = o.profile;
     if (o.resume && fs::exists(result_path(o.out, c))) {
       if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
-      try {
-        done.push_back(CellResult::from_json(json::parse(read_text(result_path(o.out, c)))));
-      } catch (const json::exception& e) {
-        throw ConfigError(result_path(o.out, c) + ": a finished cell's result is damaged (" + e.what() +
-                          "); delete that file to run the cell again");
-      }
+      done.push_back(read_result(o.out, c));
       continue;
     }
     if (o.worker >= 0) {

@@ -192,10 +192,9 @@ std::vector<CellResult> run_cells_in_jobs(const Experiment& e, const Preset& p, 
       std::ostringstream line;
       line << "[" << cells[i].label() << "] finished";
       try {  // the accuracies most apps record, and the cell's wall time
-        CellResult r = CellResult::from_json(json::parse(read_text(result_path(o.out, cells[i]))));
-        for (const char* m : {"val_acc", "test_acc"})
-          if (r.metrics.count(m)) line << " " << std::string(m).substr(0, std::string(m).find('_')) << " " << std::fixed
-                                       << std::setprecision(1) << 100 * r.metrics[m] << "%";
+        CellResult r = read_result(o.out, cells[i]);
+        for (auto [metric, shown] : {std::pair{"val_acc", "val"}, std::pair{"test_acc", "test"}})
+          if (r.metrics.count(metric)) line << " " << shown << " " << std::fixed << std::setprecision(1) << 100 * r.metrics[metric] << "%";
         line << " in " << minutes(r.wall_s);
       } catch (const std::exception&) {  // the parent only reports: the worker has checked its result
       }
@@ -240,7 +239,7 @@ std::vector<CellResult> run_cells_in_jobs(const Experiment& e, const Preset& p, 
     throw Interrupted("stopped with " + std::to_string(n_done) + " of " + std::to_string(cells.size()) +
                       " cells finished; the running ones wrote checkpoints (continue with --resume)");
   std::vector<CellResult> rs;
-  for (auto& c : cells) rs.push_back(CellResult::from_json(json::parse(read_text(result_path(o.out, c)))));
+  for (auto& c : cells) rs.push_back(read_result(o.out, c));
   return rs;
 }
 

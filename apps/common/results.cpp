@@ -1,6 +1,8 @@
 // apps/common/results.cpp - cells, results and the run folder's files (see results.h).
 #include "apps/common/results.h"
 
+#include "apps/common/config.h"  // ConfigError
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -103,6 +105,15 @@ std::string result_path(const std::string& out, const Cell& c) { return cell_dir
 
 void write_result(const std::string& out, const CellResult& r) {
   write_text_atomic(result_path(out, r.cell), r.to_json().dump(2) + "\n");
+}
+
+CellResult read_result(const std::string& out, const Cell& c) {
+  const std::string path = result_path(out, c);
+  try {
+    return CellResult::from_json(json::parse(read_text(path)));
+  } catch (const json::exception& e) {
+    throw ConfigError(path + ": a finished cell's result is damaged (" + e.what() + "); delete that file to run the cell again");
+  }
 }
 
 std::vector<CellResult> collect_results(const std::string& out) {

@@ -60,6 +60,9 @@ std::string read_text(const std::string& path);                            // th
 std::string cell_dir(const std::string& out, const Cell& c);  // <out>/cells/<c.name()>
 std::string result_path(const std::string& out, const Cell& c);
 void write_result(const std::string& out, const CellResult& r);
+// A finished cell's result.json; throws ConfigError naming the file when it is damaged (delete it to run the cell
+// again), and read_text's error when it is missing.
+CellResult read_result(const std::string& out, const Cell& c);
 // Every cells/*/result.json under out, sorted by cell name; an unreadable one is skipped with a warning.
 std::vector<CellResult> collect_results(const std::string& out);
 
