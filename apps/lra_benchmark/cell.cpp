@@ -92,12 +92,14 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   int steps_run = 0;
   double train_seconds = 0, comm_seconds = 0;
 
-  // 1. self-pretraining on the training split (its labels unused), then keep the backbone only
+  // 1. self-pretraining on the training split (its labels unused), or for text-masked on English text instead
+  // (text_corpus_data), then keep the backbone only
   const std::string backbone = ctx.dir + "/backbone.safetensors";
   if (spt && !fs::exists(backbone)) {
     Generator g((uint64_t)c.seed);
     LraModel m(c, shape, causal, g);
-    harness::PhaseResult pr = train(true, m, g, data, c, ctx, curve_pre);
+    const tasks::TaskData corpus = c.regime == "text-masked" ? text_corpus_data(c, data) : tasks::TaskData{};
+    harness::PhaseResult pr = train(true, m, g, c.regime == "text-masked" ? corpus : data, c, ctx, curve_pre);
     steps_run += pr.steps_run, train_seconds += pr.seconds, comm_seconds += pr.comm_seconds;
     harness::save_backbone(m, backbone, kHeads, {{"dl.cell", c.key()}, {"dl.pretrain_steps", std::to_string(c.pretrain_steps)}},
                            *ctx.comm);

@@ -5,6 +5,8 @@
 //   spt-masked   or with masked denoising (mask_prob; CE on masked tokens, L1 on masked continuous positions),
 //                then drop the pretraining head, load the backbone into a fresh model (an explicit partial
 //                load: head.* may be missing) and fine-tune as scratch does.
+//   text-masked  as spt-masked, but pretrained on English text (Debian's fortunes as bytes, data.h's
+//                text_corpus_data) instead of the task's training split: a corpus against the task itself.
 // Each phase is a harness phase (apps/common/phase.h) checkpointing to <cell>/<phase>/ every checkpoint_every
 // steps, so a killed run resumes from its last checkpoint and continues exactly. A regression task (model.h) fine-tunes
 // with MSE or L1 on the standardised target and reports val/test RMSE and MAE instead of accuracy. Results: val and test accuracy

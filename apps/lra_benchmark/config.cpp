@@ -11,7 +11,7 @@ namespace lra {
 namespace harness = dl::harness;
 
 const std::vector<std::string> kPaperModels = {"transformer", "s4", "s4d", "dlr"};
-const std::vector<std::string> kRegimes = {"scratch", "spt-causal", "spt-masked"};
+const std::vector<std::string> kRegimes = {"scratch", "spt-causal", "spt-masked", "text-masked"};
 
 // The paper's Section 3.3 asks whether SPT makes the structured initialisation redundant; its control is S4D whose
 // A is not derived from HiPPO at all (nn/ssm/s4d.h, init "random").

@@ -83,7 +83,7 @@ struct ModelVariant {
 extern const std::vector<ModelVariant> kModelVariants;  // s4d-random: S4D with A drawn at random (no HiPPO)
 const ModelVariant* find_model_variant(const std::string& model);  // nullptr for a plain layer or "transformer"
 std::vector<std::string> model_names();  // kPaperModels' transformer + every registry layer + the variants
-extern const std::vector<std::string> kRegimes;      // scratch, spt-causal, spt-masked
+extern const std::vector<std::string> kRegimes;      // scratch, spt-causal, spt-masked, text-masked (data.h)
 std::string presets_dir();                           // apps/lra_benchmark/presets in the source tree
 std::vector<dl::harness::Axis> axes();               // task, model, regime with their known values
 

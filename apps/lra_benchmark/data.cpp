@@ -9,8 +9,10 @@
 #include <numeric>
 #include <random>
 
+#include "tasks/english.h"
 #include "tasks/objectives.h"
 #include "tasks/registry.h"
+#include "tasks/tokenizer.h"
 
 namespace lra {
 
@@ -59,6 +61,43 @@ const tasks::TaskData& task_data(const CellConfig& c) {
     for (size_t i : order) sub->train.examples.push_back(all[i]);
   }
   return *sub;
+}
+
+tasks::TaskData text_corpus_data(const CellConfig& c, const tasks::TaskData& task) {
+  const int32_t byte_vocab = tasks::ByteTokenizer().vocab_size();
+  if (task.train.feature_dim != 0 || task.train.vocab_size != byte_vocab)
+    throw ConfigError(c.key() + ": text-masked pretrains on English text as bytes, which needs a task whose tokens are bytes "
+                      "(vocabulary " + std::to_string(byte_vocab) + ": text, retrieval); " + c.task + " has " +
+                      (task.train.feature_dim ? "continuous inputs" : "vocabulary " + std::to_string(task.train.vocab_size)));
+  static const std::string fortunes = [] {
+    tasks::EnglishCorpus corpus = tasks::english_corpus();
+    return corpus.text.substr((size_t)corpus.brown_bytes);  // Brown comes first; what follows is the fortunes
+  }();
+  if (fortunes.size() < 100000)
+    throw tasks::DataError("text-masked pretrains on Debian's fortunes (/usr/share/games/fortunes), and " +
+                           std::to_string(fortunes.size()) + " bytes of it were found (install the package `fortunes`)");
+  const size_t cut = fortunes.size() * 95 / 100;
+  std::mt19937_64 rng((uint64_t)c.seed * 15485863ull + 29);
+  // one window of `len` bytes from [lo, hi) as byte tokens
+  auto window = [&](size_t len, size_t lo, size_t hi) {
+    len = std::min(len, hi - lo);
+    size_t at = lo + std::uniform_int_distribution<size_t>(0, hi - lo - len)(rng);
+    std::vector<int32_t> ids(len);
+    for (size_t i = 0; i < len; i++) ids[i] = tasks::ByteTokenizer::byte_offset + (unsigned char)fortunes[at + i];
+    return ids;
+  };
+  tasks::TaskData out;
+  for (auto [from, to, lo, hi] : {std::tuple{&task.train, &out.train, (size_t)0, cut},
+                                  std::tuple{&task.val, &out.val, cut, fortunes.size()}}) {
+    *to = *from;
+    to->name = "fortunes/" + from->name;
+    for (auto& e : to->examples) {
+      e.tokens = window(e.tokens.size(), lo, hi);
+      if (!e.tokens2.empty()) e.tokens2 = window(e.tokens2.size(), lo, hi);
+    }
+  }
+  out.test = out.val;  // unused: pretraining reads train and val only
+  return out;
 }
 
 TaskShape shape_of(const tasks::TaskData& d) {

@@ -5,6 +5,8 @@
 //   spt-causal              next-token prediction on the training split's sequences (token tasks only)
 //   spt-masked              masked denoising: tokens replaced with p = mask_prob (BERT's 80/10/10; CE on the
 //                           masked tokens), or continuous positions zeroed with a mask channel set (L1 on them)
+//   text-masked             the same masked denoising, but on English text instead of the task's data
+//                           (text_corpus_data below): pretraining on a corpus vs on the task itself
 // Retrieval's two towers each see their own corrupted sequence. tasks/objectives.h does the per-sequence work.
 #pragma once
 #include <random>
@@ -23,6 +25,15 @@ namespace lra {
 // the training split is a random subset of that many examples (fixed by the seed; nested across limits), the
 // validation and test splits those of the whole task.
 const dl::tasks::TaskData& task_data(const CellConfig& c);
+
+// The pretraining data of the text-masked regime: windows of Debian's `fortunes` (tasks/english.h) as the task's
+// byte tokens (tasks/tokenizer.h: id = byte + 5), one window per example of the task's training and validation
+// splits and as long as that example (both sequences of a retrieval pair), cut at offsets drawn from the seed. The
+// training windows come from the first 95% of the corpus, the validation ones from the last 5%. Fortunes, not Brown:
+// the byte tasks' embedded documents (Text, Retrieval) are Brown's, and pretraining on them would be pretraining on
+// the task. Labels are kept (the pretraining loss ignores them). A task whose tokens are not bytes (vocabulary other
+// than 261, or continuous inputs) is a ConfigError naming it; no fortunes installed, a DataError naming the package.
+dl::tasks::TaskData text_corpus_data(const CellConfig& c, const dl::tasks::TaskData& task);
 
 // The model's input/output shape for a task: vocab or features, classes, two towers, and the longest sequence of
 // any split (the positions table's size). A task without classes whose examples carry one target each is a regression
