@@ -7,12 +7,27 @@ namespace fpt {
 
 namespace harness = dl::harness;
 
-const std::vector<std::string> kTasks = {"bit_memory", "bit_xor", "listops", "image_patches"};
+const std::vector<std::string> kTasks = {"bit_memory", "bit_xor", "listops", "image_patches", "digits", "homology"};
 const std::vector<std::string> kArms = {"fpt",      "full",   "full_lang",  "lstm",   "random",  "bitmem",
                                         "out_only", "out_in", "out_in_pos", "fpt_ff", "fpt_attn"};
 
+const std::vector<int> kDepths = {1, 2, 3, 4, 6, 8, 12};
+static const std::vector<std::string> kDepthBases = {"fpt", "random"};
+
+std::pair<std::string, int> split_depth(const std::string& arm) {
+  for (auto& base : kDepthBases)
+    for (int k : kDepths)
+      if (arm == base + "-L" + std::to_string(k)) return {base, k};
+  return {arm, 0};
+}
+
 std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/fpt/presets"; }
-std::vector<harness::Axis> axes() { return {{"task", kTasks}, {"arm", kArms}}; }
+std::vector<harness::Axis> axes() {
+  std::vector<std::string> arms = kArms;
+  for (auto& base : kDepthBases)
+    for (int k : kDepths) arms.push_back(base + "-L" + std::to_string(k));
+  return {{"task", kTasks}, {"arm", arms}};
+}
 
 CellConfig CellConfig::from_json(const json& j, const std::string& where) {
   return harness::config_from_json<CellConfig>(j, where);
@@ -40,7 +55,9 @@ CellConfig resolve_cell(const harness::Preset& p, const std::string& task, const
       throw ConfigError("unknown " + p.axes[axis].name + " '" + value + "' (known: " + harness::join(known) + ")");
   }
   CellConfig c = harness::resolve<CellConfig>(p, {task, arm}, overrides);
-  c.task = task, c.arm = arm;
+  auto [base, depth] = split_depth(arm);
+  c.task = task, c.arm = base;
+  if (depth > 0) c.layers = depth;
   c.validate();
   return c;
 }

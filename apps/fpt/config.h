@@ -10,9 +10,13 @@
 //   bitmem      pretrained on bit memory, frozen as FPT (Table 2 "Bit memory")
 //   out_only, out_in, out_in_pos      the parameter ablations: output; + input; + positions (fpt = + layer norms)
 //   fpt_ff, fpt_attn                  FPT with the feed-forward, or the attention, unfrozen as well
+//   fpt-L<k>, random-L<k>             fpt or random with a transformer of k layers (k in kDepths), each depth with
+//                                     its own cached LM: the depth study (presets/depth.json). The arm's k wins over
+//                                     a `layers` from the preset or --set.
 // Presets (apps/fpt/presets/<name>.json) follow the harness's format with the axes task and arm.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/common/config.h"
@@ -27,8 +31,10 @@ struct CellConfig {
   // data
   int train_size = 0, val_size = 0, test_size = 0;  // 0: the task's default
   int bits = 0, patterns = 0, patch = 0;            // bit tasks: n bits per string, strings, bits per token (0: default)
-  int seq_len = 0;                                  // ListOps: longest sequence (0: the task's default)
-  std::string data_path;                            // official files where the task reads them
+                                                    // digits: the patch side (0: 2, so 16 tokens of 2x2 pixels)
+  int seq_len = 0;                                  // ListOps: longest sequence; homology: the window (0: default)
+  std::string data_path;                            // official files where the task reads them; homology: HMM file/folder
+  std::string families;                             // homology: comma-separated family names (empty: every one)
   // the transformer (must match the pretrained one) and the LSTM
   int layers = 4, d_model = 128, heads = 4, lstm_layers = 3;
   double dropout = 0.1;
@@ -46,6 +52,7 @@ struct CellConfig {
   template <class C, class F> static void fields(C& c, F&& f) {
     f("task", c.task), f("arm", c.arm), f("train_size", c.train_size), f("val_size", c.val_size), f("test_size", c.test_size);
     f("bits", c.bits), f("patterns", c.patterns), f("patch", c.patch), f("seq_len", c.seq_len), f("data_path", c.data_path);
+    f("families", c.families);
     f("layers", c.layers), f("d_model", c.d_model), f("heads", c.heads), f("lstm_layers", c.lstm_layers);
     f("dropout", c.dropout), f("masked_readout", c.masked_readout);
     f("batch", c.batch), f("accum", c.accum), f("steps", c.steps), f("eval_every", c.eval_every),
@@ -60,8 +67,11 @@ struct CellConfig {
   std::string key() const { return task + "/" + arm; }
 };
 
-extern const std::vector<std::string> kTasks;  // bit_memory, bit_xor, listops, image_patches
-extern const std::vector<std::string> kArms;
+extern const std::vector<std::string> kTasks;  // bit_memory, bit_xor, listops, image_patches, digits, homology
+extern const std::vector<std::string> kArms;   // the arms without a depth (the list above)
+extern const std::vector<int> kDepths;         // the depths an arm "<fpt|random>-L<k>" may name
+// "fpt-L3" -> {"fpt", 3}; any other arm -> {arm, 0}.
+std::pair<std::string, int> split_depth(const std::string& arm);
 std::string presets_dir();
 std::vector<dl::harness::Axis> axes();
 dl::harness::Preset load_preset(const std::string& name_or_path);  // and validates every cell it names

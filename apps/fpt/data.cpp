@@ -1,11 +1,14 @@
 // apps/fpt/data.cpp - see data.h.
 #include "data.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "tasks/bits.h"
+#include "tasks/digits.h"
+#include "tasks/homology.h"
 #include "tasks/registry.h"
 
 namespace fpt {
@@ -35,9 +38,27 @@ static FptTask make(const CellConfig& c) {
     t.max_len = (xor_task ? P : P + 1) * n / t.patch;
     return t;
   }
-  auto [tr, va, te] = sizes(c.task == "listops" ? 20000 : 0, c.task == "listops" ? 1000 : 0, c.task == "listops" ? 1000 : 0);
-  int32_t len = c.seq_len ? c.seq_len : c.task == "listops" ? 512 : 0;
-  t.data = tasks::make_task(c.task, {len, tr, va, te, (uint64_t)c.seed, c.data_path});
+  if (c.task == "digits") {  // the fixed split of the 1797 images; sizes cap each split
+    tasks::DigitsConfig dc;
+    dc.path = c.data_path, dc.patch = c.patch ? c.patch : 2;
+    dc.max_train = c.train_size, dc.max_val = c.val_size, dc.max_test = c.test_size;
+    t.data = tasks::make_digits(dc);
+  } else if (c.task == "homology") {  // sequences sampled from the families' profile HMMs, per seed
+    tasks::HomologyConfig hc;
+    hc.path = c.data_path, hc.window = c.seq_len ? c.seq_len : 64, hc.seed = (uint64_t)c.seed;
+    for (size_t a = 0; a < c.families.size();) {
+      size_t b = std::min(c.families.find(',', a), c.families.size());
+      if (b > a) hc.families.push_back(c.families.substr(a, b - a));
+      a = b + 1;
+    }
+    auto [tr, va, te] = sizes(hc.train_size, hc.val_size, hc.test_size);
+    hc.train_size = tr, hc.val_size = va, hc.test_size = te;
+    t.data = tasks::make_homology(hc);
+  } else {
+    auto [tr, va, te] = sizes(c.task == "listops" ? 20000 : 0, c.task == "listops" ? 1000 : 0, c.task == "listops" ? 1000 : 0);
+    int32_t len = c.seq_len ? c.seq_len : c.task == "listops" ? 512 : 0;
+    t.data = tasks::make_task(c.task, {len, tr, va, te, (uint64_t)c.seed, c.data_path});
+  }
   const tasks::Dataset& d = t.data.train;
   t.vocab = d.feature_dim ? 0 : d.vocab_size, t.features = d.feature_dim, t.outputs = d.num_classes;
   for (auto* s : {&t.data.train, &t.data.val, &t.data.test})
@@ -51,7 +72,7 @@ const FptTask& fpt_task(const CellConfig& c) {
   static std::mutex mu;
   std::string key = c.task + "|" + std::to_string(c.train_size) + "|" + std::to_string(c.val_size) + "|" +
                     std::to_string(c.test_size) + "|" + std::to_string(c.bits) + "|" + std::to_string(c.patterns) + "|" +
-                    std::to_string(c.patch) + "|" + std::to_string(c.seq_len) + "|" + std::to_string(c.seed) + "|" + c.data_path;
+                    std::to_string(c.patch) + "|" + std::to_string(c.seq_len) + "|" + std::to_string(c.seed) + "|" + c.data_path + "|" + c.families;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[key];
   if (!slot) slot = std::make_unique<FptTask>(make(c));

@@ -10,6 +10,12 @@
 //                  last real token)
 //   image_patches  Fashion-MNIST as 49 patches of 4x4 pixels (the stand-in for FPT's MNIST: Debian packages
 //                  Fashion-MNIST, not MNIST), 10 classes, read from the last token
+//   digits         the 8x8 handwritten digits of python3-sklearn (tasks/digits.h) as 16 patches of 2x2 pixels
+//                  (`patch` 1, 2, 4 or 8), a fixed split of the 1797 images (1259 / 179 / 359; sizes cap each
+//                  split), 10 classes, read from the last token
+//   homology       the stand-in for TAPE remote homology (tasks/homology.h): which of 9 Pfam families (the profile
+//                  HMMs of hmmer-examples, or `data_path`; `families` picks some) a window of `seq_len` residues
+//                  (default 64) was sampled from; 20 amino-acid tokens; family recognition, not fold classification
 // Bit accuracy is per bit (the paper's sign agreement), classification accuracy per example; both on the
 // whole split.
 #pragma once

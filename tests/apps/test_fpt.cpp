@@ -14,6 +14,8 @@
 #include "apps/fpt/data.h"
 #include "apps/fpt/model.h"
 #include "apps/fpt/pretrain.h"
+#include "tasks/digits.h"
+#include "tasks/homology.h"
 #include "tensor/safetensors.h"
 
 using namespace fpt;
@@ -220,4 +222,67 @@ TEST(FptLearning, FrozenPretrainedTransformerSolvesBitXor) {
   double acc = run("0.003", "learn"), control = run("1e-7", "control");
   EXPECT_GE(acc, 0.95) << "FPT did not learn bit XOR";
   EXPECT_LT(control, 0.70) << "learned at lr 1e-7: the threshold tests nothing";
+}
+
+// The depth study's arms: "fpt-L<k>" / "random-L<k>" are fpt / random with k layers, whatever `layers` says
+// elsewhere; a depth outside kDepths is an unknown arm.
+TEST(FptConfig, DepthArmsSetTheirLayers) {
+  EXPECT_EQ(split_depth("fpt-L3"), (std::pair<std::string, int>{"fpt", 3}));
+  EXPECT_EQ(split_depth("random-L12"), (std::pair<std::string, int>{"random", 12}));
+  EXPECT_EQ(split_depth("fpt"), (std::pair<std::string, int>{"fpt", 0}));
+  EXPECT_EQ(split_depth("full-L2"), (std::pair<std::string, int>{"full-L2", 0}));
+  harness::Preset p = load_preset("tiny");
+  CellConfig c = resolve_cell(p, "bit_xor", "fpt-L2", {"layers=4"});
+  EXPECT_EQ(c.arm, "fpt");
+  EXPECT_EQ(c.layers, 2);
+  EXPECT_EQ(resolve_cell(p, "bit_xor", "random-L1", {}).layers, 1);
+  EXPECT_NE(dl::test::error_of([&] { resolve_cell(p, "bit_xor", "fpt-L5", {}); }).find("unknown arm 'fpt-L5'"),
+            std::string::npos);
+  for (const char* preset : {"extras", "ablations", "depth"}) EXPECT_NO_THROW(load_preset(preset)) << preset;
+}
+
+// The two packaged-data tasks as FPT sees them: digits as 16 tokens of 2x2 pixels, homology as amino-acid tokens.
+TEST(FptTasks, DigitsAndHomology) {
+  if (!fs::exists(tasks::digits_default_path) || !fs::exists(std::string(tasks::hmmer_examples_dir) + "/tutorial/fn3.hmm"))
+    GTEST_SKIP() << "python3-sklearn or hmmer-examples is not installed";
+  const FptTask& d = fpt_task(small_cell("digits", "fpt"));
+  EXPECT_FALSE(d.bits);
+  EXPECT_EQ(d.features, 4);
+  EXPECT_EQ(d.vocab, 0);
+  EXPECT_EQ(d.outputs, 10);
+  EXPECT_EQ(d.max_len, 16);
+  EXPECT_EQ(d.data.train.examples.size(), 64u);
+  CellConfig hc = small_cell("homology", "fpt");
+  hc.seq_len = 24, hc.families = "fn3,globins4,Pkinase";
+  const FptTask& h = fpt_task(hc);
+  EXPECT_EQ(h.vocab, 20);
+  EXPECT_EQ(h.outputs, 3);
+  EXPECT_EQ(h.max_len, 24);
+  ASSERT_EQ(h.data.train.examples.size(), 63u) << "64 examples over 3 families: 21 each";
+  EXPECT_EQ(h.data.train.examples[1].label, 1);
+  hc.families = "fn3,nosuch";
+  EXPECT_NE(dl::test::error_of([&] { fpt_task(hc); }).find("no family 'nosuch'"), std::string::npos);
+}
+
+// A miniature depth study: the depth arms run (each depth pretrains its own LM) and depth.md has a column per depth.
+TEST(FptSweep, DepthStudyReport) {
+  if (!fs::exists(tasks::digits_default_path)) GTEST_SKIP() << "python3-sklearn is not installed";
+  std::string d = dl::test::app_temp_dir("fpt_depth");
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset("tiny");
+  std::vector<std::string> sets = {"d_model=16",   "heads=2",    "dropout=0",    "train_size=64", "val_size=32",
+                                   "test_size=32", "batch=8",    "steps=4",      "eval_every=4",  "checkpoint_every=4",
+                                   "lm_steps=10",  "lm_context=16", "lm_batch=4"};
+  harness::SweepOptions o;
+  o.out = d + "/run", o.quiet = true;
+  auto rs = harness::run_cells(e, p, harness::expand_cells(e, p, {{"digits"}, {"fpt-L1", "fpt-L2", "random-L1"}}, {0}, sets), o);
+  ASSERT_EQ(rs.size(), 3u);
+  std::map<std::string, int64_t> trainable;
+  for (auto& r : rs) trainable[r.cell.value("arm")] = r.extra.at("trainable_params");
+  EXPECT_EQ(trainable["fpt-L1"], trainable["random-L1"]);
+  EXPECT_GT(trainable["fpt-L2"], trainable["fpt-L1"]) << "a second layer adds its layer norms";
+  std::string md = harness::read_text(o.out + "/depth.md");
+  EXPECT_NE(md.find("| 1 layers | 2 layers |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| digits | random |"), std::string::npos) << md;
+  EXPECT_TRUE(fs::exists(o.out + "/plots/depth_digits.png"));
 }
