@@ -263,25 +263,24 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
   if (!gaps.empty())
     t.notes.push_back("Test accuracy of the SSM minus the Transformer's (paired by seed): " + harness::join(gaps, "; ") +
                       ". The paper: self-pretraining closes this gap (Transformer 53.6 -> 86.2, S4 86.1 -> 86.8 on average).");
-  // the two objectives side by side: masked denoising minus next-token prediction, per task/model (paired by seed)
-  std::vector<std::string> objectives;
-  for (auto& g : groups)
-    if (g.regime == "spt-masked")
-      if (const Group* causal = find(g.task, g.model, "spt-causal")) {
-        harness::MeanSE d = paired_test(*causal, g);
-        if (d.n > 0) objectives.push_back(g.task + "/" + g.model + " " + harness::format_mean_se(d, 100, 1, true));
-      }
+  // "task/model d" per task and model that has both regimes: test accuracy of `regime` minus `base`, paired by seed
+  auto regime_minus = [&](const std::string& regime, const std::string& base) {
+    std::vector<std::string> out;
+    for (auto& g : groups)
+      if (g.regime == regime)
+        if (const Group* b = find(g.task, g.model, base)) {
+          harness::MeanSE d = paired_test(*b, g);
+          if (d.n > 0) out.push_back(g.task + "/" + g.model + " " + harness::format_mean_se(d, 100, 1, true));
+        }
+    return out;
+  };
+  // the two objectives side by side: masked denoising minus next-token prediction
+  const std::vector<std::string> objectives = regime_minus("spt-masked", "spt-causal");
   if (!objectives.empty())
     t.notes.push_back("Test accuracy of masked minus causal self-pretraining (paired by seed): " +
                       harness::join(objectives, "; ") + ". The paper: the two give similar results (Section 3.1).");
   // the two pretraining sources side by side: English text minus the task's own data, same masked objective
-  std::vector<std::string> sources;
-  for (auto& g : groups)
-    if (g.regime == "text-masked")
-      if (const Group* self = find(g.task, g.model, "spt-masked")) {
-        harness::MeanSE d = paired_test(*self, g);
-        if (d.n > 0) sources.push_back(g.task + "/" + g.model + " " + harness::format_mean_se(d, 100, 1, true));
-      }
+  const std::vector<std::string> sources = regime_minus("text-masked", "spt-masked");
   if (!sources.empty())
     t.notes.push_back("Test accuracy of pretraining on English text (Debian's fortunes) minus self-pretraining on the task's "
                       "own training split, both masked denoising for the same steps (paired by seed): " +
