@@ -9,20 +9,12 @@
 #include <set>
 
 #include "tasks/digits.h"
+#include "data_error_of.h"
 
 using namespace dl::tasks;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(no DataError)";
-}
 
 // A line of 64 pixels and a label: pixel i = (i + shift) % 17.
 std::string csv_line(int shift, int label) {
@@ -111,7 +103,7 @@ TEST(Digits, PatchTokens) {
   EXPECT_FLOAT_EQ(e.features[4 + 2], 10 / 16.f);
   EXPECT_FLOAT_EQ(e.features[4 + 3], 11 / 16.f);
   c.patch = 3;
-  EXPECT_NE(error_of([&] { make_digits(c); }).find("patch 3 does not divide the 8x8 image"), std::string::npos);
+  EXPECT_NE(dl::test::data_error_of([&] { make_digits(c); }).find("patch 3 does not divide the 8x8 image"), std::string::npos);
 }
 
 TEST(Digits, BadFilesAreNamed) {
@@ -122,26 +114,26 @@ TEST(Digits, BadFilesAreNamed) {
   for (int i = 1; i < 63; i++) short_line += ",1";
   short_line += "\n";
   std::ofstream(path) << csv_line(0, 1) << short_line;
-  std::string err = error_of([&] { read_digits(path); });
+  std::string err = dl::test::data_error_of([&] { read_digits(path); });
   EXPECT_NE(err.find(path + ":2: expected 65 comma-separated integers"), std::string::npos) << err;
   EXPECT_NE(err.find("found 63"), std::string::npos) << err;
   std::string bad_pixel = csv_line(0, 1);
   bad_pixel.replace(0, 1, "17");
   std::ofstream(path) << bad_pixel;
-  err = error_of([&] { read_digits(path); });
+  err = dl::test::data_error_of([&] { read_digits(path); });
   EXPECT_NE(err.find(path + ":1: field 1: expected a pixel, an integer 0..16, found '17'"), std::string::npos) << err;
   std::string bad_label = csv_line(0, 1);
   bad_label.replace(bad_label.size() - 2, 1, "x");
   std::ofstream(path) << csv_line(1, 2) << csv_line(2, 3) << bad_label;
-  err = error_of([&] { read_digits(path); });
+  err = dl::test::data_error_of([&] { read_digits(path); });
   EXPECT_NE(err.find(path + ":3: field 65: expected the label, an integer 0..9, found 'x'"), std::string::npos) << err;
   std::ofstream(path) << "";
-  EXPECT_NE(error_of([&] { read_digits(path); }).find("no images"), std::string::npos);
-  err = error_of([&] { read_digits(dir + "/missing.csv.gz"); });
+  EXPECT_NE(dl::test::data_error_of([&] { read_digits(path); }).find("no images"), std::string::npos);
+  err = dl::test::data_error_of([&] { read_digits(dir + "/missing.csv.gz"); });
   EXPECT_NE(err.find("missing.csv.gz: the 8x8 digits file is missing"), std::string::npos) << err;
   // the packaged path names its package
   DigitsConfig c;
   c.path = "";
   if (!have_packaged())
-    EXPECT_NE(error_of([&] { make_digits(c); }).find("apt-get install python3-sklearn"), std::string::npos);
+    EXPECT_NE(dl::test::data_error_of([&] { make_digits(c); }).find("apt-get install python3-sklearn"), std::string::npos);
 }

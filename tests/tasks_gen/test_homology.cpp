@@ -9,20 +9,12 @@
 #include <numeric>
 
 #include "tasks/homology.h"
+#include "data_error_of.h"
 
 using namespace dl::tasks;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(no DataError)";
-}
 
 bool have_examples() { return fs::exists(std::string(hmmer_examples_dir) + "/tutorial/fn3.hmm"); }
 
@@ -145,7 +137,7 @@ TEST(Homology, TaskShapesLabelsAndDeterminism) {
   const TaskData picked = make_homology(c);
   EXPECT_EQ(picked.train.class_names, (std::vector<std::string>{"c", "a"}));
   c.families = {"zz"};
-  EXPECT_NE(error_of([&] { make_homology(c); }).find("no family 'zz' (found: a, b, c)"), std::string::npos);
+  EXPECT_NE(dl::test::data_error_of([&] { make_homology(c); }).find("no family 'zz' (found: a, b, c)"), std::string::npos);
 }
 
 TEST(Homology, PackagedFamiliesMakeATask) {
@@ -160,7 +152,7 @@ TEST(Homology, PackagedFamiliesMakeATask) {
 
 TEST(Hmmer3, BadFilesAreNamed) {
   const std::string good = tiny_hmm("g", {0, 1, 2});
-  auto err = [&](const std::string& text) { return error_of([&] { parse_hmmer3(text, "bad.hmm"); }); };
+  auto err = [&](const std::string& text) { return dl::test::data_error_of([&] { parse_hmmer3(text, "bad.hmm"); }); };
   std::string e = err("");
   EXPECT_NE(e.find("bad.hmm: no HMMER3 model"), std::string::npos) << e;
   e = err("HMMER2.0\n");
@@ -186,10 +178,10 @@ TEST(Hmmer3, BadFilesAreNamed) {
   EXPECT_NE(e.find("the file ends where '//' after the last node was expected"), std::string::npos) << e;
   e = err(good.substr(0, good.find("LENG")) + good.substr(good.find("ALPH")));
   EXPECT_NE(e.find("model g has no LENG line"), std::string::npos) << e;
-  e = error_of([&] { read_hmmer3("/nonexistent/x.hmm"); });
+  e = dl::test::data_error_of([&] { read_hmmer3("/nonexistent/x.hmm"); });
   EXPECT_NE(e.find("/nonexistent/x.hmm: profile HMM file is missing"), std::string::npos) << e;
-  e = error_of([&] { read_hmmer3(std::string(hmmer_examples_dir) + "/nope.hmm"); });
+  e = dl::test::data_error_of([&] { read_hmmer3(std::string(hmmer_examples_dir) + "/nope.hmm"); });
   EXPECT_NE(e.find("apt-get install hmmer-examples"), std::string::npos) << e;
-  EXPECT_NE(error_of([&] { homology_dataset(parse_hmmer3(good, "g"), 4, 8, 0, "one"); }).find("need at least 2 families"),
+  EXPECT_NE(dl::test::data_error_of([&] { homology_dataset(parse_hmmer3(good, "g"), 4, 8, 0, "one"); }).find("need at least 2 families"),
             std::string::npos);
 }

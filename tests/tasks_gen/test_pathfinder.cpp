@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data_error_of.h"
 #include "tasks/pathfinder.h"
 
 namespace fs = std::filesystem;
@@ -20,17 +21,6 @@ fs::path fresh_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-// Runs f and returns the DataError message (fails the test if nothing or something else is thrown).
-template <class F> std::string data_error_of(F f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a DataError";
-  return "";
 }
 
 // Mean pixel value in a disc, to check that a marker is drawn where the sample says it is.
@@ -139,11 +129,11 @@ TEST(Pathfinder, DamagedFilesNameTheFile) {
 
   // Missing metadata file for a requested batch.
   opt.batches = {7};
-  std::string msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
+  std::string msg = dl::test::data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
   EXPECT_NE(msg.find("metadata/7.npy"), std::string::npos) << msg;
   EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
   // Missing level directory.
-  msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_contour_length_9", opt); });
+  msg = dl::test::data_error_of([&] { read_pathfinder_official(root.string(), "curv_contour_length_9", opt); });
   EXPECT_NE(msg.find("curv_contour_length_9/metadata"), std::string::npos) << msg;
 
   // A bad line names file:line and what was expected.
@@ -152,7 +142,7 @@ TEST(Pathfinder, DamagedFilesNameTheFile) {
     std::ofstream m(level / "metadata/0.npy");
     m << "imgs/0 sample_0.png 0 1 6\nimgs/0 sample_1.png 1 maybe 6\n";
   }
-  msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
+  msg = dl::test::data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
   EXPECT_NE(msg.find("metadata/0.npy:2:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("label 0 or 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("\"maybe\""), std::string::npos) << msg;
@@ -163,7 +153,7 @@ TEST(Pathfinder, DamagedFilesNameTheFile) {
     m << "imgs/0 sample_0.png 0 1 6\n";
   }
   write_gray_png((level / "imgs/0/sample_0.png").string(), std::vector<uint8_t>(20 * 16, 9), 20, 16);
-  msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
+  msg = dl::test::data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
   EXPECT_NE(msg.find("imgs/0/sample_0.png"), std::string::npos) << msg;
   EXPECT_NE(msg.find("expected a 32x32 image, found 20x16"), std::string::npos) << msg;
 
@@ -176,15 +166,15 @@ TEST(Pathfinder, DamagedFilesNameTheFile) {
     const std::vector<uint8_t> px(32 * 32 * 3, 100);
     ASSERT_TRUE(png_image_write_to_file(&rgb, (level / "imgs/0/sample_0.png").c_str(), 0, px.data(), 0, nullptr));
   }
-  msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
+  msg = dl::test::data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
   EXPECT_NE(msg.find("imgs/0/sample_0.png: expected an 8-bit grayscale PNG, found RGB 8-bit"), std::string::npos) << msg;
   // A missing PNG.
   fs::remove(level / "imgs/0/sample_0.png");
-  msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
+  msg = dl::test::data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
   EXPECT_NE(msg.find("sample_0.png: PNG file is missing"), std::string::npos) << msg;
   // Not a PNG at all.
   std::ofstream(level / "imgs/0/sample_0.png") << "hello";
-  msg = data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
+  msg = dl::test::data_error_of([&] { read_pathfinder_official(root.string(), "curv_baseline", opt); });
   EXPECT_NE(msg.find("sample_0.png: not a readable PNG"), std::string::npos) << msg;
   fs::remove_all(root);
 }
@@ -198,13 +188,13 @@ TEST(Pathfinder, MetadataParserEdgeCases) {
   EXPECT_EQ(recs[0].label, 0);
   EXPECT_EQ(recs[1].label, 1);
   EXPECT_TRUE(parse_pathfinder_metadata("", "m.npy").empty());
-  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("imgs/0 a.png 0\n", "m.npy"); }).find("m.npy:1: expected at least 4"),
+  EXPECT_NE(dl::test::data_error_of([] { parse_pathfinder_metadata("imgs/0 a.png 0\n", "m.npy"); }).find("m.npy:1: expected at least 4"),
             std::string::npos);
-  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("a b.png 0 1\n\nc d.png 1 1\n", "m.npy"); }).find("m.npy:2: blank"),
+  EXPECT_NE(dl::test::data_error_of([] { parse_pathfinder_metadata("a b.png 0 1\n\nc d.png 1 1\n", "m.npy"); }).find("m.npy:2: blank"),
             std::string::npos);
-  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("../x a.png 0 1\n", "m.npy"); }).find("stay below"), std::string::npos);
-  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("imgs/0 a.jpg 0 1\n", "m.npy"); }).find(".png"), std::string::npos);
-  EXPECT_NE(data_error_of([] { parse_pathfinder_metadata("imgs/0 a.png -3 1\n", "m.npy"); }).find("sample index"),
+  EXPECT_NE(dl::test::data_error_of([] { parse_pathfinder_metadata("../x a.png 0 1\n", "m.npy"); }).find("stay below"), std::string::npos);
+  EXPECT_NE(dl::test::data_error_of([] { parse_pathfinder_metadata("imgs/0 a.jpg 0 1\n", "m.npy"); }).find(".png"), std::string::npos);
+  EXPECT_NE(dl::test::data_error_of([] { parse_pathfinder_metadata("imgs/0 a.png -3 1\n", "m.npy"); }).find("sample index"),
             std::string::npos);
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "data_error_of.h"
 #include "tasks/speech.h"
 
 namespace fs = std::filesystem;
@@ -18,16 +19,6 @@ double rms(const std::vector<float>& x, size_t from, size_t to) {
   double e = 0;
   for (size_t i = from; i < to; ++i) e += double(x[i]) * x[i];
   return std::sqrt(e / double(to - from));
-}
-
-template <class F> std::string data_error_of(F f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a DataError";
-  return "";
 }
 
 std::vector<int16_t> tone(size_t n, double freq) {
@@ -129,26 +120,26 @@ TEST(Wav, RoundTripAndParserRejectsBadFiles) {
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // Truncated data chunk.
-  std::string msg = data_error_of([&] { parse_wav(bytes.substr(0, bytes.size() - 10), "cut.wav"); });
+  std::string msg = dl::test::data_error_of([&] { parse_wav(bytes.substr(0, bytes.size() - 10), "cut.wav"); });
   EXPECT_NE(msg.find("cut.wav: chunk \"data\""), std::string::npos) << msg;
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   // Not RIFF.
-  msg = data_error_of([&] { parse_wav("hello world, not audio", "text.wav"); });
+  msg = dl::test::data_error_of([&] { parse_wav("hello world, not audio", "text.wav"); });
   EXPECT_NE(msg.find("text.wav: not a RIFF/WAVE file"), std::string::npos) << msg;
   // 8-bit samples (bits per sample at byte offset 34), float format (tag at 20).
   std::string eight = bytes;
   eight[34] = 8;
-  msg = data_error_of([&] { parse_wav(eight, "8bit.wav"); });
+  msg = dl::test::data_error_of([&] { parse_wav(eight, "8bit.wav"); });
   EXPECT_NE(msg.find("expected 16 bits per sample, found 8"), std::string::npos) << msg;
   std::string fl = bytes;
   fl[20] = 3;
-  msg = data_error_of([&] { parse_wav(fl, "float.wav"); });
+  msg = dl::test::data_error_of([&] { parse_wav(fl, "float.wav"); });
   EXPECT_NE(msg.find("found format tag 3 (IEEE float)"), std::string::npos) << msg;
   // An unknown chunk before data is skipped (odd size, so the pad byte matters).
   std::string with_list = bytes.substr(0, 36) + "LIST" + std::string("\x03\0\0\0abc\0", 8) + bytes.substr(36);
   EXPECT_EQ(parse_wav(with_list, "list.wav").samples, s);
   // A missing file names itself.
-  msg = data_error_of([&] { read_wav((dir / "missing.wav").string()); });
+  msg = dl::test::data_error_of([&] { read_wav((dir / "missing.wav").string()); });
   EXPECT_NE(msg.find("missing.wav: cannot open"), std::string::npos) << msg;
   fs::remove_all(dir);
 }
@@ -174,10 +165,10 @@ TEST(Wav, SpeechCommandsFolders) {
   EXPECT_EQ(short_clip.tokens[15999], mu_law_encode(0.0f));
 
   write_wav((root / "yes" / "bad.wav").string(), tone(100, 300), 8000);
-  const std::string msg = data_error_of([&] { read_speech_commands(root.string(), {}); });
+  const std::string msg = dl::test::data_error_of([&] { read_speech_commands(root.string(), {}); });
   EXPECT_NE(msg.find("yes/bad.wav: expected mono 16000 Hz audio, found 1 channel(s) at 8000 Hz"), std::string::npos) << msg;
   fs::remove(root / "testing_list.txt");
-  EXPECT_NE(data_error_of([&] { read_speech_commands(root.string(), {}); }).find("testing_list.txt: cannot open"),
+  EXPECT_NE(dl::test::data_error_of([&] { read_speech_commands(root.string(), {}); }).find("testing_list.txt: cannot open"),
             std::string::npos);
   fs::remove_all(root);
 }
