@@ -2,15 +2,19 @@
 # bench/run_dist.sh - data-parallel scaling on this machine: training steps/s of lra_benchmark cells at
 #   1 rank x 2 threads, 1 rank x 1 thread and 2 ranks x 1 thread (mpirun), and the time each 2-rank step waits on
 #   the gradient buckets' all-reduce after the backward (the part that did not overlap it; PhaseResult::comm_seconds).
-#   bash bench/run_dist.sh [-b build] [-s steps] [-r repeats]
+#   With -z also 2 ranks x 1 thread with --zero1 (ZeRO-1: reduce-scatter of the buckets, then an all-gather of the
+#   updated parameters; its comm ms/step counts both waits).
+#   bash bench/run_dist.sh [-b build] [-s steps] [-r repeats] [-z]
 # Workloads (the shapes of bench/bench_workloads.cpp's reference steps, through the harness's own training loop):
 #   transformer_listops  ListOps at length 512, d_model 128, 2 layers, 4 heads, batch 32
 #   s4d                  ListOps at length 1024, S4D d_model 128, 2 layers, d_state 64, batch 32
 # Prints a markdown table (median of the repeats) and the raw JSON lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build steps=40 repeats=3
-while getopts b:s:r: o; do case $o in b) build=$OPTARG ;; s) steps=$OPTARG ;; r) repeats=$OPTARG ;; *) exit 2 ;; esac; done
+build=build steps=40 repeats=3 modes="1x2 2x1 1x1"
+while getopts b:s:r:z o; do
+  case $o in b) build=$OPTARG ;; s) steps=$OPTARG ;; r) repeats=$OPTARG ;; z) modes="$modes 2x1z" ;; *) exit 2 ;; esac
+done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} OMP_WAIT_POLICY=PASSIVE
 tmp=$(mktemp -d)
@@ -26,6 +30,7 @@ run() {  # run NAME MODE OUT
     1x2) "$build/lra_benchmark" "${common[@]}" ${extra[$name]} --threads 2 --out "$out" > /dev/null ;;
     1x1) "$build/lra_benchmark" "${common[@]}" ${extra[$name]} --threads 1 --out "$out" > /dev/null ;;
     2x1) mpirun -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_CORETYPE "$build/lra_benchmark" "${common[@]}" ${extra[$name]} --threads 1 --out "$out" > /dev/null ;;
+    2x1z) mpirun -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_CORETYPE "$build/lra_benchmark" "${common[@]}" ${extra[$name]} --threads 1 --zero1 --out "$out" > /dev/null ;;
   esac
   python3 - "$out/results.json" "$name" "$mode" <<'PY'
 import json, sys
@@ -37,7 +42,7 @@ PY
 lines=()
 for rep in $(seq "$repeats"); do
   for name in transformer_listops s4d; do
-    for mode in 1x2 2x1 1x1; do
+    for mode in $modes; do
       lines+=("$(run $name $mode "$tmp/$name-$mode-$rep")")
     done
   done
@@ -47,12 +52,15 @@ python3 - "$tmp/all.jsonl" <<'PY'
 import json, sys, statistics as st
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def med(w, m, k): return st.median(r[k] for r in rows if r["workload"] == w and r["mode"] == m)
-print("| workload | params | 1 rank x 2 threads steps/s | 2 ranks x 1 thread steps/s | ratio | 1 rank x 1 thread steps/s | 2-rank comm ms/step |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+zero = any(r["mode"] == "2x1z" for r in rows)
+head = "| workload | params | 1 rank x 2 threads steps/s | 2 ranks x 1 thread steps/s | ratio | 1 rank x 1 thread steps/s | 2-rank comm ms/step |"
+print(head + (" ZeRO-1 2 ranks steps/s | ZeRO-1 comm ms/step |" if zero else ""))
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if zero else ""))
 for w in ["transformer_listops", "s4d"]:
     p = next(r["params"] for r in rows if r["workload"] == w)
     a, b, c = med(w, "1x2", "steps_per_s"), med(w, "2x1", "steps_per_s"), med(w, "1x1", "steps_per_s")
-    print(f"| {w} | {p} | {a:.2f} | {b:.2f} | {b / a:.2f} | {c:.2f} | {med(w, '2x1', 'comm_ms_per_step'):.1f} |")
+    z = f" {med(w, '2x1z', 'steps_per_s'):.2f} | {med(w, '2x1z', 'comm_ms_per_step'):.1f} |" if zero else ""
+    print(f"| {w} | {p} | {a:.2f} | {b:.2f} | {b / a:.2f} | {c:.2f} | {med(w, '2x1', 'comm_ms_per_step'):.1f} |" + z)
 PY
 echo; cat "$tmp/all.jsonl"
 rm -rf "$tmp"

@@ -6,8 +6,9 @@
 //           finds NCCL in the CUDA toolkit and MPI); bootstrapped over the mpi communicator, to which it also hands
 //           every call on host buffers; chosen under mpirun when the model is on the device (--device cuda)
 //
-// Buffers: the blocking calls always take host memory; the non-blocking ones (the gradient buckets, the ZeRO-1
-// broadcasts) take memory where buffer_device() says - the host for single and mpi, this rank's GPU for nccl.
+// Buffers: the blocking calls always take host memory; the non-blocking ones (the gradient buckets, ZeRO-1's
+// reduce-scatters and all-gathers) take memory where buffer_device() says - the host for single and mpi, this rank's
+// GPU for nccl.
 //
 // Every rank must call the collectives in the same order. A collective that does not complete within timeout_s
 // (a rank died or hangs) ends the job: the rank that sees it names what it waited for and, on rank 0, which ranks
@@ -44,9 +45,13 @@ class Communicator {
   // ---- non-blocking, on buffers where buffer_device() says: start, then wait (test() drives progress meanwhile) ----
   virtual Device buffer_device() const { return Device::cpu; }
   using Handle = int64_t;
-  virtual Handle iallreduce_sum(float* x, int64_t n) = 0;         // in place, the sum over ranks on every rank
-  virtual Handle ireduce_sum(float* x, int64_t n, int root) = 0;  // in place on root (others' x unspecified after)
+  virtual Handle iallreduce_sum(float* x, int64_t n) = 0;  // in place, the sum over ranks on every rank
   virtual Handle ibroadcast(float* x, int64_t n, int root) = 0;
+  // ZeRO-1's two collectives (send and recv must not overlap):
+  //   reduce-scatter  send holds size() segments of n floats; recv (n floats) gets the sum over ranks of segment rank()
+  //   all-gather      send holds n floats; recv (size() segments of n) gets every rank's send, in rank order
+  virtual Handle ireduce_scatter_sum(const float* send, float* recv, int64_t n) = 0;
+  virtual Handle iallgather(const float* send, float* recv, int64_t n) = 0;
   virtual bool test(Handle h) = 0;
   virtual void wait(Handle h, const std::string& what) = 0;  // CommError after timeout_s
 

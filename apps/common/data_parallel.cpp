@@ -21,16 +21,34 @@ static void check_f32(const Tensor& t, const std::string& name, const char* what
 
 static float* f32_ptr(const Tensor& t) { return static_cast<float*>(t.raw_data()); }  // host or device memory
 
-BucketPlan plan_buckets(const std::vector<int64_t>& numels, int64_t bucket_bytes, bool one_per_param) {
+BucketPlan plan_buckets(const std::vector<int64_t>& numels, int64_t bucket_bytes, int zero1_ranks) {
   BucketPlan p;
   int64_t bytes = bucket_bytes;  // a new bucket first
   for (size_t i = 0; i < numels.size(); i++) {
-    if (one_per_param || bytes >= bucket_bytes) p.numel.push_back(0), p.params.emplace_back(), bytes = 0;
+    if (bytes >= bucket_bytes) p.numel.push_back(0), p.params.emplace_back(), bytes = 0;
     p.bucket.push_back(p.numel.size() - 1);
     p.offset.push_back(p.numel.back());
     p.params.back().push_back(i);
     p.numel.back() += numels[i];
     bytes += numels[i] * 4;
+  }
+  if (zero1_ranks <= 0) return p;
+  // ZeRO-1: within each bucket, largest parameter first into the segment holding the fewest floats (the lower rank on
+  // a tie); then every segment is as long as the bucket's longest, and each parameter's slice moves into its owner's
+  const int W = zero1_ranks;
+  p.owner.assign(numels.size(), 0);
+  for (size_t b = 0; b < p.params.size(); b++) {
+    std::vector<size_t> by_size = p.params[b];
+    std::stable_sort(by_size.begin(), by_size.end(), [&](size_t x, size_t y) { return numels[x] > numels[y]; });
+    std::vector<int64_t> fill(W, 0);
+    std::vector<int64_t> at(numels.size(), 0);  // offset within the owner's segment
+    for (size_t i : by_size) {
+      int r = (int)(std::min_element(fill.begin(), fill.end()) - fill.begin());
+      p.owner[i] = r, at[i] = fill[r], fill[r] += numels[i];
+    }
+    p.segment.push_back(*std::max_element(fill.begin(), fill.end()));
+    p.numel[b] = W * p.segment[b];
+    for (size_t i : p.params[b]) p.offset[i] = p.owner[i] * p.segment[b] + at[i];
   }
   return p;
 }
@@ -48,25 +66,15 @@ DataParallel::DataParallel(nn::Module& model, optim::Optimizer& opt, Communicato
         throw CommError("the " + comm.name() + " communicator reduces " + device_name(comm.buffer_device()) +
                         " buffers, but the parameter '" + names_[i] + "' is on the " + device_name(params_[i].data().device()) +
                         ": train with --device " + device_name(comm.buffer_device()) + ", or use --comm mpi");
-  owner_.assign(params_.size(), -1);
-  if (o.zero1) {  // one bucket per parameter, owners by size: largest first to the least loaded rank
-    std::vector<size_t> by_size(params_.size());
-    for (size_t i = 0; i < by_size.size(); i++) by_size[i] = i;
-    std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) { return params_[a].numel() > params_[b].numel(); });
-    std::vector<int64_t> load(comm.size(), 0);
-    for (size_t i : by_size) {
-      int r = (int)(std::min_element(load.begin(), load.end()) - load.begin());
-      owner_[i] = r, load[r] += params_[i].numel();
-    }
-  }
   std::vector<int64_t> numels;
   for (auto& p : params_) numels.push_back(p.numel());
-  BucketPlan plan = plan_buckets(numels, o.bucket_bytes, o.zero1);
+  BucketPlan plan = plan_buckets(numels, o.bucket_bytes, o.zero1 ? comm.size() : 0);
   bucket_of_ = plan.bucket, offset_ = plan.offset;
+  owner_ = o.zero1 ? plan.owner : std::vector<int>(params_.size(), -1);
   for (size_t b = 0; b < plan.params.size(); b++) {
     buckets_.emplace_back();
     buckets_.back().params = plan.params[b], buckets_.back().numel = plan.numel[b];
-    if (o.zero1) buckets_.back().owner = owner_[plan.params[b][0]];
+    if (o.zero1) buckets_.back().segment = plan.segment[b];
   }
   for (size_t i = 0; i < params_.size(); i++) params_[i].set_grad_hook([this, i] { on_ready(i); });
 }
@@ -114,8 +122,14 @@ void DataParallel::launch_ready_buckets() {  // in bucket order: every rank issu
     launch(buckets_[next_launch_++]);
 }
 
+void DataParallel::make_buffers(Bucket& b) const {
+  if (b.flat.defined()) return;
+  b.flat = zeros({b.numel}, DType::f32, comm_.buffer_device());  // zero1: the segments' padding stays zero
+  if (o_.zero1) b.shard = zeros({b.segment}, DType::f32, comm_.buffer_device());
+}
+
 void DataParallel::launch(Bucket& b) {  // flatten: each gradient into its slice (on the device when both are there)
-  if (!b.flat.defined()) b.flat = Tensor::empty({b.numel}, DType::f32, comm_.buffer_device());
+  make_buffers(b);
   for (size_t i : b.params) {
     Tensor slice = b.flat.narrow(0, offset_[i], params_[i].numel());
     const Tensor& g = params_[i].grad();
@@ -126,8 +140,14 @@ void DataParallel::launch(Bucket& b) {  // flatten: each gradient into its slice
     check_f32(g, names_[i], "gradients");
     slice.copy_(g.reshape({params_[i].numel()}));
   }
-  b.handle = o_.zero1 ? comm_.ireduce_sum(f32_ptr(b.flat), b.numel, b.owner) : comm_.iallreduce_sum(f32_ptr(b.flat), b.numel);
+  b.handle = o_.zero1 ? comm_.ireduce_scatter_sum(f32_ptr(b.flat), f32_ptr(b.shard), b.segment)
+                      : comm_.iallreduce_sum(f32_ptr(b.flat), b.numel);
   b.launched = true;
+}
+
+Tensor DataParallel::own_slice(size_t param) const {
+  const Bucket& b = buckets_[bucket_of_[param]];
+  return b.shard.narrow(0, offset_[param] - owner_[param] * b.segment, params_[param].numel());
 }
 
 void DataParallel::finish() {
@@ -138,11 +158,11 @@ void DataParallel::finish() {
     Bucket& b = buckets_[bi];
     comm_.wait(b.handle, "gradient bucket " + std::to_string(bi) + " of " + std::to_string(buckets_.size()));
     for (size_t i : b.params) {  // unflatten
-      if (o_.zero1 && b.owner != comm_.rank()) {
+      if (o_.zero1 && owner_[i] != comm_.rank()) {
         params_[i].zero_grad();  // another rank updates it
         continue;
       }
-      Tensor sum = b.flat.narrow(0, offset_[i], params_[i].numel());
+      Tensor sum = o_.zero1 ? own_slice(i) : b.flat.narrow(0, offset_[i], params_[i].numel());
       bool any = params_[i].grad().defined();  // else: did another rank give it one? (no rank: it keeps none)
       if (!any) {
         std::vector<float> v = sum.to_vector();
@@ -169,18 +189,24 @@ double DataParallel::clip(double max_norm) {
   return total;
 }
 
-void DataParallel::after_step() {
+void DataParallel::after_step() {  // zero1: every owner's updated parameters to every rank, one all-gather per bucket
   if (!o_.zero1) return;
   auto t0 = Clock::now();
   std::vector<Communicator::Handle> hs;
-  std::vector<Tensor> bufs;
-  for (size_t i = 0; i < params_.size(); i++) {
-    bufs.push_back(comm_buffer(params_[i].data(), names_[i]));
-    hs.push_back(comm_.ibroadcast(f32_ptr(bufs[i]), params_[i].numel(), owner_[i]));
+  for (Bucket& b : buckets_) {
+    make_buffers(b);  // made by the first launch, unless no backward came before this step
+    for (size_t i : b.params)
+      if (owner_[i] == comm_.rank()) {
+        check_f32(params_[i].data(), names_[i], "parameters");
+        own_slice(i).copy_(params_[i].data().reshape({params_[i].numel()}));
+      }
+    hs.push_back(comm_.iallgather(f32_ptr(b.shard), f32_ptr(b.flat), b.segment));
   }
-  for (size_t i = 0; i < hs.size(); i++) {
-    comm_.wait(hs[i], "broadcast of the updated '" + names_[i] + "'");
-    if (!bufs[i].shares_storage_with(params_[i].data())) params_[i].mutable_data().copy_(bufs[i].view(params_[i].shape()));
+  for (size_t bi = 0; bi < buckets_.size(); bi++) {
+    comm_.wait(hs[bi], "all-gather of the updated parameters, bucket " + std::to_string(bi) + " of " + std::to_string(buckets_.size()));
+    for (size_t i : buckets_[bi].params)
+      if (owner_[i] != comm_.rank())
+        params_[i].mutable_data().copy_(buckets_[bi].flat.narrow(0, offset_[i], params_[i].numel()).view(params_[i].shape()));
   }
   comm_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
 }

@@ -16,13 +16,18 @@
 // so with parameters on the device and nccl both copies stay on the device (no host round trip); with parameters on
 // the device and mpi they cross to the host and back (correct, slower: what a build without NCCL does).
 //
-// ZeRO stage 1 (zero1): the optimizer state is sharded by parameter (each parameter has one owner rank, assigned
-// greedily by size, largest first, to the least loaded rank, as FairScale's OSS does). A parameter's gradient is
-// reduced to its owner only; the global gradient norm for clipping is the all-reduced sum of the owners' squared
-// norms; each rank steps only the parameters it owns (the optimizer skips parameters without a gradient and never
-// creates state for them), then every owner broadcasts its updated parameters. Checkpoints hold the whole state:
-// gather_optimizer_state() collects the owners' moments on rank 0 before a save, and keep_own_optimizer_state()
-// drops the others' after a load (so a run resumes with any number of ranks, with or without zero1).
+// ZeRO stage 1 (zero1): the optimizer state is sharded by parameter. Each bucket is cut into one equal segment per
+// rank, and each parameter of the bucket is owned by one rank and placed in that rank's segment (largest first to the
+// segment that holds the fewest floats, as FairScale's OSS assigns owners, but per bucket, so a bucket's segments
+// come out even; the shorter ones are padded with zeros). A full bucket is reduce-scattered: each rank receives the
+// sums of its own segment only, i.e. the gradients of the parameters it owns. The global gradient norm for clipping
+// is the all-reduced sum of the owners' squared norms; each rank steps only the parameters it owns (the optimizer
+// skips parameters without a gradient and never creates state for them), writes them into its segment, and one
+// all-gather per bucket gives every rank every updated parameter. Per step that is the traffic of one all-reduce
+// (a reduce-scatter plus an all-gather), in as many collectives as there are buckets. Checkpoints hold the whole
+// state: gather_optimizer_state() collects the owners' moments on rank 0 before a save, and
+// keep_own_optimizer_state() drops the others' after a load (so a run resumes with any number of ranks, with or
+// without zero1).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -35,16 +40,21 @@
 namespace dl::harness {
 
 // The layout of the buckets (a plain function, so it is tested on any machine): parameters of the given sizes
-// (numels, in bucket order) fill buckets of at least bucket_bytes of float32 each (the last may be smaller), or one
-// bucket per parameter (one_per_param: ZeRO-1, each bucket reduced to one owner). Parameter i's gradient is the
-// slice [offset[i], offset[i] + numels[i]) of bucket bucket[i]'s flat buffer of numel[bucket] floats.
+// (numels, in bucket order) fill buckets of at least bucket_bytes of float32 each (the last may be smaller).
+// Parameter i's gradient is the slice [offset[i], offset[i] + numels[i]) of bucket bucket[i]'s flat buffer of
+// numel[bucket] floats.
+// With zero1_ranks = W > 0 (ZeRO-1), the same buckets are each cut into W segments of segment[bucket] floats
+// (numel = W x segment); owner[i] is the rank that owns parameter i, and its slice lies inside that rank's segment
+// [owner x segment, (owner + 1) x segment). Without it, owner and segment are empty and the slices tile each bucket.
 struct BucketPlan {
   std::vector<size_t> bucket;    // per parameter
   std::vector<int64_t> offset;   // per parameter, within its bucket
   std::vector<int64_t> numel;    // per bucket
   std::vector<std::vector<size_t>> params;  // per bucket, its parameters in order
+  std::vector<int> owner;        // ZeRO-1: per parameter
+  std::vector<int64_t> segment;  // ZeRO-1: per bucket, the floats of each rank's segment
 };
-BucketPlan plan_buckets(const std::vector<int64_t>& numels, int64_t bucket_bytes, bool one_per_param);
+BucketPlan plan_buckets(const std::vector<int64_t>& numels, int64_t bucket_bytes, int zero1_ranks = 0);
 
 struct DataParallelOptions {
   bool zero1 = false;
@@ -74,15 +84,18 @@ class DataParallel {
     std::vector<size_t> params;  // indices into params_
     int64_t numel = 0;
     Tensor flat;                 // the gradients, packed: float32 on comm.buffer_device(), made at the first launch
-    int owner = -1;              // zero1: the rank that reduces and updates it
+    int64_t segment = 0;         // zero1: floats per rank's segment (numel = size() x segment)
+    Tensor shard;                // zero1: this rank's segment - its gradients' sums, then its updated parameters
     size_t ready = 0;
     Communicator::Handle handle = 0;
     bool launched = false;
   };
   void on_ready(size_t param);
   void launch_ready_buckets();
+  void make_buffers(Bucket& b) const;  // the bucket's flat buffer (and zero1's shard), once
   void launch(Bucket& b);
   Tensor comm_buffer(const Tensor& t, const std::string& name) const;
+  Tensor own_slice(size_t param) const;  // zero1: the parameter's place in its bucket's shard (this rank owns it)
 
   nn::Module& model_;
   optim::Optimizer& opt_;

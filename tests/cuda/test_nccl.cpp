@@ -7,11 +7,11 @@
 // slices that flatten and unflatten the gradients); in a build with NCCL and no device, the error of asking for it.
 // On a GPU (skipped with "no CUDA device" / "built without NCCL"), as `mpirun -np 1 test_nccl` (NCCL works with one
 // rank) and `mpirun -np 2 test_nccl` on two GPUs (scripts/gpu_check.sh runs both):
-//   - all-reduce, reduce and broadcast on device buffers give the exact sums (small integers and quarters: every
+//   - all-reduce, reduce-scatter, all-gather and broadcast on device buffers give the exact sums (small integers and quarters: every
 //     order of float32 addition is exact), two collectives in flight at once, a host buffer refused by name
 //   - one data-parallel AdamW step (clip 0.5) of a tiny Transformer and a tiny S4D, the 3-row batch split over the
 //     ranks, equals the one-process step on the whole batch: to 1e-7 relative with one rank (the sum over one rank
-//     is exact; only the clip norm's order of terms differs), within float32 reduction tolerance (1e-5) with more; the same with ZeRO-1 (reduce + broadcast) and with mpi and device parameters (the host
+//     is exact; only the clip norm's order of terms differs), within float32 reduction tolerance (1e-5) with more; the same with ZeRO-1 (reduce-scatter + all-gather) and with mpi and device parameters (the host
 //     round trip); every rank holds the same parameters after it
 #include <gtest/gtest.h>
 
@@ -108,15 +108,13 @@ TEST(NcclBuckets, LayoutTilesEachBucket) {
   EXPECT_EQ(p.bucket, (std::vector<size_t>{0, 0, 1, 1, 2}));
   EXPECT_EQ(p.offset, (std::vector<int64_t>{0, 10, 0, 5, 0}));
   EXPECT_EQ(p.params, (std::vector<std::vector<size_t>>{{0, 1}, {2, 3}, {4}}));
-  harness::BucketPlan z = harness::plan_buckets({10, 300, 5}, 1 << 20, true);  // ZeRO-1: one per parameter
-  EXPECT_EQ(z.numel, (std::vector<int64_t>{10, 300, 5}));
-  EXPECT_EQ(z.offset, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_TRUE(p.owner.empty() && p.segment.empty());  // ZeRO-1's layout: tests/dist/test_dist.cpp
   EXPECT_EQ(harness::plan_buckets({}, 1024, false).numel.size(), 0u);
   Generator g(3);  // random sizes: every bucket is tiled by its parameters' slices, in order, without gaps
   for (int trial = 0; trial < 50; trial++) {
     std::vector<int64_t> sizes;
     for (int i = 0, n = 1 + (int)(g.uniform() * 30); i < n; i++) sizes.push_back(1 + (int64_t)(g.uniform() * 700));
-    harness::BucketPlan q = harness::plan_buckets(sizes, 1 + (int64_t)(g.uniform() * 4096), trial % 5 == 0);
+    harness::BucketPlan q = harness::plan_buckets(sizes, 1 + (int64_t)(g.uniform() * 4096));
     int64_t total = 0;
     for (size_t b = 0; b < q.params.size(); b++) {
       int64_t at = 0;
@@ -161,14 +159,21 @@ TEST(Nccl, CollectivesOnDeviceBuffers) {
   for (int64_t i = 0; i < 1000; i++) wrong += vb[i] != sum_at(i);
   EXPECT_EQ(wrong, 0) << "all-reduce: " << wrong << " wrong sums, e.g. " << va[1] << " for " << sum_at(1);
 
-  Tensor x = device_values(n, r);  // reduce to rank 0: the sum there
-  c.wait(c.ireduce_sum(ptr(x), n, 0), "reduce");
-  if (r == 0) {
-    std::vector<float> vx = x.to_vector();
-    wrong = 0;
-    for (int64_t i = 0; i < n; i++) wrong += vx[i] != sum_at(i);
-    EXPECT_EQ(wrong, 0) << "reduce";
+  Tensor x = device_values(W * n, r), part = Tensor::empty({n}, DType::f32, Device::cuda);  // reduce-scatter (ZeRO-1)
+  c.wait(c.ireduce_scatter_sum(ptr(x), ptr(part), n), "reduce-scatter");
+  std::vector<float> vp = part.to_vector();
+  wrong = 0;
+  for (int64_t i = 0; i < n; i++) wrong += vp[i] != sum_at(r * n + i);  // this rank's segment of the sum
+  EXPECT_EQ(wrong, 0) << "reduce-scatter";
+  Tensor all = Tensor::empty({W * n}, DType::f32, Device::cuda), mine = device_values(n, r);  // all-gather
+  c.wait(c.iallgather(ptr(mine), ptr(all), n), "all-gather");
+  std::vector<float> vg = all.to_vector();
+  wrong = 0;
+  for (int q = 0; q < W; q++) {
+    std::vector<float> theirs = device_values(n, q).to_vector();
+    for (int64_t i = 0; i < n; i++) wrong += vg[q * n + i] != theirs[i];
   }
+  EXPECT_EQ(wrong, 0) << "all-gather";
 
   Tensor y = device_values(n, r);  // broadcast from the last rank: its values everywhere
   c.wait(c.ibroadcast(ptr(y), n, W - 1), "broadcast");

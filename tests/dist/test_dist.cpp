@@ -3,6 +3,8 @@
 // against itself). Every rank runs every test; each compares the data-parallel run with a one-process reference that
 // it computes itself, so a failure shows on the rank that sees it.
 //   - W ranks x B/W rows == 1 rank x B rows after 10 AdamW steps (float32 reduction tolerance), dropout off
+//   - ZeRO-1's layout puts each parameter in its owner's segment of a bucket; reduce-scatter and all-gather move
+//     the right segments (exact sums)
 //   - ZeRO-1 == plain data-parallel; each rank holds optimizer state for its own parameters only
 //   - every rank holds bit-identical parameters after steps with dropout on
 //   - a killed run resumes with the same ranks bit-identically, and with one rank within tolerance
@@ -10,6 +12,7 @@
 //   - a config that differs between ranks is named
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 
@@ -168,6 +171,70 @@ TEST(DataParallel, ShardGradientsSumToTheWholeBatchGradient) {
     for (size_t i = 0; i < w0.size(); i++) ga[i] = w0[i] - wa[i], gb[i] = w0[i] - wb[i];
     EXPECT_TRUE(close(ga, gb, 1e-6));  // measured 4.1e-7 (attention) and 2.4e-7 (s4d) with 2 ranks: float32 rounding
   }
+}
+
+// ZeRO-1's layout by hand: buckets {p0, p1}, {p2, p3}, {p4} (1024 bytes = 256 floats close a bucket), two ranks.
+// Largest first to the emptier segment: p1 (300) and p3 (1000) go to rank 0, p0 and p2 to rank 1, p4 to rank 0;
+// each segment is as long as the bucket's longest (rank 1's segment of bucket 2 is all padding).
+TEST(ZeroOne, LayoutPutsEachParameterInItsOwnersSegment) {
+  harness::BucketPlan p = harness::plan_buckets({10, 300, 5, 1000, 7}, 1024, 2);
+  EXPECT_EQ(p.params, (std::vector<std::vector<size_t>>{{0, 1}, {2, 3}, {4}}));  // the plain plan's buckets
+  EXPECT_EQ(p.owner, (std::vector<int>{1, 0, 1, 0, 0}));
+  EXPECT_EQ(p.segment, (std::vector<int64_t>{300, 1000, 7}));
+  EXPECT_EQ(p.numel, (std::vector<int64_t>{600, 2000, 14}));
+  EXPECT_EQ(p.offset, (std::vector<int64_t>{300, 0, 1000, 0, 0}));
+  Generator g(11);  // random layouts: slices inside their owner's segment, disjoint, segments even within the largest
+  for (int trial = 0; trial < 60; trial++) {
+    const int W = 1 + trial % 4;
+    std::vector<int64_t> sizes;
+    for (int i = 0, n = 1 + (int)(g.uniform() * 25); i < n; i++) sizes.push_back(1 + (int64_t)(g.uniform() * 900));
+    const int64_t bytes = 1 + (int64_t)(g.uniform() * 6000);
+    harness::BucketPlan q = harness::plan_buckets(sizes, bytes, W);
+    EXPECT_EQ(q.params, harness::plan_buckets(sizes, bytes).params);  // the same buckets as plain data-parallel
+    ASSERT_EQ(q.owner.size(), sizes.size());
+    for (size_t b = 0; b < q.params.size(); b++) {
+      ASSERT_EQ(q.numel[b], W * q.segment[b]);
+      std::vector<int> used(q.numel[b], 0);
+      std::vector<int64_t> fill(W, 0);
+      int64_t largest = 0;
+      for (size_t i : q.params[b]) {
+        const int r = q.owner[i];
+        ASSERT_TRUE(r >= 0 && r < W);
+        EXPECT_GE(q.offset[i], r * q.segment[b]);
+        EXPECT_LE(q.offset[i] + sizes[i], (r + 1) * q.segment[b]);
+        for (int64_t k = 0; k < sizes[i]; k++) used[q.offset[i] + k]++;
+        fill[r] += sizes[i], largest = std::max(largest, sizes[i]);
+      }
+      EXPECT_EQ(*std::max_element(used.begin(), used.end()), 1) << "two slices overlap in bucket " << b;
+      EXPECT_EQ(*std::max_element(fill.begin(), fill.end()), q.segment[b]);  // no longer than it must be
+      EXPECT_LE(q.segment[b] - *std::min_element(fill.begin(), fill.end()), largest);  // greedy: within one parameter
+    }
+  }
+}
+
+// The communicator's two ZeRO-1 collectives on this job's ranks: quarters and small integers, so the sums are exact.
+TEST(ZeroOne, ReduceScatterAndAllGatherMoveTheRightSegments) {
+  harness::Communicator& c = world();
+  const int W = c.size(), r = c.rank();
+  const int64_t n = 1000 + 3;
+  auto value = [](int rank, int64_t i) { return (float)((rank + 1) * 0.25 + (double)(i % 17)); };
+  std::vector<float> send(W * n), part(n, -1.f);
+  for (int64_t i = 0; i < W * n; i++) send[i] = value(r, i);
+  c.wait(c.ireduce_scatter_sum(send.data(), part.data(), n), "reduce-scatter");
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double want = 0;
+    for (int q = 0; q < W; q++) want += value(q, r * n + i);
+    wrong += part[i] != (float)want;
+  }
+  EXPECT_EQ(wrong, 0) << "rank " << r << ": reduce-scatter gave " << part[0] << " at 0";
+  std::vector<float> mine(n), all(W * n, -1.f);
+  for (int64_t i = 0; i < n; i++) mine[i] = value(r, i) + 100 * r;
+  c.wait(c.iallgather(mine.data(), all.data(), n), "all-gather");
+  wrong = 0;
+  for (int q = 0; q < W; q++)
+    for (int64_t i = 0; i < n; i++) wrong += all[q * n + i] != value(q, i) + 100 * q;
+  EXPECT_EQ(wrong, 0) << "rank " << r << ": all-gather";
 }
 
 TEST(DataParallel, ZeroOneEqualsPlainDataParallelAndShardsTheState) {

@@ -91,15 +91,19 @@ class Mpi : public Communicator {
     check(MPI_Iallreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq), "MPI_Iallreduce");
     return keep(rq);
   }
-  Handle ireduce_sum(float* x, int64_t n, int root) override {
-    MPI_Request rq;
-    // MPI_IN_PLACE only at the root; the others send x (and receive nothing)
-    check(MPI_Ireduce(rank_ == root ? MPI_IN_PLACE : x, x, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD, &rq), "MPI_Ireduce");
-    return keep(rq);
-  }
   Handle ibroadcast(float* x, int64_t n, int root) override {
     MPI_Request rq;
     check(MPI_Ibcast(x, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD, &rq), "MPI_Ibcast");
+    return keep(rq);
+  }
+  Handle ireduce_scatter_sum(const float* send, float* recv, int64_t n) override {
+    MPI_Request rq;
+    check(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq), "MPI_Ireduce_scatter_block");
+    return keep(rq);
+  }
+  Handle iallgather(const float* send, float* recv, int64_t n) override {
+    MPI_Request rq;
+    check(MPI_Iallgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, MPI_COMM_WORLD, &rq), "MPI_Iallgather");
     return keep(rq);
   }
   bool test(Handle h) override {

@@ -119,13 +119,19 @@ class Nccl : public Communicator {
     return enqueue("all-reduce of " + std::to_string(n) + " floats", x, n,
                    [&] { return ncclAllReduce(x, x, (size_t)n, ncclFloat32, ncclSum, comm_, stream_); });
   }
-  Handle ireduce_sum(float* x, int64_t n, int root) override {  // in place on root; the others only send
-    return enqueue("reduce of " + std::to_string(n) + " floats to rank " + std::to_string(root), x, n,
-                   [&] { return ncclReduce(x, x, (size_t)n, ncclFloat32, ncclSum, root, comm_, stream_); });
-  }
   Handle ibroadcast(float* x, int64_t n, int root) override {
     return enqueue("broadcast of " + std::to_string(n) + " floats from rank " + std::to_string(root), x, n,
                    [&] { return ncclBroadcast(x, x, (size_t)n, ncclFloat32, root, comm_, stream_); });
+  }
+  Handle ireduce_scatter_sum(const float* send, float* recv, int64_t n) override {
+    if (n > 0) check_device_buffer(send, "reduce-scatter's send buffer");
+    return enqueue("reduce-scatter of " + std::to_string(n) + " floats per rank", recv, n,
+                   [&] { return ncclReduceScatter(send, recv, (size_t)n, ncclFloat32, ncclSum, comm_, stream_); });
+  }
+  Handle iallgather(const float* send, float* recv, int64_t n) override {
+    if (n > 0) check_device_buffer(send, "all-gather's send buffer");
+    return enqueue("all-gather of " + std::to_string(n) + " floats per rank", recv, n,
+                   [&] { return ncclAllGather(send, recv, (size_t)n, ncclFloat32, comm_, stream_); });
   }
   bool test(Handle h) override {
     auto it = pending_.find(h);
