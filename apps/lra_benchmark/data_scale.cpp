@@ -80,11 +80,19 @@ harness::Table run_data_scale(const harness::Experiment& e, const DataScaleOptio
 
 namespace {
 
-// One task x model x regime at one fraction: its seeds' test accuracies by seed.
+// One task x model x regime at one fraction: its seeds' test metric by seed - the accuracy, or for a regression task
+// (cell.cpp writes test_rmse instead) the RMSE.
 struct Arm {
-  std::map<int, double> test;  // seed -> test accuracy
+  std::map<int, double> test;  // seed -> test accuracy or RMSE
   int64_t train_examples = 0, test_examples = 0;
+  bool regression = false;
 };
+
+// A regression metric over seeds, as the run's own table writes it: "mean ± se" (2 decimals), one seed "mean (1 seed)".
+std::string format_rmse(const harness::MeanSE& m, bool sign = false) {
+  if (m.n == 1) return (sign && m.mean >= 0 ? "+" : "") + harness::fixed(m.mean, 2) + " (1 seed)";
+  return harness::format_mean_se(m, 1, 2, sign);
+}
 
 }  // namespace
 
@@ -94,7 +102,8 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
   for (double f : o.fractions)
     for (const CellResult& r : harness::collect_results(o.out + "/" + fraction_dir(f))) {
       Arm& a = arms[{r.cell.value("task"), r.cell.value("model")}][r.cell.value("regime")][f];
-      a.test[r.cell.seed] = r.metric("test_acc");
+      a.regression = r.metrics.count("test_rmse") > 0;
+      a.test[r.cell.seed] = r.metric(a.regression ? "test_rmse" : "test_acc");
       a.train_examples = r.extra.value("train_examples", (int64_t)0);  // run_cell records the subset's size
       a.test_examples = r.test_examples;
     }
@@ -103,11 +112,14 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
   t.title = "SPT gain against the training-set size";
   t.columns = {"task", "model", "SPT regime", "fraction", "train examples", "seeds", "scratch test", "SPT test", "SPT gain"};
   t.right = {false, false, false, true, true, true, true, true, true};
-  harness::Plot plot;
+  harness::Plot plot, rmse_plot;  // accuracy gains, and regression tasks' RMSE gains (another unit)
   plot.title = "SPT gain (test) against the labelled training set";
   plot.xlabel = "training examples (log scale)", plot.ylabel = "SPT - scratch test accuracy (points)";
   plot.logx = true, plot.key = "top right";
+  rmse_plot = plot;
+  rmse_plot.ylabel = "scratch - SPT test RMSE (the target's unit)";
   int beyond = 0;
+  bool any_regression = false;
   for (auto& [tm, by_regime] : arms) {
     auto scratch = by_regime.find("scratch");
     if (scratch == by_regime.end()) continue;
@@ -119,20 +131,34 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
         auto a = by_fraction.find(f), b = scratch->second.find(f);
         if (a == by_fraction.end() || b == scratch->second.end()) continue;
         std::vector<double> sa, sb, spt, scr;  // paired over the seeds both ran
-        for (auto& [seed, acc] : a->second.test)
-          if (b->second.test.count(seed)) sb.push_back(b->second.test.at(seed)), sa.push_back(acc);
-        for (auto& [seed, acc] : a->second.test) spt.push_back(acc);
-        for (auto& [seed, acc] : b->second.test) scr.push_back(acc);
-        const harness::MeanSE gain = harness::paired_difference(sb, sa, a->second.test_examples);
+        for (auto& [seed, v] : a->second.test)
+          if (b->second.test.count(seed)) sb.push_back(b->second.test.at(seed)), sa.push_back(v);
+        for (auto& [seed, v] : a->second.test) spt.push_back(v);
+        for (auto& [seed, v] : b->second.test) scr.push_back(v);
+        const bool reg = a->second.regression;
+        harness::MeanSE gain;
+        std::string scratch_cell, spt_cell, gain_cell;
+        if (reg) {  // lower is better: the gain is scratch RMSE - SPT RMSE, the se that of the per-seed differences
+          std::vector<double> d;
+          for (size_t k = 0; k < sa.size(); k++) d.push_back(sb[k] - sa[k]);
+          gain = harness::mean_se(d);
+          scratch_cell = format_rmse(harness::mean_se(scr)) + " RMSE", spt_cell = format_rmse(harness::mean_se(spt)) + " RMSE";
+          gain_cell = format_rmse(gain, true);
+          any_regression = true;
+        } else {
+          gain = harness::paired_difference(sb, sa, a->second.test_examples);
+          scratch_cell = harness::format_mean_se(harness::accuracy_mean_se(scr, b->second.test_examples));
+          spt_cell = harness::format_mean_se(harness::accuracy_mean_se(spt, a->second.test_examples));
+          gain_cell = harness::format_mean_se(gain, 100, 1, true);
+        }
         t.rows.push_back({tm.first, tm.second, regime, harness::fixed(f, 2), std::to_string(a->second.train_examples),
-                          std::to_string(sa.size()),
-                          harness::format_mean_se(harness::accuracy_mean_se(scr, b->second.test_examples)),
-                          harness::format_mean_se(harness::accuracy_mean_se(spt, a->second.test_examples)),
-                          harness::format_mean_se(gain, 100, 1, true)});
+                          std::to_string(sa.size()), scratch_cell, spt_cell, gain_cell});
         if (harness::beyond_two_se(gain) != 0) beyond++;
-        s.x.push_back((double)a->second.train_examples), s.y.push_back(100 * gain.mean), s.err.push_back(100 * gain.se);
+        const double scale = reg ? 1 : 100;
+        s.x.push_back((double)a->second.train_examples), s.y.push_back(scale * gain.mean), s.err.push_back(scale * gain.se);
       }
-      if (!s.x.empty()) plot.series.push_back(s);
+      const bool reg = !by_fraction.empty() && by_fraction.begin()->second.regression;
+      if (!s.x.empty()) (reg ? rmse_plot : plot).series.push_back(s);
     }
   }
   t.notes = {"Test accuracy in %, mean ± standard error over seeds (one seed: the binomial error of the test split); "
@@ -141,7 +167,12 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
              "steps, and is scored on the same validation and test splits; self-pretraining sees the same subset's "
              "inputs (labels unused).",
              "Gains beyond two standard errors: " + std::to_string(beyond) + " of " + std::to_string(t.rows.size()) + " rows."};
+  if (any_regression)
+    t.notes.insert(t.notes.begin() + 1, "Regression tasks (rows marked RMSE): test RMSE in the target's unit, mean ± standard "
+                                        "error over seeds; SPT gain = scratch RMSE - SPT RMSE (positive: SPT's error is "
+                                        "lower), paired by seed; plotted in data_scale_rmse.png.");
   if (!plot.series.empty()) harness::plot_lines(plot, o.out + "/data_scale");
+  if (!rmse_plot.series.empty()) harness::plot_lines(rmse_plot, o.out + "/data_scale_rmse");
   return t;
 }
 

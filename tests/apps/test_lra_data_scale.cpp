@@ -1,6 +1,7 @@
 // tests/apps/test_lra_data_scale.cpp - lra_benchmark's data-scale experiment (apps/lra_benchmark/data_scale.h): the
 // training subset (train_limit) is nested, spread over the split and leaves validation and test alone; the table's
-// gains and standard errors from hand-made results; a miniature run through the app's own cells.
+// gains and standard errors from hand-made results (accuracy, and a regression task's RMSE); a miniature run through
+// the app's own cells.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -97,6 +98,41 @@ TEST(LraDataScale, TableGainsArePairedBySeedWithTheirStandardErrors) {
   EXPECT_EQ(t.rows[1][4], "500");
   EXPECT_EQ(t.rows[1][8], "+2.5 ± 1.5");
   EXPECT_NE(t.notes.back().find("1 of 2 rows"), std::string::npos) << t.notes.back();
+}
+
+// A regression task's cells (cell.cpp writes test_rmse, no accuracy): the gain is scratch RMSE - SPT RMSE, paired by
+// seed, with the se of the per-seed differences (no binomial term), and the note says how to read those rows.
+TEST(LraDataScale, RegressionRowsGainInRmse) {
+  DataScaleOptions o;
+  o.out = dl::test::app_temp_dir("data_scale_rmse");
+  o.fractions = {1.0, 0.1};
+  // fraction 1: scratch 2.0, 1.6; SPT 0.6, 0.6 -> differences 1.4, 1.0 -> +1.20 ± 0.20 (beyond 2 se)
+  // fraction 0.1: scratch 3.0, 2.0; SPT 3.5, 1.5 -> differences -0.5, 0.5 -> +0.00 ± 0.50
+  const double rmse[2][2][2] = {{{2.0, 1.6}, {0.6, 0.6}}, {{3.0, 2.0}, {3.5, 1.5}}};
+  for (int f = 0; f < 2; f++)
+    for (int r = 0; r < 2; r++)
+      for (int seed = 0; seed < 2; seed++) {
+        harness::CellResult res;
+        res.cell.axes = {"task", "model", "regime"};
+        res.cell.values = {"bidmc_rr", "s4d", r == 0 ? "scratch" : "spt-masked"};
+        res.cell.seed = seed;
+        res.metrics["test_rmse"] = rmse[f][r][seed];
+        res.metrics["test_mae"] = rmse[f][r][seed] / 2;
+        res.test_examples = 1000;
+        res.extra = {{"train_examples", f == 0 ? 2000 : 200}};
+        harness::write_result(o.out + "/" + fraction_dir(o.fractions[f]), res);
+      }
+  harness::Table t = data_scale_table(o);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][6], "1.80 ± 0.20 RMSE");
+  EXPECT_EQ(t.rows[0][7], "0.60 ± 0.00 RMSE");
+  EXPECT_EQ(t.rows[0][8], "+1.20 ± 0.20");
+  EXPECT_EQ(t.rows[1][4], "200");
+  EXPECT_EQ(t.rows[1][8], "+0.00 ± 0.50");
+  EXPECT_NE(t.notes.back().find("1 of 2 rows"), std::string::npos) << t.notes.back();
+  bool explained = false;
+  for (auto& n : t.notes) explained |= n.find("scratch RMSE - SPT RMSE") != std::string::npos;
+  EXPECT_TRUE(explained);
 }
 
 // The subcommand's path end to end on a miniature preset: each fraction's cells train on their subset (recorded in
