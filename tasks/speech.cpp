@@ -1,6 +1,9 @@
 // tasks/speech.cpp - command words synthesised with espeak-ng, resampled to 16 kHz, and mu-law tokens.
 // (WAV parsing and the Speech Commands folder reader are in speech_wav.cpp.)
 #include <espeak-ng/speak_lib.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cerrno>
+#include <csignal>
 #include <mutex>
 #include <numbers>
 
@@ -55,9 +59,7 @@ int espeak_rate_locked() {
     const int r = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nullptr, 0);
     if (r > 0) {
       espeak_SetSynthCallback(collect_samples);
-      // Load the English voice and dictionary once here, so the forked children (below) inherit them
-      // instead of each reading the dictionary again.
-      espeak_SetVoiceByName("en");
+      // (this process only asks for the rate; the helper below synthesises)
     }
     return r;
   }();
@@ -94,57 +96,199 @@ std::vector<float> resample(const std::vector<float>& in, double in_rate, double
 // espeak-ng is not a pure function of its inputs: it keeps function-level statics that advance with every
 // sample it makes (e.g. the pitch-flutter index in wavegen.c's AdvanceParameters) and draws fricative noise
 // from rand(), and no API resets them, not even espeak_Terminate + espeak_Initialize. So the same word would
-// come out slightly different depending on what was synthesised before. To keep "same seed, same data",
-// this process initialises espeak-ng once but never synthesises itself: each utterance is made in a
-// fork()ed child, which starts from that pristine state, sends the 16-bit samples back through a pipe and
-// exits. fork is cheap here (copy-on-write; measured cost in docs/data.md) and the mutex makes sure no
-// other thread is inside espeak-ng while we fork.
-std::vector<int16_t> synthesize_in_child(const std::string& word, const std::string& voice, int32_t rate, int32_t pitch) {
-  int fds[2];
-  if (pipe(fds) != 0) throw DataError("speech: pipe() failed: " + std::string(std::strerror(errno)));
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    throw DataError("speech: fork() failed: " + std::string(std::strerror(errno)));
+// come out slightly different depending on what was synthesised before. To keep "same seed, same data", each
+// utterance is made in a fork()ed child of a process that has initialised espeak-ng but never synthesised:
+// the child starts from that pristine state, sends the 16-bit samples back through a pipe and exits.
+//
+// The forking is done by a helper process, not by this one. A process with other threads must not fork while
+// one of them may hold a lock the child needs: glibc's malloc takes its locks around fork, but other
+// allocators do not (clang 14's AddressSanitizer allocator hung a child in its first malloc while a test's
+// second thread allocated: docs/reliability.md). So on first use this process starts the helper with
+// posix_spawn (which does not fork the caller's threads or locks), re-executing its own program
+// (/proc/self/exe) with DL_SPEECH_HELPER set; the constructor at the end of this section turns that new,
+// single-threaded process into the helper before main() runs. The helper initialises espeak-ng once and forks
+// one child per request, which is safe there. Requests go over a socket pair (SOCK_SEQPACKET: one message per
+// request), each carrying the write end of a fresh pipe for the child's samples (SCM_RIGHTS); the reply is the
+// child's exit code. The helper ignores SIGINT and SIGTERM (the app decides when to stop) and ends when this
+// process closes its end of the socket, i.e. when it exits or is killed.
+
+constexpr int kHelperFd = 3;  // the helper's end of the socket pair, at a fixed number in the new process
+constexpr const char* kHelperEnv = "DL_SPEECH_HELPER";
+
+struct Request {  // followed by the word's and the voice's bytes
+  int32_t rate, pitch;
+  uint32_t word_len, voice_len;
+};
+
+// In a child of the helper: synthesise from espeak-ng's pristine state into out_fd as "<int64 count><samples>";
+// the exit code says what happened (0 ok, 2 no such voice, 3 synthesis failed, 4 the pipe broke).
+[[noreturn]] void synthesize_to_pipe(const std::string& word, const std::string& voice, int32_t rate, int32_t pitch, int out_fd) {
+  std::vector<int16_t> pcm;
+  int status = 0;
+  std::srand(1u);  // espeak-ng's noise comes from rand()
+  if (espeak_SetVoiceByName(voice.c_str()) != EE_OK) {
+    status = 2;
+  } else {
+    espeak_SetParameter(espeakRATE, std::clamp(rate, espeakRATE_MINIMUM, espeakRATE_MAXIMUM), 0);
+    espeak_SetParameter(espeakPITCH, std::clamp(pitch, 0, 100), 0);
+    if (espeak_Synth(word.c_str(), word.size() + 1, 0, POS_CHARACTER, 0, espeakCHARS_AUTO, nullptr, &pcm) != EE_OK) status = 3;
   }
-  if (pid == 0) {  // child: synthesise, write "<int64 count><samples>", leave without running atexit handlers
-    close(fds[0]);
-    std::vector<int16_t> pcm;
-    int status = 0;
-    std::srand(1u);  // espeak-ng's noise comes from rand()
-    if (espeak_SetVoiceByName(voice.c_str()) != EE_OK) {
-      status = 2;
-    } else {
-      espeak_SetParameter(espeakRATE, std::clamp(rate, espeakRATE_MINIMUM, espeakRATE_MAXIMUM), 0);
-      espeak_SetParameter(espeakPITCH, std::clamp(pitch, 0, 100), 0);
-      if (espeak_Synth(word.c_str(), word.size() + 1, 0, POS_CHARACTER, 0, espeakCHARS_AUTO, nullptr, &pcm) != EE_OK) status = 3;
+  const int64_t n = int64_t(pcm.size());
+  const char* p = reinterpret_cast<const char*>(&n);
+  std::string out(p, p + sizeof n);
+  out.append(reinterpret_cast<const char*>(pcm.data()), pcm.size() * sizeof(int16_t));
+  for (size_t done = 0; done < out.size();) {
+    const ssize_t w = write(out_fd, out.data() + done, out.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) _exit(4);
+    done += size_t(w);
+  }
+  _exit(status);  // without atexit handlers or destructors: the helper's state is not this child's to tear down
+}
+
+// The helper's loop (in the re-executed program, one thread): a request, a fork, the child's exit code back.
+[[noreturn]] void run_helper(int sock) {
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  const bool ready = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nullptr, 0) > 0;
+  if (ready) {
+    espeak_SetSynthCallback(collect_samples);
+    espeak_SetVoiceByName("en");  // the English voice and dictionary once, inherited by every child
+  }
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    iovec iov{buf.data(), buf.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov, msg.msg_iovlen = 1, msg.msg_control = control, msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(0);  // the app closed the socket (it ended)
+    int out_fd = -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&out_fd, CMSG_DATA(c), sizeof out_fd);
+    int32_t code = 5;  // a malformed request
+    Request r{};
+    if (out_fd >= 0 && size_t(n) >= sizeof r) {
+      std::memcpy(&r, buf.data(), sizeof r);
+      if (size_t(n) == sizeof r + size_t(r.word_len) + size_t(r.voice_len)) {
+        const std::string word(buf.data() + sizeof r, r.word_len), voice(buf.data() + sizeof r + r.word_len, r.voice_len);
+        const pid_t pid = ready ? fork() : -1;
+        if (pid == 0) {
+          close(sock);
+          synthesize_to_pipe(word, voice, r.rate, r.pitch, out_fd);
+        }
+        close(out_fd), out_fd = -1;  // the child holds the only write end now: its exit is the reader's EOF
+        int status = 0;
+        if (!ready) code = 6;
+        else if (pid < 0) code = 7;
+        else {
+          while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+          }
+          code = WIFEXITED(status) ? WEXITSTATUS(status) : 100 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        }
+      }
     }
-    const int64_t n = int64_t(pcm.size());
-    const char* p = reinterpret_cast<const char*>(&n);
-    std::string out(p, p + sizeof n);
-    out.append(reinterpret_cast<const char*>(pcm.data()), pcm.size() * sizeof(int16_t));
-    for (size_t done = 0; done < out.size();) {
-      const ssize_t w = write(fds[1], out.data() + done, out.size() - done);
-      if (w <= 0) _exit(4);
-      done += size_t(w);
+    if (out_fd >= 0) close(out_fd);
+    while (send(sock, &code, sizeof code, MSG_NOSIGNAL) < 0 && errno == EINTR) {
     }
-    _exit(status);
+  }
+}
+
+// Before main(): in a process started as the helper, become it (and never return).
+__attribute__((constructor)) void become_helper_if_asked() {
+  const char* v = std::getenv(kHelperEnv);
+  if (v && std::strcmp(v, "1") == 0) run_helper(kHelperFd);
+}
+
+// This process's end of the helper's socket, the helper started on first use. Called with espeak_mutex() held.
+int helper_socket() {
+  static int sock = [] {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+      throw DataError("speech: socketpair() failed: " + std::string(std::strerror(errno)));
+    if (sv[1] == kHelperFd) {  // dup2 onto itself would keep close-on-exec: move it off that number first
+      const int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, kHelperFd + 1);
+      close(sv[1]);
+      sv[1] = moved;
+    }
+    char exe[4096];
+    const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) throw DataError("speech: cannot find this program (/proc/self/exe) to start the espeak-ng helper");
+    exe[len] = '\0';
+    // the environment, with the helper's marker and one thread for any library that would start its own
+    std::vector<std::string> env_s = {std::string(kHelperEnv) + "=1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
+    for (char** e = environ; *e; ++e) {
+      const std::string kv = *e;
+      if (kv.rfind(std::string(kHelperEnv) + "=", 0) != 0 && kv.rfind("OMP_NUM_THREADS=", 0) != 0 &&
+          kv.rfind("OPENBLAS_NUM_THREADS=", 0) != 0)
+        env_s.push_back(kv);
+    }
+    std::vector<char*> envp;
+    for (auto& kv : env_s) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    char arg0[] = "dl-speech-helper";
+    char* argv[] = {arg0, nullptr};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], kHelperFd);  // dup2 clears close-on-exec on the copy
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, exe, &fa, nullptr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    close(sv[1]);
+    if (rc != 0) {
+      close(sv[0]);
+      throw DataError("speech: starting the espeak-ng helper (" + std::string(exe) + ") failed: " + std::strerror(rc));
+    }
+    return sv[0];
+  }();
+  return sock;
+}
+
+std::vector<int16_t> synthesize_in_child(const std::string& word, const std::string& voice, int32_t rate, int32_t pitch) {
+  const int sock = helper_socket();
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw DataError("speech: pipe() failed: " + std::string(std::strerror(errno)));
+  Request r{rate, pitch, uint32_t(word.size()), uint32_t(voice.size())};
+  std::string req(reinterpret_cast<const char*>(&r), sizeof r);
+  req += word, req += voice;
+  if (req.size() > (1 << 16)) {
+    close(fds[0]), close(fds[1]);
+    throw DataError("speech: the word and voice are too long (" + std::to_string(req.size()) + " bytes)");
+  }
+  iovec iov{req.data(), req.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov, msg.msg_iovlen = 1, msg.msg_control = control, msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fds[1], sizeof(int));
+  ssize_t sent;
+  while ((sent = sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
   }
   close(fds[1]);
+  const auto helper_gone = [&](const std::string& what) {
+    return DataError("speech: the espeak-ng helper process is gone (" + what + "); synthesising \"" + word + "\" failed");
+  };
+  if (sent < 0) {
+    close(fds[0]);
+    throw helper_gone(std::string("sendmsg: ") + std::strerror(errno));
+  }
   std::string in;
   char buf[1 << 16];
-  for (ssize_t r; (r = read(fds[0], buf, sizeof buf)) != 0;) {
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) break;
-    in.append(buf, size_t(r));
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    in.append(buf, size_t(n));
   }
   close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  int32_t code = -1;
+  ssize_t got;
+  while ((got = recv(sock, &code, sizeof code, 0)) < 0 && errno == EINTR) {
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+  if (got != sizeof code) throw helper_gone(got == 0 ? "it closed the socket" : "no reply");
   if (code == 2) throw DataError("speech: espeak-ng has no voice \"" + voice + "\" (see `espeak-ng --voices=en`)");
+  if (code == 6) throw DataError("speech: espeak_Initialize failed in the helper (is espeak-ng-data installed?)");
   int64_t n = -1;
   if (in.size() >= sizeof n) std::memcpy(&n, in.data(), sizeof n);
   if (code != 0 || n < 0 || in.size() != sizeof n + size_t(n) * sizeof(int16_t))

@@ -1,7 +1,9 @@
 // tests/tasks_gen/test_speech.cpp - espeak-ng keyword synthesis, mu-law, WAV parsing, Speech Commands folders.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +107,35 @@ TEST(Speech, ConcurrentSynthesisIsSerialisedSafely) {
   t2.join();
   EXPECT_EQ(got_a, want_a);
   EXPECT_EQ(got_b, want_b);
+}
+
+// The utterances are forked by the helper process (tasks/speech.cpp), never by this one: a fork of a process whose
+// other threads may hold an allocator lock can hang the child (clang 14's ASan allocator did). pthread_atfork's
+// parent handler runs in this process after each fork() it makes; posix_spawn, which starts the helper, runs none.
+std::atomic<int> g_forks{0};
+
+TEST(Speech, ThisProcessNeverForks) {
+  static const bool registered = pthread_atfork(nullptr, [] { g_forks++; }, nullptr) == 0;
+  ASSERT_TRUE(registered);
+  const int before = g_forks.load();
+  for (const char* w : {"go", "stop", "up"}) EXPECT_GT(synthesize_word(w, "en", 175, 50).size(), 1600u) << w;
+  EXPECT_EQ(g_forks.load() - before, 0) << "synthesis forked this process";
+}
+
+// What hung under ASan when this process forked: a second thread allocating all the while. Here the helper forks,
+// so whatever allocator this process has, the utterances come back, equal to those made on a quiet thread.
+TEST(Speech, SynthesisWhileAnotherThreadAllocates) {
+  const std::vector<float> want = synthesize_word("down", "en", 170, 45);
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    std::vector<std::vector<char>> keep(64);
+    for (size_t i = 0; !stop.load(); ++i) keep[i % keep.size()].assign(1 + i % 4096, char(i));
+  });
+  bool same = true;
+  for (int i = 0; i < 20; ++i) same = same && synthesize_word("down", "en", 170, 45) == want;
+  stop = true;
+  churn.join();
+  EXPECT_TRUE(same);
 }
 
 TEST(Wav, RoundTripAndParserRejectsBadFiles) {
