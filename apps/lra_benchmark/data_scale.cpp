@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -161,16 +162,19 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
       if (!s.x.empty()) (reg ? rmse_plot : plot).series.push_back(s);
     }
   }
-  t.notes = {"Test accuracy in %, mean ± standard error over seeds (one seed: the binomial error of the test split); "
-             "SPT gain = SPT - scratch, paired by seed. Each fraction trains on a random subset of the training split "
-             "(train_limit examples, fixed by the seed, the smaller subsets inside the larger), for the same number of "
-             "steps, and is scored on the same validation and test splits; self-pretraining sees the same subset's "
-             "inputs (labels unused).",
-             "Gains beyond two standard errors: " + std::to_string(beyond) + " of " + std::to_string(t.rows.size()) + " rows."};
+  const std::string subsets =
+      "Each fraction trains on a random subset of the training split (train_limit examples, fixed by the seed, the "
+      "smaller subsets inside the larger), for the same number of steps, and is scored on the same validation and test "
+      "splits; self-pretraining sees the same subset's inputs (labels unused).";
   if (any_regression)
-    t.notes.insert(t.notes.begin() + 1, "Regression tasks (rows marked RMSE): test RMSE in the target's unit, mean ± standard "
-                                        "error over seeds; SPT gain = scratch RMSE - SPT RMSE (positive: SPT's error is "
-                                        "lower), paired by seed; plotted in data_scale_rmse.png.");
+    t.notes.push_back("Regression tasks (rows marked RMSE): test RMSE in the target's unit, mean ± standard error over seeds; "
+                      "SPT gain = scratch RMSE - SPT RMSE (positive: SPT's error is lower), paired by seed; plotted in "
+                      "data_scale_rmse.png.");
+  if (!plot.series.empty() || !any_regression)
+    t.notes.push_back("Classification tasks: test accuracy in %, mean ± standard error over seeds (one seed: the binomial "
+                      "error of the test split); SPT gain = SPT - scratch, paired by seed; plotted in data_scale.png.");
+  t.notes.push_back(subsets);
+  t.notes.push_back("Gains beyond two standard errors: " + std::to_string(beyond) + " of " + std::to_string(t.rows.size()) + " rows.");
   if (!plot.series.empty()) harness::plot_lines(plot, o.out + "/data_scale");
   if (!rmse_plot.series.empty()) harness::plot_lines(rmse_plot, o.out + "/data_scale_rmse");
   return t;
@@ -195,8 +199,10 @@ DataScaleCommand::DataScaleCommand(CLI::App& app) {
 
 void DataScaleCommand::run(const harness::Experiment& e) const {
   harness::Table t = run_data_scale(e, opt_);
-  std::cout << t.markdown() << "\nwritten: " << opt_.out << "/data_scale.{md,json}"
-            << (harness::have_gnuplot() ? ", data_scale.png" : "") << "\n";
+  std::cout << t.markdown() << "\nwritten: " << opt_.out << "/data_scale.{md,json}";
+  for (const char* png : {"data_scale.png", "data_scale_rmse.png"})
+    if (std::filesystem::exists(opt_.out + "/" + png)) std::cout << ", " << png;
+  std::cout << "\n";
 }
 
 }  // namespace lra
