@@ -29,6 +29,24 @@ CellConfig listops_cell(int limit) {
   return c;
 }
 
+// Hand-made results of one task x s4d at two fractions, two regimes (scratch, spt-masked) and two seeds: value
+// [fraction][regime][seed] is written as `metric`, with the fraction's training-subset size and the test split's.
+void write_hand_results(const DataScaleOptions& o, const std::string& task, const std::string& metric,
+                        const double (&value)[2][2][2], const int (&train_examples)[2], int64_t test_examples) {
+  for (int f = 0; f < 2; f++)
+    for (int r = 0; r < 2; r++)
+      for (int seed = 0; seed < 2; seed++) {
+        harness::CellResult res;
+        res.cell.axes = {"task", "model", "regime"};
+        res.cell.values = {task, "s4d", r == 0 ? "scratch" : "spt-masked"};
+        res.cell.seed = seed;
+        res.metrics[metric] = value[f][r][seed];
+        res.test_examples = test_examples;
+        res.extra = {{"train_examples", train_examples[f]}};
+        harness::write_result(o.out + "/" + fraction_dir(o.fractions[f]), res);
+      }
+}
+
 std::string text_of(const dl::tasks::Example& e) { return std::string(e.tokens.begin(), e.tokens.end()) + "|" + std::to_string(e.label); }
 
 }  // namespace
@@ -76,18 +94,7 @@ TEST(LraDataScale, TableGainsArePairedBySeedWithTheirStandardErrors) {
   // fraction 1: scratch 40, 44; SPT 46, 48 -> differences 6, 4 -> +5.0 ± 1.0 (beyond 2 se)
   // fraction 0.5: scratch 30, 34; SPT 31, 38 -> differences 1, 4 -> +2.5 ± 1.5 (not beyond)
   const double acc[2][2][2] = {{{0.40, 0.44}, {0.46, 0.48}}, {{0.30, 0.34}, {0.31, 0.38}}};
-  for (int f = 0; f < 2; f++)
-    for (int r = 0; r < 2; r++)
-      for (int seed = 0; seed < 2; seed++) {
-        harness::CellResult res;
-        res.cell.axes = {"task", "model", "regime"};
-        res.cell.values = {"listops", "s4d", r == 0 ? "scratch" : "spt-masked"};
-        res.cell.seed = seed;
-        res.metrics["test_acc"] = acc[f][r][seed];
-        res.test_examples = 500;
-        res.extra = {{"train_examples", f == 0 ? 1000 : 500}};
-        harness::write_result(o.out + "/" + fraction_dir(o.fractions[f]), res);
-      }
+  write_hand_results(o, "listops", "test_acc", acc, {1000, 500}, 500);
   harness::Table t = data_scale_table(o);
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0][3], "1.00");
@@ -109,19 +116,7 @@ TEST(LraDataScale, RegressionRowsGainInRmse) {
   // fraction 1: scratch 2.0, 1.6; SPT 0.6, 0.6 -> differences 1.4, 1.0 -> +1.20 ± 0.20 (beyond 2 se)
   // fraction 0.1: scratch 3.0, 2.0; SPT 3.5, 1.5 -> differences -0.5, 0.5 -> +0.00 ± 0.50
   const double rmse[2][2][2] = {{{2.0, 1.6}, {0.6, 0.6}}, {{3.0, 2.0}, {3.5, 1.5}}};
-  for (int f = 0; f < 2; f++)
-    for (int r = 0; r < 2; r++)
-      for (int seed = 0; seed < 2; seed++) {
-        harness::CellResult res;
-        res.cell.axes = {"task", "model", "regime"};
-        res.cell.values = {"bidmc_rr", "s4d", r == 0 ? "scratch" : "spt-masked"};
-        res.cell.seed = seed;
-        res.metrics["test_rmse"] = rmse[f][r][seed];
-        res.metrics["test_mae"] = rmse[f][r][seed] / 2;
-        res.test_examples = 1000;
-        res.extra = {{"train_examples", f == 0 ? 2000 : 200}};
-        harness::write_result(o.out + "/" + fraction_dir(o.fractions[f]), res);
-      }
+  write_hand_results(o, "bidmc_rr", "test_rmse", rmse, {2000, 200}, 1000);
   harness::Table t = data_scale_table(o);
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0][6], "1.80 ± 0.20 RMSE");
