@@ -6,6 +6,7 @@
 #   3. a rank killed with SIGKILL ends the job with an error naming the rank (mpirun's own report)
 #   4. a hung rank (SIGSTOP) ends the job after the collective timeout, rank 0 naming the rank that did not arrive
 #   5. ranks started with different configs stop at once with an error naming the rank
+#   6. fpt and pretrained_convs cells under mpirun: results once with 2 ranks, accuracy as their 1-process run's
 set -uo pipefail
 build=$1
 mpirun=$2
@@ -75,6 +76,22 @@ check "hung rank: rank 0 names rank 1" "grep -q 'rank 1 did not reach it' $tmp/h
 rc=$?
 check "config mismatch: the job fails (status $rc)" "[ $rc != 0 ]"
 check "config mismatch: named" "grep -q 'differs between ranks: rank 1' $tmp/mismatch.log"
+
+# 6. the other apps through the same harness: fpt (the fully trained transformer arm, no language model to build,
+#    dropout off so the ranks' dropout streams do not matter) and pretrained_convs (lightconv from scratch)
+fargs=(cell --task bit_xor --arm full --seed 0 --threads 1 --quiet --set steps=150 --set train_size=1000 --set val_size=128
+       --set test_size=256 --set layers=1 --set d_model=32 --set dropout=0.0)
+pargs=(cell --task sentiment --model lightconv --regime scratch --seed 0 --threads 1 --quiet --set steps=300 --set d_model=32
+       --set d_ff=64 --set layers=1 --set decoder_layers=1 --set eval_every=300 --set eval_examples=64 --set checkpoint_every=300)
+for app in fpt pretrained_convs; do
+  if [ $app = fpt ]; then a_args=("${fargs[@]}"); floor=0.7; else a_args=("${pargs[@]}"); floor=0.52; fi
+  "$build/$app" "${a_args[@]}" --out "$tmp/${app}_one" > /dev/null 2>&1
+  "$mpirun" -np 2 "$build/$app" "${a_args[@]}" --out "$tmp/${app}_two" > "$tmp/${app}_two.log" 2>&1
+  check "$app: 2-rank cell exits 0" "[ $? = 0 ]"
+  check "$app: 2-rank result records 2 ranks" "grep -q '\"ranks\": 2' $tmp/${app}_two/results.json"
+  a=$(metric "$tmp/${app}_one" test_acc); b=$(metric "$tmp/${app}_two" test_acc)
+  check "$app: 2-rank test accuracy $b vs 1-process $a" "awk 'BEGIN { d = $a - $b; exit !(d < 0.03 && d > -0.03 && $b > $floor) }'"
+done
 
 [ $fail = 0 ] && echo "mpirun_apps: all passed"
 exit $fail
