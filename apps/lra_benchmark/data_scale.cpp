@@ -15,6 +15,7 @@
 #include "apps/common/stats.h"
 #include "config.h"
 #include "data.h"
+#include "report.h"
 
 namespace lra {
 
@@ -89,12 +90,6 @@ struct Arm {
   bool regression = false;
 };
 
-// A regression metric over seeds, as the run's own table writes it: "mean ± se" (2 decimals), one seed "mean (1 seed)".
-std::string format_rmse(const harness::MeanSE& m, bool sign = false) {
-  if (m.n == 1) return (sign && m.mean >= 0 ? "+" : "") + harness::fixed(m.mean, 2) + " (1 seed)";
-  return harness::format_mean_se(m, 1, 2, sign);
-}
-
 }  // namespace
 
 harness::Table data_scale_table(const DataScaleOptions& o) {
@@ -143,8 +138,8 @@ harness::Table data_scale_table(const DataScaleOptions& o) {
           std::vector<double> d;
           for (size_t k = 0; k < sa.size(); k++) d.push_back(sb[k] - sa[k]);
           gain = harness::mean_se(d);
-          scratch_cell = format_rmse(harness::mean_se(scr)) + " RMSE", spt_cell = format_rmse(harness::mean_se(spt)) + " RMSE";
-          gain_cell = format_rmse(gain, true);
+          scratch_cell = format_regression(harness::mean_se(scr)) + " RMSE", spt_cell = format_regression(harness::mean_se(spt)) + " RMSE";
+          gain_cell = format_regression(gain, true);
           any_regression = true;
         } else {
           gain = harness::paired_difference(sb, sa, a->second.test_examples);

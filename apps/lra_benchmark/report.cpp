@@ -128,13 +128,12 @@ void write_plots(const std::string& out, const std::vector<Group>& groups) {
 
 }  // namespace
 
-namespace {
-
-// A regression metric over seeds: "mean ± se", or with one seed (no error known) "mean (1 seed)".
-std::string format_regression(const harness::MeanSE& m, bool sign = false) {
+std::string format_regression(const harness::MeanSE& m, bool sign) {
   if (m.n == 1) return (sign && m.mean >= 0 ? "+" : "") + fixed(m.mean, 2) + " (1 seed)";
   return harness::format_mean_se(m, 1, 2, sign);
 }
+
+namespace {
 
 // Scratch RMSE minus g's on the seeds both ran (positive: g's error is lower), with the standard error of the
 // per-seed differences.

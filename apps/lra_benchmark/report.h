@@ -13,8 +13,12 @@
 #include "apps/common/config.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
+#include "apps/common/stats.h"
 
 namespace lra {
+
+// A regression metric over seeds: "mean ± se" (2 decimals), or with one seed (no error known) "mean (1 seed)".
+std::string format_regression(const dl::harness::MeanSE& m, bool sign = false);
 
 dl::harness::Table lra_report(const std::string& out, const dl::harness::Preset& p,
                               const std::vector<dl::harness::CellResult>& rs);
