@@ -4,6 +4,10 @@
 // The direct call is OpenBLAS at its best on this machine: its own thread pool with one thread per core. Our matmul
 // runs OpenBLAS single-threaded and cuts large products into panels over the OpenMP threads (tensor/linalg.cpp), so
 // the baseline switches OpenBLAS to all cores for its calls and back to one thread before ours run.
+// BM_FmaPeak: the processor's float32 multiply-add ceiling on one thread, 256- and 512-bit vectors: 12 independent
+// chains (more than latency x pipes), every result used, so nothing is folded away. Two cores run twice its rate.
+// On a Zen 4 (family 25 model 17, 2026-12-03) both widths give ~115 GFLOP/s: its 512-bit FMAs go through the
+// 256-bit pipes in two halves, so AVX-512 raises no ceiling there (docs/performance.md, "The machine's ceiling").
 // Run: OPENBLAS_CORETYPE=Haswell OMP_WAIT_POLICY=PASSIVE ./build/bench_kernels_b
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -90,6 +94,32 @@ static void BM_Linear(benchmark::State& st) {
 }
 
 // args: batch, n
+#if defined(__clang__)  // clang tunes -march=native to 256-bit vectors; the 512-bit case asks for the wide registers
+#define DL_WIDE __attribute__((min_vector_width(512)))
+#else
+#define DL_WIDE
+#endif
+template <int kBits>
+DL_WIDE static void BM_FmaPeak(benchmark::State& st) {
+  constexpr int kLanes = kBits / 32, kChains = 12;
+  typedef float vf __attribute__((vector_size(kLanes * sizeof(float))));
+  vf acc[kChains], b, c;
+  for (int i = 0; i < kLanes; i++) b[i] = 0.999f, c[i] = 0.001f;
+  for (auto& a : acc) a = b;
+  const int64_t steps = 1 << 20;
+  for (auto _ : st) {
+    for (int64_t s = 0; s < steps; s++)
+#pragma GCC unroll 12
+      for (int j = 0; j < kChains; j++) acc[j] = acc[j] * b + c;  // one FMA each (-ffp-contract=on)
+    benchmark::ClobberMemory();
+  }
+  float sum = 0;
+  for (auto& a : acc) sum += a[0];
+  benchmark::DoNotOptimize(sum);
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kLanes * kChains * steps * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 static void BM_Rfft(benchmark::State& st) {
   int64_t B = st.range(0), n = st.range(1);
   Tensor x = randn({B, n});
@@ -127,4 +157,9 @@ BENCHMARK(BM_Rfft)->Args({4096, 2048})->Unit(benchmark::kMillisecond)->UseRealTi
 // clang-format off
 BENCHMARK(BM_Irfft)->Args({4096, 2048})->Unit(benchmark::kMillisecond)->UseRealTime();
 // clang-format on
+BENCHMARK_TEMPLATE(BM_FmaPeak, 256)->Unit(benchmark::kMillisecond)->UseRealTime();
+#if defined(__AVX512F__)
+BENCHMARK_TEMPLATE(BM_FmaPeak, 512)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
 BENCHMARK_MAIN();

@@ -1,7 +1,7 @@
 // bench/bench_workloads.cpp - the four reference training steps of issue 7, built from our nn modules with the
 // shapes and parameter counts of bench/torch_workloads.py (its PyTorch twin), plus a length-scaling table.
 //
-//   bench_workloads transformer_listops [--len 512] [--steps 5] [--warmup 2] [--threads 2] [--attention packed]
+//   bench_workloads transformer_listops [--len 512] [--steps 5] [--warmup 2] [--threads 2] [--attention best]
 //   bench_workloads scaling [--steps 2] [--batch 2] [--min-len 256] [--max-len 4096] [--rounds 1] [--kinds a,b,...]
 //   bench_workloads kernels [--len 4096] [--batch 2] [--steps 5]   # the attention primitives alone, ms and GFLOP/s
 //   bench_workloads s4d --profile        # also one step op by op on stderr (autograd/profile.h): where the time goes
@@ -81,7 +81,7 @@ bool contains(const std::vector<std::string>& names, const std::string& n) {
 void print_usage(std::FILE* f) {
   std::fprintf(f,
                "usage: bench_workloads WORKLOAD [--len L] [--steps N] [--warmup N] [--threads N]\n"
-               "                       [--attention packed|composed|fused] [--profile] [--batch B]\n"
+               "                       [--attention best|packed|composed|fused] [--profile] [--batch B]\n"
                "                       [--min-len L --max-len L --rounds N --kinds a,b (scaling, kernels)]\n"
                "workloads: %s\n"
                "kinds of scaling: %s\nkinds of kernels: %s\n",
@@ -110,10 +110,11 @@ int parse_int(const std::string& flag, const std::string& text, int min) {
 using namespace dl::nn::bench;
 
 Attn parse_attn(const std::string& s) {
+  if (s == "best") return Attn::best;
   if (s == "packed") return Attn::packed;
   if (s == "composed") return Attn::composed;
   if (s == "fused") return Attn::fused;
-  usage_error("--attention must be packed, composed or fused, found '" + s + "'");
+  usage_error("--attention must be best, packed, composed or fused, found '" + s + "'");
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -376,7 +377,7 @@ int run_main(int argc, char** argv) {
   bool kinds_given = false;
   int steps = 5, warmup = 2, threads = 2;
   bool profile = false;
-  Attn attn = Attn::packed;
+  Attn attn = Attn::best;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -430,7 +431,8 @@ int run_main(int argc, char** argv) {
               name.c_str(), (long long)len, (long long)w.model->num_parameters(), s.ms, w.tokens / (s.ms / 1000.0), peak_rss_mb(),
               s.loss, gflop, gflop / (s.ms / 1000.0), s.minflt_per_step, host_allocator_stats().peak_bytes_in_use / 1048576.0,
               s.cpu_ms,
-              attn == Attn::packed     ? "packed"
+              attn == Attn::best       ? (len >= kFlashFrom ? "best (blocked)" : "best (packed)")
+              : attn == Attn::packed   ? "packed"
               : attn == Attn::composed ? "composed"
                                        : "fused",
               threads);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run_vs_torch.sh - our training steps against PyTorch's, side by side, on this machine.
 #
-#   bench/run_vs_torch.sh [-n REPEATS] [-s STEPS] [-x OOTB_REPEATS] [-t] [-p] [-b BUILD_DIR] [-o RESULTS.jsonl] [workload[:len] ...]
+#   bench/run_vs_torch.sh [-n REPEATS] [-s STEPS] [-x OOTB_REPEATS] [-t] [-p] [-T THREADS] [-b BUILD_DIR] [-o RESULTS.jsonl] [workload[:len] ...]
 #   e.g. bench/run_vs_torch.sh -n 3 transformer_listops s4d lstm_bits gpt_char transformer_listops:1024
 #   s4d_official: our s4d step against the PyTorch twin written as state-spaces/s4's models/s4/s4d.py (and example.py)
 #   write it: (B, H, L) layout between layers, 1x1 Conv1d + GLU output; the same parameter count.
@@ -15,6 +15,7 @@
 #               backing it with transparent huge pages (thp:always), OMP_WAIT_POLICY=PASSIVE
 # and the table shows the medians over repeats of ms/step, tokens/s and peak RSS, and the ratios.
 # -x N runs PyTorch out of the box only in the first N repeats (it is 2.5-7x slower; its ratio is not a target).
+# -T N gives both sides N threads (default: each program's default, 2), e.g. -T 1 beside another job on the other core.
 # -t skips PyTorch altogether for workloads with a len >= 2000 (it does not fit in 24 GB there; issue 7).
 # OPENBLAS_CORETYPE=Haswell stays set for every run (older OpenBLAS builds misbehave on these processors).
 # Dependencies: python3 with python3-torch (Debian); optional: libjemalloc2 (apt) for torch_best (without it,
@@ -29,13 +30,15 @@ OUT=""
 OOTB=1000000
 SKIP_LONG=0
 OURS_ENV=(OMP_WAIT_POLICY=PASSIVE)
-while getopts "n:s:x:tpb:o:h" opt; do
+THREADS=""
+while getopts "n:s:x:tpT:b:o:h" opt; do
   case $opt in
     p) OURS_ENV=() ;;
     n) REPEATS=$OPTARG ;;
     x) OOTB=$OPTARG ;;
     t) SKIP_LONG=1 ;;
     s) STEPS=$OPTARG ;;
+    T) THREADS=$OPTARG ;;
     b) BUILD=$OPTARG ;;
     o) OUT=$OPTARG ;;
     *) sed -n 2,20p "$0"; exit 0 ;;
@@ -59,7 +62,7 @@ run() {  # run <variant> <workload> <len> <command...>: append the JSON line, ta
   run_tagged "$OUT" "$ERR" "$variant" "{\"workload\": \"$wl\", \"len\": ${len:-0}}" "$@" > /dev/null
 }
 
-echo "# $(date -u '+%F %T UTC'); $(nproc) cpus; load $(cut -d' ' -f1-3 /proc/loadavg); repeats $REPEATS; steps $STEPS; results $OUT" >&2
+echo "# $(date -u '+%F %T UTC'); $(nproc) cpus; threads ${THREADS:-default}; load $(cut -d' ' -f1-3 /proc/loadavg); repeats $REPEATS; steps $STEPS; results $OUT" >&2
 for r in $(seq 1 "$REPEATS"); do
   for spec in "${WORKLOADS[@]}"; do
     wl=${spec%%:*}
@@ -67,6 +70,7 @@ for r in $(seq 1 "$REPEATS"); do
     [[ $spec == *:* ]] && len=${spec##*:}
     largs=()
     [ -n "$len" ] && largs=(--len "$len")
+    [ -n "$THREADS" ] && largs+=(--threads "$THREADS")
     echo "# repeat $r: $spec (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     if [ "$wl" = s4d_official ]; then  # our s4d step against the twin written as state-spaces' s4d.py
       run ours "$wl" "$len" env "${OURS_ENV[@]}" "$BIN" s4d --steps "$STEPS" "${largs[@]}"

@@ -52,7 +52,9 @@ struct SelfAttention : SequenceLayer {
   }
 };
 
-enum class Attn { packed, composed, fused };
+// best: the path MultiheadAttention itself takes (choose_attention_path: the blocked kernel from kFlashFrom on, the
+// packed one below), what the apps run; packed: the packed kernel at every length; composed and fused as named.
+enum class Attn { best, packed, composed, fused };
 
 // torch.nn.TransformerEncoderLayer(d, heads, ffn, dropout, activation="gelu", batch_first=True, norm_first=True):
 //   x = x + drop(self_attn(ln1(x)));  x = x + drop(linear2(drop(gelu(linear1(ln2(x))))))
@@ -68,7 +70,7 @@ struct EncoderLayer : Module {
     o.fused = attn == Attn::fused;  // MultiheadAttention uses it only where no dropout is involved
     o.packed = attn != Attn::composed;  // the layer's default is its packed path
     self_attn = register_module("self_attn",
-                                std::make_shared<SelfAttention>(d, o, attn == Attn::packed ? Prim::packed : Prim::layer, g));
+                                std::make_shared<SelfAttention>(d, o, attn == Attn::packed ? Prim::packed : Prim::layer, g));  // best: the layer
     linear1 = register_module("linear1", std::make_shared<Linear>(d, ffn, g));
     linear2 = register_module("linear2", std::make_shared<Linear>(ffn, d, g));
     norm1 = register_module("norm1", std::make_shared<LayerNorm>(d));
@@ -179,8 +181,10 @@ struct GPTBlock : Module {
   Var forward(const Var& x) {
     const int64_t C = x.size(2);
     Var qkv = c_attn->forward(ln_1->forward(x));  // (B, T, 3C)
-    if (attn == Attn::packed) {
-      Var h = x + drop->forward(c_proj->forward(qkv_attention(qkv, heads, true, p, is_training(), *gen)));
+    if (attn == Attn::packed || attn == Attn::best) {  // best: the layer's choice of the two by length
+      const bool flash = attn == Attn::best && x.size(1) >= kFlashFrom;
+      Var y = flash ? flash_attention(qkv, heads, true, p, is_training(), *gen) : qkv_attention(qkv, heads, true, p, is_training(), *gen);
+      Var h = x + drop->forward(c_proj->forward(y));
       return h + drop->forward(mlp_proj->forward(gelu(c_fc->forward(ln_2->forward(h)))));
     }
     Var q = split_heads(narrow(qkv, 2, 0, C), heads), k = split_heads(narrow(qkv, 2, C, C), heads),
