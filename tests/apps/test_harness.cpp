@@ -371,6 +371,27 @@ TEST(HarnessPhase, NonFiniteLossStopsBeforeTheUpdateNamingTheStep) {
   EXPECT_EQ(r.weights(), before) << "no update may be applied with a NaN loss";
 }
 
+// A finite loss with a NaN gradient (sqrt at 0 in the backward: 0 * inf) at step 9, whose update would be saved in
+// the checkpoint of step 10: the phase stops before the update, names the parameter, and step 5's checkpoint stays
+// the newest, with finite weights.
+TEST(HarnessPhase, NonFiniteGradientWithAFiniteLossStopsBeforeTheUpdate) {
+  std::string d = dl::test::app_temp_dir("harness_nan_grad");
+  ToyRun r(8);
+  std::vector<float> before;
+  r.parts.loss = [&](const tasks::Batch& b, const harness::Step& s) {
+    Var l = r.m.loss(b);
+    if (s.step != 9) return l;
+    before = r.weights();
+    return l + sqrt(sum(r.m.lin->weight) * 0.0) * 0.0;  // adds 0 to the loss, NaN to the weight's gradient
+  };
+  std::string msg = error_of([&] { harness::run_phase(kSpec, r.parts, context(d, false), r.curve); });
+  EXPECT_NE(msg.find("step 9: the loss is finite"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a gradient is not: lin.weight: NaN at element 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the last checkpoint (step 5"), std::string::npos) << msg;
+  EXPECT_EQ(r.weights(), before) << "no update may be applied with a NaN gradient";
+  EXPECT_EQ(optim::latest_checkpoint(d + "/train")->step, 5) << "no checkpoint may be written after the bad step";
+}
+
 TEST(HarnessPhase, ProfileTimesTheThirdStepOpByOpAndChangesNothing) {
   std::string d = dl::test::app_temp_dir("harness_profile");
   ToyRun plain(8), profiled(8);
