@@ -6,7 +6,6 @@
 #include "autograd/indexing.h"
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
-#include "nn/fused/glu.h"
 #include "nn/init.h"
 
 namespace dl::nn {
@@ -92,10 +91,8 @@ Var Dropout::forward(const Var& x) const { return dropout(x, p, is_training(), *
 Var glu(const Var& x) {
   int64_t n = x.size(-1);
   if (n % 2) fail("glu: the last dim must be even, found shape " + shape_str(x.shape()));
-  const Tensor& t = x.data();
-  if (t.device() == Device::cpu && (t.dtype() == DType::f32 || t.dtype() == DType::f64))
-    return glu_fused(x);  // one node, the same numbers (nn/fused/glu.h)
-  return narrow(x, -1, 0, n / 2) * sigmoid(narrow(x, -1, n / 2, n / 2));  // the composed twin (other devices)
+  // three primitives; nn/fused/glu.h's glu_fast runs one node with the same numbers where it can (the families call it)
+  return narrow(x, -1, 0, n / 2) * sigmoid(narrow(x, -1, n / 2, n / 2));
 }
 
 FeedForward::FeedForward(int64_t d, int64_t hidden, double p, Generator& g) {

@@ -299,18 +299,12 @@ template <class T> static inline T erf_t(T x) {
   if constexpr (std::is_same_v<T, float>) return erf_fast(x);
   else return std::erf(x);
 }
-template <class T> static inline T exp_t(T x) {
-  if constexpr (std::is_same_v<T, float>) return exp_fast(x);
-  else return std::exp(x);
-}
 template <class T> static T gelu_erf(T x) { return (T)0.5 * x * ((T)1 + erf_t(x * (T)M_SQRT1_2)); }
 template <class T> static T gelu_tanh(T x) {
   const T k = (T)0.7978845608028654;  // sqrt(2/pi)
   return (T)0.5 * x * ((T)1 + std::tanh(k * (x + (T)0.044715 * x * x * x)));
 }
 template <class T> static T softplus_f(T x) { return x > (T)20 ? x : std::log1p(std::exp(x)); }  // torch's threshold 20
-// exp_t: in float32 exp_fast, so sigmoid (GLU's gate, SiLU) vectorises; std::exp in float64 (the plain twin)
-template <class T> static T sigmoid_f(T x) { return (T)1 / ((T)1 + exp_t(-x)); }
 
 Tensor unary(UnaryOp op, const Tensor& x) {
   if (on_device(x)) {  // the backend reads the view in place
@@ -327,7 +321,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
       case UnaryOp::rsqrt: return unary_map<T>(x, [](T v) { return (T)1 / std::sqrt(v); });
       case UnaryOp::abs: return unary_map<T>(x, [](T v) { return std::abs(v); });
       case UnaryOp::tanh: return unary_map<T>(x, [](T v) { return std::tanh(v); });
-      case UnaryOp::sigmoid: return unary_map<T>(x, [](T v) { return sigmoid_f(v); });
+      case UnaryOp::sigmoid: return unary_map<T>(x, [](T v) { return sigmoid_t(v); });
       case UnaryOp::relu: return unary_map<T>(x, [](T v) { return v > 0 ? v : (T)0; });
       case UnaryOp::gelu_erf:
         if (x.is_contiguous()) {  // one flat loop, as its backward's: GCC does not inline the lambda into unary_map's
@@ -342,7 +336,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
         }
         return unary_map<T>(x, [](T v) { return gelu_erf(v); });
       case UnaryOp::gelu_tanh: return unary_map<T>(x, [](T v) { return gelu_tanh(v); });
-      case UnaryOp::silu: return unary_map<T>(x, [](T v) { return v * sigmoid_f(v); });
+      case UnaryOp::silu: return unary_map<T>(x, [](T v) { return v * sigmoid_t(v); });
       case UnaryOp::softplus: return unary_map<T>(x, [](T v) { return softplus_f(v); });
     }
     fail("unary: unknown op");
@@ -440,10 +434,10 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor
         });
       case UnaryOp::silu:  // d [x s(x)] = s (1 + x (1 - s))
         return with_x([](T v, T g) {
-          T s = sigmoid_f(v);
+          T s = sigmoid_t(v);
           return g * s * ((T)1 + v * ((T)1 - s));
         });
-      case UnaryOp::softplus: return with_x([](T v, T g) { return v > (T)20 ? g : g * sigmoid_f(v); });
+      case UnaryOp::softplus: return with_x([](T v, T g) { return v > (T)20 ? g : g * sigmoid_t(v); });
     }
     fail("unary_backward: unknown op");
   });

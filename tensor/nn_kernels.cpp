@@ -38,10 +38,6 @@ ACB acb(const Shape& s, int64_t dim) {
 // log_softmax: y = x - m - log(sum(exp(x - m)))
 // Fast path (dim is last, B == 1): one contiguous row per task. Plain path (B > 1): a strip of up to
 // kCols adjacent columns walked together along C, so loads stay contiguous.
-template <class T> inline T exp_t(T v) {
-  if constexpr (std::is_same_v<T, float>) return exp_fast(v);  // vectorisable, see nn_kernels.h
-  else return std::exp(v);
-}
 
 // Fast path, one contiguous row: exp(x - m) goes to y first (a store-only loop, which vectorises; a
 // loop that both calls exp and accumulates does not), then y is summed in kLanes partials in T (for rows

@@ -14,7 +14,9 @@
 //
 // What it is not: a home for composite layers (attention, MLP): those are compositions in nn/.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <bit>
 #include <functional>
 
@@ -147,6 +149,13 @@ inline float exp_fast(float x) {
   float y = e * std::bit_cast<float>(bits);
   return x < -87.3f ? 0.0f : y;  // exact zeros for masked (-inf) scores
 }
+// exp_fast in float32 (so the loops vectorise), std::exp in float64 (the plain twin); and the sigmoid on it,
+// 1 / (1 + exp(-x)): the elementwise sigmoid, SiLU and GLU's gate (nn/fused/glu.cpp) all use this one.
+template <class T> inline T exp_t(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_fast(x);
+  else return std::exp(x);
+}
+template <class T> inline T sigmoid_t(T x) { return (T)1 / ((T)1 + exp_t(-x)); }
 
 // erf for float32 without a libm call, so GELU loops vectorise: Abramowitz & Stegun 7.1.26,
 //   erf(|x|) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-x^2),  t = 1 / (1 + 0.3275911 |x|),

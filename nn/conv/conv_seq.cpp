@@ -7,6 +7,7 @@
 #include "nn/init.h"
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
+#include "nn/fused/glu.h"
 
 namespace dl::nn {
 
@@ -105,7 +106,7 @@ std::shared_ptr<GLUConvBlock> GLUConvBlock::from_config(const std::string& kind,
 
 Var GLUConvBlock::forward(const Var& x, const Tensor& mask) {
   check_sequence_input(kind, x, C);
-  Var h = glu(input_linear->forward(x));  // (B, L, 2C) -> (B, L, C)
+  Var h = glu_fast(input_linear->forward(x));  // (B, L, 2C) -> (B, L, C)
   h = apply_mask(h, mask);                // padding stays zero through the convolution
   h = conv->forward(h);                   // (B, L, C)
   return drop->forward(output_linear->forward(h));

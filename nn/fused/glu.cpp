@@ -1,17 +1,12 @@
 // nn/fused/glu.cpp - the fused gated linear unit (formulas in glu.h).
 #include "nn/fused/glu.h"
 
-#include <cmath>
-
-#include "tensor/nn_kernels.h"  // exp_fast
+#include "nn/layers.h"
+#include "tensor/nn_kernels.h"  // sigmoid_t: the composed path's sigmoid, element for element
 
 namespace dl::nn {
 
 namespace {
-
-// The composed path's sigmoid, element for element (tensor/elementwise.cpp: 1 / (1 + exp(-x)), exp_fast in float32).
-inline float sigmoid_of(float v) { return 1.f / (1.f + exp_fast(-v)); }
-inline double sigmoid_of(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 // rows of 2n: y[r, j] = a s, with a = x[r, j], s = sigmoid(x[r, n + j])
 template <class T>
@@ -21,7 +16,7 @@ void glu_forward(const T* x, T* y, int64_t rows, int64_t n) {
     const T *a = x + r * 2 * n, *b = a + n;
     T* yr = y + r * n;
 #pragma omp simd
-    for (int64_t j = 0; j < n; j++) yr[j] = a[j] * sigmoid_of(b[j]);
+    for (int64_t j = 0; j < n; j++) yr[j] = a[j] * sigmoid_t(b[j]);
   }
 }
 
@@ -34,7 +29,7 @@ void glu_backward(const T* x, const T* dy, T* dx, int64_t rows, int64_t n) {
     T *da = dx + r * 2 * n, *db = da + n;
 #pragma omp simd
     for (int64_t j = 0; j < n; j++) {
-      const T s = sigmoid_of(b[j]);
+      const T s = sigmoid_t(b[j]);
       da[j] = g[j] * s;
       db[j] = g[j] * a[j] * s * ((T)1 - s);
     }
@@ -72,6 +67,12 @@ Var glu_fused(const Var& xv) {
   auto node = std::make_shared<GluNode>();
   node->x = x;
   return record(node, y, {xv});
+}
+
+Var glu_fast(const Var& x) {
+  const Tensor& t = x.data();
+  if (t.device() == Device::cpu && (t.dtype() == DType::f32 || t.dtype() == DType::f64)) return glu_fused(x);
+  return glu(x);  // the composed twin: device ops
 }
 
 }  // namespace dl::nn

@@ -16,4 +16,8 @@ namespace dl::nn {
 // x (..., 2n) on the CPU, f32 or f64 -> (..., n). Fails naming the shape when the last dim is odd.
 Var glu_fused(const Var& x);
 
+// What the layers call: glu_fused where it runs (CPU, f32/f64), the composed nn::glu elsewhere (other devices, dtypes).
+// The dispatch lives here, not in nn::glu, because the base layers (nn/*.h) may not include the fused wing.
+Var glu_fast(const Var& x);
+
 }  // namespace dl::nn

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "nn/ssm/ssm_ops.h"
+#include "nn/fused/glu.h"
 
 namespace dl::nn {
 
@@ -43,7 +44,7 @@ Var SSMLayer::forward(const Var& x, const Tensor& mask) {
   check_sequence_input(name_, x, H);
   Var y = drop->forward(gelu(ssm(apply_mask(x, mask))));  // (B, L, H)
   y = output_linear->forward(y);                          // (B, L, 2H) or (B, L, H)
-  return glu_ ? glu(y) : y;                               // (B, L, H)
+  return glu_ ? glu_fast(y) : y;                          // (B, L, H)
 }
 
 std::vector<std::string> SSMLayer::own_lr_parameters() const {
