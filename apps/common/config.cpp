@@ -56,6 +56,20 @@ static size_t invalid_utf8_at(const std::string& s) {
   return std::string::npos;
 }
 
+json parse_json(const std::string& text, const std::string& where) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw ConfigError(where + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+json config_in_metadata(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& app) {
+  auto it = metadata.find("dl.config");
+  if (it == metadata.end()) throw ConfigError(path + ": no dl.config metadata (not a finished cell written by " + app + ")");
+  return parse_json(it->second, path + ": its dl.config metadata");
+}
+
 std::pair<std::string, json> parse_override(const std::string& kv) {
   // the config travels into JSON files (results, checkpoints), which hold UTF-8 only
   if (size_t bad = invalid_utf8_at(kv); bad != std::string::npos)

@@ -20,6 +20,7 @@
 // entries whose "/"-joined values match the cell's leading axes (fewer parts first) < `--set` (in order).
 #pragma once
 #include <nlohmann/json.hpp>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -80,6 +81,27 @@ template <class C> C config_from_json(const json& j, const std::string& where) {
 
 // The check every app's validate() makes of its sizes and rates: "<key>: field 'lr' must be > 0, found 0.000000".
 void require_positive(const std::string& key, const char* field, double value);
+
+// JSON from outside bytes (a model file's dl.config metadata, a cache's info.json): the parsed value, or a ConfigError
+// "<where>: not valid JSON (<why>)" - nlohmann's own parse_error or out_of_range (a number beyond a double) names no file.
+json parse_json(const std::string& text, const std::string& where);
+
+// A finished cell's config as its model file carries it: the "dl.config" entry of the safetensors metadata that every
+// app's cell writes (lra_benchmark, fpt, pretrained_convs), parsed. A ConfigError naming `path` when the entry is
+// missing ("not written by <app>") or not JSON; the fields are checked by the app's CellConfig::from_json.
+json config_in_metadata(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& app);
+
+// An app's CellConfig read from JSON and then checked (C::from_json, C::validate): a ConfigError from validate() names
+// the cell only, so it is prefixed with `where` (the file the config came from).
+template <class C> C checked_config_from_json(const json& j, const std::string& where) {
+  C c = C::from_json(j, where);
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": " + e.what());
+  }
+  return c;
+}
 
 // "field=value": the value is parsed as JSON, and a bare word that is not JSON is a string (--set norm=batch).
 std::pair<std::string, json> parse_override(const std::string& kv);

@@ -81,7 +81,7 @@ std::string head_of(const std::vector<int32_t>& ids, size_t n) {
 
 // ---- lra_benchmark ----
 Subject open_lra(const std::string& path, const json& j, const Options& o) {
-  lra::CellConfig c = lra::CellConfig::from_json(j, path + " metadata");
+  const lra::CellConfig c = dl::harness::checked_config_from_json<lra::CellConfig>(j, path + " dl.config");
   if (!o.text.empty()) throw ConfigError("--text: " + c.key() + " is not a byte-level model; use --example");
   const tasks::TaskData& data = lra::task_data(c);
   check_example(o.example, data.test, c.task + " test");
@@ -117,7 +117,7 @@ Subject open_lra(const std::string& path, const json& j, const Options& o) {
 
 // ---- fpt ----
 Subject open_fpt(const std::string& path, const json& j, const Options& o) {
-  fpt::CellConfig c = fpt::CellConfig::from_json(j, path + " metadata");
+  const fpt::CellConfig c = dl::harness::checked_config_from_json<fpt::CellConfig>(j, path + " dl.config");
   if (!o.text.empty()) throw ConfigError("--text: " + c.key() + " does not read text; use --example");
   const fpt::FptTask& t = fpt::fpt_task(c);
   check_example(o.example, t.data.test, c.task + " test");
@@ -152,7 +152,7 @@ static std::string byte_label(int64_t id) {
 }
 
 Subject open_pconv(const std::string& path, const json& j, const Options& o) {
-  pconv::CellConfig c = pconv::CellConfig::from_json(j, path + " metadata");
+  const pconv::CellConfig c = dl::harness::checked_config_from_json<pconv::CellConfig>(j, path + " dl.config");
   const pconv::Seq2SeqTask& t = pconv::seq2seq_task(c);
   Generator g(0);
   auto m = std::make_shared<nn::Seq2SeqModel>(pconv::plan_model(c).cfg, g);
@@ -215,16 +215,7 @@ Subject open_subject(const std::string& path, const Options& o) {
   } catch (const std::exception& e) {
     throw ConfigError(path + ": not a model file this project's apps write (" + e.what() + ")");
   }
-  auto it = f.metadata.find("dl.config");
-  if (it == f.metadata.end())
-    throw ConfigError(path + ": no dl.config metadata, so no app of this project wrote it (lra_benchmark, fpt and "
-                      "pretrained_convs store their cell's config there)");
-  json j;
-  try {
-    j = json::parse(it->second);
-  } catch (const std::exception& e) {
-    throw ConfigError(path + ": dl.config metadata is not JSON (" + e.what() + ")");
-  }
+  const json j = dl::harness::config_in_metadata(f.metadata, path, "lra_benchmark, fpt or pretrained_convs");
   const std::string app = detect_app(j);
   if (app == "lra_benchmark") return open_lra(path, j, o);
   if (app == "fpt") return open_fpt(path, j, o);

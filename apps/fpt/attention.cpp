@@ -19,9 +19,8 @@ namespace harness = dl::harness;
 void write_attention_maps(const std::string& cell_dir, int example) {
   const std::string path = cell_dir + "/model.safetensors";
   TensorFile f = load_safetensors(path);
-  auto it = f.metadata.find("dl.config");
-  if (it == f.metadata.end()) throw ConfigError(path + ": no dl.config metadata (not a finished fpt cell)");
-  CellConfig c = CellConfig::from_json(nlohmann::json::parse(it->second), path + " metadata");
+  const CellConfig c =
+      harness::checked_config_from_json<CellConfig>(harness::config_in_metadata(f.metadata, path, "fpt"), path + " dl.config");
   if (c.arm == "lstm") throw ConfigError(path + ": an LSTM cell has no attention");
   const FptTask& t = fpt_task(c);
   if (example < 0 || example >= (int)t.data.test.examples.size())

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <set>
 
+#include "apps/common/config.h"
 #include "apps/common/results.h"
 #include "apps/common/signals.h"
 #include "autograd/ops.h"
@@ -418,7 +419,8 @@ Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& 
   if (fs::exists(dir + "/info.json")) {
     nn::LoadReport rep = p.model->load(p.path);
     if (!rep.ok()) throw nn::CheckpointError(p.path + ": " + rep.str());
-    p.info = nlohmann::json::parse(harness::read_text(dir + "/info.json"));
+    p.info = harness::parse_json(harness::read_text(dir + "/info.json"),
+                                 dir + "/info.json (a cache: delete its folder to build it again)");
     return p;
   }
   if (!quiet) std::cerr << "[nsp-bert] pretraining the BERT once (cached in " << dir << ")\n";

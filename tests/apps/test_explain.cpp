@@ -375,6 +375,15 @@ TEST(Explain, FilesFromNoAppAreClearErrorsNamingTheFile) {
   EXPECT_NE(e.find(d + "/text.safetensors"), std::string::npos) << e;
 
   lra::CellConfig c = tiny_lra("s4d", "scratch");
+  lra::CellConfig bad = c;  // a doctored config: named by the file and the field, not a crash in the model it builds
+  bad.d_model = 0;
+  dl::save_safetensors(d + "/bad.safetensors", {{"w", dl::zeros({2})}}, {{"dl.config", bad.to_json().dump()}});
+  e = dl::test::error_of([&] { explain::explain_model_file(d + "/bad.safetensors", quiet_options(d)); });
+  EXPECT_NE(e.find(d + "/bad.safetensors dl.config: listops/s4d/scratch: field 'd_model' must be > 0"), std::string::npos) << e;
+  dl::save_safetensors(d + "/cut.safetensors", {{"w", dl::zeros({2})}}, {{"dl.config", c.to_json().dump().substr(0, 40)}});
+  e = dl::test::error_of([&] { explain::explain_model_file(d + "/cut.safetensors", quiet_options(d)); });
+  EXPECT_NE(e.find(d + "/cut.safetensors: its dl.config metadata: not valid JSON"), std::string::npos) << e;
+
   dl::Generator g(0);
   lra::LraModel m(c, lra::shape_of(lra::task_data(c)), false, g);
   const std::string path = save_cell(m, c, d);

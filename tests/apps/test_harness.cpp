@@ -93,6 +93,33 @@ TEST(HarnessConfig, OverridesThatAreNotUtf8OrOutOfRangeAreNamedErrors) {
   EXPECT_NE(error_of([&] { harness::load_preset(dir + "/p.json", dir, {}); }).find("p.json: not valid JSON"), std::string::npos);
 }
 
+// A model file's config (its "dl.config" metadata), as `eval --cell`, `fpt attention` and explain read it: every way
+// it can be wrong names the file. Before, text that was not JSON escaped as nlohmann's bare parse_error, and a field
+// out of range was named by the cell alone (or not at all: the eval paths did not validate).
+struct CheckedCfg : Cfg {
+  static CheckedCfg from_json(const json& j, const std::string& where) { return harness::config_from_json<CheckedCfg>(j, where); }
+  void validate() const { harness::require_positive(name, "lr", lr); }
+};
+
+TEST(HarnessConfig, AModelFilesConfigIsReadNamingTheFile) {
+  using Meta = std::map<std::string, std::string>;
+  const json j = harness::config_in_metadata(Meta{{"dl.config", R"({"lr": 0.5, "name": "t/m"})"}}, "m.safetensors", "app");
+  const CheckedCfg c = harness::checked_config_from_json<CheckedCfg>(j, "m.safetensors dl.config");
+  EXPECT_EQ(c.lr, 0.5);
+  EXPECT_EQ(error_of([&] { harness::config_in_metadata(Meta{{"format", "pt"}}, "m.safetensors", "app"); }),
+            "m.safetensors: no dl.config metadata (not a finished cell written by app)");
+  for (const char* text : {"{\"lr\": ", "1e999", "[1, 2"}) {
+    const std::string e = error_of([&] { harness::config_in_metadata(Meta{{"dl.config", text}}, "m.safetensors", "app"); });
+    EXPECT_EQ(e.rfind("m.safetensors: its dl.config metadata: not valid JSON (", 0), 0u) << text << ": " << e;
+  }
+  EXPECT_EQ(error_of([&] { harness::checked_config_from_json<CheckedCfg>(json{{"lr", "x"}}, "m.safetensors dl.config"); }),
+            "m.safetensors dl.config: field 'lr' must be a number, found string (\"x\")");
+  EXPECT_EQ(error_of([&] {
+              harness::checked_config_from_json<CheckedCfg>(json{{"lr", 0}, {"name", "t/m"}}, "m.safetensors dl.config");
+            }),
+            "m.safetensors dl.config: t/m: field 'lr' must be > 0, found 0.000000");
+}
+
 static std::vector<harness::Axis> two_axes() { return {{"task", {"t1", "t2"}}, {"model", {"m1", "m2"}}}; }
 
 static std::string write(const std::string& dir, const std::string& name, const std::string& text) {
