@@ -8,6 +8,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "apps/fpt/config.h"
+#include "apps/lra_benchmark/config.h"
+#include "apps/pretrained_convs/config.h"
 #include "fuzz_models.h"
 #include "nlohmann/json.hpp"
 #include "optim/adam.h"
@@ -117,6 +120,13 @@ int main(int argc, char** argv) {
   seed("preset", slurp(std::string(DL_SOURCE_DIR) + "/apps/lra_benchmark/presets/tiny.json") + '\0' + "lr=0.002\nsteps=30\n");
   seed("preset", std::string(R"({"tasks": ["listops"], "models": ["transformer"], "regimes": ["scratch"], "defaults": {"steps": 5}})") +
                      '\0' + "d_model=64\n");
+  // an aclImdb folder: a review in each of the four folders (first byte: where it goes, fuzz_imdb.cpp), a file to skip
+  seed("imdb", std::string("pgreat film") + '\0' + "qdull<br />plot" + '\0' + "rfine" + '\0' + "sbad" + '\0' + "tskip me");
+  seed("imdb", std::string("pa") + '\0' + "qb" + '\0' + "rc" + '\0' + "sd" + '\0' + "vtest/neg");  // a folder deleted
+  // a model file's dl.config: each app's default cell, as its cells write it
+  seed("model_config", lra::CellConfig().to_json().dump());
+  seed("model_config", fpt::CellConfig().to_json().dump());
+  seed("model_config", pconv::CellConfig().to_json().dump());
   fs::remove_all(tmp);
   std::cout << "fuzz corpus written to " << out_dir << "\n";
   return 0;

@@ -131,7 +131,11 @@ std::vector<LabeledText> read_imdb_split(const std::string& split_dir) {
       if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path());
     if (files.empty()) throw DataError(folder.string() + ": no .txt reviews in this folder");
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) out.push_back({f.filename().string(), read_file(f.string()), label, -1});
+    for (const auto& f : files) {
+      out.push_back({f.filename().string(), read_file(f.string()), label, -1});
+      // an empty review would be a sequence of no tokens: nothing to classify, a pooled vector of zeros
+      if (out.back().text.empty()) throw DataError(f.string() + ": the review is empty (0 bytes)");
+    }
   }
   return out;
 }

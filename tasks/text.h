@@ -90,7 +90,7 @@ struct ImdbConfig {
   uint64_t seed = 0;
 };
 // Reviews of <split_dir>/{neg,pos}/*.txt in file-name order (neg = 0, pos = 1). Missing folders or a split
-// without reviews throw DataError naming the folder.
+// without reviews throw DataError naming the folder, an empty review one naming the file.
 std::vector<LabeledText> read_imdb_split(const std::string& split_dir);
 TaskData load_imdb(const std::string& acl_imdb_dir, const ImdbConfig& config = {});
 

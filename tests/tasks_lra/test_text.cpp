@@ -168,6 +168,16 @@ TEST(Imdb, LoadsTheAclImdbLayoutAndCarvesValidation) {
   EXPECT_NE(msg.find(dir.file("test/neg")), std::string::npos) << msg;
 }
 
+// An empty review is named (found writing fuzz/fuzz_imdb.cpp: it became an example of no tokens, pooled to zeros).
+TEST(Imdb, AnEmptyReviewIsNamed) {
+  TempDir dir("imdb_empty");
+  for (const char* split : {"train", "test"})
+    for (const char* sentiment : {"pos", "neg"}) write_file(dir.file(std::string(split) + "/" + sentiment + "/0_7.txt"), "ok");
+  write_file(dir.file("test/pos/1_8.txt"), "");
+  const std::string msg = data_error_message([&] { load_imdb(dir.str()); });
+  EXPECT_EQ(msg, dir.file("test/pos/1_8.txt") + ": the review is empty (0 bytes)");
+}
+
 // ---- the real corpus (fetched with npm into the data cache by the setup) ----------------------------
 std::vector<BrownDocument> real_brown_or_skip(bool& ok) {
   try {
