@@ -1,36 +1,30 @@
-// nn/fused/ssm_conv_fast.cpp - ssm_conv_fast (nn/fused/ssm_conv_fast.h) on batched fftwf plans. Its float64
+// nn/fused/ssm_conv_fast.cpp - ssm_conv_fast (nn/fused/ssm_conv_fast.h) on batched FFTs of rows. Its float64
 // reference twin, ssm_conv_plain, and the dispatching ssm_conv are in nn/ssm/ssm_ops.cpp.
 #include "nn/fused/ssm_conv_fast.h"
 
-#include "nn/ssm/ssm_ops.h"  // check_conv_args: both twins run the same shape checks
-
-#include "tensor/fft.h"
-
-#include <fftw3.h>
+#include <fftw3.h>  // fftwf_alloc_*: rows aligned as FFTW's SIMD codelets want them
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <complex>
-#include <map>
-#include <mutex>
-#include <tuple>
+
+#include "nn/fused/real_fft.h"
+#include "nn/ssm/ssm_ops.h"  // check_conv_args: both twins run the same shape checks
 
 namespace dl::nn {
 
 // ---------------------------------------------------------------------------------------------------
-// The fast convolution: float32, kRows channels at a time, batched FFTW plans.
+// The fast convolution: float32, kRows channels at a time, batched real FFTs (nn/fused/real_fft.h).
 // A block (b, h0 .. h0+R) is gathered from the (B, L, H) layout into R contiguous zero-padded rows (each read
 // of u[b, t, h0 : h0+R] is one 64-byte cache line), transformed by one batched plan, multiplied by the kernel
-// spectra (computed once per h, not per (b, h)) and transformed back. The FFT length n is the smallest
-// 2^a 3^b 5^c 7^d >= 2L: any n >= 2L has no wrap-around, and these sizes keep FFTW on its fast codelets.
+// spectra (computed once per h, not per (b, h)) and transformed back. The FFT length n: fft_size below.
 namespace {
 
 constexpr int64_t kRows = 16;    // 16 floats = one cache line of u[b, t, :]
 constexpr int64_t kAhead = 16;   // prefetch distance (in t) of the strided gathers and scatters
-using cf = std::complex<float>;  // layout-compatible with fftwf_complex
 
-int64_t fft_size(int64_t m) {  // the smallest 2^a 3^b 5^c 7^d >= m
+int64_t smooth_at_least(int64_t m) {  // the smallest 2^a 3^b 5^c 7^d >= m
   for (int64_t n = m;; n++) {
     int64_t r = n;
     for (int64_t p : {2, 3, 5, 7})
@@ -38,8 +32,9 @@ int64_t fft_size(int64_t m) {  // the smallest 2^a 3^b 5^c 7^d >= m
     if (r == 1) return n;
   }
 }
-
-enum class Dir { r2c, c2r };
+// The FFT length: twice the smallest smooth number >= L, an even n >= 2L (no wrap-around) whose half - the length of
+// the complex FFT the real one runs on (nn/fused/real_fft.h) - keeps FFTW on its fast codelets.
+int64_t fft_size(int64_t L) { return 2 * smooth_at_least(L); }
 
 // Real rows are ld = n + 16 floats apart: with n a power of two, rows exactly n apart would share cache sets
 // and the gather (one element into each of 16 rows per t) would evict itself. Spectra are hld = n/2+1 rounded
@@ -47,30 +42,15 @@ enum class Dir { r2c, c2r };
 int64_t row_stride(int64_t n) { return n + 16; }
 int64_t bins_stride(int64_t n) { return (n / 2 + 1 + 7) / 8 * 8; }
 
-// A plan for `rows` rows (n reals, row_stride(n) apart <-> n/2+1 bins, bins_stride(n) apart), cached per (dir, n, rows)
-// under a lock (FFTW's planner is not thread safe; executing a plan on other arrays of the same alignment is).
-fftwf_plan batched_plan(Dir dir, int n, int rows, float* x, cf* Xc) {
-  static auto& cache = *new std::map<std::tuple<int, int, int>, fftwf_plan>;  // never destroyed (see tensor/fft.cpp)
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  fftwf_plan& p = cache[{(int)dir, n, rows}];
-  const int ld = (int)row_stride(n), hld = (int)bins_stride(n);
-  fftwf_complex* X = reinterpret_cast<fftwf_complex*>(Xc);
-  if (!p)
-    p = dir == Dir::r2c
-            ? fftwf_plan_many_dft_r2c(1, &n, rows, x, nullptr, 1, ld, X, nullptr, 1, hld, FFTW_ESTIMATE)
-            : fftwf_plan_many_dft_c2r(1, &n, rows, X, nullptr, 1, hld, x, nullptr, 1, ld, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-  if (!p) fail("ssm_conv: FFTW could not make a plan for n = " + std::to_string(n));
-  return p;
-}
-
 // Per-thread scratch: kRows real rows x (n reals, ld apart) and their spectra X (n/2+1 bins, hld apart), FFTW-aligned.
 struct RowBlock {
   int64_t n, hn, ld, hld;
   float* x;
   cf* X;
+  HalfLengthRfft fft;
   explicit RowBlock(int64_t n_)
       : n(n_), hn(n_ / 2 + 1), ld(row_stride(n_)), hld(bins_stride(n_)), x(fftwf_alloc_real(kRows * ld)),
-        X(reinterpret_cast<cf*>(fftwf_alloc_complex(kRows * hld))) {}
+        X(reinterpret_cast<cf*>(fftwf_alloc_complex(kRows * hld))), fft(n_) {}
   ~RowBlock() {
     fftwf_free(x);
     fftwf_free(X);
@@ -80,12 +60,8 @@ struct RowBlock {
   float* row(int64_t r) { return x + r * ld; }
   cf* bins(int64_t r) { return X + r * hld; }
   // rows -> spectra in X, or in dst (rows hld bins apart, aligned as X); keeps x
-  void r2c(int64_t R, cf* dst = nullptr) {
-    fftwf_execute_dft_r2c(batched_plan(Dir::r2c, (int)n, (int)R, x, X), x, reinterpret_cast<fftwf_complex*>(dst ? dst : X));
-  }
-  void c2r(int64_t R) {  // spectra in X -> rows; destroys X
-    fftwf_execute_dft_c2r(batched_plan(Dir::c2r, (int)n, (int)R, x, X), reinterpret_cast<fftwf_complex*>(X), x);
-  }
+  void r2c(int64_t R, cf* dst = nullptr) { fft.forward(x, ld, dst ? dst : X, hld, R); }
+  void c2r(int64_t R) { fft.inverse(X, hld, x, ld, R); }  // spectra in X -> rows (unnormalised); destroys X
   // row r <- src[(b L + t) H + h0 + r] for t < L, zero for t in [L, n)
   // (the reads are H floats apart: prefetch a few t ahead, which the hardware does not do across pages)
   void gather(const float* src, int64_t b, int64_t h0, int64_t R, int64_t L, int64_t H) {
@@ -182,7 +158,7 @@ struct FastConvNode : Node {
 Var ssm_conv_fast(const Var& u, const Var& k, const Var& D) {
   Tensor Dt = D.defined() ? D.data() : Tensor();
   check_conv_args(u.data(), k.data(), Dt);
-  const int64_t B = u.size(0), L = u.size(1), H = u.size(2), Cc = k.size(0), n = fft_size(2 * L), hn = n / 2 + 1;
+  const int64_t B = u.size(0), L = u.size(1), H = u.size(2), Cc = k.size(0), n = fft_size(L), hn = n / 2 + 1;
   const int64_t nblk = (H + kRows - 1) / kRows, hld = bins_stride(n);
   Tensor uf = u.data().to(DType::f32).contiguous(), kf = k.data().to(DType::f32).contiguous();
   Tensor Df = Dt.defined() ? Dt.to(DType::f32).contiguous() : Tensor();
