@@ -15,6 +15,8 @@
 #include "nlohmann/json.hpp"
 #include "optim/adam.h"
 #include "optim/checkpoint.h"
+#include "tasks/digits.h"
+#include "tasks/homology.h"
 #include "tasks/image.h"
 #include "tasks/pathfinder.h"
 #include "tasks/speech.h"
@@ -123,6 +125,29 @@ int main(int argc, char** argv) {
   // an aclImdb folder: a review in each of the four folders (first byte: where it goes, fuzz_imdb.cpp), a file to skip
   seed("imdb", std::string("pgreat film") + '\0' + "qdull<br />plot" + '\0' + "rfine" + '\0' + "sbad" + '\0' + "tskip me");
   seed("imdb", std::string("pa") + '\0' + "qb" + '\0' + "rc" + '\0' + "sd" + '\0' + "vtest/neg");  // a folder deleted
+  // apps/fpt's files: the first images of the packaged digits and two packaged profile HMMs (when installed; small
+  // hand-made ones always)
+  {
+    std::string two = "0,0,5,13,9,1,0,0,0,0,13,15,10,15,5,0,0,3,15,2,0,11,8,0,0,4,12,0,0,8,8,0,0,5,8,0,0,9,8,0,0,4,11,0,"
+                      "1,12,7,0,0,2,14,5,10,12,0,0,0,0,6,13,10,0,0,0,0\n";
+    two += two.substr(0, two.size() - 3) + ",7\n";  // the same pixels labelled 7
+    seed("digits", two);
+    if (fs::exists(tasks::digits_default_path)) {
+      const std::vector<uint8_t> gz = tasks::read_gz_file(tasks::digits_default_path);
+      std::string text(gz.begin(), gz.end());
+      size_t cut = 0;
+      for (int line = 0; line < 20 && cut != std::string::npos; line++) cut = text.find('\n', cut + 1);
+      seed("digits", text.substr(0, cut == std::string::npos ? text.size() : cut + 1));
+    }
+    for (const char* f : {"tutorial/fn3.hmm", "tutorial/globins4.hmm"})
+      if (fs::exists(std::string(tasks::hmmer_examples_dir) + "/" + f))
+        seed("hmmer", slurp(std::string(tasks::hmmer_examples_dir) + "/" + f));
+    std::string e;  // one node: every emission uniform (-ln(1/20) = 2.99573), the only path M -> end
+    for (int a = 0; a < 20; a++) e += " 2.99573";
+    seed("hmmer", "HMMER3/f [3.3.2]\nNAME  tiny\nLENG  1\nALPH  amino\nHMM A C D E F G H I K L M N P Q R S T V W Y\n"
+                  "  m->m m->i m->d i->m i->i d->m d->d\n" + e + "\n 0 * * 0 * 0 *\n 1" + e + " 1 x - - -\n" + e +
+                  "\n 0 * * 0 * 0 *\n//\n");
+  }
   // a model file's dl.config: each app's default cell, as its cells write it
   seed("model_config", lra::CellConfig().to_json().dump());
   seed("model_config", fpt::CellConfig().to_json().dump());
