@@ -12,6 +12,7 @@
 #include "tensor/elementwise.h"
 #include "tensor/linalg.h"
 #include "tensor/nn_kernels.h"
+#include "tensor/spin_barrier.h"
 
 namespace dl::nn {
 
@@ -98,8 +99,11 @@ struct LstmSequenceNode : Node {
     const float *pdy = dy.data<float>(), *pact = act.data<float>(), *pc = c.data<float>(), *pw = w_hh.data<float>();
     float *pdG = dG.data<float>(), *pdh = dh_rec.data<float>(), *pdc = dc_next.data<float>(), *pdb = db.data<float>();
     const int nt = loop_threads(B, Hd);
+    SpinBarrier step_done;  // one meeting per step (tensor/spin_barrier.h: a sleeping omp barrier cost more)
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+#pragma omp single
+      step_done.set_threads(omp_get_num_threads());
       const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
       for (int64_t t = L - 1; t >= 0; t--) {
         if (t < L - 1)  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
@@ -120,7 +124,7 @@ struct LstmSequenceNode : Node {
             dcr[j] = dc * f;
           }
         }
-#pragma omp barrier
+        step_done.wait();
       }
     }
     const int64_t LB = L * B;
@@ -170,8 +174,11 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
   Tensor bias = add(b_ih.data(), b_hh.data()).contiguous();  // (4Hd)
   const float* pb = bias.data<float>();
   const int nt = loop_threads(B, Hd);
+  SpinBarrier step_done;  // one meeting per step (tensor/spin_barrier.h)
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
+#pragma omp single
+    step_done.set_threads(omp_get_num_threads());
     const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
     for (int64_t t = 0; t < L; t++) {
       float* at = pa + t * B * G4;
@@ -191,7 +198,7 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
           a[j] = i, a[Hd + j] = f, a[2 * Hd + j] = g, a[3 * Hd + j] = o;
         }
       }
-#pragma omp barrier
+      step_done.wait();
     }
   }
   Tensor y = n->h.narrow(0, 1, L).transpose(0, 1).contiguous();  // (B, L, Hd)
