@@ -37,27 +37,27 @@ int broken_rounds(int n, int rounds) {
 }  // namespace
 
 TEST(SpinBarrier, NoThreadPassesARoundEarly) {
-  EXPECT_EQ(broken_rounds(2, 20000), 0);
+  EXPECT_EQ(broken_rounds(2, 5000), 0);
   EXPECT_EQ(broken_rounds(1, 100), 0);
 }
 
 TEST(SpinBarrier, MoreThreadsThanCoresStillFinish) {
   const int n = 2 * (int)std::max(2u, std::thread::hardware_concurrency()) + 1;  // some must yield their core
-  EXPECT_EQ(broken_rounds(n, 300), 0);
+  EXPECT_EQ(broken_rounds(n, 100), 0);
 }
 
 TEST(SpinBarrier, InsideAnOpenMpTeamSizedBySingle) {
   dl::SpinBarrier bar;
   std::vector<long> sums(64, 0);
   long expected = 0;
-  for (int r = 0; r < 500; r++) expected += r;
+  for (int r = 0; r < 200; r++) expected += r;
 #pragma omp parallel num_threads(3)
   {
 #pragma omp single
     bar.set_threads(omp_get_num_threads());
     static std::vector<int> slot(64, -1);  // shared by the team
     const int p = omp_get_thread_num(), n = omp_get_num_threads();
-    for (int r = 0; r < 500; r++) {
+    for (int r = 0; r < 200; r++) {
       slot[p] = r;
       bar.wait();
       for (int q = 0; q < n; q++) sums[p] += slot[q] == r ? r : -1000000;
