@@ -85,6 +85,15 @@ int main(int argc, char** argv) {
   seed("wav", slurp(tmp + "/a.wav"));
   tasks::write_wav(tmp + "/b.wav", s, 8000, 2);
   seed("wav", slurp(tmp + "/b.wav"));
+  {  // a Speech Commands folder (fuzz_speech_folder.cpp's records): two clips of each word, one of them listed for
+     // validation and one for test
+    auto record = [](int kind, const std::string& body) {
+      return std::string(1, (char)kind) + (char)(body.size() & 255) + (char)(body.size() >> 8) + body;
+    };
+    const std::string clip = slurp(tmp + "/a.wav");
+    seed("speech_folder", record(0, clip) + record(0, clip) + record(1, clip) + record(1, clip) +
+                              record(2, "yes/0.wav\nno/2.wav\n") + record(3, "yes/1.wav\n") + record(4, clip));
+  }
 
   // BPE tokenizer files
   tasks::BpeTokenizer::train("the cat sat on the mat; the cat ate the rat. 123 123", 12).save(tmp + "/bpe.json");
