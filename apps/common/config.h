@@ -103,6 +103,14 @@ template <class C> C checked_config_from_json(const json& j, const std::string& 
   return c;
 }
 
+// config_in_metadata and checked_config_from_json in one call: a finished cell's checked config from its model
+// file's metadata (eval --cell, fpt attention), every error naming `path`.
+template <class C>
+C checked_config_in_metadata(const std::map<std::string, std::string>& metadata, const std::string& path,
+                             const std::string& app) {
+  return checked_config_from_json<C>(config_in_metadata(metadata, path, app), path + " dl.config");
+}
+
 // "field=value": the value is parsed as JSON, and a bare word that is not JSON is a string (--set norm=batch).
 std::pair<std::string, json> parse_override(const std::string& kv);
 

@@ -100,6 +100,10 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+json read_cache_info(const std::string& dir) {
+  return parse_json(read_text(dir + "/info.json"), dir + "/info.json (a cache: delete its folder to build it again)");
+}
+
 std::string cell_dir(const std::string& out, const Cell& c) { return out + "/cells/" + c.name(); }
 std::string result_path(const std::string& out, const Cell& c) { return cell_dir(out, c) + "/result.json"; }
 

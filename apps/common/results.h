@@ -56,6 +56,9 @@ struct CellResult {
 
 void write_text_atomic(const std::string& path, const std::string& text);  // creates the parent folders
 std::string read_text(const std::string& path);                            // throws naming an unreadable file
+// <dir>/info.json of a pretrained-model cache (fpt, pretrained_convs, nsp-bert write it last, atomically); a damaged
+// one is a ConfigError naming it and saying to delete the folder.
+json read_cache_info(const std::string& dir);
 
 std::string cell_dir(const std::string& out, const Cell& c);  // <out>/cells/<c.name()>
 std::string result_path(const std::string& out, const Cell& c);

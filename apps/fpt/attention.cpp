@@ -19,8 +19,7 @@ namespace harness = dl::harness;
 void write_attention_maps(const std::string& cell_dir, int example) {
   const std::string path = cell_dir + "/model.safetensors";
   TensorFile f = load_safetensors(path);
-  const CellConfig c =
-      harness::checked_config_from_json<CellConfig>(harness::config_in_metadata(f.metadata, path, "fpt"), path + " dl.config");
+  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "fpt");
   if (c.arm == "lstm") throw ConfigError(path + ": an LSTM cell has no attention");
   const FptTask& t = fpt_task(c);
   if (example < 0 || example >= (int)t.data.test.examples.size())

@@ -134,8 +134,7 @@ PretrainedInfo pretrained_transformer(const std::string& source, const CellConfi
   if (rebuild && ctx.writer()) fs::remove_all(dir);
   ctx.comm->barrier();
   if (fs::exists(dir + "/info.json")) {
-    p.info = harness::parse_json(harness::read_text(dir + "/info.json"),
-                                 dir + "/info.json (a cache: delete its folder to build it again)");
+    p.info = harness::read_cache_info(dir);
     return p;
   }
   if (!ctx.quiet) std::cerr << "[fpt] building the " << source << "-pretrained transformer once (cached in " << dir << ")\n";

@@ -28,8 +28,7 @@ namespace harness = dl::harness;
 static void eval_cell(const std::string& cell_path, const std::string& split) {
   std::string path = std::filesystem::is_directory(cell_path) ? cell_path + "/model.safetensors" : cell_path;
   dl::TensorFile f = dl::load_safetensors(path);
-  const CellConfig c =
-      harness::checked_config_from_json<CellConfig>(harness::config_in_metadata(f.metadata, path, "lra_benchmark"), path + " dl.config");
+  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "lra_benchmark");
   const double v = evaluate_checkpoint(c, path, split);
   if (shape_of(task_data(c)).regression) std::cout << c.key() << " " << split << " RMSE " << v << "\n";
   else std::cout << c.key() << " " << split << " accuracy " << 100 * v << "%\n";

@@ -30,8 +30,7 @@ namespace harness = dl::harness;
 static void eval_cell(const std::string& cell_path, const std::string& split) {
   const std::string path = std::filesystem::is_directory(cell_path) ? cell_path + "/model.safetensors" : cell_path;
   dl::TensorFile f = dl::load_safetensors(path);
-  const CellConfig c =
-      harness::checked_config_from_json<CellConfig>(harness::config_in_metadata(f.metadata, path, "pretrained_convs"), path + " dl.config");
+  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "pretrained_convs");
   const Seq2SeqTask& t = seq2seq_task(c);
   const dl::tasks::Dataset* d = split == "val"    ? &t.data.val
                                 : split == "test" ? &t.data.test

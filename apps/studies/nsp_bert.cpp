@@ -12,7 +12,6 @@
 #include <iostream>
 #include <set>
 
-#include "apps/common/config.h"
 #include "apps/common/results.h"
 #include "apps/common/signals.h"
 #include "autograd/ops.h"
@@ -419,8 +418,7 @@ Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& 
   if (fs::exists(dir + "/info.json")) {
     nn::LoadReport rep = p.model->load(p.path);
     if (!rep.ok()) throw nn::CheckpointError(p.path + ": " + rep.str());
-    p.info = harness::parse_json(harness::read_text(dir + "/info.json"),
-                                 dir + "/info.json (a cache: delete its folder to build it again)");
+    p.info = harness::read_cache_info(dir);
     return p;
   }
   if (!quiet) std::cerr << "[nsp-bert] pretraining the BERT once (cached in " << dir << ")\n";

@@ -107,8 +107,8 @@ std::shared_ptr<GLUConvBlock> GLUConvBlock::from_config(const std::string& kind,
 Var GLUConvBlock::forward(const Var& x, const Tensor& mask) {
   check_sequence_input(kind, x, C);
   Var h = glu_fast(input_linear->forward(x));  // (B, L, 2C) -> (B, L, C)
-  h = apply_mask(h, mask);                // padding stays zero through the convolution
-  h = conv->forward(h);                   // (B, L, C)
+  h = apply_mask(h, mask);                     // padding stays zero through the convolution
+  h = conv->forward(h);                        // (B, L, C)
   return drop->forward(output_linear->forward(h));
 }
 

@@ -118,6 +118,22 @@ TEST(HarnessConfig, AModelFilesConfigIsReadNamingTheFile) {
               harness::checked_config_from_json<CheckedCfg>(json{{"lr", 0}, {"name", "t/m"}}, "m.safetensors dl.config");
             }),
             "m.safetensors dl.config: t/m: field 'lr' must be > 0, found 0.000000");
+  // both in one call, as eval --cell reads a model file
+  EXPECT_EQ(harness::checked_config_in_metadata<CheckedCfg>(Meta{{"dl.config", R"({"lr": 2})"}}, "m.safetensors", "app").lr, 2.0);
+  EXPECT_EQ(error_of([&] {
+              harness::checked_config_in_metadata<CheckedCfg>(Meta{{"dl.config", R"({"lr": -1})"}}, "m.safetensors", "app");
+            }),
+            "m.safetensors dl.config: a: field 'lr' must be > 0, found -1.000000");
+}
+
+// A pretrained model's cache: a damaged info.json is named, with what to do about it.
+TEST(HarnessConfig, ADamagedCacheInfoIsNamed) {
+  const std::string dir = dl::test::app_temp_dir("harness_cache_info");
+  std::ofstream(dir + "/info.json") << R"({"val_loss": 1.5})";
+  EXPECT_EQ(harness::read_cache_info(dir)["val_loss"], 1.5);
+  std::ofstream(dir + "/info.json") << R"({"val_loss": 1.)";
+  const std::string e = error_of([&] { harness::read_cache_info(dir); });
+  EXPECT_EQ(e.rfind(dir + "/info.json (a cache: delete its folder to build it again): not valid JSON (", 0), 0u) << e;
 }
 
 static std::vector<harness::Axis> two_axes() { return {{"task", {"t1", "t2"}}, {"model", {"m1", "m2"}}}; }
