@@ -80,24 +80,31 @@ void merge_spectrum(float* X, const float* w, int64_t m) {
 
 HalfLengthRfft::HalfLengthRfft(int64_t n) : n_(n), m_(n / 2) {
   if (n < 2 || n % 2) fail("HalfLengthRfft: n must be even and >= 2, found " + std::to_string(n));
-  w_.resize(m_ / 2 + 1);
-  for (int64_t k = 0; k <= m_ / 2; k++) {
-    const double a = -2.0 * M_PI * (double)k / (double)n;
-    w_[k] = cf((float)std::cos(a), (float)std::sin(a));
+  static auto& cache = *new std::map<int64_t, std::vector<cf>>;  // never freed; its nodes never move
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<cf>& w = cache[n];
+  if (w.empty()) {
+    w.resize(m_ / 2 + 1);
+    for (int64_t k = 0; k <= m_ / 2; k++) {
+      const double a = -2.0 * M_PI * (double)k / (double)n;
+      w[k] = cf((float)std::cos(a), (float)std::sin(a));
+    }
   }
+  w_ = &w;
 }
 
 void HalfLengthRfft::forward(const float* x, int64_t ld, cf* X, int64_t hld, int64_t R) const {
   if (ld % 2) fail("HalfLengthRfft: rows must be an even number of floats apart, found " + std::to_string(ld));
   fftwf_complex* in = reinterpret_cast<fftwf_complex*>(const_cast<float*>(x));  // read only (FFTW_PRESERVE_INPUT)
   fftwf_execute_dft(complex_plan(FFTW_FORWARD, m_, R, ld / 2, hld), in, reinterpret_cast<fftwf_complex*>(X));
-  const float* w = reinterpret_cast<const float*>(w_.data());
+  const float* w = reinterpret_cast<const float*>(w_->data());
   for (int64_t r = 0; r < R; r++) split_spectrum(reinterpret_cast<float*>(X + r * hld), w, m_);
 }
 
 void HalfLengthRfft::inverse(cf* X, int64_t hld, float* x, int64_t ld, int64_t R) const {
   if (ld % 2) fail("HalfLengthRfft: rows must be an even number of floats apart, found " + std::to_string(ld));
-  const float* w = reinterpret_cast<const float*>(w_.data());
+  const float* w = reinterpret_cast<const float*>(w_->data());
   for (int64_t r = 0; r < R; r++) merge_spectrum(reinterpret_cast<float*>(X + r * hld), w, m_);
   fftwf_execute_dft(complex_plan(FFTW_BACKWARD, m_, R, hld, ld / 2), reinterpret_cast<fftwf_complex*>(X),
                     reinterpret_cast<fftwf_complex*>(x));

@@ -37,7 +37,8 @@ class HalfLengthRfft {
 
  private:
   int64_t n_, m_;
-  std::vector<cf> w_;  // W^k, k = 0 .. m/2, computed in double
+  const std::vector<cf>* w_;  // W^k, k = 0 .. m/2, computed in double once per n and shared (the SSM convolution
+                              // makes a HalfLengthRfft per thread per call)
 };
 
 }  // namespace dl::nn
