@@ -148,13 +148,12 @@ Var dropout(const Var& x, double p, bool training, Generator& g) {
   if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0.0) return x;
   if (x.data().device() == Device::cpu) {  // the mask as bits: the same draw and mask as dropout_mask, 1/32 the memory
-    std::vector<uint64_t> bits = dropout_keep_bits(x.numel(), p, g);
-    Tensor y = apply_dropout_bits(x.data().contiguous(), bits, p);
-    if (!any_requires_grad({x})) return Var(y);
+    DropoutOut o = dropout_one_pass(x.data().contiguous(), p, g);  // = dropout_keep_bits, then apply_dropout_bits
+    if (!any_requires_grad({x})) return Var(o.y);
     auto n = std::make_shared<DropoutNode>();
-    n->bits = std::move(bits);
+    n->bits = std::move(o.bits);
     n->p = p;
-    return record(n, y, {x});
+    return record(n, o.y, {x});
   }
   // on a device the mask stays there: the backend draws the CPU's mask from the same base (tensor/nn_kernels.h)
   Tensor mask = dropout_mask(x.shape(), p, g, x.dtype(), x.data().device());

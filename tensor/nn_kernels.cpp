@@ -447,19 +447,23 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype, Dev
   return m;
 }
 
-std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
+// Part of the mask's definition: row k of the draws is elements k*4096 ..; 64 whole words per row, so threads
+// never share a word.
+constexpr int64_t kDropoutRow = 4096;
+uint64_t dropout_threshold(double p) {
   if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
-  // Part of the mask's definition: row k of the draws is elements k*4096 ..; 64 whole words per row, so threads
-  // never share a word.
-  constexpr int64_t kChunk = 4096;
+  return (uint64_t)std::llround(p * 4294967296.0);  // kept when the 32-bit draw is >= thr
+}
+
+std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
+  const uint64_t thr = dropout_threshold(p);
   std::vector<uint64_t> bits((n + 63) / 64, 0);
   uint64_t base = g.next_u64();
-  uint64_t thr = (uint64_t)std::llround(p * 4294967296.0);
-  int64_t nch = (n + kChunk - 1) / kChunk;
+  int64_t nch = (n + kDropoutRow - 1) / kDropoutRow;
   parallel_for(nch, 4, [&](int64_t c0, int64_t c1) {
     for (int64_t k = c0; k < c1; k++) {
       const uint32_t key = row_key(base, (uint64_t)k);
-      const int64_t i0 = k * kChunk, m = std::min(n - i0, kChunk);
+      const int64_t i0 = k * kDropoutRow, m = std::min(n - i0, kDropoutRow);
       for (int64_t j0 = 0; j0 < m; j0 += 32) {  // 32 elements per half word
         uint32_t b = 0;
         const int64_t len = std::min<int64_t>(32, m - j0);
@@ -471,6 +475,19 @@ std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
   });
   return bits;
 }
+
+namespace {
+// y[j] = x[j] * (bit j of b ? s : 0) for j < m <= 32: x * mask as the float mask would give it (a NaN or an infinity
+// that is dropped stays NaN, as in x * 0). Whole words vectorise (a per-lane variable shift and a blend).
+template <class T> inline void apply_half_word(const T* x, T* y, uint32_t b, int64_t m, T s) {
+  if (m == 32) {
+#pragma omp simd
+    for (int j = 0; j < 32; j++) y[j] = x[j] * (((b >> j) & 1u) ? s : (T)0);
+  } else {
+    for (int64_t j = 0; j < m; j++) y[j] = x[j] * (((b >> j) & 1u) ? s : (T)0);
+  }
+}
+}  // namespace
 
 Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, double p) {
   cpu_float(x, "dropout");
@@ -485,17 +502,45 @@ Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, do
     T* py = y.data<T>();
     const T s = (T)scale;
     parallel_for((n + 63) / 64, 256, [&](int64_t w0, int64_t w1) {
-      for (int64_t w = w0; w < w1; w++) {
+      for (int64_t w = w0; w < w1; w++)
         for (int64_t half = 0; half < 2; half++) {  // 32-bit halves: the per-lane variable shift vectorises
-          const uint32_t b = (uint32_t)(bits[w] >> (32 * half));
-          const int64_t i0 = w * 64 + 32 * half, m = std::clamp<int64_t>(n - i0, 0, 32);
-#pragma omp simd
-          for (int64_t j = 0; j < m; j++) py[i0 + j] = px[i0 + j] * (s * (T)((b >> j) & 1u));  // as x * mask
+          const int64_t i0 = w * 64 + 32 * half;
+          apply_half_word(px + i0, py + i0, (uint32_t)(bits[w] >> (32 * half)), std::clamp<int64_t>(n - i0, 0, 32), s);
+        }
+    });
+  });
+  return y;
+}
+
+DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) {
+  cpu_float(x, "dropout");
+  if (!x.is_contiguous()) fail("dropout: dropout_one_pass needs a contiguous tensor");
+  const uint64_t thr = dropout_threshold(p);
+  const int64_t n = x.numel();
+  DropoutOut o{Tensor::empty(x.shape(), x.dtype()), std::vector<uint64_t>((n + 63) / 64)};
+  const uint64_t base = g.next_u64();  // the one draw dropout_keep_bits makes
+  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  dispatch_float(x.dtype(), "dropout", [&]<class T>() {
+    const T* px = x.data<T>();
+    T* py = o.y.data<T>();
+    uint64_t* bits = o.bits.data();
+    const T s = (T)scale;
+    parallel_for((n + kDropoutRow - 1) / kDropoutRow, 4, [&](int64_t c0, int64_t c1) {
+      for (int64_t k = c0; k < c1; k++) {
+        const uint32_t key = row_key(base, (uint64_t)k);
+        const int64_t i0 = k * kDropoutRow, m = std::min(n - i0, kDropoutRow);
+        for (int64_t j0 = 0; j0 < m; j0 += 32) {  // half a word: draw 32 keep bits, then apply them while in cache
+          uint32_t b = 0;
+          const int64_t len = std::min<int64_t>(32, m - j0);
+#pragma omp simd reduction(| : b)
+          for (int64_t j = 0; j < len; j++) b |= (uint32_t)((uint64_t)row_draw(key, (uint32_t)(j0 + j)) >= thr) << j;
+          bits[(i0 + j0) / 64] |= (uint64_t)b << ((i0 + j0) % 64);  // the vector starts zeroed
+          apply_half_word(px + i0 + j0, py + i0 + j0, b, len, s);
         }
       }
     });
   });
-  return y;
+  return o;
 }
 
 double ordered_sum(int64_t n, int64_t chunk, const std::function<double(int64_t, int64_t)>& partial) {
