@@ -84,6 +84,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t ars, int64_t 
 // and L2. Br is a multiple of the kernels' 6 and 12 rows, Bc of their 64 columns. Swept on one thread at T = 2048
 // and 4096 (24-144 x 64-512): within 10% from 48 x 128 to 48 x 512; 48 x 128 is the best for the backward.
 constexpr int64_t kQueryBlock = 48, kKeyBlock = 128;
+constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 constexpr float kPadScore = -1e9f;  // the composed path's fill for padding keys (see qkv_attention.cpp)
 
 struct Dims {
@@ -144,17 +145,37 @@ struct Problem {
 
 // Copies rows t0 .. t0 + n of one head's slice of x (leading dimension ld) into dst (rows, HSp) times `scale`,
 // zero-padded up to `rows` rows and HSp columns.
+// The rows are `ld` floats apart in qkv (a head's HS floats of a 3C row), so the loop is over whole rows with no
+// per-element condition; the row read ahead is asked for early (a head's rows are 3C floats apart: the hardware
+// prefetcher does not run ahead of such a walk).
 void pack_rows(const float* x, int64_t ld, int64_t t0, int64_t n, int64_t rows, const Dims& d, float scale, float* dst) {
-  for (int64_t r = 0; r < rows; r++) {
-    float* o = dst + r * d.HSp;
+  const int64_t HS = d.HS, HSp = d.HSp;
+  for (int64_t r = 0; r < n; r++) {
+    float* o = dst + r * HSp;
     const float* s = x + (t0 + r) * ld;
-    for (int64_t e = 0; e < d.HSp; e++) o[e] = r < n && e < d.HS ? scale * s[e] : 0.f;
+    if (r + 4 < n) {
+      __builtin_prefetch(s + 4 * ld);
+      __builtin_prefetch(s + 4 * ld + HS - 1);
+    }
+#pragma omp simd
+    for (int64_t e = 0; e < HS; e++) o[e] = scale * s[e];
+    std::fill(o + HS, o + HSp, 0.f);
   }
+  std::fill(dst + n * HSp, dst + rows * HSp, 0.f);
 }
-// The transpose: dst (HSp, Bc), dst[e][r] = x[t0 + r][e], zero-padded.
+// The transpose: dst (HSp, Bc), dst[e][r] = x[t0 + r][e], zero-padded; read row by row, written column by column
+// (the Bc x HSp tile is 8-16 KB: the scattered writes stay in L1).
 void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const Dims& d, float* dst) {
-  for (int64_t e = 0; e < d.HSp; e++)
-    for (int64_t r = 0; r < kKeyBlock; r++) dst[e * kKeyBlock + r] = r < n && e < d.HS ? x[(t0 + r) * ld + e] : 0.f;
+  const int64_t HS = d.HS, HSp = d.HSp;
+  for (int64_t r = 0; r < n; r++) {
+    const float* s = x + (t0 + r) * ld;
+    if (r + 4 < n) {
+      __builtin_prefetch(s + 4 * ld);
+      __builtin_prefetch(s + 4 * ld + HS - 1);
+    }
+    for (int64_t e = 0; e < HS; e++) dst[e * kKeyBlock + r] = s[e];
+  }
+  for (int64_t e = 0; e < HSp; e++) std::fill(dst + e * kKeyBlock + (e < HS ? n : 0), dst + (e + 1) * kKeyBlock, 0.f);
 }
 
 // ---- forward ----------------------------------------------------------------------------------------------------
@@ -189,13 +210,14 @@ DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, flo
     std::fill(l, l + Br, 0.f);
     const int64_t reach = pr.keys(b, t0 + rows - 1);  // the block's last row sees the most keys
     for (int64_t s0 = 0; s0 < reach; s0 += Bc) {
-      gemm<false>(Br, Bc, HSp, Qb, HSp, 1, Kt + s0 * HSp, Bc, S, Bc);  // S = c Q K^T
-      for (int64_t r = 0; r < Br; r++) {
+      const int64_t nb = std::min(Bc, reach - s0), nv = round_up(nb, kV);  // keys the block sees here; whole vectors
+      gemm<false>(rows, nv, HSp, Qb, HSp, 1, Kt + s0 * HSp, Bc, S, Bc);  // S = c Q K^T
+      for (int64_t r = 0; r < rows; r++) {
         float* s = S + r * Bc;
-        const int64_t t = t0 + r, n = r < rows ? std::clamp(pr.keys(b, t) - s0, (int64_t)0, Bc) : 0;
+        const int64_t t = t0 + r, n = std::clamp(pr.keys(b, t) - s0, (int64_t)0, nb);
         alpha[r] = 1.f;
         if (n == 0) {  // nothing of this tile is allowed: the row's sums stay as they are
-          std::fill(s, s + Bc, 0.f);
+          std::fill(s, s + nv, 0.f);
           continue;
         }
         if (km) {
@@ -211,7 +233,7 @@ DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, flo
           s[j] = exp_fast(s[j] - mx);
           sum += s[j];
         }
-        std::fill(s + n, s + Bc, 0.f);
+        std::fill(s + n, s + nv, 0.f);
         l[r] = alpha[r] * l[r] + sum;
         m[r] = mx;
         if (pr.drop.on) {
@@ -220,11 +242,11 @@ DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, flo
           for (int64_t j = 0; j < n; j++) s[j] *= Mk[j];
         }
       }
-      for (int64_t r = 0; r < Br; r++)
+      for (int64_t r = 0; r < rows; r++)
         if (alpha[r] != 1.f)
 #pragma omp simd
           for (int64_t e = 0; e < HSp; e++) O[r * HSp + e] *= alpha[r];
-      gemm<true>(Br, HSp, Bc, S, Bc, 1, Vp + s0 * HSp, HSp, O, HSp);  // O = alpha O + (P M) V
+      gemm<true>(rows, HSp, nb, S, Bc, 1, Vp + s0 * HSp, HSp, O, HSp);  // O = alpha O + (P M) V
     }
     for (int64_t r = 0; r < rows; r++) {
       const float inv = 1.f / l[r];
@@ -277,15 +299,17 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
     std::fill(dKa, dKa + 2 * Bc * HSp, 0.f);  // dKa and dVa
     for (int64_t t0 = 0; t0 < T; t0 += Br) {
       const int64_t rows = std::min(Br, T - t0);
-      if (pr.keys(b, t0 + rows - 1) <= s0) continue;  // no row of this block reaches key s0 (above the diagonal)
+      const int64_t reach = pr.keys(b, t0 + rows - 1);  // the block's last row sees the most keys
+      if (reach <= s0) continue;  // no row of this block reaches key s0 (above the diagonal)
+      const int64_t nb = std::min(Bc, reach - s0), nv = round_up(nb, kV);  // keys the block sees here; whole vectors
       const float *Qi = Qs + t0 * HSp, *Gi = dOs + t0 * HSp;
-      gemm<false>(Br, Bc, HSp, Qi, HSp, 1, Ktb, Bc, P, Bc);  // S = c Q K^T
-      for (int64_t r = 0; r < Br; r++) {  // P = e^(S - L) and P * M
+      gemm<false>(rows, nv, HSp, Qi, HSp, 1, Ktb, Bc, P, Bc);  // S = c Q K^T
+      for (int64_t r = 0; r < rows; r++) {  // P = e^(S - L) and P * M
         float *p = P + r * Bc, *pm = Mk + r * Bc;
-        const int64_t t = t0 + r, nt = r < rows ? pr.keys(b, t) : 0, n = std::clamp(nt - s0, (int64_t)0, Bc);
-        const float Lt = r < rows ? L[bh * T + t] : 0.f;
-        if (first >= nt) {  // no real key (or a padding row of the tile): uniform 1/nt, as the forward's fill gives
-          for (int64_t j = 0; j < Bc; j++) p[j] = j < n ? 1.f / (float)nt : 0.f;
+        const int64_t t = t0 + r, nt = pr.keys(b, t), n = std::clamp(nt - s0, (int64_t)0, nb);
+        const float Lt = L[bh * T + t];
+        if (first >= nt) {  // no real key: uniform 1/nt, as the forward's fill gives
+          for (int64_t j = 0; j < nv; j++) p[j] = j < n ? 1.f / (float)nt : 0.f;
         } else {
           if (km) {
 #pragma omp simd
@@ -294,23 +318,23 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
 #pragma omp simd
           DL_VECTORIZE_WIDE
           for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
-          std::fill(p + n, p + Bc, 0.f);
+          std::fill(p + n, p + nv, 0.f);
         }
         if (pr.drop.on) {
           mask_tile_row(pr.drop, bh * T + t, s0, pm, n);
 #pragma omp simd
           for (int64_t j = 0; j < n; j++) pm[j] *= p[j];
-          std::fill(pm + n, pm + Bc, 0.f);
+          std::fill(pm + n, pm + nv, 0.f);
         }
       }
       const float* Pd = pr.drop.on ? Mk : P;
-      gemm<true>(Bc, HSp, Br, Pd, 1, Bc, Gi, HSp, dVa, HSp);  // dV += Pd^T dO
-      gemm<false>(Br, Bc, HSp, Gi, HSp, 1, Vtb, Bc, X, Bc);   // X = dPd = dO V^T
-      for (int64_t r = 0; r < Br; r++) {                     // dP = dPd M;  dS = P (dP - D)
+      gemm<true>(nb, HSp, rows, Pd, 1, Bc, Gi, HSp, dVa, HSp);  // dV += Pd^T dO
+      gemm<false>(rows, nv, HSp, Gi, HSp, 1, Vtb, Bc, X, Bc);   // X = dPd = dO V^T
+      for (int64_t r = 0; r < rows; r++) {                     // dP = dPd M;  dS = P (dP - D)
         float *x = X + r * Bc, *p = P + r * Bc, *pm = Mk + r * Bc;
-        const int64_t t = t0 + r, nt = r < rows ? pr.keys(b, t) : 0, n = std::clamp(nt - s0, (int64_t)0, Bc);
+        const int64_t t = t0 + r, nt = pr.keys(b, t), n = std::clamp(nt - s0, (int64_t)0, nb);
         if (first >= nt) {  // all keys padding: dS = 0 (the fill does not depend on S)
-          std::fill(x, x + Bc, 0.f);
+          std::fill(x, x + nv, 0.f);
           continue;
         }
         const float Dt = D[t];
@@ -321,10 +345,10 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
 #pragma omp simd
           for (int64_t j = 0; j < n; j++) x[j] = p[j] * (x[j] - Dt);
         }
-        std::fill(x + n, x + Bc, 0.f);
+        std::fill(x + n, x + nv, 0.f);
       }
-      gemm<true>(Br, HSp, Bc, X, Bc, 1, Kb, HSp, dQa + t0 * HSp, HSp);  // dQ += dS K (times c below)
-      gemm<true>(Bc, HSp, Br, X, 1, Bc, Qi, HSp, dKa, HSp);             // dK += dS^T (c Q)
+      gemm<true>(rows, HSp, nb, X, Bc, 1, Kb, HSp, dQa + t0 * HSp, HSp);  // dQ += dS K (times c below)
+      gemm<true>(nb, HSp, rows, X, 1, Bc, Qi, HSp, dKa, HSp);             // dK += dS^T (c Q)
     }
     for (int64_t s = 0; s < ns; s++) {
       float* dk = dqkv + (b * T + s0 + s) * ld + d.C + h * d.HS;
