@@ -264,30 +264,32 @@ NormGrads norm_bwd(const Tensor& dy, const Tensor& x, const Tensor& mean, const 
   dispatch_float(x.dtype(), op, [&]<class T>() {
     const T *px = xc.data<T>(), *pg = gc.data<T>(), *pr = rc.data<T>(), *pm = Center ? mc.data<T>() : nullptr;
     const T* pw = w.defined() ? wc.data<T>() : nullptr;
-    if (need_dx) {
-      T* pd = g.dx.data<T>();
-      parallel_for(R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; r++) {
-          const T *xr = px + r * C, *gr = pg + r * C;
-          T m = Center ? pm[r] : (T)0, rs = pr[r];
-          double s1 = 0, s2 = 0;  // sum(dxhat), sum(dxhat xhat)
+    T* pd = need_dx ? g.dx.data<T>() : nullptr;
+    auto dx_row = [&](int64_t r) {  // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy w
+      const T *xr = px + r * C, *gr = pg + r * C;
+      T m = Center ? pm[r] : (T)0, rs = pr[r];
+      double s1 = 0, s2 = 0;  // sum(dxhat), sum(dxhat xhat)
 #pragma omp simd reduction(+ : s1, s2)
-          for (int64_t c = 0; c < C; c++) {
-            double dh = pw ? (double)gr[c] * pw[c] : (double)gr[c];
-            s1 += dh;
-            s2 += dh * (double)((xr[c] - m) * rs);
-          }
-          T a = Center ? (T)(s1 / (double)C) : (T)0, bb = (T)(s2 / (double)C);
+      for (int64_t c = 0; c < C; c++) {
+        double dh = pw ? (double)gr[c] * pw[c] : (double)gr[c];
+        s1 += dh;
+        s2 += dh * (double)((xr[c] - m) * rs);
+      }
+      T a = Center ? (T)(s1 / (double)C) : (T)0, bb = (T)(s2 / (double)C);
 #pragma omp simd
-          for (int64_t c = 0; c < C; c++) {
-            T dh = pw ? gr[c] * pw[c] : gr[c];
-            pd[r * C + c] = rs * (dh - a - (xr[c] - m) * rs * bb);
-          }
-        }
-      });
-    }
-    if (need_dw || need_db) {
+      for (int64_t c = 0; c < C; c++) {
+        T dh = pw ? gr[c] * pw[c] : gr[c];
+        pd[r * C + c] = rs * (dh - a - (xr[c] - m) * rs * bb);
+      }
+    };
+    if (!need_dw && !need_db) {
+      if (need_dx)
+        parallel_for(R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; r++) dx_row(r);
+        });
+    } else {  // one pass over x and dy: dx of the row while it is in cache, then its share of dw and db
       std::vector<double> s = row_chunk_sums(R, 2 * C, [&](int64_t r, double* acc) {
+        if (need_dx) dx_row(r);
         const T *xr = px + r * C, *gr = pg + r * C;
         T m = Center ? pm[r] : (T)0, rs = pr[r];
 #pragma omp simd
