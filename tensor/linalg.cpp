@@ -12,6 +12,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/fast_sgemm.h"
 #include "tensor/reduce.h"
 
 namespace dl {
@@ -31,10 +32,13 @@ std::once_flag g_blas_once;
 template <class T>
 void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
                T beta, T* C, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
-                alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
-  else
+  if constexpr (std::is_same_v<T, float>) {
+    if (fast_sgemm_applies(ta, tb, M, N, K, alpha, beta))  // the AVX-512 twin (tensor/fast_sgemm.h)
+      fast_sgemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                  (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+  } else
     cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
                 alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }

@@ -8,76 +8,17 @@
 
 #include "nn/attention/attention_ops.h"  // prefix_lengths
 #include "nn/fused/qkv_attention.h"     // check_packed_qkv
+#include "tensor/microkernel.h"          // micro::gemm, DL_WIDE_VECTORS
 #include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
 
 namespace dl::nn {
 
 namespace {
 
-// ---- the micro-kernel: C (M, N) (+)= A (M, K) B (K, N) for tiles that live in L1/L2 ----------------------------
-// A is read through strides, A(r, k) = a[r ars + k aks], so A^T (dV += P^T dO, dK += dS^T Q) needs no copy.
-// A block of R rows x W vectors of C stays in registers for the whole k loop: per k, W loads of B's row k, R
-// broadcasts of A(r, k) and R W fused multiply-adds. R W = 24 accumulators of the 32 AVX-512 registers.
-#if defined(__AVX512F__)
-constexpr int kV = 16, kRegs = 32, kMaxW = 4;  // floats per vector, vector registers, widest column block
-#else
-constexpr int kV = 8, kRegs = 16, kMaxW = 2;  // AVX2
-#endif
-typedef float vf __attribute__((vector_size(kV * sizeof(float)), aligned(sizeof(float)), may_alias));
-#if defined(__clang__)  // clang tunes -march=native to 256-bit vectors; the kernel asks for the 512-bit registers
-#define DL_WIDE_VECTORS __attribute__((min_vector_width(kV * 32)))
-#define DL_VECTORIZE_WIDE _Pragma("clang loop vectorize_width(16)")  // the softmax loops on 16 floats too
-#else
-#define DL_WIDE_VECTORS
-#define DL_VECTORIZE_WIDE
-#endif
-constexpr int rows_for(int W) { return std::min(12, (kRegs - W - 2) / W); }  // 6 x 4, 12 x 2, 12 x 1 (AVX-512)
-
-template <int R, int W, bool kAcc>
-DL_WIDE_VECTORS inline void micro(int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
-                  int64_t ldc) {
-  vf acc[R][W];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) acc[r][w] = kAcc ? *(const vf*)(c + r * ldc + w * kV) : vf{};
-  for (int64_t k = 0; k < K; k++) {
-    vf bk[W];
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) bk[w] = *(const vf*)(b + k * ldb + w * kV);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-      const float ark = a[r * ars + k * aks];
-#pragma GCC unroll 4
-      for (int w = 0; w < W; w++) acc[r][w] += ark * bk[w];
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) *(vf*)(c + r * ldc + w * kV) = acc[r][w];
-}
-
-// M rows in blocks of R; the last M % R rows by the kernels for R - 1, R - 2, ... rows (one block each at most).
-template <int R, int W, bool kAcc>
-void row_blocks(int64_t M, int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
-                int64_t ldc) {
-  int64_t i = 0;
-  for (; i + R <= M; i += R) micro<R, W, kAcc>(K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc);
-  if constexpr (R > 1)
-    if (i < M) row_blocks<R - 1, W, kAcc>(M - i, K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc);
-}
-
-// C (M, N) = A B (kAcc false) or C += A B (kAcc true); N a multiple of kV; B and C row-major with ldb, ldc.
-template <bool kAcc>
-void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
-          int64_t ldc) {
-  int64_t j = 0;
-  if constexpr (kMaxW == 4)
-    for (; j + 4 * kV <= N; j += 4 * kV) row_blocks<rows_for(4), 4, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
-  for (; j + 2 * kV <= N; j += 2 * kV) row_blocks<rows_for(2), 2, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
-  for (; j + kV <= N; j += kV) row_blocks<rows_for(1), 1, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
-}
+// The products run on the library's register-tiled micro-kernel (tensor/microkernel.h): a tile is too small for
+// sgemm's packing to pay off.
+using micro::gemm;
+using micro::kV;
 
 // ---- tiles, masks and dropout -----------------------------------------------------------------------------------
 // Br x Bc: a score tile (48 x 128 floats, 24 KB) and the q, k, v, o tiles of a head of 32 (6-16 KB each) stay in L1

@@ -168,7 +168,10 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
   n->act = Tensor::empty({L, B, G4}), n->h = Tensor::empty({L + 1, B, Hd}), n->c = Tensor::empty({L + 1, B, Hd});
   float *pa = n->act.data<float>(), *ph = n->h.data<float>(), *pc = n->c.data<float>();
   std::fill(ph, ph + B * Hd, 0.f), std::fill(pc, pc + B * Hd, 0.f);  // h_{-1} = c_{-1} = 0
-  const float* pw = n->w_hh.data<float>();
+  // W_hh^T (Hd, 4Hd), once per sequence: each step's product then reads op(B) with its rows contiguous, which the
+  // AVX-512 sgemm needs (tensor/fast_sgemm.h; a transposed B would be copied again at every step)
+  Tensor w_hhT = n->w_hh.transpose(0, 1).contiguous();
+  const float* pw = w_hhT.data<float>();
   // act = X W_ih^T for all steps: one sgemm of (L B, I) @ (I, 4Hd); the cell adds b = b_ih + b_hh
   gemm<float>(false, true, L * B, G4, I, 1.f, n->x.data<float>(), I, n->w_ih.data<float>(), I, 0.f, pa, G4);
   Tensor bias = add(b_ih.data(), b_hh.data()).contiguous();  // (4Hd)
@@ -183,8 +186,8 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
     for (int64_t t = 0; t < L; t++) {
       float* at = pa + t * B * G4;
       const float* hp = ph + t * B * Hd;  // h_{t-1}
-      for (int64_t q = 0; q < 4; q++)     // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh[q Hd + j0 : q Hd + j1, :]^T
-        gemm<float>(false, true, B, u.j1 - u.j0, Hd, 1.f, hp, Hd, pw + (q * Hd + u.j0) * Hd, Hd, 1.f, at + q * Hd + u.j0, G4);
+      for (int64_t q = 0; q < 4; q++)     // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh^T[:, q Hd + j0 : q Hd + j1]
+        gemm<float>(false, false, B, u.j1 - u.j0, Hd, 1.f, hp, Hd, pw + q * Hd + u.j0, G4, 1.f, at + q * Hd + u.j0, G4);
       for (int64_t b = 0; b < B; b++) {
         float* a = at + b * G4;
         const float* cp = pc + (t * B + b) * Hd;

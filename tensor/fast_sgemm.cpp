@@ -1,0 +1,90 @@
+// tensor/fast_sgemm.cpp - float32 GEMM on the AVX-512 register tiles (blocking and reasons in the header).
+#include "tensor/fast_sgemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "tensor/microkernel.h"
+
+namespace dl {
+
+namespace {
+
+constexpr int64_t kKc = 256;  // k per chunk: a 6-row A block (6 KB) and a 64-column B block (64 KB) per chunk
+constexpr int64_t kMc = 96;   // rows per group: a multiple of the kernels' 6 and 12 rows
+
+bool env_on() {
+  const char* e = std::getenv("DL_SGEMM");
+  return !(e && std::strcmp(e, "openblas") == 0);
+}
+std::atomic<bool> g_on{fast_sgemm_compiled() && env_on()};
+
+#if defined(__AVX512F__)
+// Bp (K, N) = the transpose of B (N, K) with row stride ldb: 16 rows of B at a time, so each store is a run of 16.
+void transpose_into(const float* B, int64_t ldb, int64_t K, int64_t N, float* Bp) {
+  for (int64_t j0 = 0; j0 < N; j0 += 16) {
+    const int64_t nj = std::min<int64_t>(16, N - j0);
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < nj; j++) Bp[k * N + j0 + j] = B[(j0 + j) * ldb + k];
+  }
+}
+#endif
+
+}  // namespace
+
+bool fast_sgemm_compiled() {
+#if defined(__AVX512F__)
+  return true;
+#else
+  return false;
+#endif
+}
+bool set_fast_sgemm(bool on) { return g_on.exchange(on && fast_sgemm_compiled()); }
+bool fast_sgemm_enabled() { return g_on.load(std::memory_order_relaxed); }
+
+bool fast_sgemm_applies(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
+  if (!fast_sgemm_enabled() || alpha != 1.f || (beta != 0.f && beta != 1.f)) return false;
+  if (N < micro::kV || M < 1 || K < 1) return false;
+  return !tb || M >= 4;  // a transposed B is copied first: worth it only over a few rows
+}
+
+void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                float beta, float* C, int64_t ldc) {
+#if defined(__AVX512F__)
+  const int64_t N16 = N / micro::kV * micro::kV;  // the columns the vectors cover; the rest go to cblas below
+  const float* Bk = B;                            // op(B) with its rows contiguous, row stride ldbk
+  int64_t ldbk = ldb;
+  thread_local std::vector<float> packed;
+  if (tb) {
+    packed.resize((size_t)(K * N16));
+    transpose_into(B, ldb, K, N16, packed.data());
+    Bk = packed.data(), ldbk = N16;
+  }
+  const int64_t ars = ta ? 1 : lda, aks = ta ? lda : 1;  // op(A)(r, k) = A[r ars + k aks]
+  for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+    const int64_t kc = std::min(kKc, K - k0);
+    const bool acc = k0 > 0 || beta == 1.f;  // the first chunk starts from 0 (beta 0: C is not read)
+    for (int64_t i0 = 0; i0 < M; i0 += kMc) {
+      const int64_t mc = std::min(kMc, M - i0);
+      const float* a = A + i0 * ars + k0 * aks;
+      if (acc)
+        micro::gemm<true>(mc, N16, kc, a, ars, aks, Bk + k0 * ldbk, ldbk, C + i0 * ldc, ldc);
+      else
+        micro::gemm<false>(mc, N16, kc, a, ars, aks, Bk + k0 * ldbk, ldbk, C + i0 * ldc, ldc);
+    }
+  }
+  if (N16 < N)  // the ragged columns: op(B)'s columns N16.. are B's columns (B + N16) or, transposed, its rows
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)(N - N16),
+                (blasint)K, 1.f, A, (blasint)lda, tb ? B + N16 * ldb : B + N16, (blasint)ldb, beta, C + N16, (blasint)ldc);
+#else
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
+              1.f, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+#endif
+}
+
+}  // namespace dl
