@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
+#include "tensor/allocator.h"
 #include "tensor/microkernel.h"
 
 namespace dl {
@@ -59,11 +59,18 @@ void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* 
   const int64_t N16 = N / micro::kV * micro::kV;  // the columns the vectors cover; the rest go to cblas below
   const float* Bk = B;                            // op(B) with its rows contiguous, row stride ldbk
   int64_t ldbk = ldb;
-  thread_local std::vector<float> packed;
+  struct Scratch {  // from the caching allocator (thread-safe), so the copy costs no fresh pages and is not kept
+    size_t bytes = 0;
+    float* p = nullptr;
+    ~Scratch() {
+      if (p) host_free(p, bytes);
+    }
+  } packed;
   if (tb) {
-    packed.resize((size_t)(K * N16));
-    transpose_into(B, ldb, K, N16, packed.data());
-    Bk = packed.data(), ldbk = N16;
+    packed.bytes = (size_t)(K * N16) * sizeof(float);
+    packed.p = (float*)host_alloc(packed.bytes);
+    transpose_into(B, ldb, K, N16, packed.p);
+    Bk = packed.p, ldbk = N16;
   }
   const int64_t ars = ta ? 1 : lda, aks = ta ? lda : 1;  // op(A)(r, k) = A[r ars + k aks]
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {

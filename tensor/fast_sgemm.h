@@ -13,7 +13,8 @@
 //     running sum over k in order (the same bits for any blocking or thread count);
 //   - rows in groups of kMc (96), so a group's A chunk (96 x 256 floats) stays in L2 while the column blocks sweep it;
 //   - op(B) must have its rows contiguous (the vectors run along N): a transposed B (B^T stored as (N, K), e.g. a
-//     linear layer's weight) is first copied to (K, N) in a per-thread buffer, O(K N) against the product's O(M N K).
+//     linear layer's weight) is first copied to (K, N) in a block from the caching allocator, O(K N) against the
+//     product's O(M N K).
 //   - the last N % 16 columns go to cblas_sgemm (a vector needs 16 columns).
 // Each element is a plain sum over k in order, like OpenBLAS's kernel but in another grouping of the FMAs, so the two
 // agree to float32 rounding, not bit for bit (tests/tensor/test_fast_sgemm.cpp: against OpenBLAS and float64 for
