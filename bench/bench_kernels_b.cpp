@@ -8,6 +8,8 @@
 // chains (more than latency x pipes), every result used, so nothing is folded away. Two cores run twice its rate.
 // On a Zen 4 (family 25 model 17, 2026-12-03) both widths give ~115 GFLOP/s: its 512-bit FMAs go through the
 // 256-bit pipes in two halves, so AVX-512 raises no ceiling there (docs/performance.md, "The machine's ceiling").
+// On a Zen 5 (family 26 model 2, 2026-12-04) 512-bit FMAs run at full width: 115 GFLOP/s at 256 bits, 230 at 512,
+// which is what the AVX-512 sgemm (tensor/fast_sgemm.h) uses and OpenBLAS, held to AVX2 here, does not.
 // Run: OPENBLAS_CORETYPE=Haswell OMP_WAIT_POLICY=PASSIVE ./build/bench_kernels_b
 #include <benchmark/benchmark.h>
 #include <cblas.h>
