@@ -49,8 +49,9 @@ bool fast_sgemm_enabled() { return g_on.load(std::memory_order_relaxed); }
 
 bool fast_sgemm_applies(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
   if (!fast_sgemm_enabled() || alpha != 1.f || (beta != 0.f && beta != 1.f)) return false;
-  if (N < micro::kV || M < 1 || K < 1) return false;
-  return !tb || M >= 4;  // a transposed B is copied first: worth it only over a few rows
+  // Nothing here may depend on M: dl::gemm cuts rows into panels whose sizes depend on the thread count, and every
+  // row must take the same kernel whatever the cut (the column tails of a column cut fall on multiples of 64).
+  return N >= micro::kV && M >= 1 && K >= 1;
 }
 
 void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,

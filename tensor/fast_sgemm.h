@@ -21,7 +21,8 @@
 // every transpose pair, beta, ragged sizes and leading dimensions; thread count does not change the bits).
 //
 // When it runs (fast_sgemm_applies): built with AVX-512 (clang, or GCC >= 13, with -march=native on such a
-// processor), at least 16 columns, and not switched off. DL_SGEMM=openblas in the environment switches it off for
+// processor), at least 16 columns, and not switched off - never a condition on M, because dl::gemm's row panels depend
+// on the thread count and every row must take the same kernel. DL_SGEMM=openblas in the environment switches it off for
 // the whole process (to time or check the plain path); set_fast_sgemm does the same from code (tests, benchmarks).
 #pragma once
 #include <cstdint>
