@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -87,7 +88,8 @@ TEST(Jobs, TwoJobsSplitTheCellsAndGiveTheResultsOfOneProcess) {
 }
 
 TEST(Jobs, AStoppedSweepResumesToTheWeightsOfAnUninterruptedOne) {
-  const std::string d = dl::test::app_temp_dir("jobs_stop"), preset = write_preset(d, 120);
+  // 400 steps a phase: the cells of this tiny model run at ~300 steps/s, and the stop below must land inside one
+  const std::string d = dl::test::app_temp_dir("jobs_stop"), preset = write_preset(d, 400);
   ASSERT_EQ(run("run --preset " + preset + " --threads 1 --quiet --out " + d + "/one", d + "/one.log"), 0)
       << text_of(d + "/one.log");
 
@@ -102,8 +104,16 @@ TEST(Jobs, AStoppedSweepResumesToTheWeightsOfAnUninterruptedOne) {
     ::execl(kApp.c_str(), kApp.c_str(), "run", "--preset", preset.c_str(), "--jobs", "2", "--out", out.c_str(), (char*)nullptr);
     ::_exit(127);
   }
-  auto training = [&](int k) {  // the worker's status line shows a step count ("  12/120")
-    return text_of(d + "/two/jobs/worker" + std::to_string(k) + ".status").find("/120") != std::string::npos;
+  // The worker's status line shows the step ("  12/400"), rewritten at most twice a second. It stays on the file after
+  // a phase ends ("400/400"), so a worker counts as training only while the count is short of 400; each worker has
+  // two cells, so a stop sent then finds the sweep unfinished.
+  auto training = [&](int k) {
+    const std::string st = text_of(d + "/two/jobs/worker" + std::to_string(k) + ".status");
+    const size_t slash = st.find("/400");
+    if (slash == std::string::npos) return false;
+    size_t b = slash;
+    while (b > 0 && std::isdigit((unsigned char)st[b - 1])) b--;
+    return b < slash && std::stoi(st.substr(b, slash - b)) < 400;
   };
   const auto t0 = std::chrono::steady_clock::now();
   while (!(training(0) && training(1)) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
