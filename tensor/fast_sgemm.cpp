@@ -10,6 +10,7 @@
 
 #include "tensor/allocator.h"
 #include "tensor/microkernel.h"
+#include "tensor/tensor.h"  // fail
 
 namespace dl {
 
@@ -89,9 +90,8 @@ void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* 
   if (N16 < N)  // the ragged columns: op(B)'s columns N16.. are B's columns (B + N16) or, transposed, its rows
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)(N - N16),
                 (blasint)K, 1.f, A, (blasint)lda, tb ? B + N16 * ldb : B + N16, (blasint)ldb, beta, C + N16, (blasint)ldc);
-#else
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
-              1.f, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+#else  // fast_sgemm_applies is false in such a build, so no caller gets here
+  fail("fast_sgemm: this build has no AVX-512 (check fast_sgemm_applies first)");
 #endif
 }
 

@@ -427,6 +427,24 @@ NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Ten
 
 // ---------------------------------------------------------------------------------------------
 // The draws live in dropout_keep_bits; the float mask is those bits expanded to 0 and 1/(1-p).
+// Part of the mask's definition: row k of the draws is elements k*4096 ..; 64 whole words per row, so threads
+// never share a word.
+namespace {
+constexpr int64_t kDropoutRow = 4096;
+uint64_t dropout_threshold(double p) {
+  if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
+  return (uint64_t)std::llround(p * 4294967296.0);  // kept when the 32-bit draw is >= thr
+}
+double dropout_scale(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }  // what a kept element is multiplied by
+// The keep bits of elements j0 .. j0 + len (len <= 32) of a draw row with this key: bit j set = element j0 + j kept.
+inline uint32_t draw_half_word(uint32_t key, int64_t j0, int64_t len, uint64_t thr) {
+  uint32_t b = 0;
+#pragma omp simd reduction(| : b)
+  for (int64_t j = 0; j < len; j++) b |= (uint32_t)((uint64_t)row_draw(key, (uint32_t)(j0 + j)) >= thr) << j;
+  return b;
+}
+}  // namespace
+
 Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype, Device device) {
   if (device != Device::cpu) {  // the device seam: the same counter-based draws from the same base u64
     if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
@@ -438,7 +456,7 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype, Dev
   Tensor m = Tensor::empty(shape, dtype);
   const int64_t n = m.numel();
   const std::vector<uint64_t> bits = dropout_keep_bits(n, p, g);
-  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  const double scale = dropout_scale(p);
   dispatch_float(dtype, "dropout", [&]<class T>() {
     T* pm = m.data<T>();
     const T keep = (T)scale;
@@ -447,14 +465,6 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& g, DType dtype, Dev
     });
   });
   return m;
-}
-
-// Part of the mask's definition: row k of the draws is elements k*4096 ..; 64 whole words per row, so threads
-// never share a word.
-constexpr int64_t kDropoutRow = 4096;
-uint64_t dropout_threshold(double p) {
-  if (!(p >= 0.0 && p <= 1.0)) fail("dropout: p must be in [0, 1], got " + std::to_string(p));
-  return (uint64_t)std::llround(p * 4294967296.0);  // kept when the 32-bit draw is >= thr
 }
 
 std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
@@ -466,13 +476,8 @@ std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
     for (int64_t k = c0; k < c1; k++) {
       const uint32_t key = row_key(base, (uint64_t)k);
       const int64_t i0 = k * kDropoutRow, m = std::min(n - i0, kDropoutRow);
-      for (int64_t j0 = 0; j0 < m; j0 += 32) {  // 32 elements per half word
-        uint32_t b = 0;
-        const int64_t len = std::min<int64_t>(32, m - j0);
-#pragma omp simd reduction(| : b)
-        for (int64_t j = 0; j < len; j++) b |= (uint32_t)((uint64_t)row_draw(key, (uint32_t)(j0 + j)) >= thr) << j;
-        bits[(i0 + j0) / 64] |= (uint64_t)b << ((i0 + j0) % 64);
-      }
+      for (int64_t j0 = 0; j0 < m; j0 += 32)  // 32 elements per half word
+        bits[(i0 + j0) / 64] |= (uint64_t)draw_half_word(key, j0, std::min<int64_t>(32, m - j0), thr) << ((i0 + j0) % 64);
     }
   });
   return bits;
@@ -497,7 +502,7 @@ Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, do
   const int64_t n = x.numel();
   if ((int64_t)bits.size() * 64 < n)
     fail("dropout: " + std::to_string(bits.size()) + " mask words for " + std::to_string(n) + " elements");
-  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  const double scale = dropout_scale(p);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "dropout", [&]<class T>() {
     const T* px = x.data<T>();
@@ -521,7 +526,7 @@ DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) {
   const int64_t n = x.numel();
   DropoutOut o{Tensor::empty(x.shape(), x.dtype()), std::vector<uint64_t>((n + 63) / 64)};
   const uint64_t base = g.next_u64();  // the one draw dropout_keep_bits makes
-  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  const double scale = dropout_scale(p);
   dispatch_float(x.dtype(), "dropout", [&]<class T>() {
     const T* px = x.data<T>();
     T* py = o.y.data<T>();
@@ -532,10 +537,8 @@ DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) {
         const uint32_t key = row_key(base, (uint64_t)k);
         const int64_t i0 = k * kDropoutRow, m = std::min(n - i0, kDropoutRow);
         for (int64_t j0 = 0; j0 < m; j0 += 32) {  // half a word: draw 32 keep bits, then apply them while in cache
-          uint32_t b = 0;
           const int64_t len = std::min<int64_t>(32, m - j0);
-#pragma omp simd reduction(| : b)
-          for (int64_t j = 0; j < len; j++) b |= (uint32_t)((uint64_t)row_draw(key, (uint32_t)(j0 + j)) >= thr) << j;
+          const uint32_t b = draw_half_word(key, j0, len, thr);
           bits[(i0 + j0) / 64] |= (uint64_t)b << ((i0 + j0) % 64);  // the vector starts zeroed
           apply_half_word(px + i0 + j0, py + i0 + j0, b, len, s);
         }

@@ -89,15 +89,16 @@ struct Problem {
 // The rows are `ld` floats apart in qkv (a head's HS floats of a 3C row), so the loop is over whole rows with no
 // per-element condition; the row read ahead is asked for early (a head's rows are 3C floats apart: the hardware
 // prefetcher does not run ahead of such a walk).
+inline void prefetch_row(const float* s, int64_t HS) {  // its first and last cache line (HS <= 32: one or two)
+  __builtin_prefetch(s);
+  __builtin_prefetch(s + HS - 1);
+}
 void pack_rows(const float* x, int64_t ld, int64_t t0, int64_t n, int64_t rows, const Dims& d, float scale, float* dst) {
   const int64_t HS = d.HS, HSp = d.HSp;
   for (int64_t r = 0; r < n; r++) {
     float* o = dst + r * HSp;
     const float* s = x + (t0 + r) * ld;
-    if (r + 4 < n) {
-      __builtin_prefetch(s + 4 * ld);
-      __builtin_prefetch(s + 4 * ld + HS - 1);
-    }
+    if (r + 4 < n) prefetch_row(s + 4 * ld, HS);
 #pragma omp simd
     for (int64_t e = 0; e < HS; e++) o[e] = scale * s[e];
     std::fill(o + HS, o + HSp, 0.f);
@@ -110,10 +111,7 @@ void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const Dims& d,
   const int64_t HS = d.HS, HSp = d.HSp;
   for (int64_t r = 0; r < n; r++) {
     const float* s = x + (t0 + r) * ld;
-    if (r + 4 < n) {
-      __builtin_prefetch(s + 4 * ld);
-      __builtin_prefetch(s + 4 * ld + HS - 1);
-    }
+    if (r + 4 < n) prefetch_row(s + 4 * ld, HS);
     for (int64_t e = 0; e < HS; e++) dst[e * kKeyBlock + r] = s[e];
   }
   for (int64_t e = 0; e < HSp; e++) std::fill(dst + e * kKeyBlock + (e < HS ? n : 0), dst + (e + 1) * kKeyBlock, 0.f);
@@ -342,8 +340,7 @@ Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool t
                     const Tensor& prefix) {
   check_packed_qkv("flash_attention", qkv, heads, p);
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / heads;
-  const auto up = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
-  Dims d{B, T, C, heads, HS, up(HS, 16), up(T, kQueryBlock), up(T, kKeyBlock)};
+  Dims d{B, T, C, heads, HS, round_up(HS, 16), round_up(T, kQueryBlock), round_up(T, kKeyBlock)};
   if (key_mask.defined() && key_mask.shape() != Shape{B, T})
     fail("flash_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({B, T}) + ", found " +
          shape_str(key_mask.shape()));
