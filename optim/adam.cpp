@@ -1,10 +1,10 @@
-// optim/adam.cpp - the Adam/AdamW update as one tight loop over contiguous buffers (formula in adam.h); on a
-// device, the backend's fused adam_step runs the same loop there.
+// optim/adam.cpp - the Adam/AdamW update: the state and the step's scalars here; the update itself is the fused
+// tensor op adam_step_ (tensor/optim_kernels.h: one loop on the CPU, the same loop on a device).
 #include "optim/adam.h"
 
 #include <cmath>
 
-#include "tensor/backend.h"
+#include "tensor/optim_kernels.h"
 
 namespace dl::optim {
 
@@ -42,31 +42,8 @@ void Adam::update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamS
   const double step_size = lr / (1 - std::pow(b1, t));
   const double bc2_sqrt = std::sqrt(1 - std::pow(b2, t));
   const double shrink = 1 - lr * wd;
-  const bool l2 = !decoupled_ && wd != 0, decay = decoupled_ && wd != 0;
-  if (param.device() != Device::cpu) {  // the device seam: the same loop as one fused kernel (cuda/ops/optim.cuh)
-    AdamScalars sc{b1, b2, eps, wd, step_size, bc2_sqrt, shrink, decoupled_};
-    require_backend(param.device(), type_name().c_str()).adam_step(sc, param, grad, s.buffers["exp_avg"], s.buffers["exp_avg_sq"]);
-    return;
-  }
-  dispatch_float(param.dtype(), type_name().c_str(), [&]<class T>() {
-    T* p = param.data<T>();
-    const T* gr = grad.data<T>();
-    T* m = s.buffers["exp_avg"].data<T>();
-    T* v = s.buffers["exp_avg_sq"].data<T>();
-    const T tb1 = (T)b1, tb2 = (T)b2, c1 = (T)(1 - b1), c2 = (T)(1 - b2), teps = (T)eps, twd = (T)wd;
-    const T tstep = (T)step_size, tbc2 = (T)bc2_sqrt, tshrink = (T)shrink;
-    parallel_chunks(param.numel(), [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; i++) {
-        T gi = gr[i];
-        if (l2) gi += twd * p[i];
-        if (decay) p[i] *= tshrink;
-        m[i] = tb1 * m[i] + c1 * gi;
-        v[i] = tb2 * v[i] + c2 * gi * gi;
-        T denom = std::sqrt(v[i]) / tbc2 + teps;
-        p[i] -= tstep * (m[i] / denom);
-      }
-    });
-  });
+  adam_step_(AdamScalars{b1, b2, eps, wd, step_size, bc2_sqrt, shrink, decoupled_}, param, grad, s.buffers["exp_avg"],
+             s.buffers["exp_avg_sq"]);
 }
 
 }  // namespace dl::optim

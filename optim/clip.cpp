@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "optim/optimizer.h"
-#include "tensor/backend.h"
+#include "tensor/optim_kernels.h"
 #include "tensor/elementwise.h"
 #include "tensor/reduce.h"
 
@@ -13,8 +13,8 @@ namespace dl::optim {
 // sum |g|^q (or max |g| for q = inf) over one tensor, in double
 static double partial_norm(const Tensor& g0, double q) {
   Tensor g = g0.contiguous();
-  if (g.device() != Device::cpu) {  // the device seam: sum g^2 in f64 on the device; other norms from device reductions
-    if (q == 2) return require_backend(g.device(), "clip_grad_norm").sum_sq(g);
+  if (q == 2) return sum_of_squares(g);  // f64 on either device
+  if (g.device() != Device::cpu) {        // other norms from device reductions
     Tensor a = abs(g).to(DType::f64);
     if (std::isinf(q)) return g.numel() ? amax(a, {}, false).item() : 0.0;
     return sum(q == 1 ? a : pow_scalar(a, q)).item();
@@ -25,8 +25,6 @@ static double partial_norm(const Tensor& g0, double q) {
     int64_t n = g.numel();
     if (std::isinf(q)) {
       for (int64_t i = 0; i < n; i++) acc = std::max(acc, (double)std::abs(p[i]));
-    } else if (q == 2) {
-      for (int64_t i = 0; i < n; i++) acc += (double)p[i] * (double)p[i];
     } else if (q == 1) {
       for (int64_t i = 0; i < n; i++) acc += std::abs((double)p[i]);
     } else {

@@ -1,15 +1,19 @@
 // tensor/backend.h - the one device seam.
 //
 // Every op in tensor/ops.h runs its CPU kernel for CPU tensors; for a tensor on another device it asks
-// device_backend(device) and calls the same-named method there. The CUDA backend (cuda/) implements this
-// interface; a build without nvcc links cuda/backend_stub.cpp, whose device_backend() returns nullptr so a
-// CUDA tensor fails with "built without CUDA". No #ifdef anywhere else.
+// device_backend(device) and calls the same-named method there. Which backend is the device is registered in one
+// place (tensor/tensor.cpp): by default Device::cuda is the build's own, cuda_backend() - the GPU (cuda/gpu.cu), or
+// nullptr in a build without nvcc (cuda/backend_stub.cpp), so that a CUDA tensor fails with "built without CUDA".
+// A program may register another explicitly, before its first device tensor: the tests make the host twin of the
+// CUDA backend the device (cuda/twin.h), so that every device branch runs on a machine without a GPU. No #ifdef
+// anywhere else.
 // What it is not: a full second implementation of every op. Ops a backend lacks throw, naming the op.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "tensor/optim_kernels.h"  // AdamScalars
 #include "tensor/tensor.h"
 
 namespace dl {
@@ -30,13 +34,6 @@ enum class ExtUnaryOp { sin, cos, sign, elu };
 inline bool unary_backward_uses_y(UnaryOp op) {
   return op == UnaryOp::exp || op == UnaryOp::sqrt || op == UnaryOp::rsqrt || op == UnaryOp::tanh || op == UnaryOp::sigmoid;
 }
-
-// The host-side scalars of one Adam/AdamW step (optim/adam.h): step_size = lr / (1 - b1^t),
-// bc2_sqrt = sqrt(1 - b2^t), shrink = 1 - lr wd; decoupled = AdamW.
-struct AdamScalars {
-  double beta1, beta2, eps, weight_decay, step_size, bc2_sqrt, shrink;
-  bool decoupled;
-};
 
 struct Backend {
   virtual ~Backend() = default;
@@ -112,10 +109,18 @@ struct Backend {
   virtual void softmax_last(const Tensor& x, const Tensor& out) = 0;
   // out = irfft(rfft(a, n) * rfft(b, n), n)[:L] per row: a(R, L), b(R, L), out(R, L) (cuFFT)
   virtual void fft_conv(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // Real FFTs of rows, unnormalised (cuFFT's R2C and C2R; tensor/fft.cpp pads, truncates and scales around them):
+  // x (R, n) -> X (R, n/2 + 1, 2) (re, im); X -> x, X read as half of a Hermitian spectrum and overwritten. Contiguous.
+  virtual void rfft_rows(const Tensor& x, const Tensor& X) = 0;
+  virtual void irfft_rows(const Tensor& X, const Tensor& x) = 0;
   virtual void synchronize() = 0;
 };
 
-Backend* device_backend(Device d);                   // nullptr when that device is not built in (cuda/backend_*.{cu,cpp})
+Backend* device_backend(Device d);                   // the device's registered backend; nullptr when there is none
 Backend& require_backend(Device d, const char* op);  // throws naming op when missing or no device
+// Make b the backend of device d (only Device::cuda has one) for every allocation and op from now on. Storage
+// remembers the backend that allocated it, so a block is always freed where it came from.
+void set_device_backend(Device d, Backend* b);
+Backend* cuda_backend();  // the build's own: the GPU (cuda/gpu.cu) or nullptr (cuda/backend_stub.cpp)
 
 }  // namespace dl

@@ -7,6 +7,7 @@
 #include "tensor/indexing.h"
 #include "tensor/linalg.h"
 #include "tensor/reduce.h"
+#include "tensor/shape_ops.h"
 
 namespace dl {
 
@@ -95,16 +96,54 @@ int64_t batch_chunk(const Geo& g) {
 // and each input channel c feeds outputs c*Cog .. (c+1)*Cog - 1 (an index_select of the channels when Cog > 1). The
 // backward is the same sums transposed: dw[o, 0, k] = sum_{b,t} dy * xpad shifted by k*d, db = sum_{b,t} dy, and dxpad
 // gets w_k * dy added at each shift (then the padding is cut and the Cog outputs of a channel summed). Every op here
-// has its device branch, so the convolution runs where its operands are. Other shapes (Cin/groups > 1, stride > 1)
-// are refused by name on a device.
+// has its device branch, so the convolution runs where its operands are. Every other shape (Cin/groups > 1, stride
+// > 1) takes the general path below.
 bool conv_on_device(const Tensor& x, const Tensor& w, const Geo& g, const char* op) {
   if (x.device() == Device::cpu && w.device() == Device::cpu) return false;
   if (x.device() != w.device())
     fail(std::string(op) + ": x is on " + device_name(x.device()) + " and the weight on " + device_name(w.device()));
-  if (g.Cig != 1 || g.s != 1)
-    fail(std::string(op) + ": on " + device_name(x.device()) + " only the depthwise convolution with stride 1 has a device "
-         "branch (found Cin/groups = " + std::to_string(g.Cig) + ", stride " + std::to_string(g.s) + ")");
   return true;
+}
+bool depthwise_stride1(const Geo& g) { return g.Cig == 1 && g.s == 1; }
+
+// ---- on a device, any other shape: im2col and one batched product, composed of device ops ----
+// cols (B, G, Cig*K, Lout): tap k of input channel c at output t reads xpad[b, c, t*s + k*d] (an index_select of the
+// zero-padded input along L per tap), so y_g = W_g (Cog, Cig*K) @ cols_g, as the CPU's im2col + sgemm. The backward
+// is the products transposed (dW_g = sum_b dy_g cols_g^T, dcols_g = W_g^T dy_g) and col2im as an index_add per tap.
+Tensor tap_positions(const Geo& g, int64_t k, Device d) {
+  std::vector<int64_t> idx(g.Lout);
+  for (int64_t t = 0; t < g.Lout; t++) idx[t] = t * g.s + k * g.d;
+  return from_vector(idx, {g.Lout}).to(d);
+}
+
+Tensor im2col_device(const Tensor& x, const Geo& g, int64_t pr) {  // -> (B, G, Cig*K, Lout)
+  Tensor xp = zeros({g.B, g.Cin, g.pl + g.L + pr}, x.dtype(), x.device());
+  xp.narrow(2, g.pl, g.L).copy_(x);
+  std::vector<Tensor> taps;
+  for (int64_t k = 0; k < g.K; k++) taps.push_back(index_select(xp, 2, tap_positions(g, k, x.device())));  // (B, Cin, Lout)
+  return stack(taps, 2).reshape({g.B, g.G, g.Cig * g.K, g.Lout});
+}
+
+Tensor conv1d_general_device(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo& g, const Conv1dParams& p) {
+  Tensor wg = w.contiguous().reshape({1, g.G, g.Cog, g.Cig * g.K});
+  Tensor y = matmul(wg, im2col_device(x, g, p.pad_right)).reshape({g.B, g.Cout, g.Lout});  // (B, G, Cog, Lout)
+  return bias.defined() ? add(y, bias.reshape({1, g.Cout, 1})) : y;
+}
+
+Conv1dGrads conv1d_backward_general_device(const Tensor& x, const Tensor& w, const Tensor& dy, const Geo& g,
+                                           const Conv1dParams& p, bool need_x, bool need_w, bool need_b) {
+  Conv1dGrads r;
+  Tensor dyg = dy.contiguous().reshape({g.B, g.G, g.Cog, g.Lout});
+  if (need_b) r.db = sum(dy, {0, 2});
+  if (need_w) r.dw = sum(matmul(dyg, im2col_device(x, g, p.pad_right).transpose(-1, -2)), {0}).reshape(w.shape());
+  if (need_x) {
+    Tensor wg = w.contiguous().reshape({1, g.G, g.Cog, g.Cig * g.K});
+    Tensor dcols = matmul(wg.transpose(-1, -2), dyg).reshape({g.B, g.Cin, g.K, g.Lout});
+    Tensor dxp = zeros({g.B, g.Cin, g.pl + g.L + p.pad_right}, x.dtype(), x.device());
+    for (int64_t k = 0; k < g.K; k++) index_add_(dxp, 2, tap_positions(g, k, x.device()), dcols.select(2, k).contiguous());
+    r.dx = dxp.narrow(2, g.pl, g.L).contiguous();
+  }
+  return r;
 }
 
 // x (B, Cin, L) -> its channels in output order, zero-padded: (B, Cout, pl + L + pr)
@@ -123,6 +162,7 @@ Tensor padded_by_output(const Tensor& x, const Geo& g, int64_t pr) {
 Tensor tap(const Tensor& w, const Geo& g, int64_t k) { return w.narrow(2, k, 1).reshape({1, g.Cout, 1}); }  // w[:, 0, k]
 
 Tensor conv1d_device(const Tensor& x, const Tensor& w, const Tensor& bias, const Geo& g, const Conv1dParams& p) {
+  if (!depthwise_stride1(g)) return conv1d_general_device(x, w, bias, g, p);
   Tensor xp = padded_by_output(x, g, p.pad_right);
   Tensor y = bias.defined() ? bias.reshape({1, g.Cout, 1}) : Tensor();
   for (int64_t k = 0; k < g.K; k++) {
@@ -134,6 +174,7 @@ Tensor conv1d_device(const Tensor& x, const Tensor& w, const Tensor& bias, const
 
 Conv1dGrads conv1d_backward_device(const Tensor& x, const Tensor& w, const Tensor& dy, const Geo& g, const Conv1dParams& p,
                                    bool need_x, bool need_w, bool need_b) {
+  if (!depthwise_stride1(g)) return conv1d_backward_general_device(x, w, dy, g, p, need_x, need_w, need_b);
   Conv1dGrads r;
   if (need_b) r.db = sum(dy, {0, 2});
   if (need_w) {

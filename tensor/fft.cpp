@@ -97,7 +97,7 @@ Shape with_last(const Shape& s, int drop, std::initializer_list<int64_t> add) {
 
 // The Hermitian weights w_k of fft.h, times `scale`, applied in place to rows of n/2+1 complex bins; `inverse`
 // divides instead of multiplying.
-template <class T> void weight_bins(T* p, int64_t rows, int64_t n, double scale, bool inverse) {
+template <class T> void weight_bins_cpu(T* p, int64_t rows, int64_t n, double scale, bool inverse) {
   int64_t h = n / 2 + 1, mid_end = (n - 1) / 2;  // bins 1..mid_end have w = 2
   T w1 = (T)scale, w2 = (T)(inverse ? scale / 2 : scale * 2);
   parallel_for(rows, std::max<int64_t>(1, 16384 / h), [&](int64_t r0, int64_t r1) {
@@ -112,11 +112,22 @@ template <class T> void weight_bins(T* p, int64_t rows, int64_t n, double scale,
   });
 }
 
-// rows of `src` (..., m, 2) copied into a fresh (rows, h, 2) buffer: bins >= m are zero, bins >= h dropped.
+// The same on bins of any device, in place: a CPU tensor is weighted by the loop above, a device tensor is multiplied
+// by the (h, 1) column of weights, made on the host and moved there.
+void weight_bins(Tensor bins, int64_t n, double scale, bool inverse) {
+  int64_t h = n / 2 + 1;
+  if (bins.device() == Device::cpu)
+    return dispatch_float(bins.dtype(), "fft", [&]<class T>() { weight_bins_cpu<T>(bins.data<T>(), bins.numel() / (2 * h), n, scale, inverse); });
+  std::vector<double> w(h);
+  for (int64_t k = 0; k < h; k++) w[k] = (k >= 1 && k <= (n - 1) / 2) ? (inverse ? scale / 2 : scale * 2) : scale;
+  bins.copy_(mul(bins, from_vector(w, {h, 1}).to(bins.dtype()).to(bins.device())));
+}
+
+// rows of `src` (..., m, 2) copied into a fresh (rows, h, 2) buffer on its device: bins >= m are zero, bins >= h dropped.
 Tensor bins_to(const Tensor& src, int64_t h) {
   int64_t m = src.size(-2);
   Shape s = with_last(src.shape(), 2, {h, 2});
-  Tensor buf = m >= h ? Tensor::empty(s, src.dtype()) : zeros(s, src.dtype());
+  Tensor buf = m >= h ? Tensor::empty(s, src.dtype(), src.device()) : zeros(s, src.dtype(), src.device());
   int64_t k = std::min(m, h);
   if (k > 0 && buf.numel() > 0) copy_into(buf.narrow(-2, 0, k), src.narrow(-2, 0, k));
   return buf;
@@ -127,37 +138,46 @@ Tensor resize_last(const Tensor& x, int64_t L) {
   int64_t n = x.size(-1);
   if (n == L) return x;
   Shape s = with_last(x.shape(), 1, {L});
-  Tensor out = L > n ? zeros(s, x.dtype()) : Tensor::empty(s, x.dtype());
+  Tensor out = L > n ? zeros(s, x.dtype(), x.device()) : Tensor::empty(s, x.dtype(), x.device());
   int64_t k = std::min(n, L);
   if (k > 0 && out.numel() > 0) copy_into(out.narrow(-1, 0, k), x.narrow(-1, 0, k));
   return out;
 }
 
+// Both transforms run on the operand's device: FFTW on the CPU, the backend's rfft_rows / irfft_rows (cuFFT) on a
+// device, with the same convention (unnormalised, rows of n <-> rows of h = n/2 + 1 bins).
 template <class T> Tensor r2c(const Tensor& xin, int64_t n) {  // xin (..., n) -> (..., h, 2), unnormalised
   Tensor x = xin;
-  if (!x.is_contiguous() || !aligned16(x.raw_data())) x = x.clone();
+  const bool cpu = x.device() == Device::cpu;
+  if (!x.is_contiguous() || (cpu && !aligned16(x.raw_data()))) x = x.clone();
   int64_t rows = shape_numel(x.shape()) / std::max<int64_t>(n, 1);
   if (x.dim() > 1) rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
-  Tensor out = Tensor::empty(with_last(x.shape(), 1, {n / 2 + 1, 2}), x.dtype());
+  Tensor out = Tensor::empty(with_last(x.shape(), 1, {n / 2 + 1, 2}), x.dtype(), x.device());
+  if (!cpu) {
+    if (rows > 0) require_backend(x.device(), "rfft").rfft_rows(x.view({rows, n}), out.view({rows, n / 2 + 1, 2}));
+    return out;
+  }
   run_rows<T>(Kind::r2c, n, rows, x.data<T>(), out.data<T>());
   return out;
 }
 
 template <class T> Tensor c2r(Tensor bins, int64_t n) {  // bins (..., h, 2) fresh (destroyed) -> (..., n), unnormalised
   int64_t rows = shape_numel(Shape(bins.shape().begin(), bins.shape().end() - 2));
-  Tensor out = Tensor::empty(with_last(bins.shape(), 2, {n}), bins.dtype());
+  Tensor out = Tensor::empty(with_last(bins.shape(), 2, {n}), bins.dtype(), bins.device());
+  if (bins.device() != Device::cpu) {
+    if (rows > 0) require_backend(bins.device(), "irfft").irfft_rows(bins.view({rows, n / 2 + 1, 2}), out.view({rows, n}));
+    return out;
+  }
   run_rows<T>(Kind::c2r, n, rows, bins.data<T>(), out.data<T>());
   return out;
 }
 
 void check_real(const Tensor& x, const char* op) {
   if (x.dim() < 1) fail(std::string(op) + ": expected at least 1 dim, got a scalar");
-  if (x.device() != Device::cpu) fail(std::string(op) + ": CPU tensors only (the CUDA backend has fft_conv)");
 }
 void check_complex(const Tensor& X, const char* op) {
   if (X.dim() < 2 || X.size(-1) != 2)
     fail(std::string(op) + ": expected complex input (..., m, 2) with a trailing (re, im) dim, got " + shape_str(X.shape()));
-  if (X.device() != Device::cpu) fail(std::string(op) + ": CPU tensors only");
 }
 void check_n(int64_t n, const char* op) {
   if (n < 1) fail(std::string(op) + ": n must be >= 1, got " + std::to_string(n));
@@ -185,12 +205,8 @@ Tensor irfft(const Tensor& X, int64_t n) {
   return dispatch_float(X.dtype(), "irfft", [&]<class T>() {
     Tensor bins = bins_to(X, h);
     // a Hermitian spectrum has real DC and Nyquist bins: their imaginary parts are not part of the input
-    int64_t rows = bins.numel() / (2 * h);
-    T* p = bins.data<T>();
-    for (int64_t r = 0; r < rows; r++) {
-      p[r * 2 * h + 1] = 0;
-      if (n % 2 == 0) p[r * 2 * h + 2 * (h - 1) + 1] = 0;
-    }
+    bins.narrow(-2, 0, 1).narrow(-1, 1, 1).fill_(0.0);
+    if (n % 2 == 0) bins.narrow(-2, h - 1, 1).narrow(-1, 1, 1).fill_(0.0);
     Tensor y = c2r<T>(bins, n);
     return mul_scalar(y, 1.0 / (double)n);
   });
@@ -201,8 +217,8 @@ Tensor rfft_backward(const Tensor& dX, int64_t n, int64_t L) {
   int64_t h = n / 2 + 1;
   if (dX.size(-2) != h) fail("rfft_backward: expected " + std::to_string(h) + " bins, got " + shape_str(dX.shape()));
   return dispatch_float(dX.dtype(), "rfft_backward", [&]<class T>() {
-    Tensor bins = dX.clone();                                                          // c2r destroys its input
-    weight_bins<T>(bins.data<T>(), bins.numel() / (2 * h), n, 1.0, /*inverse=*/true);  // Y_k = dX_k / w_k
+    Tensor bins = dX.clone();                   // c2r destroys its input
+    weight_bins(bins, n, 1.0, /*inverse=*/true);  // Y_k = dX_k / w_k
     return resize_last(c2r<T>(bins, n), L);
   });
 }
@@ -213,7 +229,7 @@ Tensor irfft_backward(const Tensor& dx, int64_t n, int64_t m) {
   int64_t h = n / 2 + 1;
   return dispatch_float(dx.dtype(), "irfft_backward", [&]<class T>() {
     Tensor X = r2c<T>(dx, n);
-    weight_bins<T>(X.data<T>(), X.numel() / (2 * h), n, 1.0 / (double)n, /*inverse=*/false);  // dX_k = w_k/n rfft(dx)_k
+    weight_bins(X, n, 1.0 / (double)n, /*inverse=*/false);  // dX_k = w_k/n rfft(dx)_k
     return bins_to(X, m);
   });
 }

@@ -8,6 +8,7 @@
 #include "tensor/backend.h"
 #include "tensor/elementwise.h"
 #include "tensor/nn_kernels.h"
+#include "tensor/reduce.h"
 
 namespace dl {
 
@@ -332,15 +333,61 @@ NormGrads rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& rst
 // batch norm (training): per channel c over n = N * L elements,
 //   mu_c = mean(x[:, c, :]), var_c = mean((x - mu_c)^2), rstd_c = 1/sqrt(var_c + eps), y = xhat w + b
 // Backward: the layer_norm formula with the mean taken over (N, L) per channel instead of over C per row.
+// ---- batch norm on a device: composed of device ops ----
+// The statistics are device reductions over every dim but C (f64 accumulation, as the CPU's), the rest broadcasting
+// elementwise ops on per-channel [C] tensors viewed as (1, C) or (1, C, 1): the formulas of the CPU kernels below.
+namespace {
+
+Shape channel_view(const Tensor& x) { return x.dim() == 2 ? Shape{1, x.size(1)} : Shape{1, x.size(1), 1}; }
+Dims stat_dims(const Tensor& x) { return x.dim() == 2 ? Dims{0} : Dims{0, 2}; }
+
+BatchNormOut device_batch_norm_train(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+  Shape cv = channel_view(x);
+  BatchNormOut o;
+  o.mean = mean(x, stat_dims(x));
+  o.var = var(x, stat_dims(x), /*unbiased=*/false);
+  o.var_unbiased = var(x, stat_dims(x), /*unbiased=*/true);
+  o.rstd = rsqrt(add_scalar(o.var, eps));
+  Tensor scale = w.defined() ? mul(o.rstd, w) : o.rstd;  // y = x scale + (b - mean scale)
+  Tensor shift = neg(mul(o.mean, scale));
+  if (b.defined()) shift = add(shift, b);
+  o.y = add(mul(x, scale.reshape(cv)), shift.reshape(cv)).contiguous();
+  return o;
+}
+
+// dx = w rstd (dy - mean(dy) - xhat mean(dy xhat)), dw = sum(dy xhat), db = sum(dy), sums over every dim but C
+NormGrads device_batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Tensor& mean_c, const Tensor& rstd,
+                                           const Tensor& w, bool need_dx, bool need_dw, bool need_db) {
+  Shape cv = channel_view(x);
+  Dims d = stat_dims(x);
+  double n = (double)(x.numel() / x.size(1));
+  Tensor xhat = mul(sub(x, mean_c.reshape(cv)), rstd.reshape(cv));
+  Tensor sdy = sum(dy, d), sdyx = sum(mul(dy, xhat), d);
+  NormGrads g;
+  if (need_db) g.dbias = sdy;
+  if (need_dw) g.dweight = sdyx;
+  if (need_dx) {
+    Tensor k = w.defined() ? mul(w, rstd) : rstd;
+    Tensor inner = sub(sub(dy, mul_scalar(sdy, 1.0 / n).reshape(cv)), mul(xhat, mul_scalar(sdyx, 1.0 / n).reshape(cv)));
+    g.dx = mul(inner, k.reshape(cv)).contiguous();
+  }
+  return g;
+}
+
+}  // namespace
+
 BatchNormOut batch_norm_train(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
   const char* op = "batch_norm";
-  cpu_float(x, op);
+  if (!x.defined()) fail(std::string(op) + ": the input tensor is undefined");
+  const bool on_device = x.device() != Device::cpu;
+  if (!on_device) cpu_float(x, op);
   if (x.dim() != 2 && x.dim() != 3) fail(std::string(op) + ": expected (N, C) or (B, C, L), got " + shape_str(x.shape()));
   ACB s = acb(x.shape(), 1);
   int64_t C = s.C, n = s.A * s.B;
   if (n < 1) fail(std::string(op) + ": no elements per channel in " + shape_str(x.shape()));
   check_param(w, C, x, op, "weight");
   check_param(b, C, x, op, "bias");
+  if (on_device) return device_batch_norm_train(x, w, b, eps);
   Tensor xc = x.contiguous(), wc = w.defined() ? w.contiguous() : w, bc = b.defined() ? b.contiguous() : b;
   BatchNormOut o;
   o.y = Tensor::empty(x.shape(), x.dtype());
@@ -385,9 +432,12 @@ BatchNormOut batch_norm_train(const Tensor& x, const Tensor& w, const Tensor& b,
 NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
                                     bool need_dx, bool need_dw, bool need_db) {
   const char* op = "batch_norm backward";
-  cpu_float(x, op);
+  if (!x.defined()) fail(std::string(op) + ": the input tensor is undefined");
+  const bool on_device = x.device() != Device::cpu;
+  if (!on_device) cpu_float(x, op);
   if (dy.shape() != x.shape())
     fail(std::string(op) + ": dy has shape " + shape_str(dy.shape()) + ", expected " + shape_str(x.shape()));
+  if (on_device) return device_batch_norm_train_backward(dy, x, mean, rstd, w, need_dx, need_dw, need_db);
   ACB s = acb(x.shape(), 1);
   int64_t C = s.C, n = s.A * s.B;
   Tensor xc = x.contiguous(), gc = dy.to(x.dtype()).contiguous();

@@ -7,6 +7,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/indexing.h"
 #include "tensor/reduce.h"
 #include "tensor/nn_kernels.h"
 
@@ -178,8 +179,51 @@ Tensor cross_entropy_backward(const Tensor& dy, const Tensor& logits, const Tens
   return dx;
 }
 
+// nll_loss on a device, composed of device ops: the target is checked on a host copy (as the CPU checks it), moved to
+// the device, ignored rows gather class 0 and are then zeroed; the backward puts -g_r at each row's class (one_hot).
+namespace {
+
+struct NllRows {
+  Tensor idx, valid;  // i64 class per row (0 where ignored), and 1 / 0 per row in logp's dtype, on logp's device
+};
+NllRows device_nll_rows(const Tensor& logp, const Tensor& target, int64_t ignore_index, const char* op) {
+  check_class_target(zeros({}, logp.dtype()).expand(logp.shape()), target.to(Device::cpu), ignore_index, op);  // shape and dtype only
+  Tensor t = target.to(logp.device()), ii = full({}, (double)ignore_index, DType::i64, logp.device());
+  NllRows r;
+  Tensor keep = ne(t, ii);
+  r.idx = where(keep, t, zeros({}, DType::i64, logp.device())).contiguous();
+  r.valid = keep.to(logp.dtype());
+  return r;
+}
+
+CrossEntropyOut device_nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index, Reduction red) {
+  NllRows r = device_nll_rows(logp, target, ignore_index, "nll_loss");
+  Tensor rowloss = neg(mul(gather(logp, -1, r.idx.unsqueeze(-1)).squeeze(-1), r.valid));
+  CrossEntropyOut o;
+  o.count = (int64_t)sum(r.valid).item();
+  if (red == Reduction::none) o.loss = rowloss.contiguous();
+  else o.loss = red == Reduction::sum ? sum(rowloss) : mul_scalar(sum(rowloss), 1.0 / (double)o.count);
+  return o;
+}
+
+Tensor device_nll_loss_backward(const Tensor& dy, const Shape& logp_shape, DType dtype, Device device, const Tensor& target,
+                                int64_t ignore_index, Reduction red, int64_t count) {
+  Tensor logp_like = zeros({}, dtype, device).expand(logp_shape);
+  NllRows r = device_nll_rows(logp_like, target, ignore_index, "nll_loss backward");
+  const Shape& rs = target.shape();
+  Tensor g = red == Reduction::none                   ? dy
+             : red == Reduction::mean && count == 0   ? zeros({}, dtype, device).expand(rs)
+             : red == Reduction::mean                 ? mul_scalar(dy, 1.0 / (double)count).reshape({}).expand(rs)
+                                                      : dy.reshape({}).expand(rs);
+  Tensor w = neg(mul(g, r.valid)).unsqueeze(-1);  // (..., 1): -g_r on kept rows
+  return mul(one_hot(r.idx, logp_shape.back(), dtype), w).contiguous();
+}
+
+}  // namespace
+
 // nll_loss: loss_r = -logp[r, t_r];  d/dlogp[r, t_r] = -g_r
 CrossEntropyOut nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index, Reduction red) {
+  if (logp.defined() && logp.device() != Device::cpu) return device_nll_loss(logp, target, ignore_index, red);
   int64_t C = check_class_target(logp, target, ignore_index, "nll_loss");
   int64_t R = target.numel();
   Tensor xc = logp.contiguous(), tc = target.contiguous();
@@ -197,6 +241,8 @@ CrossEntropyOut nll_loss(const Tensor& logp, const Tensor& target, int64_t ignor
 
 Tensor nll_loss_backward(const Tensor& dy, const Shape& logp_shape, DType dtype, const Tensor& target, int64_t ignore_index,
                          Reduction red, int64_t count) {
+  if (dy.device() != Device::cpu)
+    return device_nll_loss_backward(dy, logp_shape, dtype, dy.device(), target, ignore_index, red, count);
   Tensor dx = zeros(logp_shape, dtype), tc = target.contiguous();
   int64_t C = logp_shape.back(), R = target.numel();
   RowScale g(dy, red, (double)count);
@@ -270,9 +316,94 @@ PwInputs pw_inputs(PointwiseLoss kind, const Tensor& pred, const Tensor& target,
   return r;
 }
 
+// ---- on a device: the pointwise losses composed of device ops ----
+// The same formulas as pw_loss / pw_dpred / pw_dtarget, written as tensor ops (each with its device branch), in the
+// input's dtype; sums accumulate in f64 on the device as on the CPU. A masked element contributes 0, not 0 * NaN; the
+// mean's count sum(m) is read back to the host (one scalar), as the CPU returns it.
+Tensor zero_like_scalar(const Tensor& x) { return zeros({}, x.dtype(), x.device()); }
+
+Tensor pw_loss_device(PointwiseLoss kind, const Tensor& p, const Tensor& t) {
+  switch (kind) {
+    case PointwiseLoss::mse: {
+      Tensor d = sub(p, t);
+      return mul(d, d);
+    }
+    case PointwiseLoss::l1: return abs(sub(p, t));
+    case PointwiseLoss::bce_logits:  // max(p, 0) - p t + log1p(exp(-|p|)), the last as softplus of a non-positive number
+      return add(sub(relu(p), mul(p, t)), softplus(neg(abs(p))));
+  }
+  return Tensor();
+}
+
+PwInputs device_pw_inputs(PointwiseLoss kind, const Tensor& pred, const Tensor& target, const Tensor& mask) {
+  const char* op = pw_name(kind);
+  if (!target.defined()) fail(std::string(op) + ": undefined input");
+  if (target.device() != pred.device())
+    fail(std::string(op) + ": the input is on " + device_name(pred.device()) + ", the target on " + device_name(target.device()));
+  dispatch_float(pred.dtype(), op, []<class T>() {});
+  if (target.shape() != pred.shape() || target.dtype() != pred.dtype())
+    fail(std::string(op) + ": target " + shape_str(target.shape()) + " " + dtype_name(target.dtype()) +
+         " must have the input's shape and dtype " + shape_str(pred.shape()) + " " + dtype_name(pred.dtype()));
+  PwInputs r{pred, target, Tensor()};
+  if (mask.defined()) {
+    if (broadcast_shapes(pred.shape(), mask.shape(), op) != pred.shape())
+      fail(std::string(op) + ": mask of shape " + shape_str(mask.shape()) + " does not broadcast to the input " +
+           shape_str(pred.shape()));
+    r.m = mask.to(pred.device()).to(pred.dtype()).expand(pred.shape());  // a host mask follows the data, as indices do
+  }
+  return r;
+}
+
+PointwiseLossOut device_pointwise_loss(PointwiseLoss kind, const Tensor& pred, const Tensor& target, const Tensor& mask,
+                                       Reduction red) {
+  PwInputs in = device_pw_inputs(kind, pred, target, mask);
+  Tensor l = pw_loss_device(kind, in.p, in.t);
+  if (in.m.defined()) l = where(ne(in.m, zero_like_scalar(l)), mul(l, in.m), zero_like_scalar(l));
+  PointwiseLossOut o;
+  if (red == Reduction::none) {
+    o.loss = l.contiguous();
+    return o;
+  }
+  o.count = in.m.defined() ? sum(in.m).item() : (double)pred.numel();
+  o.loss = red == Reduction::mean ? mul_scalar(sum(l), 1.0 / o.count) : sum(l);
+  return o;
+}
+
+PairGrads device_pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Tensor& pred, const Tensor& target,
+                                         const Tensor& mask, Reduction red, double count, bool need_dp, bool need_dt) {
+  PwInputs in = device_pw_inputs(kind, pred, target, mask);
+  const Shape& s = pred.shape();
+  // g_i m_i, with g_i = dy / count (mean), dy (sum) or dy_i (none); nothing selected under a mean: no gradient
+  Tensor g = red == Reduction::none                   ? dy
+             : red == Reduction::mean && count == 0   ? zero_like_scalar(pred).expand(s)
+             : red == Reduction::mean                 ? mul_scalar(dy, 1.0 / count).reshape({}).expand(s)
+                                                      : dy.reshape({}).expand(s);
+  if (in.m.defined()) g = mul(g, in.m);
+  Tensor gnz = ne(g, zero_like_scalar(g));
+  auto times_g = [&](const Tensor& dl) { return where(gnz, mul(g, dl), zero_like_scalar(g)); };  // 0 where g is, as the CPU
+  PairGrads o;
+  Tensor d = sub(in.p, in.t);
+  switch (kind) {
+    case PointwiseLoss::mse:
+      if (need_dp) o.dpred = times_g(mul_scalar(d, 2.0));
+      if (need_dt) o.dtarget = times_g(mul_scalar(d, -2.0));
+      break;
+    case PointwiseLoss::l1:
+      if (need_dp) o.dpred = times_g(sign(d));
+      if (need_dt) o.dtarget = times_g(neg(sign(d)));
+      break;
+    case PointwiseLoss::bce_logits:
+      if (need_dp) o.dpred = times_g(sub(sigmoid(in.p), in.t));
+      if (need_dt) o.dtarget = times_g(neg(in.p));
+      break;
+  }
+  return o;
+}
+
 }  // namespace
 
 PointwiseLossOut pointwise_loss(PointwiseLoss kind, const Tensor& pred, const Tensor& target, const Tensor& mask, Reduction red) {
+  if (pred.defined() && pred.device() != Device::cpu) return device_pointwise_loss(kind, pred, target, mask, red);
   PwInputs in = pw_inputs(kind, pred, target, mask);
   int64_t n = pred.numel();
   PointwiseLossOut o;
@@ -307,6 +438,7 @@ PointwiseLossOut pointwise_loss(PointwiseLoss kind, const Tensor& pred, const Te
 // dpred = g_i m_i dl/dp, dtarget = g_i m_i dl/dt with g_i = dy / count (mean), dy (sum) or dy_i (none)
 PairGrads pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Tensor& pred, const Tensor& target,
                                   const Tensor& mask, Reduction red, double count, bool need_dp, bool need_dt) {
+  if (pred.device() != Device::cpu) return device_pointwise_loss_backward(kind, dy, pred, target, mask, red, count, need_dp, need_dt);
   PwInputs in = pw_inputs(kind, pred, target, mask);
   int64_t n = pred.numel();
   RowScale g(dy, red, count);

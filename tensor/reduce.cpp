@@ -15,6 +15,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/indexing.h"
 
 namespace dl {
 
@@ -280,8 +281,8 @@ Tensor reduce_grad_broadcast(const Tensor& dy, const Shape& in_shape, const Dims
 }
 
 Tensor index_reduce_backward(const Tensor& dy, const Tensor& indices, int64_t dim, const Shape& in_shape, bool keepdim) {
-  cpu_only(dy, "max/min backward");
-  Tensor dx = zeros(in_shape, dy.dtype());
+  if (!dy.defined()) fail("max/min backward: the input tensor is undefined");
+  Tensor dx = zeros(in_shape, dy.dtype(), dy.device());
   if (in_shape.empty()) {
     dx.copy_(dy);
     return dx;
@@ -289,6 +290,10 @@ Tensor index_reduce_backward(const Tensor& dy, const Tensor& indices, int64_t di
   dim = wrap_dim(dim, (int64_t)in_shape.size(), "max/min backward");
   Tensor g = (keepdim ? dy : dy.unsqueeze(dim)).contiguous();
   Tensor ix = (keepdim ? indices : indices.unsqueeze(dim)).contiguous();
+  if (dy.device() != Device::cpu) {  // on a device: dy scattered to the extremes' positions (each gets exactly one)
+    scatter_add_(dx, dim, ix.to(dy.device()), g);
+    return dx;
+  }
   int64_t A = 1, R = in_shape[dim], B = 1;
   for (int64_t d = 0; d < dim; d++) A *= in_shape[d];
   for (size_t d = dim + 1; d < in_shape.size(); d++) B *= in_shape[d];

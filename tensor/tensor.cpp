@@ -1,6 +1,7 @@
 // tensor/tensor.cpp - Tensor handle, views, copies, factories, printing and the random generator.
 #include "tensor/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
@@ -52,6 +53,17 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
   return d;
 }
 
+// The registry of device backends: one slot, Device::cuda's, holding the build's own until a program sets another.
+static std::atomic<Backend*>& cuda_slot() {
+  static std::atomic<Backend*> slot{cuda_backend()};
+  return slot;
+}
+Backend* device_backend(Device d) { return d == Device::cuda ? cuda_slot().load(std::memory_order_acquire) : nullptr; }
+void set_device_backend(Device d, Backend* b) {
+  if (d != Device::cuda) fail(std::string("set_device_backend: ") + device_name(d) + " has no backend to set");
+  cuda_slot().store(b, std::memory_order_release);
+}
+
 Backend& require_backend(Device d, const char* op) {
   Backend* b = device_backend(d);
   if (!b) fail(std::string(op) + ": this build has no " + device_name(d) + " backend (built without CUDA)");
@@ -62,11 +74,16 @@ Backend& require_backend(Device d, const char* op) {
 // ---------------------------------------------------------------------------------------------
 // Storage
 Storage::Storage(size_t n, Device d) : nbytes(n), device(d) {
-  data = d == Device::cpu ? host_alloc(n) : require_backend(d, "alloc").alloc(n);
+  if (d == Device::cpu) {
+    data = host_alloc(n);
+  } else {
+    backend = &require_backend(d, "alloc");
+    data = backend->alloc(n);
+  }
 }
 Storage::~Storage() {
   if (device == Device::cpu) host_free(data, nbytes);
-  else if (Backend* b = device_backend(device)) b->free(data, nbytes);
+  else if (backend) backend->free(data, nbytes);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,8 +308,8 @@ void Tensor::copy_(const Tensor& src) { copy_into(*this, src); }
 
 void Tensor::fill_(double v) {
   if (device() != Device::cpu) {
-    if (!is_contiguous()) fail("fill_: device tensors must be contiguous");
-    require_backend(device(), "fill_").fill(*this, v);
+    if (is_contiguous()) require_backend(device(), "fill_").fill(*this, v);
+    else require_backend(device(), "fill_").copy_strided(full({}, v, dtype_, device()).expand(shape_), *this);  // a view
     return;
   }
   Tensor t = *this;

@@ -42,10 +42,13 @@ struct ShapeError : std::invalid_argument {
 
 // Raw bytes on one device, returned to the caching allocator (tensor/allocator.h) when the last
 // Tensor that shares it goes away.
+struct Backend;  // tensor/backend.h
+
 struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device = Device::cpu;
+  Backend* backend = nullptr;  // a device block's backend, which frees it
   Storage(size_t nbytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;

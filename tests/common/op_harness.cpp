@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "tensor/backend.h"
+
 namespace dl::test {
 
 std::string fixture_path(const std::string& rel) { return std::string(DL_FIXTURE_DIR) + "/" + rel; }
@@ -47,10 +49,10 @@ InputGen const_input(Tensor t) {
                                        << ", rtol " << tol.rtol << ", atol " << tol.atol << ")";
 }
 
-// A non-contiguous tensor holding the same values: the transpose of a contiguous transposed copy.
+// A non-contiguous tensor holding the same values, on t's device: the transpose of a contiguous transposed copy.
 static Tensor noncontiguous_copy(const Tensor& t) {
   if (t.dim() < 2) return t;
-  Tensor buf = Tensor::empty(t.transpose(-1, -2).shape(), t.dtype());
+  Tensor buf = Tensor::empty(t.transpose(-1, -2).shape(), t.dtype(), t.device());
   Tensor view = buf.transpose(-1, -2);
   copy_into(view, t);
   return view;
@@ -131,6 +133,71 @@ static double loss_value(const OpCase& c, const std::vector<Tensor>& xs, const T
     if (!f.has(gname)) continue;
     auto rg = all_close(vs[k].grad(), f.at(gname), c.fixture_tol, c.name + " " + gname + " vs PyTorch");
     if (!rg) return rg;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+bool device_present() {
+  Backend* b = device_backend(Device::cuda);
+  return b && b->available();
+}
+
+// f on inputs xs (each moved to `device`, as views when noncontiguous), then backward with w: the output and the
+// gradient of every float input, on the CPU.
+static std::vector<Tensor> forward_backward(const OpCase& c, const std::vector<Tensor>& xs, const Tensor& w, Device device,
+                                            bool noncontiguous, std::string& where) {
+  std::vector<Var> vs;
+  for (const Tensor& x : xs) {
+    Tensor t = x.to(device);
+    if (noncontiguous) t = noncontiguous_copy(t);
+    vs.push_back(Var(t, t.dtype() != DType::i64));
+  }
+  Var y = c.f(vs);
+  if (y.data().device() != device) where = "the output is on " + std::string(device_name(y.data().device()));
+  std::vector<Tensor> out{y.data().to(Device::cpu)};
+  if (!y.requires_grad()) return out;
+  y.backward(w.to(device));
+  for (const Var& v : vs) {
+    if (v.dtype() == DType::i64) continue;
+    Tensor g = v.grad();
+    if (g.defined() && g.device() != device) where = "a gradient is on " + std::string(device_name(g.device()));
+    out.push_back(g.defined() ? g.to(Device::cpu) : g);
+  }
+  return out;
+}
+
+::testing::AssertionResult device_check(const OpCase& c, DType t, bool noncontiguous) {
+  Generator g(4321);
+  std::vector<Tensor> xs;
+  for (auto& gen : c.inputs) {
+    Tensor x = gen(g);
+    xs.push_back(x.dtype() == DType::i64 ? x : x.to(t));
+  }
+  Tensor w;
+  {
+    NoGradGuard ng;
+    std::vector<Var> vs(xs.begin(), xs.end());
+    w = randn(c.f(vs).shape(), g, t);
+  }
+  std::string where_cpu, where_dev;
+  std::vector<Tensor> cpu = forward_backward(c, xs, w, Device::cpu, false, where_cpu);
+  std::vector<Tensor> dev;
+  try {
+    dev = forward_backward(c, xs, w, Device::cuda, noncontiguous, where_dev);
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << c.name << " on the device: " << e.what();
+  }
+  const std::string tag = c.name + " (" + dtype_name(t) + (noncontiguous ? ", views" : "") + ") ";
+  if (!where_dev.empty()) return ::testing::AssertionFailure() << tag << "on the device: " << where_dev;
+  if (cpu.size() != dev.size())
+    return ::testing::AssertionFailure() << tag << ": " << dev.size() << " results on the device, " << cpu.size() << " on the CPU";
+  // float32: the case's own tolerance against PyTorch (the device sums in another order, as PyTorch does); float64:
+  // two orders of summation of the same formula.
+  Tol tol = t == DType::f32 ? c.fixture_tol : kAgreeF64;
+  for (size_t k = 0; k < cpu.size(); k++) {
+    if (!cpu[k].defined() && !dev[k].defined()) continue;
+    auto r = all_close(dev[k], cpu[k], tol, tag + (k == 0 ? "forward" : "gradient of float input " + std::to_string(k - 1)));
+    if (!r) return r;
   }
   return ::testing::AssertionSuccess();
 }

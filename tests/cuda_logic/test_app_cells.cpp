@@ -1,7 +1,7 @@
 // tests/cuda_logic/test_app_cells.cpp - every app's tiny cell trains and evaluates with --device cuda and logs the
 // CPU's curve.
 //
-// In this binary Device::cuda is the host twin of the backend (host_twin_backend.cpp): device memory is host memory
+// In this binary Device::cuda is the host twin of the backend (cuda/twin.h): device memory is host memory
 // behind a poisoned pointer and every backend method runs the cuda/ops/ functions the GPU build runs. So a cell run
 // with device "cuda" here takes every device branch an app's step takes on a GPU - the batch moved to the model's
 // device, the model's ops, the optimizer's device state, evaluation reading predictions back - and any CPU kernel
@@ -26,7 +26,7 @@
 #include "apps/pretrained_convs/app.h"
 #include "apps/pretrained_convs/config.h"
 #include "apps/pretrained_convs/pretrain.h"
-#include "host_twin.h"
+#include "cuda/twin.h"
 
 namespace dl {
 namespace {
@@ -71,12 +71,12 @@ void expect_same_runs(const harness::Experiment& e, const harness::Preset& p, co
   harness::SweepOptions o;
   o.quiet = true;
   o.out = d + "/cpu", o.device = "cpu";
-  const int64_t a0 = host_twin_allocations();
+  const int64_t a0 = cuda::host_twin_allocations();
   const auto cpu = harness::run_cells(e, p, cells, o);
-  const int64_t a1 = host_twin_allocations();
+  const int64_t a1 = cuda::host_twin_allocations();
   o.out = d + "/cuda", o.device = "cuda";
   const auto dev = harness::run_cells(e, p, cells, o);
-  const int64_t a2 = host_twin_allocations();
+  const int64_t a2 = cuda::host_twin_allocations();
   expect_device_use("cpu", a1 - a0, name);
   expect_device_use("cuda", (a2 - a1) / (int64_t)cells.size(), name);  // per cell
   ASSERT_EQ(cpu.size(), cells.size());
@@ -136,9 +136,9 @@ TEST(AppCellsOnDevice, FptPretrainingEqualsTheCpu) {
   for (const char* device : {"cpu", "cuda"}) {
     harness::RunContext ctx;
     ctx.quiet = true, ctx.device = device;
-    const int64_t a0 = host_twin_allocations();
+    const int64_t a0 = cuda::host_twin_allocations();
     curves.push_back(fpt::pretrained_transformer("language", c, ctx, /*rebuild=*/true).info.at("curve"));
-    expect_device_use(device, host_twin_allocations() - a0, "fpt pretraining");
+    expect_device_use(device, cuda::host_twin_allocations() - a0, "fpt pretraining");
   }
   ASSERT_EQ(curves[0].size(), curves[1].size());
   ASSERT_GE(curves[0].size(), 3u);
@@ -180,9 +180,9 @@ TEST(AppCellsOnDevice, PretrainedConvsPretrainingEqualsTheCpu) {
   for (const char* device : {"cpu", "cuda"}) {
     harness::RunContext ctx;
     ctx.quiet = true, ctx.device = device;
-    const int64_t a0 = host_twin_allocations();
+    const int64_t a0 = cuda::host_twin_allocations();
     curves.push_back(pconv::pretrained_model(c, ctx, /*rebuild=*/true).info.at("curve"));
-    expect_device_use(device, host_twin_allocations() - a0, "pretrained_convs pretraining");
+    expect_device_use(device, cuda::host_twin_allocations() - a0, "pretrained_convs pretraining");
   }
   ASSERT_EQ(curves[0].size(), curves[1].size());
   ASSERT_GE(curves[0].size(), 2u);

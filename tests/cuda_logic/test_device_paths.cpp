@@ -1,7 +1,7 @@
 // tests/cuda_logic/test_device_paths.cpp - the device branches of tensor/, autograd/, optim/ and nn/ run, on a
 // machine without a GPU, against the CPU.
 //
-// In this binary Device::cuda is the host twin of the backend (tests/cuda_logic/host_twin_backend.cpp): device
+// In this binary Device::cuda is the host twin of the backend (cuda/twin.h): device
 // memory is host memory behind a poisoned pointer, and every backend method runs the same cuda/ops/ functions the
 // GPU build runs, with thrust::cpp::par. So what is tested here is everything above the kernels - which branch an
 // op takes, the shapes and views it hands the backend, where the optimizer keeps its state, what crosses to the host
@@ -172,8 +172,8 @@ TEST(DevicePaths, CausalConvAndItsAdjoint) {
 
 // conv1d on a device (tensor/conv.cpp: the depthwise convolution composed of device ops): forward and every
 // gradient against the CPU kernel, for the shapes the conv layers use - causal and centred padding, dilation, a
-// channel multiplier (Cout = 2 Cin), with and without bias, the input a transposed view - in f32 and f64; shapes with
-// no device branch (Cin/groups > 1, stride > 1) are refused by name.
+// channel multiplier (Cout = 2 Cin), with and without bias, the input a transposed view - in f32 and f64; and a dense,
+// strided convolution, which takes the general device path (im2col; every shape is an OpCase of tests/autograd too).
 TEST(DevicePaths, DepthwiseConv1dAndItsGradients) {
   Generator g(38);
   struct Case {
@@ -198,9 +198,11 @@ TEST(DevicePaths, DepthwiseConv1dAndItsGradients) {
       EXPECT_TRUE(all_close(back(wd.grad()), wc.grad(), agree(dt), what + " dw"));
       if (c.bias) EXPECT_TRUE(all_close(back(bd.grad()), bc.grad(), agree(dt), what + " db"));
     }
-  Conv1dParams dense;  // groups 1 with 6 input channels: no device branch
-  const std::string err = test::error_of([&] { conv1d(on_dev(randn({2, 6, 9}, g)), on_dev(randn({4, 6, 3}, g)), Tensor(), dense); });
-  EXPECT_NE(err.find("conv1d: on cuda only the depthwise convolution with stride 1"), std::string::npos) << err;
+  Conv1dParams dense;  // groups 1 with 6 input channels, stride 2: the general path
+  dense.stride = 2, dense.pad_left = 1;
+  Tensor x = randn({2, 6, 9}, g), w = randn({4, 6, 3}, g), b = randn({4}, g);
+  EXPECT_TRUE(all_close(back(conv1d(on_dev(x), on_dev(w), on_dev(b), dense)), conv1d(x, w, b, dense), agree(DType::f32),
+                        "dense strided conv1d"));
 }
 
 void expect_step_agrees(const std::string& layer) {

@@ -1,0 +1,60 @@
+// cuda/gpu.cuh - Gpu, the platform of CudaBackend<Gpu> (cuda/backend.h): what only the GPU does. The Thrust ops run
+// with thrust::cuda::par (kernels on the legacy default stream, in order with cudaMemcpy, cuBLAS and cuFFT), operands
+// are handed to them as they are (their raw pointers are device pointers), memory is cudaMalloc'd, the hand-written
+// kernels are launched (cuda/kernels.cu), GEMMs and FFTs go to cuBLAS and cuFFT. Its methods: cuda/gpu.cu.
+// Compiled by nvcc only; the twin of this struct, for the host, is Twin in cuda/twin.cpp.
+#pragma once
+#include <thrust/system/cuda/execution_policy.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "cuda/backend.h"
+#include "cuda/kernels.cuh"
+
+namespace dl::cuda {
+
+struct Gpu {
+  auto par() const { return thrust::cuda::par; }
+  const Tensor& view(const Tensor& t) const { return t; }
+
+  bool probe(std::string& reason);  // cudaGetDeviceCount, asked once: no device or no driver is false, never an abort
+  void synchronize();
+
+  void* malloc(size_t n);  // cudaMalloc; nullptr when the device is out of memory, an error naming the call otherwise
+  void free(void* p);
+  void copy(void* dst, const void* src, size_t n, CopyKind kind);
+  void memset_zero(void* p, size_t n);
+  void copy_rows(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows);  // cudaMemcpy2D
+
+  void fill(void* out, int64_t n, DType t, double v) { launch_fill(out, n, t, v); }
+  void sum_last(const void* x, void* out, int64_t rows, int64_t cols, DType t) { launch_sum_last(x, out, rows, cols, t); }
+  void softmax_last(const void* x, void* out, int64_t rows, int64_t cols, DType t) { launch_softmax_last(x, out, rows, cols, t); }
+  void complex_mul(void* a, const void* b, int64_t n, double scale, DType t) { launch_complex_mul(a, b, n, scale, t); }
+
+  // C = A B, column-major (m x k times k x n), `batch` products at element strides sa, sb, sc (0: shared), f32 or f64:
+  // cublas{S,D}gemmStridedBatched with no transposes, alpha 1, beta 0, in cuBLAS's default math mode (true FP32).
+  void gemm(DType t, int m, int n, int k, const void* a, int lda, int64_t sa, const void* b, int ldb, int64_t sb, void* c,
+            int ldc, int64_t sc, int batch);
+  // `rows` real rows of n -> rows of n/2 + 1 complex numbers (interleaved re, im), and back; unnormalised (cuFFT's R2C /
+  // C2R, D2Z / Z2D), plans cached per (n, rows, dtype).
+  void rfft(DType t, int64_t n, int64_t rows, const void* in, void* out);
+  void irfft(DType t, int64_t n, int64_t rows, const void* in, void* out);
+
+ private:
+  struct FftPlans {
+    int forward = 0, inverse = 0;  // cufftHandle
+  };
+  const FftPlans& fft_plans(int64_t n, int64_t rows, DType t);
+
+  std::once_flag probed_;
+  bool available_ = false;
+  std::string reason_;
+  std::mutex blas_mu_, fft_mu_;
+  void* blas_ = nullptr;  // cublasHandle_t, created on first use
+  std::map<std::tuple<int64_t, int64_t, DType>, FftPlans> plans_;
+};
+
+}  // namespace dl::cuda
