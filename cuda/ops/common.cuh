@@ -110,6 +110,18 @@ template <class Exec, class F> void for_n(const Exec& exec, int64_t n, F f) {
   thrust::for_each(exec, thrust::counting_iterator<int64_t>(0), thrust::counting_iterator<int64_t>(n), f);
 }
 
+// How many interleaved slices a sum of R terms per output is split into, for `outputs` outputs (the two-level
+// reductions of reduce.cuh and nn.cuh): slice s of output o adds terms s, s + S, s + 2S, ... (consecutive threads read
+// consecutive addresses), then one thread per output adds its S partials in slice order. Enough threads to fill a
+// GPU (~64K) with at least 32 terms each; 1 (one thread walks each output's terms) when the outputs alone fill it or
+// the rows are short. It depends only on the shape, so the order of the sums - and the result - is fixed.
+inline int64_t sum_slices(int64_t outputs, int64_t R) {
+  constexpr int64_t kThreads = 65536, kMinTerms = 32;
+  if (outputs >= kThreads || R < 2 * kMinTerms) return 1;
+  int64_t by_threads = kThreads / (outputs > 0 ? outputs : 1), by_terms = R / kMinTerms;
+  return by_threads < by_terms ? by_threads : by_terms;
+}
+
 // ---- math with explicit float/double overloads (C's libm names exist on both sides) ----
 DL_HD inline float m_exp(float x) { return expf(x); }
 DL_HD inline double m_exp(double x) { return exp(x); }

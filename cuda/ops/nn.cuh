@@ -147,19 +147,34 @@ template <class T> struct NormBackwardDxF {
   }
 };
 
-// Column c: dw[c] = sum_r dy xhat, db[c] = sum_r dy, rows in order.
+// dw[c] = sum_r dy xhat, db[c] = sum_r dy, in two levels (common.cuh's sum_slices): thread (s, c) adds rows s, s + S,
+// ... of column c into partial[s, c] and partial[S + s, c] (f64; neighbouring threads read neighbouring columns), then
+// one thread per column adds its S partials in order.
 template <class T> struct NormBackwardParamsF {
   const T *dy, *x, *mean, *rstd;
-  T *dw, *db;  // either may be null
+  double* partial;  // (2 S, C): dw's partials, then db's
   RowLayout Lg, Lx;
-  DL_HD void operator()(int64_t c) const {
+  int64_t S;
+  DL_HD void operator()(int64_t i) const {
+    int64_t C = Lx.C, c = i % C, s = i / C;
     double sw = 0, sb = 0;
-    for (int64_t r = 0; r < Lx.nrows; r++) {
+    for (int64_t r = s; r < Lx.nrows; r += S) {
       T g = dy[Lg.rows.offset(r) + c * Lg.stride], v = x[Lx.rows.offset(r) + c * Lx.stride];
       T m = mean ? mean[r] : (T)0;
       sw += (double)g * (double)((v - m) * rstd[r]);
       sb += (double)g;
     }
+    partial[s * C + c] = sw;
+    partial[(S + s) * C + c] = sb;
+  }
+};
+template <class T> struct NormParamsFinishF {
+  const double* partial;
+  T *dw, *db;  // either may be null
+  int64_t C, S;
+  DL_HD void operator()(int64_t c) const {
+    double sw = 0, sb = 0;
+    for (int64_t s = 0; s < S; s++) sw += partial[s * C + c], sb += partial[(S + s) * C + c];
     if (dw) dw[c] = (T)sw;
     if (db) db[c] = (T)sb;
   }
@@ -185,8 +200,12 @@ void layer_norm_backward(const Exec& exec, const Tensor& dy, const Tensor& x, co
     auto ptr = [](const Tensor& t) { return t.defined() ? dptr<T>(t) : nullptr; };
     if (dx.defined())
       for_n(exec, Lx.nrows, NormBackwardDxF<T>{dptr<T>(dy), dptr<T>(x), ptr(mean), dptr<T>(rstd), ptr(w), dptr<T>(dx), Lg, Lx});
-    if (dw.defined() || db.defined())
-      for_n(exec, Lx.C, NormBackwardParamsF<T>{dptr<T>(dy), dptr<T>(x), ptr(mean), dptr<T>(rstd), ptr(dw), ptr(db), Lg, Lx});
+    if (dw.defined() || db.defined()) {
+      const int64_t S = sum_slices(Lx.C, Lx.nrows);  // scratch on x's device (the caching allocator on the GPU)
+      Tensor partial = Tensor::empty({2 * S * Lx.C}, DType::f64, x.device());
+      for_n(exec, S * Lx.C, NormBackwardParamsF<T>{dptr<T>(dy), dptr<T>(x), ptr(mean), dptr<T>(rstd), dptr<double>(partial), Lg, Lx, S});
+      for_n(exec, Lx.C, NormParamsFinishF<T>{dptr<double>(partial), ptr(dw), ptr(db), Lx.C, S});
+    }
   });
 }
 

@@ -13,9 +13,10 @@
 //   logsumexp  c + log(sum_r exp(x - c)), c = max, or 0 when the max is +-inf (an all -inf slice: -inf)
 //   var        two passes as tensor/reduce.cpp: mu = sum_r x / R, then sum_r (x - mu)^2 / (R - 1 if unbiased else R),
 //              both in float64 (no cancellation of E[x^2] - E[x]^2)
-// What it is not: fast for few outputs over long rows (one thread walks a row: the sum of a whole
-// 10^7 tensor runs on one thread). A two-level reduction (thrust::reduce_by_key or CUB's segmented
-// reduce) is the next step once GPU timings show it matters.
+// Sums and means of few outputs over long rows (a bias gradient, a whole-tensor sum) are two-level instead: S
+// interleaved partial sums per output in f64 (common.cuh's sum_slices), then one thread per output adds them in
+// order; the order is fixed by the shape, so the result does not depend on the launch either.
+// What it is not: tuned (no shared memory; max/min, var and logsumexp still walk a row on one thread).
 #pragma once
 #include "cuda/ops/common.cuh"
 #include "tensor/backend.h"
@@ -98,6 +99,33 @@ template <class T> struct ReduceF {
   }
 };
 
+// The two levels of a long sum: partial[s * O + o] = sum over r = s, s + S, ... of x[kept(o), red(r)] ...
+template <class T> struct PartialSumF {
+  const T* x;
+  double* partial;
+  Strided kept, red;
+  int64_t R, O, S;
+  DL_HD void operator()(int64_t i) const {
+    int64_t o = i % O, s = i / O;
+    const T* p = x + kept.offset(o);
+    double acc = 0;
+    for (int64_t r = s; r < R; r += S) acc += (double)p[red.offset(r)];
+    partial[i] = acc;
+  }
+};
+// ... then values[o] = sum_s partial[s * O + o], in s order (divided by R for a mean).
+template <class T> struct FinishSumF {
+  const double* partial;
+  T* values;
+  int64_t R, O, S;
+  bool mean;
+  DL_HD void operator()(int64_t o) const {
+    double acc = 0;
+    for (int64_t s = 0; s < S; s++) acc += partial[s * O + o];
+    values[o] = mean ? (T)(acc * (1.0 / (double)R)) : (T)acc;
+  }
+};
+
 // values (and indices, when defined) are contiguous with one element per kept position.
 template <class Exec>
 void reduce(const Exec& exec, ReduceOp op, const Tensor& x, int64_t nkept, const Tensor& values, const Tensor& indices) {
@@ -107,9 +135,16 @@ void reduce(const Exec& exec, ReduceOp op, const Tensor& x, int64_t nkept, const
   if (R == 0 && values.numel() > 0 && op != ReduceOp::sum && op != ReduceOp::mean && op != ReduceOp::var &&
       op != ReduceOp::var_unbiased)
     fail("reduce (cuda): cannot reduce over an empty dim (size 0)");
+  const int64_t O = values.numel(), S = (op == ReduceOp::sum || op == ReduceOp::mean) ? sum_slices(O, R) : 1;
   dispatch_float(x.dtype(), "reduce (cuda)", [&]<class T>() {
+    if (S > 1) {  // scratch on x's device: the caching allocator on the GPU, host memory on the twin
+      Tensor partial = Tensor::empty({S * O}, DType::f64, x.device());
+      for_n(exec, S * O, PartialSumF<T>{dptr<T>(x), dptr<double>(partial), kept, red, R, O, S});
+      for_n(exec, O, FinishSumF<T>{dptr<double>(partial), dptr<T>(values), R, O, S, op == ReduceOp::mean});
+      return;
+    }
     int64_t* pi = indices.defined() ? dptr<int64_t>(indices) : nullptr;
-    for_n(exec, values.numel(), ReduceF<T>{op, dptr<T>(x), dptr<T>(values), pi, kept, red, R});
+    for_n(exec, O, ReduceF<T>{op, dptr<T>(x), dptr<T>(values), pi, kept, red, R});
   });
 }
 

@@ -15,6 +15,7 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/sgd.h"
+#include "tensor/nn_kernels.h"
 
 namespace dl {
 namespace {
@@ -52,6 +53,27 @@ TEST(DevicePaths, SinCosSignEluOnViews) {
   EXPECT_TRUE(all_close(back(elu(xd, 0.5)), elu(xp, 0.5), kExact, "elu"));
   Tensor xi = randint(-3, 4, {7}, g);
   EXPECT_TRUE(all_close(back(sign(on_dev(xi))), sign(xi), kExact, "sign i64"));
+}
+
+// Sums of few outputs over many terms take the two-level path (cuda/ops/common.cuh's sum_slices: S interleaved f64
+// partials, then their sum in order): a whole-tensor sum and mean, a bias-gradient-like sum over the leading dims,
+// layer_norm's dweight / dbias over 4096 rows; against the CPU (another order of the same f64 sums).
+TEST(DevicePaths, LongSumsInTwoLevels) {
+  Generator g(37);
+  Tensor x = add_scalar(randn({257, 131}, g), 0.5), xd = on_dev(x);  // 33667 terms: 1052 slices for one output
+  EXPECT_TRUE(all_close(back(sum(xd)), sum(x), agree(DType::f32), "sum of everything"));
+  EXPECT_TRUE(all_close(back(mean(xd)), mean(x), agree(DType::f32), "mean of everything"));
+  Tensor y = randn({64, 80, 3}, g).to(DType::f64), yd = on_dev(y);  // 5120 terms for each of 3 outputs
+  EXPECT_TRUE(all_close(back(sum(yd, {0, 1})), sum(y, {0, 1}), agree(DType::f64), "sum over the leading dims"));
+  EXPECT_TRUE(all_close(back(sum(yd.permute({2, 0, 1}), {1, 2})), sum(y, {0, 1}), agree(DType::f64), "through a view"));
+  Tensor h = randn({4096, 8}, g), w = randn({8}, g), b = randn({8}, g), dy = randn({4096, 8}, g);
+  NormOut o = layer_norm(h, w, b, 1e-5);
+  NormGrads gc = layer_norm_backward(dy, h, o.mean, o.rstd, w, true, true, true);
+  NormOut od = layer_norm(on_dev(h), on_dev(w), on_dev(b), 1e-5);
+  NormGrads gd = layer_norm_backward(on_dev(dy), on_dev(h), od.mean, od.rstd, on_dev(w), true, true, true);
+  EXPECT_TRUE(all_close(back(gd.dweight), gc.dweight, test::kFixtureLong, "layer_norm dweight over 4096 rows"));
+  EXPECT_TRUE(all_close(back(gd.dbias), gc.dbias, test::kFixtureLong, "layer_norm dbias over 4096 rows"));
+  EXPECT_TRUE(all_close(back(gd.dx), gc.dx, agree(DType::f32), "layer_norm dx"));
 }
 
 TEST(DevicePaths, VarCumsumFlip) {
