@@ -1,7 +1,8 @@
 // tests/cuda/smoke/gpu_smoke.cpp - the smoke driver: every piece of device library code once against a host
 // reference, one line per item (smoke.h), before any test binary runs. scripts/gpu_check.sh runs it first.
 //
-//   gpu_smoke [--tsv FILE]     FILE gets one row per item: item, status, max_err, tol, ms, detail
+//   gpu_smoke [--tsv FILE] [--only PREFIX]   FILE gets one row per item: item, status, max_err, tol, ms, detail;
+//                                             PREFIX runs only the items named so (e.g. kernel. under racecheck)
 //
 // Without a device every item is reported "skipped: no device (<the driver's reason>)" and the exit status is 0; with
 // one, the exit status is 1 when any item FAILED. Families (each in its own file): the raw kernels of
@@ -19,7 +20,7 @@
 
 namespace dl::smoke {
 
-Report::Report(const std::string& tsv_path) {
+Report::Report(const std::string& tsv_path, const std::string& only) : only_(only) {
   if (tsv_path.empty()) return;
   tsv_ = std::fopen(tsv_path.c_str(), "w");
   if (!tsv_) throw std::runtime_error("gpu_smoke: cannot write the TSV '" + tsv_path + "': " + std::strerror(errno));
@@ -45,6 +46,7 @@ void Report::line(const char* status, const std::string& name, double err, doubl
 }
 
 void Report::run(const std::string& name, const std::function<Outcome()>& item, const std::string& skip_reason) {
+  if (name.rfind(only_, 0) != 0) return;  // not selected by --only
   if (!skip_reason.empty()) {
     skipped_++;
     line("SKIP", name, 0, 0, 0, skip_reason);
@@ -93,34 +95,36 @@ namespace {
 
 void usage(std::FILE* f) {
   std::fprintf(f,
-               "usage: gpu_smoke [--tsv FILE]\n"
+               "usage: gpu_smoke [--tsv FILE] [--only PREFIX]\n"
                "Runs each piece of device library code once against a host reference: the raw kernels, cuBLAS GEMM\n"
                "per transpose pair and the backend's matmul, the cuFFT causal convolution, the caching allocator and\n"
                "single-rank NCCL. One line per item (PASS / FAIL / SKIP, max error, time); --tsv also writes them as\n"
-               "a table. Exit status 1 when an item failed; without a device every item is skipped and it is 0.\n");
+               "a table; --only runs the items whose name starts with PREFIX (kernel., cublas., backend., cufft.,\n"
+               "alloc., nccl.). Exit status 1 when an item failed; without a device every item is skipped and it is 0.\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace dl;
-  std::string tsv;
+  std::string tsv, only;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
     }
-    if (a == "--tsv" && i + 1 < argc) {
-      tsv = argv[++i];
+    if ((a == "--tsv" || a == "--only") && i + 1 < argc) {
+      (a == "--tsv" ? tsv : only) = argv[++i];
     } else {
-      std::fprintf(stderr, "gpu_smoke: unknown argument '%s'%s\n", a.c_str(), a == "--tsv" ? " (--tsv needs a file)" : "");
+      std::fprintf(stderr, "gpu_smoke: unknown argument '%s'%s\n", a.c_str(),
+                   a == "--tsv" || a == "--only" ? " (it needs a value)" : "");
       usage(stderr);
       return 2;
     }
   }
   try {
-    smoke::Report r(tsv);
+    smoke::Report r(tsv, only);
     Backend* b = device_backend(Device::cuda);
     std::string skip;
     if (!b) skip = "skipped: no device (this build has no CUDA backend)";

@@ -33,7 +33,8 @@ struct Skip : std::runtime_error {
 
 class Report {
  public:
-  explicit Report(const std::string& tsv_path);
+  // tsv_path: "" for no table; only: run just the items whose name starts with it ("" for all)
+  Report(const std::string& tsv_path, const std::string& only);
   ~Report();
   // Runs one item (unless a skip reason is given: then it is reported skipped), prints its line, appends it to the TSV.
   void run(const std::string& name, const std::function<Outcome()>& item, const std::string& skip_reason = "");
@@ -44,6 +45,7 @@ class Report {
  private:
   void line(const char* status, const std::string& name, double err, double tol, double ms, const std::string& detail);
   std::FILE* tsv_ = nullptr;
+  std::string only_;
   int failed_ = 0, passed_ = 0, skipped_ = 0;
 };
 
