@@ -154,6 +154,11 @@ fi
 # ---- 4. the manifest -----------------------------------------------------------------------------------------------
 needed=$(for f in "$STAGE"/bin/* "$STAGE"/lib/*.so* "$STAGE"/lib/openmpi/*.so; do readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done |
   sort -u | while read -r so; do [ -e "$STAGE/lib/$so" ] || echo "$so"; done | tr '\n' ' ')
+# the newest symbol versions any bundled file asks of glibc and libstdc++: the GPU machine's must be at least these
+newest() { for f in "$STAGE"/bin/* "$STAGE"/lib/*.so* "$STAGE"/lib/openmpi/*.so; do objdump -T "$f" 2>/dev/null |
+  grep -o "$1[0-9.]*" | sed "s|^|$(basename "$f") |"; done | sort -k2,2V | tail -1; }
+read -r GLIBC_BY GLIBC_V <<<"$(newest 'GLIBC_2\.')"
+read -r CXX_BY CXX_V <<<"$(newest 'GLIBCXX_3\.')"
 {
   echo "bundle      $NAME"
   echo "commit      $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!gpu_bundle' 2>/dev/null || echo ' (with uncommitted changes)')"
@@ -164,6 +169,7 @@ needed=$(for f in "$STAGE"/bin/* "$STAGE"/lib/*.so* "$STAGE"/lib/openmpi/*.so; d
   echo "build_cpu   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
   echo "build_flags $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
   echo "glibc       $(getconf GNU_LIBC_VERSION)"
+  echo "requires    ${GLIBC_V#GLIBC_} $GLIBC_BY ${CXX_V#GLIBCXX_} $CXX_BY"
   echo "needs       $needed"
   echo "openmpi_skipped$MPI_SKIPPED"
   echo "files       size sha256 path"

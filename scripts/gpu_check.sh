@@ -19,10 +19,13 @@
 #      failures rerun with CUDA_LAUNCH_BLOCKING=1 and under compute-sanitizer memcheck. test_nccl runs as one process:
 #      a one-rank MPI job (OpenMPI from the bundle, no mpirun) under NCCL. Without a device only test_nccl's host tests
 #      run, to keep this runner honest.
-#   4. bench_workloads --device cuda beside bench/torch_workloads.py --device cuda (PyTorch with SDPA) at GPU sizes
+#   4. bench_cuda (sgemm, row softmax, FFT convolution alone), then
+#      bench_workloads --device cuda beside bench/torch_workloads.py --device cuda (PyTorch with SDPA) at GPU sizes
 #      (DL_GPU_BENCH: transformer_listops 64 x 1024, s4d 64 x 4096, lstm_bits 256 x 256, gpt_char 64 x 512; 5 steps
 #      after 2 warm-up) into bench.jsonl; then one 20-step cell of each app (scripts/gpu_cells.sh) with --device cuda,
 #      its steps/s and peak GPU memory, its loss curve against the CPU reference in the bundle (cells.tsv)
+# DL_GPU_STEPS (default "smoke tests bench cells") picks steps 2-4 for a second call within one lease, e.g.
+# DL_GPU_STEPS="bench cells" after a first call spent its time on the tests; the preflight always runs.
 # OUTDIR receives at most 6 files: summary.txt (written as the steps go, completed by an EXIT trap whatever happens,
 # and printed last), results.tsv, smoke.tsv, bench.jsonl, cells.tsv and logs.tar.gz (every process's output).
 # Exit status: 0 when nothing failed (also in the no-device mode), 1 when something failed, 2 when stopped in preflight.
@@ -47,6 +50,8 @@ REPORT=("${PYTHON:-python3}" "$B/scripts/gpu_check_report.py")
 NO_DEVICE="" STOPPED="" FAILED=""
 
 note() { echo "$*" >>"$SUMMARY"; }
+STEPS=" ${DL_GPU_STEPS:-smoke tests bench cells} "
+wanted() { [[ $STEPS == *" $1 "* ]] || { note ""; note "$2: not asked for (DL_GPU_STEPS=${DL_GPU_STEPS:-})"; return 1; }; }
 now() { date +%s; }
 # seconds a step may take: at most WANT, and never past the deadline less RESERVE (what the later steps need)
 cap() { local want=$1 reserve=${2:-20} l; l=$((DEADLINE - $(now) - reserve)); [ "$l" -lt "$want" ] && want=$l; echo $((want > 0 ? want : 0)); }
@@ -104,6 +109,19 @@ if [ "$(manifest native)" != OFF ]; then  # a -march=native build may use instru
   if [ -n "$lacks" ]; then note "  WARNING: the bundle was built with -march=native on $(manifest build_cpu); this CPU lacks: $lacks(a binary may stop with SIGILL)"
   else note "  cpu: has every vector extension of the build machine ($(manifest build_cpu), -march=native)"; fi
 fi
+# glibc and libstdc++ at least as new as the newest symbol versions the bundle asks for (MANIFEST.txt: requires)
+read -r need_glibc need_glibc_by need_cxx need_cxx_by <<<"$(manifest requires)"
+have_glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | cut -d' ' -f2)
+cxx_lib=$(ldconfig -p 2>/dev/null | awk '$1 == "libstdc++.so.6" && /x86-64/ {print $NF; exit}')
+have_cxx=$(grep -a -o 'GLIBCXX_3\.4\.[0-9]*' "${cxx_lib:-/nonexistent}" 2>/dev/null | sort -uV | tail -1)
+older() { [ -n "$1" ] && [ -n "$2" ] && [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" = "$1" ]; }
+if older "$have_glibc" "$need_glibc"; then
+  STOPPED="glibc $have_glibc here; the bundle needs $need_glibc ($need_glibc_by asks for it; built on $(manifest glibc)): pack it on an older distribution"
+elif older "${have_cxx#GLIBCXX_}" "$need_cxx"; then
+  STOPPED="libstdc++ here ($cxx_lib) has ${have_cxx:-no GLIBCXX}; the bundle needs GLIBCXX_$need_cxx ($need_cxx_by)"
+fi
+[ -n "$need_glibc" ] && note "  runtime: glibc $have_glibc (needs $need_glibc), libstdc++ ${have_cxx#GLIBCXX_} at ${cxx_lib:-?} (needs $need_cxx)"
+[ -n "$STOPPED" ] && { step_end; exit 2; }
 NEEDS=$(manifest needs)
 [ -n "$NEEDS" ] || NEEDS="libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libnccl.so.2"
 WANT=""
@@ -128,6 +146,7 @@ fi
 step_end
 
 # ---- 2. the smoke driver --------------------------------------------------------------------------------------------
+if wanted smoke "2 gpu_smoke"; then
 step "2 gpu_smoke (raw kernels, cuBLAS, cuFFT, allocator, NCCL against host references)"
 timeout -k 5 "$(cap 90 300)" "$B/bin/gpu_smoke" --tsv "$SMOKE" >"$LOGS/smoke.log" 2>&1
 rc=$?
@@ -148,12 +167,14 @@ if [ -z "$NO_DEVICE" ] && [ -n "$SANITIZER" ] && [ "$(cap 60 330)" -ge 20 ]; the
   timeout -k 5 "$(cap 60 330)" "$SANITIZER" --tool racecheck --error-exitcode 99 "$B/bin/gpu_smoke" --only kernel. \
     >"$LOGS/smoke_racecheck.log" 2>&1
   rc=$?
-  note "  racecheck (compute-sanitizer, the raw kernels): $(grep -m1 'ERROR SUMMARY' "$LOGS/smoke_racecheck.log" || echo "no summary"), exit $rc"
+  note "  racecheck (compute-sanitizer, the raw kernels): $(grep -m1 'ERROR SUMMARY' "$LOGS/smoke_racecheck.log" || echo "no summary"), exit $rc$(
+    [ $rc -eq 99 ] && echo ": races found" || { [ $rc -ne 0 ] && echo ": the smoke itself failed or was stopped"; })"
   [ $rc -eq 0 ] || FAILED="$FAILED racecheck(rc $rc)"
 elif [ -z "$NO_DEVICE" ]; then
   note "  racecheck: not run (${SANITIZER:+not enough time left}${SANITIZER:-compute-sanitizer not found})"
 fi
 step_end
+fi
 
 # ---- 3. the tests ---------------------------------------------------------------------------------------------------
 run_tests() {  # BIN FILTER SECONDS
@@ -162,7 +183,11 @@ run_tests() {  # BIN FILTER SECONDS
     --sanitizer "${SANITIZER:-}" --stall "${DL_GPU_TEST_STALL:-60}" >>"$LOGS/gpu_tests.log" 2>&1 ||
     { note "  $1: the runner failed: $(tail -1 "$LOGS/gpu_tests.log")"; FAILED="$FAILED $1(runner)"; }
 }
-if [ -n "$NO_DEVICE" ]; then
+SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda/compute-sanitizer/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)}
+if ! wanted tests "3 tests"; then
+  :
+elif [ -n "$NO_DEVICE" ]; then
   step "3 tests: skipped: no device ($NO_DEVICE)"
   note "  runner check: test_nccl's host tests (NcclChoice.*, NcclBuckets.*) through the same runner"
   run_tests test_nccl 'NcclChoice.*:NcclBuckets.*' "$(cap 60 20)"
@@ -176,16 +201,28 @@ else
     run_tests "$bin" "$filter" "$((left < t_tests * share / 100 + 30 ? left : t_tests * share / 100 + 30))"
   done
 fi
-"${REPORT[@]}" tests "$RESULTS" >>"$SUMMARY" 2>&1
-awk -F'\t' 'NR > 1 && $3 != "passed" && $3 != "skipped" {n++} END {exit n > 0}' "$RESULTS" || FAILED="$FAILED tests"
-step_end
+if [[ $STEPS == *" tests "* ]]; then
+  "${REPORT[@]}" tests "$RESULTS" >>"$SUMMARY" 2>&1
+  awk -F'\t' 'NR > 1 && $3 != "passed" && $3 != "skipped" {n++} END {exit n > 0}' "$RESULTS" || FAILED="$FAILED tests"
+  step_end
+fi
 
 # ---- 4. benchmarks beside PyTorch, and one device cell of each app ----------------------------------------------------
 if [ -n "$NO_DEVICE" ]; then
   step "4 benchmarks and app cells: skipped: no device ($NO_DEVICE)"
   note "  cells that would run: $(for c in "${DL_GPU_CELLS[@]}"; do echo -n "${c%%|*} "; done)(CPU references in the bundle: $(ls "$B/reference" 2>/dev/null | wc -l))"
 else
-  step "4a bench_workloads --device cuda beside PyTorch $(${PYTHON:-python3} -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '(not importable)') with SDPA"
+  if wanted bench "4a benchmarks"; then
+  step "4a bench_cuda; bench_workloads --device cuda beside PyTorch $(${PYTHON:-python3} -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '(not importable)') with SDPA"
+  c=$(cap 45 160)
+  if [ "$c" -ge 15 ]; then  # the backend's hot ops alone: sgemm, row softmax, FFT convolution
+    timeout -k 5 "$c" "$B/bin/bench_cuda" --benchmark_min_time=0.2 --benchmark_out="$LOGS/bench_cuda.json" \
+      --benchmark_out_format=json >"$LOGS/bench_cuda.log" 2>&1
+    rc=$?
+    note "  bench_cuda (exit $rc; logs/bench_cuda.json):"
+    grep -E '^BM_' "$LOGS/bench_cuda.log" | sed 's/^/    /' >>"$SUMMARY"
+    [ $rc -eq 0 ] || FAILED="$FAILED bench_cuda"
+  fi
   for spec in ${DL_GPU_BENCH:-transformer_listops:64:1024 s4d:64:4096 lstm_bits:256:256 gpt_char:64:512}; do
     IFS=: read -r wl batch len <<<"$spec"
     for variant in ours torch; do
@@ -209,6 +246,8 @@ else
   done
   "${REPORT[@]}" bench "$BENCH" >>"$SUMMARY" 2>&1
   step_end
+  fi
+  if wanted cells "4b app cells"; then
 
   step "4b app cells, $DL_GPU_CELL_STEPS steps each with --device cuda, against the bundle's CPU curves (cells.tsv)"
   for entry in "${DL_GPU_CELLS[@]}"; do
@@ -235,4 +274,5 @@ else
     [ $rc -eq 0 ] && [[ $row != *DIVERGED* ]] || FAILED="$FAILED cell:$cell"
   done
   step_end
+  fi
 fi
