@@ -17,8 +17,8 @@ runs the model and the batch on the device; attention is F.scaled_dot_product_at
 GPT block are written out around it, with the parameter shapes of their CPU twins: SDPAEncoderLayer, GPTBlock), each
 timed step ends with torch.cuda.synchronize(), and the line also holds device, batch, model_gflop and gflops (the FLOP
 model of bench_workloads.cpp, so the two sides' FLOP/s compare the same work), device_peak_mb
-(torch.cuda.max_memory_allocated), the GPU's name and whether TF32 was allowed. --batch and --len default to the CPU
-sizes. The CPU line is unchanged (bench/run_vs_torch.sh reads it).
+(torch.cuda.max_memory_allocated), the GPU's name and whether TF32 was allowed (it is turned off: fp32 on both sides,
+as our cuBLAS calls). --batch and --len default to the CPU sizes. The CPU line is unchanged (bench/run_vs_torch.sh reads it).
 """
 import argparse
 import json
@@ -237,6 +237,19 @@ def model_flops(name, model, L, B):
 DEFAULT_LEN = {"transformer_listops": 512, "s4d": 1024, "s4d_official": 1024, "lstm_bits": 100, "gpt_char": 256}
 
 
+def tf32_flags():
+    """Whether TF32 was allowed for matmuls and cuDNN (both sides should compute in fp32); None where this PyTorch
+    no longer answers the old flags (2.9+ moved them to torch.backends.*.fp32_precision)."""
+    out = {}
+    for key, get in (("matmul_tf32", lambda: torch.backends.cuda.matmul.allow_tf32),
+                     ("cudnn_tf32", lambda: torch.backends.cudnn.allow_tf32)):
+        try:
+            out[key] = bool(get())
+        except Exception:
+            out[key] = None
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload", choices=sorted(DEFAULT_LEN))
@@ -255,6 +268,12 @@ def main():
                          f"found torch {torch.__version__}")
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
+    if cuda:  # fp32 on both sides: our cuBLAS calls run without TF32, and cuDNN (the LSTM) would take it by default
+        try:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        except Exception:
+            pass
     L = a.len or DEFAULT_LEN[a.workload]
     model, x, y, loss_fn, tokens, B = build(a.workload, L, a.batch, sdpa=cuda)
     dev = torch.device(a.device)
@@ -284,7 +303,7 @@ def main():
                     "device_peak_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
                     "attention": "sdpa" if a.workload in ("transformer_listops", "gpt_char") else "none",
                     "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                    "matmul_tf32": torch.backends.cuda.matmul.allow_tf32, "cudnn_tf32": torch.backends.cudnn.allow_tf32})
+                    **tf32_flags()})
     print(json.dumps(out))
 
 
