@@ -61,6 +61,7 @@ step_end() { note "  (step: $(($(now) - STEP_T0)) s)"; }
 finish() {
   local rc=$?
   trap - EXIT INT TERM
+  [ -n "${MEMW:-}" ] && kill "$MEMW" 2>/dev/null  # a memory watch left by a step that was cut short
   note ""
   [ -n "$NO_DEVICE" ] && note "mode: no device ($NO_DEVICE): the device steps were skipped"
   [ -n "$STOPPED" ] && note "STOPPED: $STOPPED"
