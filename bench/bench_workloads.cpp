@@ -5,6 +5,7 @@
 //   bench_workloads scaling [--steps 2] [--batch 2] [--min-len 256] [--max-len 4096] [--rounds 1] [--kinds a,b,...]
 //   bench_workloads kernels [--len 4096] [--batch 2] [--steps 5]   # the attention primitives alone, ms and GFLOP/s
 //   bench_workloads s4d --profile        # also one step op by op on stderr (autograd/profile.h): where the time goes
+//   bench_workloads transformer_listops --device cuda [--batch 64] [--len 1024]   # the step on the GPU
 //
 // One step = zero_grad, forward, loss, backward, AdamW step (lr 1e-3, wd 0.01), fp32, fixed seed, timed after warm-up;
 // the median is reported. Output: one JSON line with the same fields as torch_workloads.py plus
@@ -14,6 +15,13 @@
 //   cpu_ms_per_step  user + system CPU time per timed step, all threads (spinning OpenMP workers count; with
 //                    --threads 1 it is a load-independent proxy for the work, useful on a busy machine).
 // Run one workload per process: peak_rss_mb is the process's ru_maxrss.
+//
+// --device cuda (apps/common/device.h): the model's parameters and the batch move to the device before the first step
+// (the Transformer's sinusoid table too), each timed step ends with the device's synchronize(), and attention takes
+// the path MultiheadAttention takes on a device (the composed one: the packed, blocked and fused kernels are CPU-only,
+// so --attention packed / fused are refused there). --batch B and --len L set the batch and the length (defaults:
+// each workload's CPU size) to reach GPU sizes. The JSON line then also holds "device" and "batch"; the CPU line is
+// unchanged (bench/run_vs_torch.sh reads it).
 //
 // FLOP model (fwd + bwd = 3x fwd; counts multiply-adds as 2):
 //   dense      6 * P_mm * tokens       P_mm = weights used in matmuls (Linear/in_proj/LSTM weights, GPT's tied
@@ -39,6 +47,8 @@
 
 #include <omp.h>
 
+#include "apps/common/config.h"
+#include "apps/common/device.h"
 #include "autograd/ops.h"
 #include "autograd/profile.h"
 #include "nn/attention/attention.h"
@@ -51,6 +61,7 @@
 #include "nn/ssm/s4d.h"
 #include "optim/adam.h"
 #include "tensor/allocator.h"
+#include "tensor/backend.h"
 #include "bench/workload_models.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -82,6 +93,7 @@ void print_usage(std::FILE* f) {
   std::fprintf(f,
                "usage: bench_workloads WORKLOAD [--len L] [--steps N] [--warmup N] [--threads N]\n"
                "                       [--attention best|packed|composed|fused] [--profile] [--batch B]\n"
+               "                       [--device cpu|cuda]\n"
                "                       [--min-len L --max-len L --rounds N --kinds a,b (scaling, kernels)]\n"
                "workloads: %s\n"
                "kinds of scaling: %s\nkinds of kernels: %s\n",
@@ -134,49 +146,54 @@ int64_t matmul_params(const Module& m) {  // weights that go through sgemm (2-D,
   return n;
 }
 
-Workload build(const std::string& name, int64_t L, Attn fused) {
+// batch: 0 for the workload's own (32, or 64 for lstm_bits). The batch is drawn on the host (the same numbers on
+// either device) and moved to `device` with the model (apps/common/device.h's place_model).
+Workload build(const std::string& name, int64_t L, Attn fused, Device device, int64_t batch) {
   static Generator g(0);
   g.manual_seed(0);
   Generator dg(1);
   Workload w;
+  auto on = [device](const Tensor& t) { return t.to(device); };
   if (name == "transformer_listops") {
-    const int64_t B = 32, C = 128, NL = 4;
+    const int64_t B = batch ? batch : 32, C = 128, NL = 4;
     auto m = std::make_shared<TransformerClassifier>(20, C, 4, NL, 512, 10, L, 0.1, fused, g);
-    Tensor x = randint(0, 20, {B, L}, dg), y = randint(0, 10, {B}, dg);
+    m->pe = on(m->pe);  // a plain member, not a parameter: place_model does not see it
+    Tensor x = on(randint(0, 20, {B, L}, dg)), y = on(randint(0, 10, {B}, dg));
     w.model = m;
     w.loss = [m, x, y] { return cross_entropy(m->forward(x), y); };
     w.tokens = B * L;
     w.flops = 6.0 * matmul_params(*m) * w.tokens + 12.0 * B * L * L * C * NL;
   } else if (name == "s4d") {
-    const int64_t B = 32, H = 128, NL = 4;
+    const int64_t B = batch ? batch : 32, H = 128, NL = 4;
     auto m = std::make_shared<S4DClassifier>(256, H, 64, NL, 10, 0.1, g);
-    Tensor x = randint(0, 256, {B, L}, dg), y = randint(0, 10, {B}, dg);
+    Tensor x = on(randint(0, 256, {B, L}, dg)), y = on(randint(0, 10, {B}, dg));
     w.model = m;
     w.loss = [m, x, y] { return cross_entropy(m->forward(x), y); };
     w.tokens = B * L;
     const double n = 2.0 * L;
     w.flops = 6.0 * matmul_params(*m) * w.tokens + 3.0 * 2.0 * 2.5 * n * std::log2(n) * B * H * NL;
   } else if (name == "lstm_bits") {
-    const int64_t B = 64;
+    const int64_t B = batch ? batch : 64;
     auto m = std::make_shared<LSTMBits>(8, 256, 2, g);
-    Tensor x = randn({B, L, 8}, dg), y = randint(0, 2, {B}, dg);
+    Tensor x = on(randn({B, L, 8}, dg)), y = on(randint(0, 2, {B}, dg));
     w.model = m;
     w.loss = [m, x, y] { return cross_entropy(m->forward(Var(x)), y); };
     w.tokens = B * L;
     w.flops = 6.0 * matmul_params(*m) * w.tokens;
   } else if (name == "gpt_char") {
-    const int64_t B = 32, C = 128, NL = 4, V = 256;
+    const int64_t B = batch ? batch : 32, C = 128, NL = 4, V = 256;
     auto m = std::make_shared<GPT>(V, L, C, 4, NL, 0.1, fused, g);
     Tensor xy = randint(0, V, {B, L + 1}, dg);
-    Tensor x = xy.narrow(1, 0, L).contiguous(), t = xy.narrow(1, 1, L).contiguous().reshape({B * L});
+    Tensor x = on(xy.narrow(1, 0, L).contiguous()), t = on(xy.narrow(1, 1, L).contiguous().reshape({B * L}));
     w.model = m;
-    w.loss = [m, x, t, L] { return cross_entropy(reshape(m->forward(x), {B * L, V}), t); };
+    w.loss = [m, x, t, B, L] { return cross_entropy(reshape(m->forward(x), {B * L, V}), t); };
     w.tokens = B * L;
     w.flops = 6.0 * (matmul_params(*m) + V * C) * w.tokens + 12.0 * B * L * L * C * NL;
   } else {
     fail("bench_workloads: unknown workload '" + name + "' (transformer_listops, s4d, lstm_bits, gpt_char, scaling)");
   }
   w.model->train();
+  harness::place_model(*w.model, device);
   return w;
 }
 
@@ -208,7 +225,10 @@ struct StepStats {
 
 // warm-up steps, then `steps` timed steps of zero_grad / forward / backward / AdamW; with `profile`, one more step
 // whose ops are timed (autograd/profile.h) and reported on stderr (the optimizer step as its own line).
-StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int warmup, int steps, bool profile = false) {
+// On a device, each timed step ends with the backend's synchronize(): the time is the GPU's work, not its queueing.
+StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int warmup, int steps, bool profile = false,
+                     Device device = Device::cpu) {
+  Backend* sync = device == Device::cpu ? nullptr : &require_backend(device, "bench_workloads");
   optim::AdamWOptions ao;
   ao.lr = 1e-3;
   ao.weight_decay = 0.01;
@@ -224,6 +244,7 @@ StepStats time_steps(Module& model, const std::function<Var()>& loss_fn, int war
     Var loss = loss_fn();
     loss.backward();
     opt.step();
+    if (sync) sync->synchronize();
     double dt = now_s() - t0;
     if (i >= warmup) times.push_back(dt);
     s.loss = loss.item();
@@ -372,6 +393,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 int run_main(int argc, char** argv) {
   std::string name;
   int64_t len = 0, batch = 2, min_len = 256, max_len = 4096;
+  bool batch_given = false;
+  std::string device_arg = "cpu";
   int rounds = 1;
   std::string kinds = "attention,fused_attention,qkv_attention,flash_attention,linear_attention,s4d";  // scaling's
   bool kinds_given = false;
@@ -389,7 +412,8 @@ int run_main(int argc, char** argv) {
     else if (a == "--steps") steps = next_int(1);
     else if (a == "--warmup") warmup = next_int(0);
     else if (a == "--threads") threads = next_int(1);
-    else if (a == "--batch") batch = next_int(1);
+    else if (a == "--batch") batch = next_int(1), batch_given = true;
+    else if (a == "--device") device_arg = next();
     else if (a == "--max-len") max_len = next_int(1);
     else if (a == "--min-len") min_len = next_int(1);
     else if (a == "--rounds") rounds = next_int(1);
@@ -412,6 +436,19 @@ int run_main(int argc, char** argv) {
   }
   if (name == "scaling" && min_len > max_len) usage_error("--min-len " + std::to_string(min_len) + " is above --max-len " +
                                                           std::to_string(max_len));
+  Device device = Device::cpu;
+  try {
+    device = harness::parse_device(device_arg);  // the two clear errors: no CUDA in the build, no device
+  } catch (const harness::ConfigError& e) {
+    if (device_arg != "cuda") usage_error(e.what());
+    std::fprintf(stderr, "bench_workloads: %s\n", e.what());
+    return 1;
+  }
+  if (device != Device::cpu && (name == "scaling" || name == "kernels"))
+    usage_error(name + " times the CPU kernels; --device " + device_arg + " runs the four workloads only");
+  if (device != Device::cpu && (attn == Attn::packed || attn == Attn::fused))
+    usage_error("--attention packed and fused are CPU kernels; on --device " + device_arg + " attention is composed");
+  if (device != Device::cpu) attn = Attn::composed;  // what MultiheadAttention takes on a device (best included)
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
   if (name == "scaling") return run_scaling(steps == 5 ? 2 : steps, batch, min_len, max_len, rounds, split_commas(kinds));
@@ -422,12 +459,14 @@ int run_main(int argc, char** argv) {
   if (len == 0)
     for (auto& [n, l] : kDefaultLen)
       if (name == n) len = l;
-  Workload w = build(name, len, attn);
-  StepStats s = time_steps(*w.model, w.loss, warmup, steps, profile);
+  Workload w = build(name, len, attn, device, batch_given ? batch : 0);
+  StepStats s = time_steps(*w.model, w.loss, warmup, steps, profile, device);
   const double gflop = w.flops / 1e9;
+  const std::string device_fields = device == Device::cpu ? std::string()
+      : ", \"device\": \"" + std::string(device_name(device)) + "\", \"batch\": " + std::to_string(w.tokens / len);
   std::printf("{\"workload\": \"%s\", \"len\": %lld, \"params\": %lld, \"ms_per_step\": %.2f, \"tokens_per_s\": %.1f, "
               "\"peak_rss_mb\": %.1f, \"loss\": %.6f, \"model_gflop\": %.2f, \"gflops\": %.1f, \"minflt_per_step\": %.0f, "
-              "\"alloc_peak_mb\": %.1f, \"cpu_ms_per_step\": %.1f, \"attention\": \"%s\", \"threads\": %d}\n",
+              "\"alloc_peak_mb\": %.1f, \"cpu_ms_per_step\": %.1f, \"attention\": \"%s\", \"threads\": %d%s}\n",
               name.c_str(), (long long)len, (long long)w.model->num_parameters(), s.ms, w.tokens / (s.ms / 1000.0), peak_rss_mb(),
               s.loss, gflop, gflop / (s.ms / 1000.0), s.minflt_per_step, host_allocator_stats().peak_bytes_in_use / 1048576.0,
               s.cpu_ms,
@@ -435,7 +474,7 @@ int run_main(int argc, char** argv) {
               : attn == Attn::packed   ? "packed"
               : attn == Attn::composed ? "composed"
                                        : "fused",
-              threads);
+              threads, device_fields.c_str());
   return 0;
 }
 

@@ -8,6 +8,17 @@ Each workload is run in its own process (peak RSS is per process):
 prints one JSON line: workload, params, ms_per_step (median after warm-up), tokens_per_s, peak_rss_mb.
 The models are built to have exactly the parameter counts the C++ side prints (same shapes).
 Debian's torch 1.13 has no scaled_dot_product_attention; nn.TransformerEncoderLayer is its own best path.
+
+On a GPU (PyTorch 2.x):
+
+    python3 bench/torch_workloads.py transformer_listops --device cuda --batch 64 --len 1024
+
+runs the model and the batch on the device; attention is F.scaled_dot_product_attention (the encoder layer and the
+GPT block are written out around it, with the parameter shapes of their CPU twins: SDPAEncoderLayer, GPTBlock), each
+timed step ends with torch.cuda.synchronize(), and the line also holds device, batch, model_gflop and gflops (the FLOP
+model of bench_workloads.cpp, so the two sides' FLOP/s compare the same work), device_peak_mb
+(torch.cuda.max_memory_allocated), the GPU's name and whether TF32 was allowed (it is turned off: fp32 on both sides,
+as our cuBLAS calls). --batch and --len default to the CPU sizes. The CPU line is unchanged (bench/run_vs_torch.sh reads it).
 """
 import argparse
 import json
@@ -23,14 +34,36 @@ import torch.nn.functional as F
 from torch_common import S4DKernel, sinusoidal  # bench/torch_common.py
 
 
+class SDPAEncoderLayer(nn.Module):
+    """nn.TransformerEncoderLayer(norm_first=True, activation="gelu") written out around F.scaled_dot_product_attention
+    (the GPU path): the same parameters (in_proj (3d, d) + bias, out_proj, linear1, linear2, norm1, norm2), the same map:
+    x = x + drop(out_proj(sdpa(q, k, v, dropout))); x = x + drop(linear2(drop(gelu(linear1(norm2(x))))))."""
+
+    def __init__(self, d, heads, ffn, dropout):
+        super().__init__()
+        self.in_proj, self.out_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.linear1, self.linear2 = nn.Linear(d, ffn), nn.Linear(ffn, d)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.heads, self.p, self.drop = heads, dropout, nn.Dropout(dropout)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.in_proj(self.norm1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))  # (B, NH, T, HS)
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0)
+        x = x + self.drop(self.out_proj(y.transpose(1, 2).reshape(B, T, C)))
+        return x + self.drop(self.linear2(self.drop(F.gelu(self.linear1(self.norm2(x))))))
+
+
 class TransformerClassifier(nn.Module):
     """Embedding + sinusoidal positions, pre-LN encoder layers (GELU FFN), final LN, mean pool, linear head."""
 
-    def __init__(self, vocab, d, heads, layers, ffn, classes, T, dropout):
+    def __init__(self, vocab, d, heads, layers, ffn, classes, T, dropout, sdpa=False):
         super().__init__()
         self.emb = nn.Embedding(vocab, d)
         self.register_buffer("pe", sinusoidal(T, d))
         self.layers = nn.ModuleList([
+            SDPAEncoderLayer(d, heads, ffn, dropout) if sdpa else
             nn.TransformerEncoderLayer(d, heads, ffn, dropout, activation="gelu", batch_first=True, norm_first=True)
             for _ in range(layers)])
         self.ln = nn.LayerNorm(d)
@@ -118,67 +151,103 @@ class LSTMBits(nn.Module):
 
 
 class GPTBlock(nn.Module):
-    def __init__(self, d, heads, dropout):
+    def __init__(self, d, heads, dropout, sdpa=False):
         super().__init__()
         self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.heads, self.drop = heads, nn.Dropout(dropout)
+        self.heads, self.drop, self.p, self.sdpa = heads, nn.Dropout(dropout), dropout, sdpa
 
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
-        att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-        y = self.drop(F.softmax(att, dim=-1)) @ v
+        if self.sdpa:  # nanoGPT's flash path: causal, dropout on the weights inside the kernel
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
+            att = att.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+            y = self.drop(F.softmax(att, dim=-1)) @ v
         x = x + self.drop(self.c_proj(y.transpose(1, 2).reshape(B, T, C)))
         return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)))))
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, T, d, heads, layers, dropout):
+    def __init__(self, vocab, T, d, heads, layers, dropout, sdpa=False):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(T, d)
-        self.h = nn.ModuleList([GPTBlock(d, heads, dropout) for _ in range(layers)])
+        self.h = nn.ModuleList([GPTBlock(d, heads, dropout, sdpa) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d)
         nn.init.normal_(self.wte.weight, std=0.02)  # GPT-2's init; N(0,1) would make tied logits huge
         nn.init.normal_(self.wpe.weight, std=0.01)
 
     def forward(self, x):
-        h = self.wte(x) + self.wpe(torch.arange(x.shape[1]))
+        h = self.wte(x) + self.wpe(torch.arange(x.shape[1], device=x.device))
         for b in self.h:
             h = b(h)
         return self.ln_f(h) @ self.wte.weight.t()  # tied
 
 
-def build(name, L):
+def build(name, L, B=0, sdpa=False):
+    """(model, input, loss of the output, tokens per step, batch); B = 0: the workload's own batch (64 for lstm_bits,
+    else 32). The batch is drawn on the CPU generator, as before, and moved with the model by the caller."""
     g = torch.Generator().manual_seed(0)
+    B = B or (64 if name == "lstm_bits" else 32)
     if name == "transformer_listops":
-        m = TransformerClassifier(20, 128, 4, 4, 512, 10, L, 0.1)
-        x, y = torch.randint(0, 20, (32, L), generator=g), torch.randint(0, 10, (32,), generator=g)
-        return m, x, lambda out: F.cross_entropy(out, y), 32 * L
+        m = TransformerClassifier(20, 128, 4, 4, 512, 10, L, 0.1, sdpa)
+        x, y = torch.randint(0, 20, (B, L), generator=g), torch.randint(0, 10, (B,), generator=g)
+        return m, x, y, lambda out, y: F.cross_entropy(out, y), B * L, B
     if name == "s4d":
         m = S4DClassifier(256, 128, 64, 4, 10, 0.1)
-        x, y = torch.randint(0, 256, (32, L), generator=g), torch.randint(0, 10, (32,), generator=g)
-        return m, x, lambda out: F.cross_entropy(out, y), 32 * L
+        x, y = torch.randint(0, 256, (B, L), generator=g), torch.randint(0, 10, (B,), generator=g)
+        return m, x, y, lambda out, y: F.cross_entropy(out, y), B * L, B
     if name == "s4d_official":
         m = S4DOfficial(256, 128, 64, 4, 10, 0.1)
-        x, y = torch.randint(0, 256, (32, L), generator=g), torch.randint(0, 10, (32,), generator=g)
-        return m, x, lambda out: F.cross_entropy(out, y), 32 * L
+        x, y = torch.randint(0, 256, (B, L), generator=g), torch.randint(0, 10, (B,), generator=g)
+        return m, x, y, lambda out, y: F.cross_entropy(out, y), B * L, B
     if name == "lstm_bits":
         m = LSTMBits(8, 256, 2)
-        x, y = torch.randn(64, L, 8, generator=g), torch.randint(0, 2, (64,), generator=g)
-        return m, x, lambda out: F.cross_entropy(out, y), 64 * L
+        x, y = torch.randn(B, L, 8, generator=g), torch.randint(0, 2, (B,), generator=g)
+        return m, x, y, lambda out, y: F.cross_entropy(out, y), B * L, B
     if name == "gpt_char":
-        m = GPT(256, L, 128, 4, 4, 0.1)
-        x = torch.randint(0, 256, (32, L + 1), generator=g)
-        inp, tgt = x[:, :-1], x[:, 1:]
-        return m, inp, lambda out: F.cross_entropy(out.reshape(-1, 256), tgt.reshape(-1)), 32 * L
+        m = GPT(256, L, 128, 4, 4, 0.1, sdpa)
+        x = torch.randint(0, 256, (B, L + 1), generator=g)
+        inp, tgt = x[:, :-1].contiguous(), x[:, 1:].contiguous()
+        return m, inp, tgt, lambda out, tgt: F.cross_entropy(out.reshape(-1, 256), tgt.reshape(-1)), B * L, B
     raise SystemExit(f"unknown workload {name}")
 
 
+def model_flops(name, model, L, B):
+    """bench_workloads.cpp's FLOP model of one step (forward + backward = 3x forward, a multiply-add = 2):
+    6 P_mm tokens (P_mm: 2-D weights outside embeddings and the S4D kernel; GPT adds its tied head V C),
+    + 12 B T^2 C layers for attention, + 3 * 2 * 2.5 n log2 n * B H layers for S4D's FFTs (n = 2L)."""
+    p_mm = sum(p.numel() for n, p in model.named_parameters()
+               if p.dim() == 2 and not any(s in n for s in ("emb.", "wte.", "wpe.", "kernel.")))
+    tokens = B * L
+    if name == "transformer_listops":
+        return 6.0 * p_mm * tokens + 12.0 * B * L * L * 128 * 4
+    if name in ("s4d", "s4d_official"):
+        n = 2.0 * L
+        return 6.0 * p_mm * tokens + 3.0 * 2.0 * 2.5 * n * math.log2(n) * B * 128 * 4
+    if name == "lstm_bits":
+        return 6.0 * p_mm * tokens
+    return 6.0 * (p_mm + 256 * 128) * tokens + 12.0 * B * L * L * 128 * 4  # gpt_char
+
+
 DEFAULT_LEN = {"transformer_listops": 512, "s4d": 1024, "s4d_official": 1024, "lstm_bits": 100, "gpt_char": 256}
+
+
+def tf32_flags():
+    """Whether TF32 was allowed for matmuls and cuDNN (both sides should compute in fp32); None where this PyTorch
+    no longer answers the old flags (2.9+ moved them to torch.backends.*.fp32_precision)."""
+    out = {}
+    for key, get in (("matmul_tf32", lambda: torch.backends.cuda.matmul.allow_tf32),
+                     ("cudnn_tf32", lambda: torch.backends.cudnn.allow_tf32)):
+        try:
+            out[key] = bool(get())
+        except Exception:
+            out[key] = None
+    return out
 
 
 def main():
@@ -188,28 +257,54 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=0, help="batch size (default: the workload's own, 32 or 64)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = ap.parse_args()
+    cuda = a.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit(f"torch_workloads: --device cuda, but torch {torch.__version__} sees no CUDA device")
+    if cuda and not hasattr(F, "scaled_dot_product_attention"):
+        raise SystemExit(f"torch_workloads: --device cuda needs F.scaled_dot_product_attention (PyTorch 2.0+), "
+                         f"found torch {torch.__version__}")
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
+    if cuda:  # fp32 on both sides: our cuBLAS calls run without TF32, and cuDNN (the LSTM) would take it by default
+        try:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        except Exception:
+            pass
     L = a.len or DEFAULT_LEN[a.workload]
-    model, x, loss_fn, tokens = build(a.workload, L)
+    model, x, y, loss_fn, tokens, B = build(a.workload, L, a.batch, sdpa=cuda)
+    dev = torch.device(a.device)
+    model, x, y = model.to(dev), x.to(dev), y.to(dev)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     times = []
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x))
+        loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        if cuda:
+            torch.cuda.synchronize()  # the time of the GPU's work, not of queueing it
         dt = time.perf_counter() - t0
         if i >= a.warmup:
             times.append(dt)
     ms = 1000 * statistics.median(times)
-    print(json.dumps({"workload": a.workload, "len": L, "params": sum(p.numel() for p in model.parameters()),
-                      "ms_per_step": round(ms, 2), "tokens_per_s": round(tokens / (ms / 1000), 1),
-                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                      "loss": float(loss)}))
+    out = {"workload": a.workload, "len": L, "params": sum(p.numel() for p in model.parameters()),
+           "ms_per_step": round(ms, 2), "tokens_per_s": round(tokens / (ms / 1000), 1),
+           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           "loss": float(loss)}
+    if cuda:
+        gflop = model_flops(a.workload, model, L, B) / 1e9
+        out.update({"device": "cuda", "batch": B, "model_gflop": round(gflop, 2), "gflops": round(gflop / (ms / 1000), 1),
+                    "device_peak_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
+                    "attention": "sdpa" if a.workload in ("transformer_listops", "gpt_char") else "none",
+                    "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                    **tf32_flags()})
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -1,196 +1,279 @@
 #!/usr/bin/env bash
-# scripts/gpu_check.sh - on a machine with an NVIDIA GPU: configure, build and run the CUDA checks, and
-# write a summary of figures.
+# scripts/gpu_check.sh - the CUDA checks on a GPU machine, run from an unpacked bundle (scripts/gpu_bundle.sh): no
+# build, no install, nothing that only needs a CPU. docs/cuda.md, "When a device is lent", says how to call it.
 #
-#   scripts/gpu_check.sh [OUTDIR]        OUTDIR defaults to $OUT, else ./gpu_check_out
+#   bash dl_gpu_bundle/scripts/gpu_check.sh [OUTDIR]      OUTDIR defaults to $OUT, else ./gpu_check_out
 #
-# Steps (each timed; a failing step is recorded and the script goes on to the next):
-#   1. nvidia-smi and nvcc versions
-#   2. configure build-gpu/ (Release, Ninja, DL_CUDA_ARCHS=native unless DL_CUDA_ARCHS is set: one
-#      architecture compiles twice as fast as the default 90;80)
-#   3. build test_cuda, test_cuda_logic, test_nccl, bench_cuda, lra_benchmark with all cores
-#   4. test_cuda_logic (the device functors and every device branch on the CPU, through the host twin of the
-#      backend), test_cuda (device vs CPU, op by op, and one training step of a tiny Transformer and S4D),
-#      test_nccl under `mpirun -np 1` (NCCL collectives on device buffers, a data-parallel AdamW step on the device
-#      vs the one-process step) and, with two GPUs or more, under `mpirun -np 2` (one GPU per rank), bench_cuda
-#   5. lra_benchmark cell --device cuda, then the same cell on the CPU: ListOps, Transformer and S4D from scratch,
-#      40 steps on a cut-down tiny preset (DL_GPU_LRA_STEPS), seed 0; steps/s and accuracies into the summary;
-#      with two GPUs or more also the Transformer cell data-parallel on 2 GPUs (`mpirun -np 2 ... --comm nccl`)
-#   6. fpt and pretrained_convs: tiny cells on generated data (nothing to download) with --device cuda, then the same
-#      cell on the CPU, DL_GPU_APP_STEPS (40) steps each: FPT's bit XOR with the full arm and with the frozen
-#      language-pretrained arm (its byte LM pretrained for the same number of steps first, on the same device, in a
-#      data cache of each run's own), pretrained_convs' compositional task with lightconv and the T5 Transformer from scratch; the wall
-#      time of each run and its training steps/s, cuda beside cpu, and the accuracies (close, not equal: the GPU's
-#      summation order differs; tests/cuda_logic/test_app_cells.cpp checks equality on the host twin)
-# Files in OUTDIR: summary.txt (the figures: tests passed/failed/skipped, every failing test's name,
-# the benchmark table, the LRA cells' steps/s and accuracies), build.log, test_cuda.log, test_cuda_logic.log,
-# bench_cuda.json, lra_<model>_<device>.log (the cells' folders under lra_<model>_<device>/), test_nccl_<n>ranks.log,
-# app_<app>_<cell>_<device>.log (and folders) for step 6.
-# Sized for ~8 minutes on a 16-core H200 box (the build dominates). Dependencies the build needs
-# besides the CUDA toolkit: GTest, Google Benchmark, CLI11, a BLAS. If they are not installed there,
-# put their .deb files in the folder named by DL_GPU_DEBS (e.g. from `apt-get download` on a machine
-# with the same distribution): they are unpacked under /tmp/dl_deps and found through CMAKE_PREFIX_PATH.
-# DL_GPU_SKIP_BUILD=1 DL_GPU_BUILD=<folder> skips steps 2-3 and runs what that folder holds.
+# Steps, each capped by the time left of one global deadline (DL_GPU_BUDGET_S, 480 s; the device tool allows 600 s a
+# command):
+#   1. preflight (seconds): the GPU, its driver and free memory (nvidia-smi), glibc, the CPU against the one the bundle
+#      was built on, and where libcuda / libcublas / libcublasLt / libcufft / libnccl were found (the sonames the
+#      binaries need, MANIFEST.txt); their folders go on LD_LIBRARY_PATH. No GPU: the no-device mode (every device
+#      step says "skipped: no device"). A GPU without a library the binaries need: the summary names it and the check
+#      stops there.
+#   2. gpu_smoke: each raw kernel, cuBLAS GEMM per transpose pair, the backend's matmul, the cuFFT convolution, the
+#      caching allocator and single-rank NCCL against host references (smoke.tsv); then the raw kernels once more under
+#      compute-sanitizer --tool racecheck (their block reductions share memory), when it is there
+#   3. the tests through scripts/gpu_tests.py (results.tsv: binary, test, status, seconds, rerun, note): test_cuda and
+#      test_nccl whole, test_autograd and test_nn filtered to '*AgreesOnDevice*'; a crash or a hang costs one test,
+#      failures rerun with CUDA_LAUNCH_BLOCKING=1 and under compute-sanitizer memcheck. test_nccl runs as one process:
+#      a one-rank MPI job (OpenMPI from the bundle, no mpirun) under NCCL. Without a device only test_nccl's host tests
+#      run, to keep this runner honest.
+#   4. bench_cuda (sgemm, row softmax, FFT convolution alone), then
+#      bench_workloads --device cuda beside bench/torch_workloads.py --device cuda (PyTorch with SDPA) at GPU sizes
+#      (DL_GPU_BENCH: transformer_listops 64 x 1024, s4d 64 x 4096, lstm_bits 256 x 256, gpt_char 64 x 512; 5 steps
+#      after 2 warm-up) into bench.jsonl; then one 20-step cell of each app (scripts/gpu_cells.sh) with --device cuda,
+#      its steps/s and peak GPU memory, its loss curve against the CPU reference in the bundle (cells.tsv)
+# DL_GPU_STEPS (default "smoke tests bench cells") picks steps 2-4 for a second call within one lease, e.g.
+# DL_GPU_STEPS="bench cells" after a first call spent its time on the tests; the preflight always runs.
+# OUTDIR receives at most 6 files: summary.txt (written as the steps go, completed by an EXIT trap whatever happens,
+# and printed last), results.tsv, smoke.tsv, bench.jsonl, cells.tsv and logs.tar.gz (every process's output).
+# Exit status: 0 when nothing failed (also in the no-device mode), 1 when something failed, 2 when stopped in preflight.
 set -u
-cd "$(dirname "$0")/.."
+B=$(cd "$(dirname "$0")/.." && pwd)
 OUTDIR=${1:-${OUT:-$PWD/gpu_check_out}}
 mkdir -p "$OUTDIR"
-SUMMARY=$OUTDIR/summary.txt
-BUILD=${DL_GPU_BUILD:-build-gpu}
-JOBS=$(nproc)
-: >"$SUMMARY"
-
-note() { echo "$*" | tee -a "$SUMMARY"; }
-elapsed() { echo $(($(date +%s) - $1)); }
-
-# Runs "$@" with its output in OUTDIR/$log, records status and seconds in the summary.
-step() {
-  local name=$1 log=$2
-  shift 2
-  local t0
-  t0=$(date +%s)
-  "$@" >"$OUTDIR/$log" 2>&1
-  local rc=$?
-  note "$(printf '%-22s rc %3d  %4d s  (%s)' "$name" "$rc" "$(elapsed "$t0")" "$log")"
-  return $rc
-}
-
-# gtest's closing lines: how many passed, failed and skipped, and the failing tests' names.
-gtest_figures() {
-  local log=$1
-  grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test' "$OUTDIR/$log" | sed 's/^/    /' | tee -a "$SUMMARY"
-}
-
+OUTDIR=$(cd "$OUTDIR" && pwd)
 T_START=$(date +%s)
-note "gpu_check $(date -u +%FT%TZ) on $(hostname), $JOBS cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-note "nvcc: $("$NVCC" --version 2>/dev/null | tail -1 || echo 'not found')"
+DEADLINE=$((T_START + ${DL_GPU_BUDGET_S:-480}))
+WORK=$(mktemp -d /tmp/gpu_check.XXXXXX)
+LOGS=$WORK/logs
+mkdir -p "$LOGS" "$WORK/cells"
+SUMMARY=$OUTDIR/summary.txt SMOKE=$OUTDIR/smoke.tsv RESULTS=$OUTDIR/results.tsv BENCH=$OUTDIR/bench.jsonl CELLS=$OUTDIR/cells.tsv
+: >"$SUMMARY"
+: >"$BENCH"
+printf 'binary\ttest\tstatus\tseconds\trerun\tnote\n' >"$RESULTS"
+printf 'cell\tsteps_per_s\tcpu_steps_per_s\tmax_rel_train_loss\tmax_rel_val_loss\tval_acc\tcpu_val_acc\tverdict\trc\twall_s\tpeak_gpu_mib\n' >"$CELLS"
+source "$B/scripts/gpu_env.sh"
+source "$B/scripts/gpu_cells.sh"
+REPORT=("${PYTHON:-python3}" "$B/scripts/gpu_check_report.py")
+NO_DEVICE="" STOPPED="" FAILED=""
 
-PREFIX_ARGS=()
-if [ -n "${DL_GPU_DEBS:-}" ] && [ -d "$DL_GPU_DEBS" ]; then
-  mkdir -p /tmp/dl_deps
-  for deb in "$DL_GPU_DEBS"/*.deb; do dpkg -x "$deb" /tmp/dl_deps; done
-  PREFIX_ARGS=(-DCMAKE_PREFIX_PATH="/tmp/dl_deps/usr;/tmp/dl_deps/usr/lib/x86_64-linux-gnu/cmake")
-  export LD_LIBRARY_PATH=/tmp/dl_deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-  note "deps: unpacked $(ls "$DL_GPU_DEBS"/*.deb | wc -l) .deb files from $DL_GPU_DEBS"
-fi
+note() { echo "$*" >>"$SUMMARY"; }
+STEPS=" ${DL_GPU_STEPS:-smoke tests bench cells} "
+wanted() { [[ $STEPS == *" $1 "* ]] || { note ""; note "$2: not asked for (DL_GPU_STEPS=${DL_GPU_STEPS:-})"; return 1; }; }
+now() { date +%s; }
+# seconds a step may take: at most WANT, and never past the deadline less RESERVE (what the later steps need)
+cap() { local want=$1 reserve=${2:-20} l; l=$((DEADLINE - $(now) - reserve)); [ "$l" -lt "$want" ] && want=$l; echo $((want > 0 ? want : 0)); }
+step() { note ""; note "$1"; STEP_T0=$(now); }
+step_end() { note "  (step: $(($(now) - STEP_T0)) s)"; }
 
-if [ -n "${DL_GPU_SKIP_BUILD:-}" ]; then  # reuse an existing build folder as it is (e.g. to try this script without a GPU)
-  note "build: skipped (DL_GPU_SKIP_BUILD), using $BUILD as it is"
-else
-step configure configure.log cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDL_BUILD_BENCH=ON \
-  -DDL_CUDA_ARCHS="${DL_CUDA_ARCHS:-native}" "${PREFIX_ARGS[@]}" || {
-  tail -20 "$OUTDIR/configure.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-  note "total $(elapsed "$T_START") s: configure failed, nothing built"
-  exit 1
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  [ -n "${MEMW:-}" ] && kill "$MEMW" 2>/dev/null  # a memory watch left by a step that was cut short
+  note ""
+  [ -n "$NO_DEVICE" ] && note "mode: no device ($NO_DEVICE): the device steps were skipped"
+  [ -n "$STOPPED" ] && note "STOPPED: $STOPPED"
+  [ -n "$FAILED" ] && note "FAILED:$FAILED"
+  note "total $(($(now) - T_START)) s of ${DL_GPU_BUDGET_S:-480}; files in $OUTDIR: $(ls "$OUTDIR" | tr '\n' ' ')logs.tar.gz"
+  cp "$B/MANIFEST.txt" "$LOGS/" 2>/dev/null
+  (cd "$WORK" && find cells -name '*_data' -prune -o \( -name '*.json' -o -name '*.csv' -o -name '*.md' \) -print |
+    tar -czf "$OUTDIR/logs.tar.gz" logs -T - 2>/dev/null) ||
+    tar -czf "$OUTDIR/logs.tar.gz" -C "$WORK" logs 2>/dev/null
+  rm -rf "$WORK"
+  echo "==================== gpu_check summary ($SUMMARY) ===================="
+  cat "$SUMMARY"
+  if [ -n "$STOPPED" ]; then exit 2; elif [ -n "$FAILED" ] || [ "$rc" -ne 0 ]; then exit 1; else exit 0; fi
 }
-grep -E 'dl: CUDA backend' "$OUTDIR/configure.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+trap finish EXIT
+trap 'note "interrupted by a signal"; FAILED="$FAILED interrupted"; exit 1' INT TERM
 
-step build build.log cmake --build "$BUILD" --target test_cuda_logic test_cuda test_nccl bench_cuda lra_benchmark fpt \
-  pretrained_convs -j "$JOBS" ||
-  grep -E 'error' "$OUTDIR/build.log" | head -20 | sed 's/^/    /' | tee -a "$SUMMARY"
+# peak GPU memory while a command runs (nvidia-smi, the whole GPU: this process is alone on it); MiB or ""
+gpu_mem_watch() {
+  [ -n "$NO_DEVICE" ] && return
+  (while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1; sleep 0.5; done) >"$WORK/mem.txt" &
+  MEMW=$!
+}
+gpu_mem_peak() { [ -n "${MEMW:-}" ] && kill "$MEMW" 2>/dev/null && wait "$MEMW" 2>/dev/null; MEMW=""; sort -n "$WORK/mem.txt" 2>/dev/null | tail -1; }
+
+manifest() { sed -n "s/^$1 *//p" "$B/MANIFEST.txt" 2>/dev/null | head -1; }
+note "gpu_check $(date -u +%FT%TZ) on $(hostname): bundle of commit $(manifest commit), packed $(manifest date); budget ${DL_GPU_BUDGET_S:-480} s"
+
+# ---- 1. preflight ---------------------------------------------------------------------------------------------------
+step "1 preflight"
+if ! command -v nvidia-smi >/dev/null; then
+  NO_DEVICE="nvidia-smi not found"
+elif ! gpu=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free,compute_cap --format=csv,noheader 2>&1); then
+  NO_DEVICE="nvidia-smi: $(echo "$gpu" | head -1)"
+elif [ -z "$gpu" ]; then
+  NO_DEVICE="nvidia-smi lists no GPU"
+else
+  note "  gpu: $gpu (name, driver, memory, free, compute capability)"
+  timeout 30 nvidia-smi -q >"$LOGS/nvidia-smi-q.txt" 2>&1
+fi
+note "  host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores; glibc $(getconf GNU_LIBC_VERSION 2>/dev/null | cut -d' ' -f2)$(manifest glibc | sed 's/glibc/ (bundle built on/; s/$/)/')"
+if [ "$(manifest native)" != OFF ]; then  # a -march=native build may use instructions this CPU lacks
+  have=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2-) "
+  lacks=$(for f in $(manifest build_flags); do
+    [[ $f =~ ^(avx|fma|bmi|f16c|adx|movbe|sha_ni|vaes|vpclmulqdq|gfni|amx) ]] && [[ $have != *" $f "* ]] && echo -n "$f "; done)
+  if [ -n "$lacks" ]; then note "  WARNING: the bundle was built with -march=native on $(manifest build_cpu); this CPU lacks: $lacks(a binary may stop with SIGILL)"
+  else note "  cpu: has every vector extension of the build machine ($(manifest build_cpu), -march=native)"; fi
+fi
+# glibc and libstdc++ at least as new as the newest symbol versions the bundle asks for (MANIFEST.txt: requires)
+read -r need_glibc need_glibc_by need_cxx need_cxx_by <<<"$(manifest requires)"
+have_glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | cut -d' ' -f2)
+cxx_lib=$(ldconfig -p 2>/dev/null | awk '$1 == "libstdc++.so.6" && /x86-64/ {print $NF; exit}')
+have_cxx=$(grep -a -o 'GLIBCXX_3\.4\.[0-9]*' "${cxx_lib:-/nonexistent}" 2>/dev/null | sort -uV | tail -1)
+older() { [ -n "$1" ] && [ -n "$2" ] && [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" = "$1" ]; }
+if older "$have_glibc" "$need_glibc"; then
+  STOPPED="glibc $have_glibc here; the bundle needs $need_glibc ($need_glibc_by asks for it; built on $(manifest glibc)): pack it on an older distribution"
+elif older "${have_cxx#GLIBCXX_}" "$need_cxx"; then
+  STOPPED="libstdc++ here ($cxx_lib) has ${have_cxx:-no GLIBCXX}; the bundle needs GLIBCXX_$need_cxx ($need_cxx_by)"
+fi
+[ -n "$need_glibc" ] && note "  runtime: glibc $have_glibc (needs $need_glibc), libstdc++ ${have_cxx#GLIBCXX_} at ${cxx_lib:-?} (needs $need_cxx)"
+[ -n "$STOPPED" ] && { step_end; exit 2; }
+NEEDS=$(manifest needs)
+[ -n "$NEEDS" ] || NEEDS="libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libnccl.so.2"
+WANT=""
+for so in $NEEDS; do [[ $so =~ ^lib(cublas|cublasLt|cufft|nccl)\.so ]] && WANT="$WANT $so"; done
+note "  libraries (searched: toolkit lib64, /usr/local/nvidia, ldconfig -p, every python's site-packages nvidia/*/lib):"
+dl_gpu_libs libcuda.so.1 $WANT >>"$SUMMARY"
+note "  LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+dl_bundle_env "$B"
+missing_gpu_libs=""
+for so in $DL_GPU_MISSING; do [ "$so" = libcuda.so.1 ] || missing_gpu_libs="$missing_gpu_libs $so"; done
+unresolved=$(for f in "$B"/bin/*; do ldd "$f" 2>&1 | grep 'not found' | sed "s|^|$(basename "$f"): |"; done | sort -u | head -10)
+[ -n "$unresolved" ] && note "  the loader cannot resolve: $(echo "$unresolved" | tr '\n' ';' | tr -s ' \t' ' ')"
+if [ -z "$NO_DEVICE" ] && [ -n "$missing_gpu_libs" ]; then  # a GPU, but the binaries cannot start: nothing to run
+  STOPPED="this GPU machine lacks${missing_gpu_libs} (needed by every bundled binary; install the CUDA 13 toolkit's libraries or the pip wheels nvidia-cublas, nvidia-cufft, nvidia-nccl-cu13)"
+  step_end
+  exit 2
+fi
+[ -n "$missing_gpu_libs" ] && note "  (no device, and no${missing_gpu_libs}: the binaries cannot start here)"
+if [ -z "$NO_DEVICE" ] && [[ " $DL_GPU_MISSING " == *" libcuda.so.1 "* ]]; then
+  NO_DEVICE="nvidia-smi sees a GPU, but the driver library libcuda.so.1 is not found"
+fi
+step_end
+
+# ---- 2. the smoke driver --------------------------------------------------------------------------------------------
+if wanted smoke "2 gpu_smoke"; then
+step "2 gpu_smoke (raw kernels, cuBLAS, cuFFT, allocator, NCCL against host references)"
+timeout -k 5 "$(cap 90 300)" "$B/bin/gpu_smoke" --tsv "$SMOKE" >"$LOGS/smoke.log" 2>&1
+rc=$?
+head -1 "$LOGS/smoke.log" | sed 's/^/  /' >>"$SUMMARY"
+"${REPORT[@]}" smoke "$SMOKE" >>"$SUMMARY" 2>&1
+[ $rc -eq 0 ] || FAILED="$FAILED smoke(rc $rc)"
+[ $rc -le 1 ] || tail -3 "$LOGS/smoke.log" | sed 's/^/  | /' >>"$SUMMARY"  # not its verdict: it died (signal, timeout)
+if [ -z "$NO_DEVICE" ] && grep -q '^gpu_smoke: skipped: no device' "$LOGS/smoke.log"; then
+  NO_DEVICE="nvidia-smi sees a GPU but the CUDA runtime does not: $(sed -n 's/^gpu_smoke: skipped: no device (\(.*\))/\1/p' "$LOGS/smoke.log" | head -1)"
+fi
+if [ -n "$NO_DEVICE" ]; then  # the driver's own words, when the smoke driver has them
+  why=$(sed -n 's/^gpu_smoke: skipped: no device (\(.*\))/\1/p' "$LOGS/smoke.log" | head -1)
+  [ -n "$why" ] && [[ $NO_DEVICE != *"$why"* ]] && NO_DEVICE="$NO_DEVICE; CUDA runtime: $why"
+fi
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
+  /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)
+if [ -z "$NO_DEVICE" ] && [ -n "$SANITIZER" ] && [ "$(cap 60 330)" -ge 20 ]; then  # shared-memory races in the row kernels
+  timeout -k 5 "$(cap 60 330)" "$SANITIZER" --tool racecheck --error-exitcode 99 "$B/bin/gpu_smoke" --only kernel. \
+    >"$LOGS/smoke_racecheck.log" 2>&1
+  rc=$?
+  note "  racecheck (compute-sanitizer, the raw kernels): $(grep -m1 'ERROR SUMMARY' "$LOGS/smoke_racecheck.log" || echo "no summary"), exit $rc$(
+    [ $rc -eq 99 ] && echo ": races found" || { [ $rc -ne 0 ] && echo ": the smoke itself failed or was stopped"; })"
+  [ $rc -eq 0 ] || FAILED="$FAILED racecheck(rc $rc)"
+elif [ -z "$NO_DEVICE" ]; then
+  note "  racecheck: not run (${SANITIZER:+not enough time left}${SANITIZER:-compute-sanitizer not found})"
+fi
+step_end
 fi
 
-if [ -x "$BUILD/test_cuda_logic" ]; then
-  step test_cuda_logic test_cuda_logic.log "$BUILD/test_cuda_logic"
-  gtest_figures test_cuda_logic.log
+# ---- 3. the tests ---------------------------------------------------------------------------------------------------
+run_tests() {  # BIN FILTER SECONDS
+  [ "$3" -ge 10 ] || { note "  $1: not run (out of time)"; FAILED="$FAILED $1(no time)"; return; }
+  "${PYTHON:-python3}" "$B/scripts/gpu_tests.py" --bin "$B/bin/$1" --filter "$2" --budget "$3" --logs "$LOGS" --tsv "$RESULTS" \
+    --sanitizer "${SANITIZER:-}" --stall "${DL_GPU_TEST_STALL:-60}" >>"$LOGS/gpu_tests.log" 2>&1 ||
+    { note "  $1: the runner failed: $(tail -1 "$LOGS/gpu_tests.log")"; FAILED="$FAILED $1(runner)"; }
+}
+SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda/compute-sanitizer/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)}
+if ! wanted tests "3 tests"; then
+  :
+elif [ -n "$NO_DEVICE" ]; then
+  step "3 tests: skipped: no device ($NO_DEVICE)"
+  note "  runner check: test_nccl's host tests (NcclChoice.*, NcclBuckets.*) through the same runner"
+  run_tests test_nccl 'NcclChoice.*:NcclBuckets.*' "$(cap 60 20)"
+else
+  step "3 tests (one process per binary; crash, hang and sticky-error isolation; compute-sanitizer: ${SANITIZER:-not found})"
+  t_tests=$(cap 210 180)  # leaves about 3 minutes for the benchmarks and the cells
+  t_end=$(($(now) + t_tests))
+  for spec in "test_cuda|*|35" "test_nccl|*|15" "test_autograd|*AgreesOnDevice*|25" "test_nn|*AgreesOnDevice*|25"; do
+    IFS='|' read -r bin filter share <<<"$spec"
+    left=$((t_end - $(now)))
+    run_tests "$bin" "$filter" "$((left < t_tests * share / 100 + 30 ? left : t_tests * share / 100 + 30))"
+  done
 fi
-if [ -x "$BUILD/test_cuda" ]; then
-  step test_cuda test_cuda.log timeout 300 "$BUILD/test_cuda"
-  gtest_figures test_cuda.log
-  grep -E 'no CUDA device' -m1 "$OUTDIR/test_cuda.log" >/dev/null && note "    WARNING: test_cuda skipped tests with 'no CUDA device'"
+if [[ $STEPS == *" tests "* ]]; then
+  "${REPORT[@]}" tests "$RESULTS" >>"$SUMMARY" 2>&1
+  awk -F'\t' 'NR > 1 && $3 != "passed" && $3 != "skipped" {n++} END {exit n > 0}' "$RESULTS" || FAILED="$FAILED tests"
+  step_end
 fi
-# NCCL: one rank per GPU. mpirun as root and with one rank per core or more needs these flags (docs/distributed.md).
-GPUS=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
-MPIRUN=()
-command -v mpirun >/dev/null && MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1)
-if [ -x "$BUILD/test_nccl" ]; then
-  grep -E 'dl: NCCL' "$OUTDIR/configure.log" 2>/dev/null | sed 's/^/    /' | tee -a "$SUMMARY"
-  if [ ${#MPIRUN[@]} -gt 0 ]; then
-    step "test_nccl 1 rank" test_nccl_1ranks.log timeout 180 "${MPIRUN[@]}" -np 1 "$BUILD/test_nccl"
-  else
-    step "test_nccl 1 rank" test_nccl_1ranks.log timeout 180 "$BUILD/test_nccl"  # no mpirun: a one-rank MPI job
+
+# ---- 4. benchmarks beside PyTorch, and one device cell of each app ----------------------------------------------------
+if [ -n "$NO_DEVICE" ]; then
+  step "4 benchmarks and app cells: skipped: no device ($NO_DEVICE)"
+  note "  cells that would run: $(for c in "${DL_GPU_CELLS[@]}"; do echo -n "${c%%|*} "; done)(CPU references in the bundle: $(ls "$B/reference" 2>/dev/null | wc -l))"
+else
+  if wanted bench "4a benchmarks"; then
+  step "4a bench_cuda; bench_workloads --device cuda beside PyTorch $(${PYTHON:-python3} -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '(not importable)') with SDPA"
+  c=$(cap 45 160)
+  if [ "$c" -ge 15 ]; then  # the backend's hot ops alone: sgemm, row softmax, FFT convolution
+    timeout -k 5 "$c" "$B/bin/bench_cuda" --benchmark_min_time=0.2 --benchmark_out="$LOGS/bench_cuda.json" \
+      --benchmark_out_format=json >"$LOGS/bench_cuda.log" 2>&1
+    rc=$?
+    note "  bench_cuda (exit $rc; logs/bench_cuda.json):"
+    grep -E '^BM_' "$LOGS/bench_cuda.log" | sed 's/^/    /' >>"$SUMMARY"
+    [ $rc -eq 0 ] || FAILED="$FAILED bench_cuda"
   fi
-  gtest_figures test_nccl_1ranks.log
-  grep -E 'built without NCCL|no CUDA device' -m1 "$OUTDIR/test_nccl_1ranks.log" >/dev/null &&
-    note "    WARNING: test_nccl skipped its device tests (no device or no NCCL in the build)"
-  if [ "$GPUS" -ge 2 ] && [ ${#MPIRUN[@]} -gt 0 ]; then
-    step "test_nccl 2 ranks" test_nccl_2ranks.log timeout 240 "${MPIRUN[@]}" -np 2 "$BUILD/test_nccl"
-    gtest_figures test_nccl_2ranks.log
-  else
-    note "    test_nccl 2 ranks: not run ($GPUS GPU(s), mpirun: ${MPIRUN[0]:-none})"
-  fi
-fi
-if [ -x "$BUILD/bench_cuda" ]; then
-  step bench_cuda bench_cuda.log timeout 180 "$BUILD/bench_cuda" --benchmark_out="$OUTDIR/bench_cuda.json" \
-    --benchmark_out_format=json
-  grep -E '^(BM_|sgemm|softmax|fft)' "$OUTDIR/bench_cuda.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-fi
-# 5. the app on the device, then the same cell on the CPU (same seed: the curves should be close, not identical)
-if [ -x "$BUILD/lra_benchmark" ]; then
-  LRA_STEPS=${DL_GPU_LRA_STEPS:-40}
-  for model in transformer s4d; do
-    for dev in cuda cpu; do
-      rm -rf "$OUTDIR/lra_${model}_$dev"
-      step "lra $model $dev" "lra_${model}_$dev.log" timeout 240 "$BUILD/lra_benchmark" cell --preset tiny --task listops \
-        --model "$model" --regime scratch --seed 0 --device "$dev" --threads "$JOBS" --quiet --out "$OUTDIR/lra_${model}_$dev" \
-        --set steps="$LRA_STEPS" --set eval_every="$LRA_STEPS" --set checkpoint_every="$LRA_STEPS" --set eval_batches=2 \
-        --set train_size=512 --set val_size=64 --set test_size=64 ||
-        tail -5 "$OUTDIR/lra_${model}_$dev.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-      f=$(find "$OUTDIR/lra_${model}_$dev" -name result.json 2>/dev/null | head -1)
-      [ -n "$f" ] && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('metrics',{}); \
-g=lambda d, k: -1 if d.get(k) is None else d[k]; \
-print('    steps/s %.2f  val_acc %.3f  test_acc %.3f' % (g(r, 'steps_per_s'), g(m, 'val_acc'), g(m, 'test_acc')))" \
-        "$f" | tee -a "$SUMMARY"
+  for spec in ${DL_GPU_BENCH:-transformer_listops:64:1024 s4d:64:4096 lstm_bits:256:256 gpt_char:64:512}; do
+    IFS=: read -r wl batch len <<<"$spec"
+    for variant in ours torch; do
+      c=$(cap 75 100)
+      if [ "$c" -lt 15 ]; then note "  $variant $wl: not run (out of time)"; continue; fi
+      if [ $variant = ours ]; then cmd=("$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8)
+      else cmd=("${PYTHON:-python3}" "$B/bench/torch_workloads.py" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8); fi
+      gpu_mem_watch
+      timeout -k 5 "$c" "${cmd[@]}" >"$LOGS/bench_${variant}_$wl.log" 2>&1
+      rc=$?
+      peak=$(gpu_mem_peak)
+      line=$(grep -m1 '^{' "$LOGS/bench_${variant}_$wl.log")
+      if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        echo "${line%\}}, \"variant\": \"$variant\", \"peak_gpu_mib\": ${peak:-null}}" >>"$BENCH"
+      else
+        err=$(tail -2 "$LOGS/bench_${variant}_$wl.log" | tr '\n"\\' "  /" | cut -c1-300)
+        echo "{\"workload\": \"$wl\", \"len\": $len, \"batch\": $batch, \"variant\": \"$variant\", \"failed\": true, \"rc\": $rc, \"error\": \"$err\"}" >>"$BENCH"
+        [ $variant = ours ] && FAILED="$FAILED bench:$wl"
+      fi
     done
   done
-  if [ "$GPUS" -ge 2 ] && [ ${#MPIRUN[@]} -gt 0 ]; then  # data-parallel on 2 GPUs: the gradients reduced by NCCL
-    rm -rf "$OUTDIR/lra_transformer_nccl2"
-    step "lra transformer nccl2" lra_transformer_nccl2.log timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/lra_benchmark" cell \
-      --preset tiny --task listops --model transformer --regime scratch --seed 0 --device cuda --comm nccl --threads 1 \
-      --out "$OUTDIR/lra_transformer_nccl2" --set steps="$LRA_STEPS" --set eval_every="$LRA_STEPS" \
-      --set checkpoint_every="$LRA_STEPS" --set eval_batches=2 --set train_size=512 --set val_size=64 --set test_size=64 ||
-      tail -5 "$OUTDIR/lra_transformer_nccl2.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-    grep -E '^comm: ' "$OUTDIR/lra_transformer_nccl2.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-    f=$(find "$OUTDIR/lra_transformer_nccl2" -name result.json 2>/dev/null | head -1)
-    [ -n "$f" ] && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('metrics',{}); \
-print('    steps/s %s  val_acc %s  test_acc %s  ranks %s' % (r.get('steps_per_s'), m.get('val_acc'), m.get('test_acc'), \
-r.get('extra', {}).get('ranks', r.get('ranks'))))" "$f" | tee -a "$SUMMARY"
+  "${REPORT[@]}" bench "$BENCH" >>"$SUMMARY" 2>&1
+  step_end
+  fi
+  if wanted cells "4b app cells"; then
+
+  step "4b app cells, $DL_GPU_CELL_STEPS steps each with --device cuda, against the bundle's CPU curves (cells.tsv)"
+  for entry in "${DL_GPU_CELLS[@]}"; do
+    IFS='|' read -r cell exe args <<<"$entry"
+    c=$(cap 90 15)
+    if [ "$c" -lt 15 ]; then note "  $cell: not run (out of time)"; FAILED="$FAILED cell:$cell(no time)"; continue; fi
+    t=$(now)
+    gpu_mem_watch
+    # shellcheck disable=SC2086  # ARGS is split on spaces by design (scripts/gpu_cells.sh)
+    DL_DATA_DIR="$WORK/cells/${cell}_data" timeout -k 5 "$c" "$B/bin/$exe" "${DL_GPU_CELL_ARGS[@]}" $args --device cuda --threads 8 \
+      --out "$WORK/cells/$cell" >"$LOGS/cell_$cell.log" 2>&1
+    rc=$?
+    wall=$(($(now) - t)) peak=$(gpu_mem_peak)
+    f=$(find "$WORK/cells/$cell/cells" -name result.json 2>/dev/null | head -1)
+    if [ -n "$f" ]; then
+      row=$("${REPORT[@]}" cell "$cell" "$f" "$B/reference/$cell" 2>>"$LOGS/report.log")
+      note "  $(echo "$row" | awk -F'\t' -v rc=$rc -v w=$wall -v p="$peak" '{printf "%-30s %s steps/s (cpu %s), max rel dloss train %s val %s, val_acc %s (cpu %s): %s; rc %s, %s s, peak %s MiB", $1, $2, $3, $4, $5, $6, $7, $8, rc, w, p}')"
+    else
+      why=$( [ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "stopped at its $c s cap" || tail -1 "$LOGS/cell_$cell.log" | cut -c1-200)
+      row=$(printf '%s\t\t\t\t\t\t\tno result (%s)' "$cell" "$why")
+      note "  $cell: no result.json, rc $rc after $wall s: $why"
+    fi
+    printf '%s\t%s\t%s\t%s\n' "$row" "$rc" "$wall" "$peak" >>"$CELLS"
+    [ $rc -eq 0 ] && [[ $row != *DIVERGED* ]] || FAILED="$FAILED cell:$cell"
+  done
+  step_end
   fi
 fi
-# 6. the other apps on the device, then the same cell on the CPU: one line per cell with both devices' figures
-APP_STEPS=${DL_GPU_APP_STEPS:-40}
-# app_cell NAME EXE ARGS...: NAME's cell with --device cuda and --device cpu; its summary line holds, per device, the
-# wall seconds of the run, the training steps/s and the validation / test accuracies from result.json
-app_cell() {
-  local name=$1 exe=$2
-  shift 2
-  [ -x "$BUILD/$exe" ] || return 0
-  local line="$name:" dev t0 rc f
-  for dev in cuda cpu; do
-    rm -rf "$OUTDIR/app_${name}_$dev"
-    t0=$(date +%s)
-    # a data cache of its own per run (generated tasks need nothing from it): fpt's arm fpt pretrains on each device
-    DL_DATA_DIR="$OUTDIR/app_${name}_${dev}_cache" timeout 300 "$BUILD/$exe" cell "$@" --seed 0 --device "$dev" --threads "$JOBS" --quiet --out "$OUTDIR/app_${name}_$dev" \
-      --set steps="$APP_STEPS" --set eval_every="$APP_STEPS" --set checkpoint_every="$APP_STEPS" \
-      >"$OUTDIR/app_${name}_$dev.log" 2>&1
-    rc=$?
-    line="$line  $dev rc $rc $(elapsed "$t0") s"
-    f=$(find "$OUTDIR/app_${name}_$dev" -name result.json 2>/dev/null | head -1)
-    [ -n "$f" ] && line="$line $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('metrics',{}); \
-g=lambda d, k: -1 if d.get(k) is None else d[k]; \
-print('%.2f steps/s val %.3f test %.3f' % (g(r, 'steps_per_s'), g(m, 'val_acc'), g(m, 'test_acc')))" "$f")"
-    [ $rc -ne 0 ] && tail -3 "$OUTDIR/app_${name}_$dev.log" | sed "s/^/    [$name $dev] /" | tee -a "$SUMMARY"
-  done
-  note "$line"
-}
-note "apps on the device ($APP_STEPS steps; wall seconds include data and, for fpt's arm fpt, its LM pretraining):"
-app_cell fpt_bit_xor_full fpt --task bit_xor --arm full --set train_size=2000 --set val_size=256 --set test_size=256
-app_cell fpt_bit_xor_fpt fpt --task bit_xor --arm fpt --set lm_steps="$APP_STEPS" --set train_size=2000 --set val_size=256 \
-  --set test_size=256
-app_cell pconv_compositional_lightconv pretrained_convs --task compositional --model lightconv --regime scratch \
-  --set train_size=512 --set val_size=64 --set test_size=64 --set eval_examples=64
-app_cell pconv_compositional_transformer pretrained_convs --task compositional --model transformer --regime scratch \
-  --set train_size=512 --set val_size=64 --set test_size=64 --set eval_examples=64
-note "total $(elapsed "$T_START") s"

@@ -66,7 +66,8 @@ std::string choose_communicator(const std::string& kind, Device tensors, bool la
   if (!with_mpi) throw CommError(asked + ", but this build has no MPI (install libopenmpi-dev and rebuild)");
   if (kind == "mpi" || (kind == "auto" && (tensors != Device::cuda || !with_nccl))) return "mpi";
   if (!with_nccl)
-    throw CommError("--comm nccl: this build has no NCCL (CMake looks for nccl.h and libnccl in the CUDA toolkit; it needs "
+    throw CommError("--comm nccl: this build has no NCCL (CMake looks for nccl.h and libnccl.so or libnccl.so.2 in the "
+                    "CUDA toolkit, DL_NCCL_ROOT and the pip wheel nvidia-nccl-cu13; it needs "
                     "the CUDA backend and MPI, and -DDL_NCCL=ON; docs/distributed.md)");
   if (tensors != Device::cuda)
     throw CommError(std::string("--comm nccl reduces CUDA tensors, but the model is on the ") + device_name(tensors) +

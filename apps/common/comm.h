@@ -3,7 +3,7 @@
 //   mpi     OpenMPI / MPICH collectives on host buffers (apps/common/backends/comm_mpi.cpp, built when CMake
 //           finds MPI); chosen when the process was started by mpirun (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK)
 //   nccl    NCCL collectives on device buffers, one GPU per rank (apps/common/backends/comm_nccl.cpp, built when CMake
-//           finds NCCL in the CUDA toolkit and MPI); bootstrapped over the mpi communicator, to which it also hands
+//           finds NCCL - nccl.h and libnccl.so or libnccl.so.2 - beside the CUDA backend and MPI); bootstrapped over the mpi communicator, to which it also hands
 //           every call on host buffers; chosen under mpirun when the model is on the device (--device cuda)
 //
 // Buffers: the blocking calls always take host memory; the non-blocking ones (the gradient buckets, ZeRO-1's

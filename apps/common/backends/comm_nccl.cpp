@@ -1,16 +1,19 @@
 // apps/common/backends/comm_nccl.cpp - the NCCL communicator (comm.h): collectives on device buffers, one GPU per
-// rank, bootstrapped over the MPI communicator the way llm.c does it (rank 0 makes the ncclUniqueId, MPI broadcasts
-// it, every rank joins with ncclCommInitRank*).
+// rank, bootstrapped over the MPI communicator `host` the way llm.c does it (rank 0 makes the ncclUniqueId, MPI
+// broadcasts it, every rank joins with ncclCommInitRankConfig).
 //
 //   device   the rank's index among the ranks of its machine (OMPI_COMM_WORLD_LOCAL_RANK; MPICH's MPI_LOCALRANKID,
-//            SLURM_LOCALID; else 0) modulo the devices it sees, made current (cudaSetDevice) before this thread
-//            allocates anything on a device, so the backend's memory (cuda/backend.cu uses the current device) is on
-//            it. Every rank's host and GPU bus id are all-gathered, and two ranks on one GPU are named.
+//            SLURM_LOCALID; else 0) modulo the devices it sees, made current (cudaSetDevice) in the constructor. The
+//            CUDA backend allocates on the current device, so the communicator must be made before the first device
+//            tensor: a buffer found on another GPU is refused, naming both GPUs. Every rank's host and GPU bus id are
+//            all-gathered, and two ranks on one GPU are named.
 //   streams  the backend runs all its work on the legacy default stream; the collectives run on a stream of their
 //            own, created non-blocking so that it never synchronises with the default stream implicitly (that would
 //            serialise the backward and the reduction again). A collective first makes its stream wait for an event
 //            recorded on the default stream (the gradients copied into the bucket before the call are complete),
-//            then records an event of its own after the NCCL kernel: that event is the Handle.
+//            then records an event of its own after the NCCL call; the Handle it returns names that event.
+//   calls    all-reduce (the gradient buckets), broadcast (the start), and ZeRO-1's reduce-scatter and all-gather,
+//            each one NCCL call on float32 device buffers (a host buffer is refused by name).
 //   wait     polls the event and ncclCommGetAsyncError. After timeout_s (DL_COMM_TIMEOUT) or on an asynchronous NCCL
 //            error it aborts the NCCL communicator (ncclCommAbort stops kernels that wait for a dead peer) and throws
 //            a CommError naming what was waited for; the harness then ends the job through MPI (abort()).
@@ -19,9 +22,11 @@
 // The NCCL communicator is non-blocking (ncclConfig_t::blocking = 0), so that the initialisation and the first
 // collective (which connects the ranks) obey the timeout too, instead of hanging in NCCL: a call that returns
 // ncclInProgress is polled with ncclCommGetAsyncError until it settles, and only then is its event recorded (the
-// kernel is on the stream by then).
-// What it is not: reduce-scatter / all-gather (ZeRO-1 uses reduce and broadcast per parameter, as on MPI), grouped
-// calls (one NCCL call per bucket), or several GPUs per process.
+// kernel is on the stream by then). At exit (an atexit handler registered after CUDA started, so it runs before the
+// runtime's own teardown) or in the destructor, the communicator is finalized, or aborted if collectives are pending.
+// What it is not: grouped calls (one NCCL call per bucket), or several GPUs per process. Where NCCL comes from at build
+// time (the toolkit, libnccl-dev or the pip wheel's libnccl.so.2) is CMakeLists.txt's business; at run time the
+// loader finds libnccl.so.2 (scripts/gpu_check.sh puts the folder it was found in on LD_LIBRARY_PATH).
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
