@@ -3,8 +3,12 @@
 # checks with nothing installed there: one git-ignored archive that the device tool's `carry` takes
 # (docs/cuda.md, "When a device is lent").
 #
-#   scripts/gpu_bundle.sh [--build DIR] [--out DIR] [--make] [--no-xz] [--no-reference] [--strip] [--keep-stage]
+#   scripts/gpu_bundle.sh [--portable | --build DIR] [--out DIR] [--make] [--no-xz] [--no-reference] [--strip] [--keep-stage]
 #
+#   --portable       what to pack for a lease: configure (once) and build build-portable/, whose C++ is compiled for any
+#                    x86-64 (DL_NATIVE=OFF: no -march=native, so no instruction this machine has and the GPU machine's
+#                    CPU may lack - a SIGILL there would spend the lease) and whose CUDA code for sm_90 alone (the H200);
+#                    implies --make. A first build takes ~25-30 min on these 2 cores; OpenBLAS picks its kernels at run time
 #   --build DIR      the build folder (default build/, as scripts/build.sh makes it; CUDA archs must include 90)
 #   --out DIR        where the archive goes (default gpu_bundle/, ignored by git): DIR/dl_gpu_bundle.tar.xz
 #   --make           build the bundled targets first (else a stale or missing one is an error naming it)
@@ -15,7 +19,7 @@
 #   --keep-stage     keep DIR/stage/ after packing (scripts/check_bundle.sh can check either)
 #
 # The archive holds one folder, dl_gpu_bundle/:
-#   bin/        gpu_smoke, the CUDA tests (test_cuda, test_nccl), test_autograd and test_nn (their AgreesOnDevice cases),
+#   bin/        gpu_smoke, the CUDA tests (test_cuda, test_nccl), test_autograd (every OpCase's AgreesOnDevice),
 #               bench_cuda, bench_workloads, and every app that takes --device cuda; RUNPATH $ORIGIN/../lib
 #   lib/        every shared library those binaries resolve (ldd) except the allow-list of scripts/gpu_env.sh (glibc,
 #               libstdc++/libgcc_s, the CUDA driver, cuBLAS/cuBLASLt/cuFFT/NCCL), each with RUNPATH $ORIGIN, so a
@@ -33,9 +37,10 @@ cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
 source scripts/gpu_cells.sh
 
-BUILD=build OUTDIR=gpu_bundle MAKE=0 XZ=1 REF=1 STRIP=0 KEEP=0
+BUILD=build OUTDIR=gpu_bundle MAKE=0 XZ=1 REF=1 STRIP=0 KEEP=0 PORTABLE=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --portable) PORTABLE=1 MAKE=1 BUILD=build-portable; shift ;;
     --build) BUILD=${2:?--build needs a folder}; shift 2 ;;
     --out) OUTDIR=${2:?--out needs a folder}; shift 2 ;;
     --make) MAKE=1; shift ;;
@@ -50,13 +55,18 @@ done
 NAME=dl_gpu_bundle
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
-BINS=(gpu_smoke test_cuda test_nccl test_autograd test_nn bench_cuda bench_workloads lra_benchmark fpt pretrained_convs classify)
+BINS=(gpu_smoke test_cuda test_nccl test_autograd bench_cuda bench_workloads lra_benchmark fpt pretrained_convs classify)
 T0=$(date +%s)
 say() { echo "gpu_bundle: $*"; }
 die() { echo "gpu_bundle: $*" >&2; exit 1; }
 secs() { echo $(($(date +%s) - $1)); }
 
 # ---- 1. the build folder: configured with the CUDA backend, every target built and up to date, sm_90 inside -------
+if [ "$PORTABLE" = 1 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  [ -n "${CXX:-}" ] || ! command -v clang++ >/dev/null || export CXX=clang++  # as scripts/build.sh chooses
+  say "configuring $BUILD: any x86-64 (DL_NATIVE=OFF), CUDA for sm_90"
+  cmake -S . -B "$BUILD" -G Ninja -DDL_NATIVE=OFF -DDL_CUDA_ARCHS=90 >/dev/null
+fi
 [ -f "$BUILD/CMakeCache.txt" ] || die "$BUILD/CMakeCache.txt not found: configure and build first (scripts/build.sh), or --build DIR"
 BUILD=$(cd "$BUILD" && pwd)
 cache() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD/CMakeCache.txt" | head -1; }
