@@ -86,29 +86,15 @@ template <class P> void CudaBackend<P>::fft_conv(const Tensor& a, const Tensor& 
 
 // Rows of n reals <-> rows of h = n/2 + 1 complex bins, unnormalised, as the platform's FFTs give them.
 template <class P> void CudaBackend<P>::rfft_rows(const Tensor& x, const Tensor& X) {
-  const char* op = "rfft";
-  require_cuda(x, op, "x");
-  require_cuda(X, op, "X");
-  require_float(x, op);
-  if (x.dim() != 2 || X.shape() != Shape{x.size(0), x.size(1) / 2 + 1, 2} || X.dtype() != x.dtype())
-    fail("rfft (cuda): x (R, n) " + shape_str(x.shape()) + " needs X (R, n/2 + 1, 2) of its dtype, got " + shape_str(X.shape()));
+  require_spectrum_rows(x, X, "rfft");
   if (x.numel() == 0) return;
-  to_int(x.size(1), op, "n");
-  to_int(x.size(0), op, "rows");
-  p_.rfft(x.dtype(), x.size(1), x.size(0), x.raw_data(), X.raw_data());
+  p_.rfft(x.dtype(), to_int(x.size(1), "rfft", "n"), to_int(x.size(0), "rfft", "rows"), x.raw_data(), X.raw_data());
 }
 
 template <class P> void CudaBackend<P>::irfft_rows(const Tensor& X, const Tensor& x) {
-  const char* op = "irfft";
-  require_cuda(X, op, "X");
-  require_cuda(x, op, "x");
-  require_float(x, op);
-  if (x.dim() != 2 || X.shape() != Shape{x.size(0), x.size(1) / 2 + 1, 2} || X.dtype() != x.dtype())
-    fail("irfft (cuda): x (R, n) " + shape_str(x.shape()) + " needs X (R, n/2 + 1, 2) of its dtype, got " + shape_str(X.shape()));
+  require_spectrum_rows(x, X, "irfft");
   if (x.numel() == 0) return;
-  to_int(x.size(1), op, "n");
-  to_int(x.size(0), op, "rows");
-  p_.irfft(x.dtype(), x.size(1), x.size(0), X.raw_data(), x.raw_data());
+  p_.irfft(x.dtype(), to_int(x.size(1), "irfft", "n"), to_int(x.size(0), "irfft", "rows"), X.raw_data(), x.raw_data());
 }
 
 }  // namespace dl::cuda

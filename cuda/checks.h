@@ -1,4 +1,4 @@
-// cuda/checks.cuh - the argument checks of CudaBackend's methods (cuda/backend.cuh). Every message names the op and
+// cuda/checks.h - the argument checks of CudaBackend's methods (cuda/backend.h). Every message names the op and
 // the operand, as tensor/ does: "softmax (cuda): x [4, 5] must have the output's shape [4, 6]".
 #pragma once
 #include <climits>
@@ -75,6 +75,16 @@ inline void require_index(const Tensor& idx, const char* op, int64_t rank, int64
 inline void require_float(const Tensor& t, const char* op) {
   if (t.dtype() != DType::f32 && t.dtype() != DType::f64)
     fail(std::string(op) + " (cuda): expected f32 or f64, found " + dtype_name(t.dtype()));
+}
+
+// Rows of n reals x (R, n) and their spectra X (R, n/2 + 1, 2), both contiguous, one float dtype (rfft / irfft).
+inline void require_spectrum_rows(const Tensor& x, const Tensor& X, const char* op) {
+  require_cuda(x, op, "x");
+  require_cuda(X, op, "X");
+  require_float(x, op);
+  if (x.dim() != 2 || X.shape() != Shape{x.size(0), x.size(1) / 2 + 1, 2} || X.dtype() != x.dtype())
+    fail(std::string(op) + " (cuda): x (R, n) " + shape_str(x.shape()) + " needs X (R, n/2 + 1, 2) of its dtype, got " +
+         shape_str(X.shape()));
 }
 
 inline int to_int(int64_t v, const char* op, const char* what) {

@@ -8,7 +8,8 @@
 #   --portable       what to pack for a lease: configure (once) and build build-portable/, whose C++ is compiled for any
 #                    x86-64 (DL_NATIVE=OFF: no -march=native, so no instruction this machine has and the GPU machine's
 #                    CPU may lack - a SIGILL there would spend the lease) and whose CUDA code for sm_90 alone (the H200);
-#                    implies --make. A first build takes ~25-30 min on these 2 cores; OpenBLAS picks its kernels at run time
+#                    implies --make. The first configure + build + pack took 549 s here (2026-12-04); OpenBLAS picks its
+#                    kernels at run time either way
 #   --build DIR      the build folder (default build/, as scripts/build.sh makes it; CUDA archs must include 90)
 #   --out DIR        where the archive goes (default gpu_bundle/, ignored by git): DIR/dl_gpu_bundle.tar.xz
 #   --make           build the bundled targets first (else a stale or missing one is an error naming it)

@@ -226,7 +226,6 @@ Tensor rfft_backward(const Tensor& dX, int64_t n, int64_t L) {
 Tensor irfft_backward(const Tensor& dx, int64_t n, int64_t m) {
   check_real(dx, "irfft_backward");
   if (dx.size(-1) != n) fail("irfft_backward: expected last dim " + std::to_string(n) + ", got " + shape_str(dx.shape()));
-  int64_t h = n / 2 + 1;
   return dispatch_float(dx.dtype(), "irfft_backward", [&]<class T>() {
     Tensor X = r2c<T>(dx, n);
     weight_bins(X, n, 1.0 / (double)n, /*inverse=*/false);  // dX_k = w_k/n rfft(dx)_k

@@ -36,7 +36,7 @@ struct OpCase {
   bool has_fixture = true;  // false only for ops PyTorch lacks; say why where it is set
   bool check_noncontiguous = true;
   double eps = 1e-6;
-  std::string no_device;  // why the op cannot run on a device yet ("" = it can); AgreesOnDevice skips saying so
+  std::string no_device{};  // why the op cannot run on a device yet ("" = it can); AgreesOnDevice skips saying so
 };
 
 // Input generators
