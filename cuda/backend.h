@@ -33,6 +33,7 @@
 //   cuda/backend_nn.cuh           softmax / log_softmax, layer_norm / rms_norm, cross-entropy (+ backward), dropout
 //   cuda/backend_index.cuh        embedding (+ backward), gather, scatter_add, index_add, one_hot
 //   cuda/backend_libs.cuh         matmul (the GEMM of cuBLAS), real FFTs of rows and the causal FFT convolution (cuFFT's)
+//   cuda/backend_ssm.cuh          the Vandermonde product of S4D's and DLR's kernels (float64), forward and backward
 // Each family file ends with a macro naming its methods; cuda/gpu_<family>.cu and cuda/twin.cpp expand it to compile
 // the family for their platform.
 //
@@ -135,6 +136,11 @@ template <class P> class CudaBackend final : public Backend {
   void fft_conv(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void rfft_rows(const Tensor& x, const Tensor& X) override;
   void irfft_rows(const Tensor& X, const Tensor& x) override;
+
+  // ---- state-space kernels: the Vandermonde product of S4D and DLR: cuda/backend_ssm.cuh ----
+  void vandermonde(const Tensor& Ct, const Tensor& E, double scale, const Tensor& K) override;
+  void vandermonde_backward(const Tensor& Ct, const Tensor& E, const Tensor& dK, double scale, const Tensor& gCt,
+                            const Tensor& gE) override;
 
  private:
   mutable P p_;  // probe() caches its answer

@@ -28,6 +28,7 @@
 #include "cuda/backend_memory.cuh"
 #include "cuda/backend_nn.cuh"
 #include "cuda/backend_reduce.cuh"
+#include "cuda/backend_ssm.cuh"
 #include "cuda/twin.h"
 #include "tensor/allocator.h"
 #include "tensor/elementwise.h"
@@ -195,6 +196,7 @@ DL_CUDA_REDUCE_FAMILY(Twin)
 DL_CUDA_NN_FAMILY(Twin)
 DL_CUDA_INDEX_FAMILY(Twin)
 DL_CUDA_LIBS_FAMILY(Twin)
+DL_CUDA_SSM_FAMILY(Twin)
 
 Backend& host_twin() {
   static Backend* twin = [] {

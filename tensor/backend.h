@@ -113,6 +113,12 @@ struct Backend {
   // x (R, n) -> X (R, n/2 + 1, 2) (re, im); X -> x, X read as half of a Hermitian spectrum and overwritten. Contiguous.
   virtual void rfft_rows(const Tensor& x, const Tensor& X) = 0;
   virtual void irfft_rows(const Tensor& X, const Tensor& x) = 0;
+  // The Vandermonde product of diagonal state-space kernels (S4D, DLR; nn/ssm/ssm_ops.h), all contiguous f64 with complex
+  // numbers as (re, im): K (Cc, H, L) = scale Re sum_n Ct (Cc, H, N) exp(E (H, N) l); backward g_Ct = scale sum_l dK
+  // conj(V), g_E = scale sum_c conj(Ct) sum_l dK l conj(V), V = exp(E l); g_Ct / g_E undefined when not asked for.
+  virtual void vandermonde(const Tensor& Ct, const Tensor& E, double scale, const Tensor& K) = 0;
+  virtual void vandermonde_backward(const Tensor& Ct, const Tensor& E, const Tensor& dK, double scale, const Tensor& gCt,
+                                    const Tensor& gE) = 0;
   virtual void synchronize() = 0;
 };
 

@@ -255,115 +255,6 @@ Tensor ssm_conv_direct(const Tensor& u_, const Tensor& k_, const Tensor& D_) {
   return y;
 }
 
-// ---------------------------------------------------------------------------------------------------
-// The Vandermonde core. Each channel walks l = 0 .. L-1 keeping only the current powers v[n] = exp(E[h, n] l),
-// as separate re/im arrays so every loop over n vectorises: advance() multiplies by exp(E) (v_{l+1} = v_l exp(E)),
-// anchor() restarts from exp(E l) computed directly every `chunk` steps (rounding grows with chunk, not with L).
-namespace {
-struct Powers {
-  const cplx* E;  // (N) modes of one channel
-  int64_t N;
-  std::vector<double> vr, vi, sr, si;  // v and the step exp(E)
-  Powers(const cplx* E_, int64_t N_) : E(E_), N(N_), vr(N_), vi(N_), sr(N_), si(N_) {
-    for (int64_t n = 0; n < N; n++) {
-      const cplx s = std::exp(E[n]);
-      sr[n] = s.real(), si[n] = s.imag();
-    }
-  }
-  void anchor(int64_t l) {
-    for (int64_t n = 0; n < N; n++) {
-      const cplx v = std::exp(E[n] * (double)l);
-      vr[n] = v.real(), vi[n] = v.imag();
-    }
-  }
-  void advance() {  // written out: std::complex's operator* checks for NaN/inf and does not vectorise
-#pragma omp simd
-    for (int64_t n = 0; n < N; n++) {
-      const double a = vr[n], b = vi[n];
-      vr[n] = a * sr[n] - b * si[n];
-      vi[n] = a * si[n] + b * sr[n];
-    }
-  }
-};
-}  // namespace
-
-void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, int64_t chunk,
-                         double* K) {
-  chunk = std::max<int64_t>(1, std::min(chunk, L));
-#pragma omp parallel if (Cc * H * N * L > 16384)
-  {
-    std::vector<double> cr(Cc * N), ci(Cc * N);  // Ct of one channel, re and im
-#pragma omp for schedule(static)
-    for (int64_t h = 0; h < H; h++) {
-      Powers p(E + h * N, N);
-      for (int64_t c = 0; c < Cc; c++)
-        for (int64_t n = 0; n < N; n++)
-          cr[c * N + n] = Ct[(c * H + h) * N + n].real(), ci[c * N + n] = Ct[(c * H + h) * N + n].imag();
-      for (int64_t l = 0; l < L; l++) {
-        if (l % chunk == 0) p.anchor(l);
-        for (int64_t c = 0; c < Cc; c++) {  // K = scale Re(Ct . v)
-          const double *a = cr.data() + c * N, *b = ci.data() + c * N;
-          double acc = 0;
-#pragma omp simd reduction(+ : acc)
-          for (int64_t n = 0; n < N; n++) acc += a[n] * p.vr[n] - b[n] * p.vi[n];
-          K[(c * H + h) * L + l] = scale * acc;
-        }
-        p.advance();
-      }
-    }
-  }
-}
-
-void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64_t Cc, int64_t H, int64_t N, int64_t L,
-                          double scale, int64_t chunk, cplx* g_Ct, cplx* g_E) {
-  chunk = std::max<int64_t>(1, std::min(chunk, L));
-#pragma omp parallel if (Cc * H * N * L > 16384)
-  {
-    // P = sum_l dK conj(v), Q = sum_l dK l conj(v), (Cc, N) each, re and im apart
-    std::vector<double> Pr(Cc * N), Pi(Cc * N), Qr(Cc * N), Qi(Cc * N);
-#pragma omp for schedule(static)
-    for (int64_t h = 0; h < H; h++) {
-      Powers p(E + h * N, N);
-      std::fill(Pr.begin(), Pr.end(), 0.0), std::fill(Pi.begin(), Pi.end(), 0.0);
-      std::fill(Qr.begin(), Qr.end(), 0.0), std::fill(Qi.begin(), Qi.end(), 0.0);
-      for (int64_t l = 0; l < L; l++) {
-        if (l % chunk == 0) p.anchor(l);
-        for (int64_t c = 0; c < Cc; c++) {
-          const double g = dK[(c * H + h) * L + l], gl = g * (double)l;
-          double *pr = Pr.data() + c * N, *pi = Pi.data() + c * N, *qr = Qr.data() + c * N, *qi = Qi.data() + c * N;
-#pragma omp simd
-          for (int64_t n = 0; n < N; n++) {
-            pr[n] += g * p.vr[n], pi[n] -= g * p.vi[n];
-            qr[n] += gl * p.vr[n], qi[n] -= gl * p.vi[n];
-          }
-        }
-        p.advance();
-      }
-      for (int64_t n = 0; n < N; n++) {
-        cplx ge = 0;
-        for (int64_t c = 0; c < Cc; c++) {
-          const int64_t i = c * N + n;
-          if (g_Ct) g_Ct[(c * H + h) * N + n] = scale * cplx(Pr[i], Pi[i]);
-          ge += scale * std::conj(Ct[(c * H + h) * N + n]) * cplx(Qr[i], Qi[i]);
-        }
-        if (g_E) g_E[h * N + n] = ge;
-      }
-    }
-  }
-}
-
-void vandermonde_powers(const cplx* Ct, const cplx* Abar, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, double* K) {
-  for (int64_t c = 0; c < Cc; c++)
-    for (int64_t h = 0; h < H; h++) {
-      std::vector<cplx> x(Ct + (c * H + h) * N, Ct + (c * H + h) * N + N);  // C Bbar Abar^l, advanced each l
-      for (int64_t l = 0; l < L; l++) {
-        double acc = 0;
-        for (int64_t n = 0; n < N; n++) acc += x[n].real(), x[n] *= Abar[h * N + n];
-        K[(c * H + h) * L + l] = scale * acc;
-      }
-    }
-}
-
 Discretization parse_discretization(const std::string& s, const std::string& layer) {
   if (s == "zoh") return Discretization::zoh;
   if (s == "bilinear") return Discretization::bilinear;
@@ -375,6 +266,37 @@ Discretization parse_discretization(const std::string& s, const std::string& lay
 namespace {
 
 // Everything the forward computes per (h, n) that the backward needs again.
+// The kernels' parameters are small ((H, N) and (Cc, H, N) complex numbers): their setup and the chain rule from the
+// Vandermonde product's gradients to them run on the host, from host copies when they live on a device; only the
+// product itself - O(Cc H N L), the step's cost - runs where the parameters are (tensor/vandermonde.h).
+Tensor on_host(const Tensor& t) { return t.defined() && t.device() != Device::cpu ? t.to(Device::cpu) : t; }
+Tensor placed(const Tensor& t, Device d) { return t.defined() && d != Device::cpu ? t.to(d) : t; }
+
+// K = scale Re sum_n Ct exp(E l) for host-side Ct (Cc, H, N) and E (H, N), on device d, in dtype t.
+Tensor vandermonde_on(Device d, const std::vector<cplx>& Ct, const std::vector<cplx>& E, int64_t Cc, int64_t H, int64_t N,
+                      int64_t L, double scale, int64_t chunk, DType t) {
+  if (d == Device::cpu) {
+    std::vector<double> K(Cc * H * L);
+    vandermonde_forward(Ct.data(), E.data(), Cc, H, N, L, scale, chunk, K.data());
+    return tensor_from(K, {Cc, H, L}, t);
+  }
+  Tensor ct = from_cplx(Ct, {Cc, H, N, 2}, DType::f64).to(d), e = from_cplx(E, {H, N, 2}, DType::f64).to(d);
+  return vandermonde(ct, e, L, scale, chunk).to(t);
+}
+
+// g_Ct (Cc, H, N) and g_E (H, N) on the host for dK = dy (Cc, H, L) of either device.
+void vandermonde_grads(const Tensor& dy, const std::vector<cplx>& Ct, const std::vector<cplx>& E, int64_t Cc, int64_t H,
+                       int64_t N, int64_t L, double scale, int64_t chunk, std::vector<cplx>& g_Ct, std::vector<cplx>& g_E) {
+  if (dy.device() == Device::cpu) {
+    auto dK = to_f64(dy);
+    vandermonde_backward(Ct.data(), E.data(), dK.data(), Cc, H, N, L, scale, chunk, g_Ct.data(), g_E.data());
+    return;
+  }
+  VandermondeGrads g = vandermonde_backward(from_cplx(Ct, {Cc, H, N, 2}, DType::f64), from_cplx(E, {H, N, 2}, DType::f64), dy,
+                                            scale, chunk);
+  g_Ct = to_cplx(g.Ct.to(Device::cpu)), g_E = to_cplx(g.E.to(Device::cpu));
+}
+
 struct DiagParams {
   int64_t Cc, H, N, L;
   std::vector<double> dt;           // (H)
@@ -426,11 +348,10 @@ struct DiagKernelNode : Node {
   const char* name() const override { return "diag_ssm_kernel"; }
   void release() override { log_dt = a_re = A_imag = B = C = Tensor(); }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    DiagParams p = diag_setup(log_dt, a_re, A_imag, B, C, L, opt.disc);
+    DiagParams p = diag_setup(on_host(log_dt), on_host(a_re), on_host(A_imag), on_host(B), on_host(C), L, opt.disc);
     const int64_t Cc = p.Cc, H = p.H, N = p.N;
     std::vector<cplx> Ct = diag_ct(p), g_Ct(Cc * H * N), g_E(H * N);
-    auto dK = to_f64(dy);
-    vandermonde_backward(Ct.data(), p.E.data(), dK.data(), Cc, H, N, L, 2.0, opt.chunk, g_Ct.data(), g_E.data());
+    vandermonde_grads(dy, Ct, p.E, Cc, H, N, L, 2.0, opt.chunk, g_Ct, g_E);
     std::vector<double> g_log_dt(H, 0.0), g_a_re(H * N), g_A_imag(H * N);
     std::vector<cplx> g_B(H * N), g_C(Cc * H * N);
     for (int64_t h = 0; h < H; h++) {
@@ -469,13 +390,14 @@ struct DiagKernelNode : Node {
       g_log_dt[h] = g_dt * dt;
     }
     const DType t = C.dtype();
+    const Device d = C.device();  // the gradients go where the parameters are
     std::vector<Tensor> g(has_B ? 5 : 4);
-    if (needs_grad(0)) g[0] = tensor_from(g_log_dt, {H}, t);
-    if (needs_grad(1)) g[1] = tensor_from(g_a_re, {H, N}, t);
-    if (needs_grad(2)) g[2] = tensor_from(g_A_imag, {H, N}, t);
-    if (has_B && needs_grad(3)) g[3] = from_cplx(g_B, {H, N, 2}, t);
+    if (needs_grad(0)) g[0] = placed(tensor_from(g_log_dt, {H}, t), d);
+    if (needs_grad(1)) g[1] = placed(tensor_from(g_a_re, {H, N}, t), d);
+    if (needs_grad(2)) g[2] = placed(tensor_from(g_A_imag, {H, N}, t), d);
+    if (has_B && needs_grad(3)) g[3] = placed(from_cplx(g_B, {H, N, 2}, t), d);
     const size_t ic = has_B ? 4 : 3;
-    if (needs_grad(ic)) g[ic] = from_cplx(g_C, {Cc, H, N, 2}, t);
+    if (needs_grad(ic)) g[ic] = placed(from_cplx(g_C, {Cc, H, N, 2}, t), d);
     return g;
   }
 };
@@ -495,16 +417,11 @@ Var diag_ssm_kernel(const Var& log_dt, const Var& a_re, const Var& A_imag, const
   expect(A_imag, {H, N}, "A_imag");
   if (B.defined()) expect(B, {H, N, 2}, "B");
   if (L < 1) fail("diag_ssm_kernel: L must be >= 1, found " + std::to_string(L));
-  if (C.data().device() != Device::cpu) {  // no device kernel: the host computes it from copies of the (H, N) parameters,
-    const Device dev = C.data().device();  // K (Cc, H, L) goes back; both copies carry gradients (autograd/device.h)
-    auto host = [](const Var& v) { return to_device(v, Device::cpu); };
-    return to_device(diag_ssm_kernel(host(log_dt), host(a_re), host(A_imag), host(B), host(C), L, opt), dev);
-  }
-  DiagParams p = diag_setup(log_dt.data(), a_re.data(), A_imag.data(), B.defined() ? B.data() : Tensor(), C.data(), L, opt.disc);
+  // the (H, N) setup on the host (from copies when the parameters live on a device); the product where they live
+  DiagParams p = diag_setup(on_host(log_dt.data()), on_host(a_re.data()), on_host(A_imag.data()),
+                            B.defined() ? on_host(B.data()) : Tensor(), on_host(C.data()), L, opt.disc);
   std::vector<cplx> Ct = diag_ct(p);
-  std::vector<double> K(p.Cc * H * L);
-  vandermonde_forward(Ct.data(), p.E.data(), p.Cc, H, N, L, 2.0, opt.chunk, K.data());
-  Tensor out = tensor_from(K, {p.Cc, H, L}, C.dtype());
+  Tensor out = vandermonde_on(C.data().device(), Ct, p.E, p.Cc, H, N, L, 2.0, opt.chunk, C.dtype());
   std::vector<Var> ins = {log_dt, a_re, A_imag};
   if (B.defined()) ins.push_back(B);
   ins.push_back(C);
@@ -526,12 +443,11 @@ struct DlrKernelNode : Node {
   void release() override { x = y = W = Tensor(); }
   std::vector<Tensor> apply(const Tensor& dy) override {
     const int64_t Cc = W.size(0), H = W.size(1), N = W.size(2);
-    auto xs = to_f64(x), ys = to_f64(y);
-    std::vector<cplx> Wc = to_cplx(W), E(H * N), g_W(Cc * H * N), g_E(H * N);
+    auto xs = to_f64(on_host(x)), ys = to_f64(on_host(y));
+    std::vector<cplx> Wc = to_cplx(on_host(W)), E(H * N), g_W(Cc * H * N), g_E(H * N);
     for (int64_t h = 0; h < H; h++)
       for (int64_t n = 0; n < N; n++) E[h * N + n] = cplx(-xs[n] * xs[n], ys[n]);
-    auto dK = to_f64(dy);
-    vandermonde_backward(Wc.data(), E.data(), dK.data(), Cc, H, N, L, 1.0, chunk, g_W.data(), g_E.data());
+    vandermonde_grads(dy, Wc, E, Cc, H, N, L, 1.0, chunk, g_W, g_E);
     std::vector<double> gx(N, 0.0), gy(N, 0.0);
     for (int64_t h = 0; h < H; h++)
       for (int64_t n = 0; n < N; n++) {  // Lambda = -x^2 + i y
@@ -539,8 +455,9 @@ struct DlrKernelNode : Node {
         gy[n] += g_E[h * N + n].imag();
       }
     const DType t = W.dtype();
-    return {needs_grad(0) ? tensor_from(gx, {N}, t) : Tensor(), needs_grad(1) ? tensor_from(gy, {N}, t) : Tensor(),
-            needs_grad(2) ? from_cplx(g_W, {Cc, H, N, 2}, t) : Tensor()};
+    const Device d = W.device();  // the gradients go where the parameters are
+    return {needs_grad(0) ? placed(tensor_from(gx, {N}, t), d) : Tensor(), needs_grad(1) ? placed(tensor_from(gy, {N}, t), d) : Tensor(),
+            needs_grad(2) ? placed(from_cplx(g_W, {Cc, H, N, 2}, t), d) : Tensor()};
   }
 };
 }  // namespace
@@ -551,13 +468,11 @@ Var dlr_kernel(const Var& x, const Var& y, const Var& W, int64_t L, int64_t chun
   if (x.shape() != Shape{N} || y.shape() != Shape{N})
     fail("dlr_kernel: Lambda parts must be (" + std::to_string(N) + "), found " + shape_str(x.shape()) + " and " +
          shape_str(y.shape()));
-  auto xs = to_f64(x.data()), ys = to_f64(y.data());
-  std::vector<cplx> Wc = to_cplx(W.data()), E(H * N);
+  auto xs = to_f64(on_host(x.data())), ys = to_f64(on_host(y.data()));  // (N) setup on the host, the product where W is
+  std::vector<cplx> Wc = to_cplx(on_host(W.data())), E(H * N);
   for (int64_t h = 0; h < H; h++)
     for (int64_t n = 0; n < N; n++) E[h * N + n] = cplx(-xs[n] * xs[n], ys[n]);
-  std::vector<double> K(Cc * H * L);
-  vandermonde_forward(Wc.data(), E.data(), Cc, H, N, L, 1.0, chunk, K.data());
-  Tensor out = tensor_from(K, {Cc, H, L}, W.dtype());
+  Tensor out = vandermonde_on(W.data().device(), Wc, E, Cc, H, N, L, 1.0, chunk, W.dtype());
   if (!any_requires_grad({x, y, W})) return Var(out);
   auto n = std::make_shared<DlrKernelNode>();
   n->x = x.data(), n->y = y.data(), n->W = W.data(), n->L = L, n->chunk = chunk;

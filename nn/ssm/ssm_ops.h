@@ -29,8 +29,9 @@
 //                     the spectra U saved by the forward; dK's spectrum sum_b conj(U) DY accumulated per thread,
 //                     one inverse FFT per h; dD = dKfull[h, 0] (D u is the kernel's lag-0 tap).
 //   ssm_conv picks fast for float32 u and plain otherwise (float64 callers asked for float64 accuracy).
-//   On a device ssm_conv is composed of causal_conv (the backend's fft_conv), flip and pad (ssm_ops.cpp), and
-//   diag_ssm_kernel runs on the host from copies of its parameters (small: H x N in, Cc x H x L out).
+//   On a device ssm_conv is composed of causal_conv (the backend's fft_conv), flip and pad (ssm_ops.cpp); the S4D and
+//   DLR kernels set up their (H, N) modes on the host (from copies of the parameters) and run the Vandermonde product,
+//   O(Cc H N L), on the device (tensor/vandermonde.h), whose gradients come back to the host for the chain rule.
 //
 // ---- diag_ssm_kernel (S4D, Gu et al. 2022 "On the Parameterization and Initialization of Diagonal SSMs") ----
 //   A = -exp(a_re) + i A_imag, dt = exp(log_dt), dtA = dt A
@@ -46,10 +47,11 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "tensor/vandermonde.h"
 
 namespace dl::nn {
 
-using cplx = std::complex<double>;
+using dl::cplx;
 
 // ---- the convolution ----
 // u (B, L, H); k (Cc, H, L) with Cc = 1 (causal) or 2 (bidirectional); D (H) or an undefined Var.
@@ -62,15 +64,8 @@ void check_conv_args(const Tensor& u, const Tensor& k, const Tensor& D);
 Tensor ssm_conv_direct(const Tensor& u, const Tensor& k, const Tensor& D);
 
 // ---- the Vandermonde core: K[c, h, l] = scale * Re sum_n Ct[c, h, n] exp(E[h, n] l) ----
-// Memory: O(N) per thread, the powers exp(E l) of one l at a time. They are advanced by multiplying by exp(E)
-// and restarted from exp(E l0) computed directly every `chunk` steps (rounding grows with chunk, not with L).
-void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, int64_t chunk,
-                         double* K);
-// g_Ct[c, h, n] = scale sum_l dK conj(V),  g_E[h, n] = scale sum_c conj(Ct) sum_l dK l conj(V)
-void vandermonde_backward(const cplx* Ct, const cplx* E, const double* dK, int64_t Cc, int64_t H, int64_t N, int64_t L,
-                          double scale, int64_t chunk, cplx* g_Ct, cplx* g_E);
-// The reference: Abar^l by repeated multiplication, no exp/log. K = scale Re sum_n Ct Abar^l.
-void vandermonde_powers(const cplx* Ct, const cplx* Abar, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, double* K);
+// tensor/vandermonde.h: vandermonde_forward / _backward / _powers (the CPU's), and vandermonde() / vandermonde_backward()
+// on tensors of either device.
 
 enum class Discretization { zoh, bilinear };
 Discretization parse_discretization(const std::string& s, const std::string& layer);

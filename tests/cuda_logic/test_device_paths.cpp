@@ -15,6 +15,7 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/sgd.h"
+#include "nn/ssm/ssm_ops.h"
 #include "tensor/nn_kernels.h"
 
 namespace dl {
@@ -225,6 +226,45 @@ TEST(DevicePaths, DepthwiseConv1dAndItsGradients) {
   Tensor x = randn({2, 6, 9}, g), w = randn({4, 6, 3}, g), b = randn({4}, g);
   EXPECT_TRUE(all_close(back(conv1d(on_dev(x), on_dev(w), on_dev(b), dense)), conv1d(x, w, b, dense), agree(DType::f32),
                         "dense strided conv1d"));
+}
+
+// S4D's and DLR's kernels with their parameters on the device: the (H, N) setup on the host, the Vandermonde product
+// (tensor/vandermonde.h) on the device - every term's exp(E l) directly, where the CPU advances powers and restarts
+// every 256 lags - and its gradients back through the host's chain rule to parameters on the device. L = 300 crosses
+// a restart; bidirectional (Cc = 2); both discretisations; f32 and f64 parameters.
+TEST(DevicePaths, SsmKernelsOnTheDeviceAndTheirGradients) {
+  Generator g(39);
+  const int64_t H = 3, N = 4, L = 300;
+  for (DType dt : {DType::f32, DType::f64})
+    for (auto disc : {nn::Discretization::zoh, nn::Discretization::bilinear}) {
+      const std::string what = std::string("diag_ssm_kernel ") + dtype_name(dt) + (disc == nn::Discretization::zoh ? " zoh" : " bilinear");
+      Tensor log_dt = add_scalar(mul_scalar(rand({H}, g), 3.0), -5.0).to(dt), a_re = mul_scalar(randn({H, N}, g), 0.3).to(dt);
+      Tensor A_imag = mul_scalar(rand({H, N}, g), 10.0).to(dt), B = randn({H, N, 2}, g).to(dt), C = randn({2, H, N, 2}, g).to(dt);
+      std::vector<Tensor> ps{log_dt, a_re, A_imag, B, C};
+      std::vector<Var> vc, vd;
+      for (const Tensor& t : ps) vc.push_back(Var(t, true)), vd.push_back(Var(on_dev(t), true));
+      nn::DiagKernelOptions o;
+      o.disc = disc;
+      Var kc = nn::diag_ssm_kernel(vc[0], vc[1], vc[2], vc[3], vc[4], L, o);
+      Var kd = nn::diag_ssm_kernel(vd[0], vd[1], vd[2], vd[3], vd[4], L, o);
+      EXPECT_TRUE(all_close(back(kd.data()), kc.data(), agree(dt), what));
+      Tensor dK = randn(kc.shape(), g).to(dt);
+      kc.backward(dK);
+      kd.backward(on_dev(dK));
+      const char* names[] = {"log_dt", "a_re", "A_imag", "B", "C"};
+      for (size_t i = 0; i < ps.size(); i++)
+        EXPECT_TRUE(all_close(back(vd[i].grad()), vc[i].grad(), agree(dt), what + " d" + names[i]));
+    }
+  Tensor x = mul_scalar(rand({N}, g), 0.5), y = mul_scalar(randn({N}, g), 3.0), W = randn({2, H, N, 2}, g);
+  Var xc(x, true), yc(y, true), wc(W, true), xd(on_dev(x), true), yd(on_dev(y), true), wd(on_dev(W), true);
+  Var kc = nn::dlr_kernel(xc, yc, wc, L), kd = nn::dlr_kernel(xd, yd, wd, L);
+  EXPECT_TRUE(all_close(back(kd.data()), kc.data(), agree(DType::f32), "dlr_kernel"));
+  Tensor dK = randn(kc.shape(), g);
+  kc.backward(dK);
+  kd.backward(on_dev(dK));
+  EXPECT_TRUE(all_close(back(xd.grad()), xc.grad(), agree(DType::f32), "dlr_kernel dx"));
+  EXPECT_TRUE(all_close(back(yd.grad()), yc.grad(), agree(DType::f32), "dlr_kernel dy"));
+  EXPECT_TRUE(all_close(back(wd.grad()), wc.grad(), agree(DType::f32), "dlr_kernel dW"));
 }
 
 void expect_step_agrees(const std::string& layer) {
