@@ -349,8 +349,7 @@ BatchNormOut device_batch_norm_train(const Tensor& x, const Tensor& w, const Ten
   o.var_unbiased = var(x, stat_dims(x), /*unbiased=*/true);
   o.rstd = rsqrt(add_scalar(o.var, eps));
   Tensor scale = w.defined() ? mul(o.rstd, w) : o.rstd;  // y = x scale + (b - mean scale)
-  Tensor shift = neg(mul(o.mean, scale));
-  if (b.defined()) shift = add(shift, b);
+  Tensor shift = b.defined() ? sub(b, mul(o.mean, scale)) : neg(mul(o.mean, scale));
   o.y = add(mul(x, scale.reshape(cv)), shift.reshape(cv)).contiguous();
   return o;
 }
@@ -596,18 +595,6 @@ DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) {
     });
   });
   return o;
-}
-
-double ordered_sum(int64_t n, int64_t chunk, const std::function<double(int64_t, int64_t)>& partial) {
-  if (n <= 0) return 0.0;
-  int64_t nch = (n + chunk - 1) / chunk;
-  std::vector<double> part(nch);
-  parallel_for(nch, std::max<int64_t>(1, 32768 / chunk), [&](int64_t c0, int64_t c1) {
-    for (int64_t k = c0; k < c1; k++) part[k] = partial(k * chunk, std::min(n, (k + 1) * chunk));
-  });
-  double s = 0;
-  for (double v : part) s += v;
-  return s;
 }
 
 }  // namespace dl

@@ -104,6 +104,19 @@ CrossEntropyOut device_cross_entropy(const Tensor& logits, const Tensor& target,
 
 }  // namespace
 
+// The losses' reductions (nn_kernels.h): chunks of `chunk` terms summed in parallel, the partials in chunk order.
+double ordered_sum(int64_t n, int64_t chunk, const std::function<double(int64_t, int64_t)>& partial) {
+  if (n <= 0) return 0.0;
+  int64_t nch = (n + chunk - 1) / chunk;
+  std::vector<double> part(nch);
+  parallel_for(nch, std::max<int64_t>(1, 32768 / chunk), [&](int64_t c0, int64_t c1) {
+    for (int64_t k = c0; k < c1; k++) part[k] = partial(k * chunk, std::min(n, (k + 1) * chunk));
+  });
+  double s = 0;
+  for (double v : part) s += v;
+  return s;
+}
+
 // ---------------------------------------------------------------------------------------------
 // cross_entropy, one pass per row: m = max(x), lse = m + log sum exp(x - m),
 //   loss = lse - (1 - s) x_t - s mean(x)
