@@ -121,6 +121,23 @@ void vandermonde_powers(const cplx* Ct, const cplx* Abar, int64_t Cc, int64_t H,
     }
 }
 
+std::vector<cplx> to_cplx(const Tensor& t) {
+  if (t.dim() < 1 || t.size(-1) != 2) fail("to_cplx: expected a trailing dim of size 2, found " + shape_str(t.shape()));
+  Tensor d = t.to(Device::cpu).to(DType::f64).contiguous();
+  const double* p = d.data<double>();
+  std::vector<cplx> v(d.numel() / 2);
+  for (size_t i = 0; i < v.size(); i++) v[i] = cplx(p[2 * i], p[2 * i + 1]);
+  return v;
+}
+
+Tensor from_cplx(const std::vector<cplx>& v, Shape shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, DType::f64);
+  if (t.numel() != (int64_t)v.size() * 2) fail("from_cplx: " + std::to_string(v.size()) + " values for " + shape_str(shape));
+  double* p = t.data<double>();
+  for (size_t i = 0; i < v.size(); i++) p[2 * i] = v[i].real(), p[2 * i + 1] = v[i].imag();
+  return t.to(dtype);
+}
+
 // ---- on tensors of either device ----
 namespace {
 
@@ -131,19 +148,6 @@ void check_modes(const Tensor& Ct, const Tensor& E, const char* op) {
   if (Ct.device() != E.device())
     fail(std::string(op) + ": Ct is on " + device_name(Ct.device()) + ", E on " + device_name(E.device()));
 }
-std::vector<cplx> host_cplx(const Tensor& t) {  // (..., 2) -> complex numbers, row-major
-  Tensor c = t.to(Device::cpu).to(DType::f64).contiguous();
-  const double* p = c.data<double>();
-  std::vector<cplx> v(c.numel() / 2);
-  for (size_t i = 0; i < v.size(); i++) v[i] = cplx(p[2 * i], p[2 * i + 1]);
-  return v;
-}
-Tensor from_host_cplx(const std::vector<cplx>& v, Shape shape) {
-  std::vector<double> d(2 * v.size());
-  for (size_t i = 0; i < v.size(); i++) d[2 * i] = v[i].real(), d[2 * i + 1] = v[i].imag();
-  return from_vector(d, shape).to(DType::f64);
-}
-
 }  // namespace
 
 Tensor vandermonde(const Tensor& Ct, const Tensor& E, int64_t L, double scale, int64_t chunk) {
@@ -156,7 +160,7 @@ Tensor vandermonde(const Tensor& Ct, const Tensor& E, int64_t L, double scale, i
         .vandermonde(Ct.to(DType::f64).contiguous(), E.to(DType::f64).contiguous(), scale, K);
     return K;
   }
-  std::vector<cplx> ct = host_cplx(Ct), e = host_cplx(E);
+  std::vector<cplx> ct = to_cplx(Ct), e = to_cplx(E);
   std::vector<double> K(Cc * H * L);
   vandermonde_forward(ct.data(), e.data(), Cc, H, N, L, scale, chunk, K.data());
   return from_vector(K, {Cc, H, L}).to(DType::f64);
@@ -178,10 +182,10 @@ VandermondeGrads vandermonde_backward(const Tensor& Ct, const Tensor& E, const T
                               dK.to(DType::f64).contiguous(), scale, g.Ct, g.E);
     return g;
   }
-  std::vector<cplx> ct = host_cplx(Ct), e = host_cplx(E), gct(Cc * H * N), ge(H * N);
+  std::vector<cplx> ct = to_cplx(Ct), e = to_cplx(E), gct(Cc * H * N), ge(H * N);
   Tensor dk = dK.to(DType::f64).contiguous();
   vandermonde_backward(ct.data(), e.data(), dk.data<double>(), Cc, H, N, L, scale, chunk, gct.data(), ge.data());
-  g.Ct = from_host_cplx(gct, Ct.shape()), g.E = from_host_cplx(ge, E.shape());
+  g.Ct = from_cplx(gct, Ct.shape(), DType::f64), g.E = from_cplx(ge, E.shape(), DType::f64);
   return g;
 }
 

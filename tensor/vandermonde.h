@@ -11,12 +11,18 @@
 // computed directly, one thread per output; the two agree to ~1e-12 (tests/cuda_logic on the host twin).
 #pragma once
 #include <complex>
+#include <vector>
 
 #include "tensor/tensor.h"
 
 namespace dl {
 
 using cplx = std::complex<double>;
+
+// Complex numbers stored as a trailing dim of 2 reals (re, im), row-major. to_cplx reads a tensor of either device
+// (a device tensor is copied to the host); from_cplx makes a host tensor of `dtype` (shape includes the trailing 2).
+std::vector<cplx> to_cplx(const Tensor& t);
+Tensor from_cplx(const std::vector<cplx>& v, Shape shape, DType dtype);
 
 // The CPU's, on raw arrays: Ct (Cc, H, N), E (H, N), K and dK (Cc, H, L); g_Ct or g_E may be null.
 void vandermonde_forward(const cplx* Ct, const cplx* E, int64_t Cc, int64_t H, int64_t N, int64_t L, double scale, int64_t chunk,

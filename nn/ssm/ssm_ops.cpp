@@ -15,27 +15,8 @@
 
 namespace dl::nn {
 
-// ---------------------------------------------------------------------------------------------------
-// complex parameter helpers
-std::vector<cplx> to_cplx(const Tensor& t) {
-  if (t.dim() < 1 || t.size(-1) != 2) fail("to_cplx: expected a trailing dim of size 2, found " + shape_str(t.shape()));
-  Tensor d = t.to(DType::f64).contiguous();
-  const double* p = d.data<double>();
-  std::vector<cplx> v(d.numel() / 2);
-  for (size_t i = 0; i < v.size(); i++) v[i] = cplx(p[2 * i], p[2 * i + 1]);
-  return v;
-}
-
-Tensor from_cplx(const std::vector<cplx>& v, Shape shape, DType dtype) {
-  Tensor t = Tensor::empty(shape, DType::f64);
-  if (t.numel() != (int64_t)v.size() * 2) fail("from_cplx: " + std::to_string(v.size()) + " values for " + shape_str(shape));
-  double* p = t.data<double>();
-  for (size_t i = 0; i < v.size(); i++) p[2 * i] = v[i].real(), p[2 * i + 1] = v[i].imag();
-  return t.to(dtype);
-}
-
-static std::vector<double> to_f64(const Tensor& t) {
-  Tensor d = t.to(DType::f64).contiguous();
+static std::vector<double> to_f64(const Tensor& t) {  // a tensor of either device, as host doubles
+  Tensor d = t.to(Device::cpu).to(DType::f64).contiguous();
   return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
 }
 static Tensor tensor_from(const std::vector<double>& v, const Shape& s, DType dtype) { return from_vector(v, s).to(dtype); }
@@ -267,34 +248,23 @@ namespace {
 
 // Everything the forward computes per (h, n) that the backward needs again.
 // The kernels' parameters are small ((H, N) and (Cc, H, N) complex numbers): their setup and the chain rule from the
-// Vandermonde product's gradients to them run on the host, from host copies when they live on a device; only the
+// Vandermonde product's gradients to them run on the host (to_f64 and to_cplx copy device parameters there); only the
 // product itself - O(Cc H N L), the step's cost - runs where the parameters are (tensor/vandermonde.h).
-Tensor on_host(const Tensor& t) { return t.defined() && t.device() != Device::cpu ? t.to(Device::cpu) : t; }
 Tensor placed(const Tensor& t, Device d) { return t.defined() && d != Device::cpu ? t.to(d) : t; }
 
 // K = scale Re sum_n Ct exp(E l) for host-side Ct (Cc, H, N) and E (H, N), on device d, in dtype t.
 Tensor vandermonde_on(Device d, const std::vector<cplx>& Ct, const std::vector<cplx>& E, int64_t Cc, int64_t H, int64_t N,
                       int64_t L, double scale, int64_t chunk, DType t) {
-  if (d == Device::cpu) {
-    std::vector<double> K(Cc * H * L);
-    vandermonde_forward(Ct.data(), E.data(), Cc, H, N, L, scale, chunk, K.data());
-    return tensor_from(K, {Cc, H, L}, t);
-  }
-  Tensor ct = from_cplx(Ct, {Cc, H, N, 2}, DType::f64).to(d), e = from_cplx(E, {H, N, 2}, DType::f64).to(d);
+  Tensor ct = placed(from_cplx(Ct, {Cc, H, N, 2}, DType::f64), d), e = placed(from_cplx(E, {H, N, 2}, DType::f64), d);
   return vandermonde(ct, e, L, scale, chunk).to(t);
 }
 
 // g_Ct (Cc, H, N) and g_E (H, N) on the host for dK = dy (Cc, H, L) of either device.
 void vandermonde_grads(const Tensor& dy, const std::vector<cplx>& Ct, const std::vector<cplx>& E, int64_t Cc, int64_t H,
-                       int64_t N, int64_t L, double scale, int64_t chunk, std::vector<cplx>& g_Ct, std::vector<cplx>& g_E) {
-  if (dy.device() == Device::cpu) {
-    auto dK = to_f64(dy);
-    vandermonde_backward(Ct.data(), E.data(), dK.data(), Cc, H, N, L, scale, chunk, g_Ct.data(), g_E.data());
-    return;
-  }
+                       int64_t N, double scale, int64_t chunk, std::vector<cplx>& g_Ct, std::vector<cplx>& g_E) {
   VandermondeGrads g = vandermonde_backward(from_cplx(Ct, {Cc, H, N, 2}, DType::f64), from_cplx(E, {H, N, 2}, DType::f64), dy,
                                             scale, chunk);
-  g_Ct = to_cplx(g.Ct.to(Device::cpu)), g_E = to_cplx(g.E.to(Device::cpu));
+  g_Ct = to_cplx(g.Ct), g_E = to_cplx(g.E);
 }
 
 struct DiagParams {
@@ -348,10 +318,10 @@ struct DiagKernelNode : Node {
   const char* name() const override { return "diag_ssm_kernel"; }
   void release() override { log_dt = a_re = A_imag = B = C = Tensor(); }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    DiagParams p = diag_setup(on_host(log_dt), on_host(a_re), on_host(A_imag), on_host(B), on_host(C), L, opt.disc);
+    DiagParams p = diag_setup(log_dt, a_re, A_imag, B, C, L, opt.disc);
     const int64_t Cc = p.Cc, H = p.H, N = p.N;
     std::vector<cplx> Ct = diag_ct(p), g_Ct(Cc * H * N), g_E(H * N);
-    vandermonde_grads(dy, Ct, p.E, Cc, H, N, L, 2.0, opt.chunk, g_Ct, g_E);
+    vandermonde_grads(dy, Ct, p.E, Cc, H, N, 2.0, opt.chunk, g_Ct, g_E);
     std::vector<double> g_log_dt(H, 0.0), g_a_re(H * N), g_A_imag(H * N);
     std::vector<cplx> g_B(H * N), g_C(Cc * H * N);
     for (int64_t h = 0; h < H; h++) {
@@ -418,8 +388,7 @@ Var diag_ssm_kernel(const Var& log_dt, const Var& a_re, const Var& A_imag, const
   if (B.defined()) expect(B, {H, N, 2}, "B");
   if (L < 1) fail("diag_ssm_kernel: L must be >= 1, found " + std::to_string(L));
   // the (H, N) setup on the host (from copies when the parameters live on a device); the product where they live
-  DiagParams p = diag_setup(on_host(log_dt.data()), on_host(a_re.data()), on_host(A_imag.data()),
-                            B.defined() ? on_host(B.data()) : Tensor(), on_host(C.data()), L, opt.disc);
+  DiagParams p = diag_setup(log_dt.data(), a_re.data(), A_imag.data(), B.defined() ? B.data() : Tensor(), C.data(), L, opt.disc);
   std::vector<cplx> Ct = diag_ct(p);
   Tensor out = vandermonde_on(C.data().device(), Ct, p.E, p.Cc, H, N, L, 2.0, opt.chunk, C.dtype());
   std::vector<Var> ins = {log_dt, a_re, A_imag};
@@ -443,11 +412,11 @@ struct DlrKernelNode : Node {
   void release() override { x = y = W = Tensor(); }
   std::vector<Tensor> apply(const Tensor& dy) override {
     const int64_t Cc = W.size(0), H = W.size(1), N = W.size(2);
-    auto xs = to_f64(on_host(x)), ys = to_f64(on_host(y));
-    std::vector<cplx> Wc = to_cplx(on_host(W)), E(H * N), g_W(Cc * H * N), g_E(H * N);
+    auto xs = to_f64(x), ys = to_f64(y);
+    std::vector<cplx> Wc = to_cplx(W), E(H * N), g_W(Cc * H * N), g_E(H * N);
     for (int64_t h = 0; h < H; h++)
       for (int64_t n = 0; n < N; n++) E[h * N + n] = cplx(-xs[n] * xs[n], ys[n]);
-    vandermonde_grads(dy, Wc, E, Cc, H, N, L, 1.0, chunk, g_W, g_E);
+    vandermonde_grads(dy, Wc, E, Cc, H, N, 1.0, chunk, g_W, g_E);
     std::vector<double> gx(N, 0.0), gy(N, 0.0);
     for (int64_t h = 0; h < H; h++)
       for (int64_t n = 0; n < N; n++) {  // Lambda = -x^2 + i y
@@ -468,8 +437,8 @@ Var dlr_kernel(const Var& x, const Var& y, const Var& W, int64_t L, int64_t chun
   if (x.shape() != Shape{N} || y.shape() != Shape{N})
     fail("dlr_kernel: Lambda parts must be (" + std::to_string(N) + "), found " + shape_str(x.shape()) + " and " +
          shape_str(y.shape()));
-  auto xs = to_f64(on_host(x.data())), ys = to_f64(on_host(y.data()));  // (N) setup on the host, the product where W is
-  std::vector<cplx> Wc = to_cplx(on_host(W.data())), E(H * N);
+  auto xs = to_f64(x.data()), ys = to_f64(y.data());  // (N) setup on the host, the product where W is
+  std::vector<cplx> Wc = to_cplx(W.data()), E(H * N);
   for (int64_t h = 0; h < H; h++)
     for (int64_t n = 0; n < N; n++) E[h * N + n] = cplx(-xs[n] * xs[n], ys[n]);
   Tensor out = vandermonde_on(W.data().device(), Wc, E, Cc, H, N, L, 1.0, chunk, W.dtype());

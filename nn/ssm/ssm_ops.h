@@ -52,6 +52,8 @@
 namespace dl::nn {
 
 using dl::cplx;
+using dl::from_cplx;
+using dl::to_cplx;
 
 // ---- the convolution ----
 // u (B, L, H); k (Cc, H, L) with Cc = 1 (causal) or 2 (bidirectional); D (H) or an undefined Var.
@@ -82,8 +84,6 @@ Var diag_ssm_kernel(const Var& log_dt, const Var& a_re, const Var& A_imag, const
 // x (N), y (N), W (Cc, H, N, 2). Returns K (Cc, H, L).
 Var dlr_kernel(const Var& x, const Var& y, const Var& W, int64_t L, int64_t chunk = 256);
 
-// Helpers for complex parameters stored as (..., 2) reals.
-std::vector<cplx> to_cplx(const Tensor& t);                              // t (..., 2) -> numel/2 complex, row-major
-Tensor from_cplx(const std::vector<cplx>& v, Shape shape, DType dtype);  // shape includes the trailing 2
+// Complex parameters stored as (..., 2) reals: to_cplx / from_cplx (tensor/vandermonde.h).
 
 }  // namespace dl::nn
