@@ -20,6 +20,7 @@
 #include <bit>
 #include <functional>
 
+#include "tensor/counter_hash.h"
 #include "tensor/tensor.h"
 
 namespace dl {
@@ -115,24 +116,7 @@ struct PairGrads {
 PairGrads pointwise_loss_backward(PointwiseLoss kind, const Tensor& dy, const Tensor& pred, const Tensor& target,
                                   const Tensor& mask, Reduction reduction, double count, bool need_dpred, bool need_dtarget);
 
-// ---- counter-based random draws (dropout masks here and in nn/qkv_attention) ----
-// Element j of row `row` draws u = mix32(row_key(seed, row) ^ j * 0x9E3779B9), a uniform 32-bit value: any draw
-// can be computed on its own (in any order, on any thread, again in a backward) and the loops over j vectorise.
-inline uint32_t row_key(uint64_t seed, uint64_t row) {  // splitmix64 of (seed, row), folded to 32 bits
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (row + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (uint32_t)(z ^ (z >> 31));
-}
-inline uint32_t mix32(uint32_t x) {  // "lowbias32" (C. Wellons): a full-avalanche 32-bit mixer
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
-inline uint32_t row_draw(uint32_t key, uint32_t j) { return mix32(key ^ (j * 0x9E3779B9U)); }
+// ---- counter-based random draws (dropout masks here and in nn/qkv_attention): tensor/counter_hash.h ----
 
 // ---- helpers shared by the kernels ----
 // exp for float32 without a libm call, so loops over it vectorise (#pragma omp simd): exp(x) = 2^n exp(r),

@@ -25,14 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/counter_hash.h"  // DL_HD: a function callable from host and device code (plain C++ off nvcc)
 #include "tensor/tensor.h"
-
-// A function callable from host and device code; plain C++ when the compiler is not nvcc.
-#ifdef __CUDACC__
-#define DL_HD __host__ __device__
-#else
-#define DL_HD
-#endif
 
 namespace dl::ops {
 

@@ -9,8 +9,8 @@
 //     3. one thread per (segment, d) adds dy[n, d] over its segment in n order.
 //   The sum order is the CPU's (index order), so the result is deterministic and equal to the CPU's.
 //   dropout_mask         mask[i] = 1/(1-p) if draw(i) >= p 2^32 else 0, draw(i) the counter-based draw of
-//     tensor/nn_kernels.h: row_draw(row_key(base, i / 4096), i % 4096). The formulas are repeated here as
-//     __host__ __device__ functions; tests/cuda_logic checks they give the CPU's mask bit for bit.
+//     tensor/nn_kernels.h: row_draw(row_key(base, i / 4096), i % 4096), the one copy of tensor/counter_hash.h
+//     (host and device); tests/cuda_logic checks the device mask is the CPU's bit for bit.
 // Scratch buffers are Tensors on the input's device (the caching allocator on the GPU, host memory in the
 // CPU test). Indices are checked by the caller (tensor/indexing.cpp checks them on the host today).
 #pragma once
@@ -78,25 +78,10 @@ template <class Exec> void embedding_backward(const Exec& exec, const Tensor& dy
 }
 
 // ---------------------------------------------------------------------------------------------
-// The counter-based draws of tensor/nn_kernels.h (row_key, mix32, row_draw), callable on the device.
-DL_HD inline uint32_t dropout_row_key(uint64_t seed, uint64_t row) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (row + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (uint32_t)(z ^ (z >> 31));
-}
-DL_HD inline uint32_t dropout_mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
+// The draws of tensor/nn_kernels.h's dropout mask (tensor/counter_hash.h), in rows of 4096.
 DL_HD inline uint32_t dropout_draw(uint64_t base, int64_t i) {
   constexpr int64_t kChunk = 4096;  // row length of the draws: part of the mask's definition (tensor/nn_kernels.cpp)
-  uint32_t key = dropout_row_key(base, (uint64_t)(i / kChunk));
-  return dropout_mix32(key ^ ((uint32_t)(i % kChunk) * 0x9E3779B9U));
+  return row_draw(row_key(base, (uint64_t)(i / kChunk)), (uint32_t)(i % kChunk));
 }
 
 template <class T> struct DropoutMaskF {
