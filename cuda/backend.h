@@ -29,11 +29,14 @@
 // one cuda/gpu_<family>.cu (several files, so nvcc runs in parallel) and for the twin by cuda/twin.cpp:
 //   cuda/backend_memory.cuh       the device, the caching allocator, copies, fill, the strided copy, the dtype cast
 //   cuda/backend_elementwise.cuh  where, unary ops and their derivatives, binary ops (broadcasting views)
-//   cuda/backend_reduce.cuh       reductions over any dims, row sums, cumsum; the Adam/AdamW step, sum of squares
+//   cuda/backend_reduce.cuh       reductions over any dims, row sums, cumsum; the Adam/AdamW step and the sum of squares,
+//                                 per buffer or over many in one launch
 //   cuda/backend_nn.cuh           softmax / log_softmax, layer_norm / rms_norm, cross-entropy (+ backward), dropout
 //   cuda/backend_index.cuh        embedding (+ backward), gather, scatter_add, index_add, one_hot
 //   cuda/backend_libs.cuh         matmul (the GEMM of cuBLAS), real FFTs of rows and the causal FFT convolution (cuFFT's)
-//   cuda/backend_ssm.cuh          the Vandermonde product of S4D's and DLR's kernels (float64), forward and backward
+//   cuda/backend_ssm.cuh          the Vandermonde product of S4D's and DLR's kernels and the spectrum of S4's DPLR
+//                                 kernel (float64), forward and backward
+//   cuda/backend_attention.cuh    self-attention on the packed projection by the online softmax, forward and backward
 // Each family file ends with a macro naming its methods; cuda/gpu_<family>.cu and cuda/twin.cpp expand it to compile
 // the family for their platform.
 //
@@ -108,6 +111,9 @@ template <class P> class CudaBackend final : public Backend {
   void cumsum(const Tensor& x, int64_t d, bool reverse, const Tensor& out) override;
   void adam_step(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) override;
   double sum_sq(const Tensor& g) override;
+  void adam_steps(const AdamScalars& s, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                  const std::vector<Tensor>& m, const std::vector<Tensor>& v) override;
+  double sum_sq_all(const std::vector<Tensor>& gs) override;
 
   // ---- row ops of nn: softmax, norms, cross-entropy, dropout: cuda/backend_nn.cuh ----
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& y) override;
@@ -137,10 +143,19 @@ template <class P> class CudaBackend final : public Backend {
   void rfft_rows(const Tensor& x, const Tensor& X) override;
   void irfft_rows(const Tensor& X, const Tensor& x) override;
 
-  // ---- state-space kernels: the Vandermonde product of S4D and DLR: cuda/backend_ssm.cuh ----
+  // ---- state-space kernels: the Vandermonde product of S4D and DLR, S4's DPLR spectrum: cuda/backend_ssm.cuh ----
   void vandermonde(const Tensor& Ct, const Tensor& E, double scale, const Tensor& K) override;
   void vandermonde_backward(const Tensor& Ct, const Tensor& E, const Tensor& dK, double scale, const Tensor& gCt,
                             const Tensor& gE) override;
+  void dplr_spectrum(const Tensor& w, const Tensor& dt, const Tensor& V, int64_t Lk, const Tensor& Khat) override;
+  void dplr_spectrum_backward(const Tensor& w, const Tensor& dt, const Tensor& V, int64_t Lk, const Tensor& gKhat,
+                              const Tensor& gV, const Tensor& gw, const Tensor& gdt) override;
+
+  // ---- self-attention on the packed projection, by the online softmax: cuda/backend_attention.cuh ----
+  void attention(const AttentionArgs& a, const Tensor& qkv, const Tensor& key_mask, const Tensor& prefix, const Tensor& out,
+                 const Tensor& L) override;
+  void attention_backward(const AttentionArgs& a, const Tensor& qkv, const Tensor& key_mask, const Tensor& prefix,
+                          const Tensor& out, const Tensor& L, const Tensor& dout, const Tensor& dqkv) override;
 
  private:
   mutable P p_;  // probe() caches its answer

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <unistd.h>
 
+#include "cuda/backend_attention.cuh"
 #include "cuda/backend_elementwise.cuh"
 #include "cuda/backend_index.cuh"
 #include "cuda/backend_libs.cuh"
@@ -197,6 +198,7 @@ DL_CUDA_NN_FAMILY(Twin)
 DL_CUDA_INDEX_FAMILY(Twin)
 DL_CUDA_LIBS_FAMILY(Twin)
 DL_CUDA_SSM_FAMILY(Twin)
+DL_CUDA_ATTENTION_FAMILY(Twin)
 
 Backend& host_twin() {
   static Backend* twin = [] {

@@ -63,6 +63,12 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
   return out;
 }
 
+void Module::move_buffers(Device d) {
+  for (auto& [n, t] : buffers_)
+    if (t.defined() && t.device() != d) t = t.to(d);
+  for (auto& [cn, c] : children_) c->move_buffers(d);
+}
+
 int64_t Module::num_parameters(bool trainable_only) const {
   int64_t n = 0;
   for (auto& [name, p] : named_parameters(trainable_only)) n += p.numel();

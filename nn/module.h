@@ -49,6 +49,9 @@ class Module {
   std::vector<std::pair<std::string, Var>> named_parameters(bool trainable_only = false) const;
   std::vector<Var> parameters(bool trainable_only = false) const;
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  // Every buffer of the tree replaced by its copy on device d (a no-op where it is already): they are read and updated
+  // by tensor ops, which run on either device. Parameters move in place (apps/common/device.h's place_model).
+  void move_buffers(Device d);
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
   int64_t num_parameters(bool trainable_only = false) const;
 

@@ -3,6 +3,8 @@
 #include "optim/adam.h"
 
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "tensor/optim_kernels.h"
 
@@ -30,20 +32,42 @@ AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& opt) : Adam(std
 AdamW::AdamW(const std::vector<Var>& params, const AdamWOptions& opt)
     : Adam(std::vector<ParamGroup>{make_group(params, opt.lr, opt.weight_decay)}, opt, true) {}
 
+// The step's scalars for a parameter at its step count t, in double as torch computes them in Python floats.
+static AdamScalars adam_scalars(double b1, double b2, double eps, const ParamGroup& g, int64_t step, bool decoupled) {
+  const double t = (double)step, lr = g.lr, wd = g.weight_decay;
+  return AdamScalars{b1, b2, eps, wd, lr / (1 - std::pow(b1, t)), std::sqrt(1 - std::pow(b2, t)), 1 - lr * wd, decoupled};
+}
+
+static void ensure_moments(const Tensor& param, std::map<std::string, Tensor>& buffers) {
+  if (buffers.count("exp_avg")) return;  // the moments live on the parameter's device
+  buffers["exp_avg"] = zeros(param.shape(), param.dtype(), param.device());
+  buffers["exp_avg_sq"] = zeros(param.shape(), param.dtype(), param.device());
+}
+
 void Adam::update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamState& s) {
-  const double b1 = option(g, "beta1"), b2 = option(g, "beta2"), eps = option(g, "eps");
-  const double lr = g.lr, wd = g.weight_decay;
-  if (!s.buffers.count("exp_avg")) {  // the moments live on the parameter's device
-    s.buffers["exp_avg"] = zeros(param.shape(), param.dtype(), param.device());
-    s.buffers["exp_avg_sq"] = zeros(param.shape(), param.dtype(), param.device());
+  ensure_moments(param, s.buffers);
+  adam_step_(adam_scalars(option(g, "beta1"), option(g, "beta2"), option(g, "eps"), g, s.step, decoupled_), param, grad,
+             s.buffers["exp_avg"], s.buffers["exp_avg_sq"]);
+}
+
+// Device parameters of one (device, dtype, step count) go to adam_steps_ together: one launch for a whole model whose
+// parameters all train every step. CPU parameters are updated one by one (each loop already runs on both cores).
+void Adam::update_group(const ParamGroup& g, std::vector<Pending>& todo) {
+  std::map<std::tuple<Device, DType, int64_t>, std::vector<Pending*>> batches;
+  for (Pending& u : todo) {
+    if (u.param->device() == Device::cpu) update(g, *u.param, u.grad, *u.state);
+    else batches[{u.param->device(), u.param->dtype(), u.state->step}].push_back(&u);
   }
-  // scalars in double, as torch computes them in Python floats
-  const double t = (double)s.step;
-  const double step_size = lr / (1 - std::pow(b1, t));
-  const double bc2_sqrt = std::sqrt(1 - std::pow(b2, t));
-  const double shrink = 1 - lr * wd;
-  adam_step_(AdamScalars{b1, b2, eps, wd, step_size, bc2_sqrt, shrink, decoupled_}, param, grad, s.buffers["exp_avg"],
-             s.buffers["exp_avg_sq"]);
+  for (auto& [key, us] : batches) {
+    std::vector<Tensor> params, grads, m, v;
+    for (Pending* u : us) {
+      ensure_moments(*u->param, u->state->buffers);
+      params.push_back(*u->param), grads.push_back(u->grad);
+      m.push_back(u->state->buffers["exp_avg"]), v.push_back(u->state->buffers["exp_avg_sq"]);
+    }
+    adam_steps_(adam_scalars(option(g, "beta1"), option(g, "beta2"), option(g, "eps"), g, std::get<2>(key), decoupled_),
+                params, grads, m, v);
+  }
 }
 
 }  // namespace dl::optim

@@ -33,6 +33,7 @@ class Adam : public Optimizer {
  protected:
   Adam(std::vector<ParamGroup> groups, const AdamOptions& opt, bool decoupled);
   void update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamState& s) override;
+  void update_group(const ParamGroup& g, std::vector<Pending>& todo) override;  // device: one launch per step count
   std::vector<std::string> buffer_names(const ParamGroup&) const override { return {"exp_avg", "exp_avg_sq"}; }
   bool updates_on_device() const override { return true; }  // the backend's fused adam_step
 

@@ -13,7 +13,6 @@ namespace dl::optim {
 // sum |g|^q (or max |g| for q = inf) over one tensor, in double
 static double partial_norm(const Tensor& g0, double q) {
   Tensor g = g0.contiguous();
-  if (q == 2) return sum_of_squares(g);  // f64 on either device
   if (g.device() != Device::cpu) {        // other norms from device reductions
     Tensor a = abs(g).to(DType::f64);
     if (std::isinf(q)) return g.numel() ? amax(a, {}, false).item() : 0.0;
@@ -37,6 +36,12 @@ static double partial_norm(const Tensor& g0, double q) {
 double grad_norm(const std::vector<Var>& params, double q) {
   if (!(q > 0)) fail("grad_norm: norm_type must be > 0 (or inf), got " + std::to_string(q));
   double acc = 0;
+  if (q == 2) {  // one sum over every gradient: on a device one launch and one read back (sum_of_squares_all)
+    std::vector<Tensor> gs;
+    for (auto& v : params)
+      if (v.defined() && v.grad().defined()) gs.push_back(v.grad());
+    return std::sqrt(sum_of_squares_all(gs));
+  }
   for (auto& v : params) {
     if (!v.defined() || !v.grad().defined()) continue;
     double a = partial_norm(v.grad(), q);

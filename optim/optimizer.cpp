@@ -73,8 +73,13 @@ std::vector<NamedParam> Optimizer::all_params() const {
   return out;
 }
 
+void Optimizer::update_group(const ParamGroup& g, std::vector<Pending>& todo) {
+  for (Pending& u : todo) update(g, *u.param, u.grad, *u.state);
+}
+
 void Optimizer::step() {
-  for (auto& g : groups_)
+  for (auto& g : groups_) {
+    std::vector<Pending> todo;
     for (auto& p : g.params) {
       const Tensor& grad0 = p.var.grad();
       if (!grad0.defined()) continue;
@@ -94,8 +99,10 @@ void Optimizer::step() {
       Tensor grad = grad0.dtype() == param.dtype() ? grad0.contiguous() : grad0.to(param.dtype());
       ParamState& s = state_[p.name];
       s.step++;
-      update(g, param, grad, s);
+      todo.push_back({&param, grad, &s});
     }
+    update_group(g, todo);
+  }
   step_count_++;
 }
 

@@ -96,6 +96,15 @@ class Optimizer {
   // Update one parameter in place. `grad` is contiguous with the parameter's shape and dtype; s.step has
   // already been incremented for this update.
   virtual void update(const ParamGroup& g, Tensor& param, const Tensor& grad, ParamState& s) = 0;
+  // Update all of one group's parameters that have a gradient this step (checked as for update(), steps incremented).
+  // By default update() on each; an optimiser with a multi-tensor form (Adam, AdamW) updates a group's device
+  // parameters of one step count and dtype in one launch.
+  struct Pending {
+    Tensor* param;
+    Tensor grad;
+    ParamState* state;
+  };
+  virtual void update_group(const ParamGroup& g, std::vector<Pending>& todo);
   // Names of the buffers a parameter with state must have (checked on load).
   virtual std::vector<std::string> buffer_names(const ParamGroup& g) const = 0;
   // Whether update() has a device branch (parameters, gradients and buffers on a CUDA device); step() refuses

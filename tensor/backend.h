@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tensor/optim_kernels.h"  // AdamScalars
 #include "tensor/tensor.h"
@@ -34,6 +35,15 @@ enum class ExtUnaryOp { sin, cos, sign, elu };
 inline bool unary_backward_uses_y(UnaryOp op) {
   return op == UnaryOp::exp || op == UnaryOp::sqrt || op == UnaryOp::rsqrt || op == UnaryOp::tanh || op == UnaryOp::sigmoid;
 }
+
+// The scalars of the attention primitive (nn/fused/flash_attention.h): heads, causal, and its dropout on the weights,
+// keep(b, h, t, s) = row_draw(row_key(seed, (b NH + h) T + t), s) >= thr (tensor/nn_kernels.h), kept weights times r.
+struct AttentionArgs {
+  int64_t heads = 1;
+  bool causal = false, dropout = false;
+  uint64_t seed = 0, thr = 0;
+  float r = 1;
+};
 
 struct Backend {
   virtual ~Backend() = default;
@@ -101,6 +111,11 @@ struct Backend {
   // Optimizer (contiguous, one shape): one fused Adam/AdamW update of param, m, v in place; sum of g^2 in f64
   virtual void adam_step(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) = 0;
   virtual double sum_sq(const Tensor& g) = 0;
+  // The same over many tensors at once (one launch, one read back): each list entry is one parameter as above, all of
+  // one dtype; sum_sq_all is the sum over every tensor of g (the squared global 2-norm), in f64.
+  virtual void adam_steps(const AdamScalars& s, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& m, const std::vector<Tensor>& v) = 0;
+  virtual double sum_sq_all(const std::vector<Tensor>& gs) = 0;
   // out(B, M, N) = a(B, M, K) @ b(B, K, N), contiguous f32 (cuBLAS strided-batched sgemm)
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // sum over the last dim: x(R, C) -> out(R)
@@ -119,6 +134,20 @@ struct Backend {
   virtual void vandermonde(const Tensor& Ct, const Tensor& E, double scale, const Tensor& K) = 0;
   virtual void vandermonde_backward(const Tensor& Ct, const Tensor& E, const Tensor& dK, double scale, const Tensor& gCt,
                                     const Tensor& gE) = 0;
+  // Self-attention on the packed projection, float32 (nn/fused/flash_attention.h's map, computed without any T x T
+  // matrix): qkv (B, T, 3C) contiguous; key_mask (B, T) f32 or undefined; prefix (B) i64 or undefined; out (B, T, C);
+  // L (B, NH, T) the rows' log-sum-exp. The backward takes the forward's out and L and writes dqkv (B, T, 3C).
+  virtual void attention(const AttentionArgs& a, const Tensor& qkv, const Tensor& key_mask, const Tensor& prefix,
+                         const Tensor& out, const Tensor& L) = 0;
+  virtual void attention_backward(const AttentionArgs& a, const Tensor& qkv, const Tensor& key_mask, const Tensor& prefix,
+                                  const Tensor& out, const Tensor& L, const Tensor& dout, const Tensor& dqkv) = 0;
+  // S4's DPLR kernel spectrum (nn/ssm/s4.cpp, float64, complex as (re, im)) at the M = Lk/2 + 1 nodes z = e^(-2 pi i m/Lk):
+  // w (H, N2) = dt Lambda, dt (H), V (2 Cc + 2, H, N2) the pairs' products [Ct B | Ct P | Q B | Q P];
+  // Khat (Cc, H, M) = 2 [s00 - al s01 s10 / (1 + al s11)], s_pair = dt sum_n [v/den + conj(v)/den'] (see s4.cpp).
+  // Backward from gKhat (Cc, H, M): gV (2 Cc + 2, H, N2), gw (H, N2), gdt (H) (the Cauchy sums' share of dt's gradient).
+  virtual void dplr_spectrum(const Tensor& w, const Tensor& dt, const Tensor& V, int64_t Lk, const Tensor& Khat) = 0;
+  virtual void dplr_spectrum_backward(const Tensor& w, const Tensor& dt, const Tensor& V, int64_t Lk, const Tensor& gKhat,
+                                      const Tensor& gV, const Tensor& gw, const Tensor& gdt) = 0;
   virtual void synchronize() = 0;
 };
 

@@ -53,4 +53,38 @@ double sum_of_squares(const Tensor& g0) {
   });
 }
 
+void adam_steps_(const AdamScalars& s, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& m, const std::vector<Tensor>& v) {
+  const char* op = s.decoupled ? "AdamW" : "Adam";
+  if (grads.size() != params.size() || m.size() != params.size() || v.size() != params.size())
+    fail(std::string(op) + ": " + std::to_string(params.size()) + " parameters but " + std::to_string(grads.size()) +
+         " gradients and " + std::to_string(m.size()) + " / " + std::to_string(v.size()) + " moments");
+  if (params.empty()) return;
+  const Device d = params[0].device();
+  bool one_device = d != Device::cpu;
+  for (size_t i = 0; i < params.size(); i++) {
+    if (params[i].device() != d || params[i].dtype() != params[0].dtype()) one_device = false;
+    for (const Tensor* t : {&grads[i], &m[i], &v[i]})  // the checks of the one-tensor step, before any update
+      if (t->shape() != params[i].shape() || t->dtype() != params[i].dtype() || t->device() != params[i].device() ||
+          !t->is_contiguous())
+        fail(std::string(op) + ": the gradient and the moments must be contiguous " + shape_str(params[i].shape()) + " " +
+             dtype_name(params[i].dtype()) + " on " + device_name(params[i].device()) + " like the parameter, got " +
+             shape_str(t->shape()) + " " + dtype_name(t->dtype()) + " on " + device_name(t->device()));
+  }
+  if (one_device) return require_backend(d, op).adam_steps(s, params, grads, m, v);
+  for (size_t i = 0; i < params.size(); i++) adam_step_(s, params[i], grads[i], m[i], v[i]);
+}
+
+double sum_of_squares_all(const std::vector<Tensor>& gs) {
+  std::vector<Tensor> dev;  // the device tensors of one dtype go together; the rest one by one
+  double acc = 0;
+  for (const Tensor& g : gs) {
+    if (g.device() != Device::cpu && (dev.empty() || (g.device() == dev[0].device() && g.dtype() == dev[0].dtype())))
+      dev.push_back(g.contiguous());
+    else acc += sum_of_squares(g);
+  }
+  if (!dev.empty()) acc += require_backend(dev[0].device(), "sum_of_squares").sum_sq_all(dev);
+  return acc;
+}
+
 }  // namespace dl

@@ -6,7 +6,12 @@
 //       v = b2 v + (1 - b2) g^2; param -= step_size m / (sqrt(v) / bc2_sqrt + eps)      (optim/adam.h has the math)
 //   sum_of_squares(g)                  sum of g^2 in f64 over every element (the global gradient norm is made of it;
 //                                      a NaN or an infinity in g makes it non-finite)
+//   adam_steps_(s, params, grads, m, v), sum_of_squares_all(gs)   the same over lists of tensors (one step count and
+//                                      dtype per call): on a device one launch (and for the sum one read back) for the
+//                                      whole list, the multi-tensor form; on the CPU the loops above, tensor by tensor
 #pragma once
+#include <vector>
+
 #include "tensor/tensor.h"
 
 namespace dl {
@@ -20,5 +25,8 @@ struct AdamScalars {
 
 void adam_step_(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v);
 double sum_of_squares(const Tensor& g);
+void adam_steps_(const AdamScalars& s, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& m, const std::vector<Tensor>& v);
+double sum_of_squares_all(const std::vector<Tensor>& gs);
 
 }  // namespace dl

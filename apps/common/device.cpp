@@ -18,10 +18,7 @@ Device parse_device(const std::string& name) {
 }
 
 void place_model(nn::Module& m, Device d) {
-  for (auto& [name, t] : m.named_buffers())
-    if (t.defined() && t.device() != d)
-      throw ConfigError(std::string("--device ") + device_name(d) + ": the model's buffer '" + name + "' " + shape_str(t.shape()) +
-                        " cannot be moved there yet (apps/common/device.h); run this model on " + device_name(t.device()));
+  m.move_buffers(d);
   for (auto& [name, v] : m.named_parameters()) {
     Tensor& data = v.mutable_data();
     if (data.device() == d) continue;

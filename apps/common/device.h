@@ -8,8 +8,8 @@
 // masks are also moved by the ops that take them: tensor/indexing.cpp, masked_fill); losses and metrics come back to
 // the host through item() / to(Device::cpu). Checkpoints are written from host copies (the same files as a CPU run),
 // so a run moves between devices.
-// What it is not: a module-wide move of buffers. Registered buffers (BatchNorm's running statistics) cannot be moved
-// from outside the Module yet, so a model with buffers is refused on the device, naming the buffer.
+// Buffers (BatchNorm's running statistics, S4's kernel length) move with the model (Module::move_buffers): tensor
+// ops read and update them on either device.
 #pragma once
 #include <string>
 
@@ -21,7 +21,7 @@ namespace dl::harness {
 // backend ...") and for a machine without a device ("--device cuda: no CUDA device (cudaGetDeviceCount: ...)").
 Device parse_device(const std::string& name);
 
-// Every parameter of m moved to d in place (a no-op where it is already); throws naming a buffer that would stay behind.
+// Every parameter of m moved to d in place, and every buffer with it (a no-op where they are already).
 void place_model(nn::Module& m, Device d);
 
 // Where m's parameters are (the CPU for a model without parameters).

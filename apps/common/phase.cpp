@@ -82,13 +82,17 @@ static uint64_t mix(uint64_t x) {
 // at 0, an overflow); an update with them writes NaN weights, and the next checkpoint would keep them. One read of
 // the gradients per step (well under a millisecond per million parameters); on a device, a sum of squares there.
 static std::string first_non_finite_grad(const nn::Module& m) {
+  std::vector<Tensor> on_device;  // one sum over all of them first: one launch and one read back per step
+  for (auto& [name, p] : m.named_parameters(true))
+    if (p.grad().defined() && p.grad().device() != Device::cpu) on_device.push_back(p.grad());
+  const bool device_finite = on_device.empty() || std::isfinite(sum_of_squares_all(on_device));
   for (auto& [name, p] : m.named_parameters(true)) {
     const Tensor& g = p.grad();
     if (!g.defined()) continue;
     if (g.device() == Device::cpu) {
       const std::string bad = non_finite_summary(g);
       if (!bad.empty()) return name + ": " + bad;
-    } else if (!std::isfinite(sum_of_squares(g))) {
+    } else if (!device_finite && !std::isfinite(sum_of_squares(g))) {
       return name + ": not finite (on " + device_name(g.device()) + ")";
     }
   }

@@ -164,11 +164,13 @@ std::string MultiheadAttention::extra_repr() const {
 }
 
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dt,
-                                    Device dev, bool prefix, int64_t length) {
-  // the fused primitive is a CPU kernel: on a device the composed path (device ops) runs instead
+                                    Device dev, bool prefix, int64_t length, int64_t head_size) {
+  // the fused and packed primitives are CPU kernels; a device has the flash primitive (heads up to its kernel's 128)
   const bool fused = o.fused && dev == Device::cpu && !want_weights && !(training && o.dropout > 0) && !(prefix && o.window > 0);
-  if (self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32 && dev == Device::cpu)
+  const bool packable = self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32;
+  if (packable && dev == Device::cpu)
     return length > 0 && length >= o.flash_from ? AttentionPath::flash : AttentionPath::packed;
+  if (packable && head_size > 0 && head_size <= kDeviceFlashMaxHead) return AttentionPath::flash;
   if (self && o.window > 0) return prefix ? AttentionPath::composed : AttentionPath::windowed;  // no prefix blocks
   if (fused) return AttentionPath::fused;
   return AttentionPath::composed;
@@ -187,7 +189,7 @@ Var MultiheadAttention::attend(const Var& x, const Var& mem, const Tensor& mask,
   if (prefix.defined()) prefix_lengths(prefix, B, S, "MultiheadAttention");  // fails early on a bad prefix
   const AttentionPath path =
       choose_attention_path(opt, self, weights != nullptr, is_training(), x.dtype(), x.data().device(), prefix.defined(),
-                            x.size(1));
+                            x.size(1), C / opt.heads);
   if (path == AttentionPath::packed || path == AttentionPath::flash)
     return out_proj->forward(packed_self_attention(x, mask, prefix, path == AttentionPath::flash));
   if (path == AttentionPath::windowed && weights) fail("MultiheadAttention: windowed attention does not return weights");

@@ -100,6 +100,8 @@ struct AttentionOptions {
 //              option packed (default), fused not chosen, T >= flash_from     L1/L2, O(T) memory: at long T the
 //                                                                             packed path's T x T scratch falls
 //                                                                             out of cache (nn/fused/flash_attention.h)
+//              or the same on a device at any T, head size <= 128             the backend's attention primitive
+//                                                                             (cuda/ops/attention.cuh): O(T) memory
 //   packed     the same with T < flash_from                                   sgemm per head on the packed
 //                                                                             projection; the T x T scores
 //                                                                             never outlive one (b, h)
@@ -108,7 +110,7 @@ struct AttentionOptions {
 //   fused      option fused, on the CPU, no weights asked, no dropout while   online softmax, one primitive
 //              training                                                       (nn/fused/fused_attention.h)
 //   composed   everything else: cross-attention, returned weights, float64,   the readable reference:
-//              other devices, packed = false                                  scaled_dot_product_attention
+//              a device's head size > 128, packed = false                     scaled_dot_product_attention
 // flash and packed take the same inputs (key padding, causal, prefix lengths, the same hash dropout mask), so the
 // switch at flash_from changes speed, not results (beyond float32 rounding). kFlashFrom is measured, not guessed:
 // docs/performance.md's scaling table times all paths at each length.
@@ -116,9 +118,10 @@ struct AttentionOptions {
 // and on the composed one; with window > 0 it goes to the composed path (band and prefix masks on the full T x T
 // matrix), since the block-wise local attention has no prefix.
 enum class AttentionPath { flash, packed, windowed, fused, composed };
-// length: the sequence length T (0 = unknown: packed rather than flash).
+// length: the sequence length T (0 = unknown: packed rather than flash); head_size: d_model / heads (0 = unknown: the
+// composed path on a device).
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dtype,
-                                    Device device, bool prefix = false, int64_t length = 0);
+                                    Device device, bool prefix = false, int64_t length = 0, int64_t head_size = 0);
 
 class MultiheadAttention : public SequenceLayer {
  public:

@@ -8,6 +8,7 @@
 
 #include "nn/attention/attention_ops.h"  // prefix_lengths
 #include "nn/fused/qkv_attention.h"     // check_packed_qkv
+#include "tensor/backend.h"             // the device primitive
 #include "tensor/microkernel.h"          // micro::gemm, DL_WIDE_VECTORS
 #include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
 
@@ -334,23 +335,61 @@ struct FlashAttentionNode : Node {
   void release() override { qkv = out = L = key_mask = Tensor(); }
 };
 
+// ---- on a device: the backend's primitive (cuda/ops/attention.cuh), the same map and the same dropout draw ----
+struct DeviceFlashNode : Node {
+  Tensor qkv, out, L, key_mask, prefix;  // on the device; key_mask (B, T) f32 and prefix (B) i64 or undefined
+  AttentionArgs args;
+  const char* name() const override { return "flash_attention"; }
+  std::vector<Tensor> apply(const Tensor& dy) override {
+    if (!qkv.defined()) fail("flash_attention: backward called twice without retain_graph");
+    Tensor dqkv = Tensor::empty(qkv.shape(), DType::f32, qkv.device());
+    require_backend(qkv.device(), "flash_attention")
+        .attention_backward(args, qkv, key_mask, prefix, out, L, dy.to(DType::f32).contiguous(), dqkv);
+    return {dqkv};
+  }
+  void release() override { qkv = out = L = key_mask = prefix = Tensor(); }
+};
+
+Var flash_attention_device(const Var& qkv, const AttentionArgs& a, const Tensor& key_mask, const std::vector<int64_t>& P) {
+  const Device dev = qkv.data().device();
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+  Tensor x = qkv.data().contiguous();
+  Tensor km = key_mask.defined() ? key_mask.to(DType::f32).to(dev).contiguous() : Tensor();
+  Tensor pd = P.empty() ? Tensor() : from_vector(P, {B}).to(dev);
+  Tensor out = Tensor::empty({B, T, C}, DType::f32, dev), L = Tensor::empty({B, a.heads, T}, DType::f32, dev);
+  require_backend(dev, "flash_attention").attention(a, x, km, pd, out, L);
+  if (!any_requires_grad({qkv})) return Var(out);
+  auto n = std::make_shared<DeviceFlashNode>();
+  n->qkv = x, n->out = out, n->L = L, n->key_mask = km, n->prefix = pd, n->args = a;
+  return record(n, out, {qkv});
+}
+
 }  // namespace
 
 Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask,
                     const Tensor& prefix) {
-  check_packed_qkv("flash_attention", qkv, heads, p);
+  check_packed_qkv("flash_attention", qkv, heads, p, /*any_device=*/true);
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / heads;
   Dims d{B, T, C, heads, HS, round_up(HS, 16), round_up(T, kQueryBlock), round_up(T, kKeyBlock)};
   if (key_mask.defined() && key_mask.shape() != Shape{B, T})
     fail("flash_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({B, T}) + ", found " +
          shape_str(key_mask.shape()));
-  std::vector<int64_t> P = prefix.defined() ? prefix_lengths(prefix, B, T, "flash_attention") : std::vector<int64_t>();
-  Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
+  std::vector<int64_t> P =
+      prefix.defined() ? prefix_lengths(prefix.to(Device::cpu), B, T, "flash_attention") : std::vector<int64_t>();
   Drop dr;
   dr.on = training && p > 0;
   dr.seed = dr.on ? g.next_u64() : 0;  // the draw qkv_attention makes, so both give the same mask
   dr.thr = (uint64_t)std::llround(p * 4294967296.0);
   dr.r = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.f;
+  if (qkv.data().device() != Device::cpu) {
+    if (HS > kDeviceFlashMaxHead)
+      fail("flash_attention: head size " + std::to_string(HS) + " is above the device kernel's " +
+           std::to_string(kDeviceFlashMaxHead) + " (use the composed attention)");
+    AttentionArgs a;
+    a.heads = heads, a.causal = causal, a.dropout = dr.on, a.seed = dr.seed, a.thr = dr.thr, a.r = dr.r;
+    return flash_attention_device(qkv, a, key_mask, P);
+  }
+  Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
   Tensor x = qkv.data().contiguous();
   Tensor out = Tensor::empty({B, T, C}), L = Tensor::empty({B, heads, T});
   Problem pr{d, x.data<float>(), km.defined() ? km.data<float>() : nullptr, P.empty() ? nullptr : P.data(), causal, dr};

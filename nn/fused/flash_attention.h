@@ -26,13 +26,20 @@
 // and a tile is computed only over the rows that exist (T need not fill the last block) and the keys its last row
 // may see, in whole vectors: at T = 256 that is 63% of the 48 x 128 tiles' work (the triangle itself is 50%).
 // A row whose keys are all padding gets uniform weights over its keys (the -1e9 fill everywhere), as in the packed
-// path. What it is not: cross-attention, an additive bias, returned weights, float64 (use the composed path).
+// path. On a device, qkv there: the backend's attention primitive (cuda/ops/attention.cuh: the same map, masks,
+// dropout draw and all-padding rule, one thread per query row or key, head size <= 128), checked against this kernel
+// by tests/cuda_logic/test_device_kernels.cpp.
+// What it is not: cross-attention, an additive bias, returned weights, float64 (use the composed path).
 #pragma once
 #include "autograd/ops.h"
 
 namespace dl::nn {
 
-// qkv (B, T, 3C) f32 CPU -> (B, T, C); the arguments mean what they mean for qkv_attention (same dropout draw from
+// The largest head size of the device's attention primitive (cuda/ops/attention.cuh's kAttnMaxHead); larger heads take
+// the composed path on a device (nn/attention/attention.h's path table).
+inline constexpr int64_t kDeviceFlashMaxHead = 128;
+
+// qkv (B, T, 3C) f32 (CPU or device) -> (B, T, C); the arguments mean what they mean for qkv_attention (same dropout draw from
 // g: one u64 per training call with p > 0, so both primitives give the same mask for the same generator state).
 Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g,
                     const Tensor& key_mask = Tensor(), const Tensor& prefix = Tensor());

@@ -235,13 +235,15 @@ struct QKVAttentionNode : Node {
 
 }  // namespace
 
-void check_packed_qkv(const char* op, const Var& qkv, int64_t heads, double p) {
+void check_packed_qkv(const char* op, const Var& qkv, int64_t heads, double p, bool any_device) {
   const std::string name = op;
   if (qkv.dim() != 3 || qkv.size(2) % 3 || heads <= 0 || (qkv.size(2) / 3) % heads)
     fail(name + ": expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
          shape_str(qkv.shape()));
-  if (qkv.dtype() != DType::f32 || qkv.data().device() != Device::cpu)
-    fail(name + ": implemented for f32 CPU tensors (use the composed attention otherwise), found " + dtype_name(qkv.dtype()));
+  if (qkv.dtype() != DType::f32 || (!any_device && qkv.data().device() != Device::cpu))
+    fail(name + ": implemented for f32 " + (any_device ? "" : "CPU ") +
+         "tensors (use the composed attention otherwise), found " + dtype_name(qkv.dtype()) + " on " +
+         device_name(qkv.data().device()));
   if (!(p >= 0 && p <= 1)) fail(name + ": dropout p must be in [0, 1], found " + std::to_string(p));
 }
 

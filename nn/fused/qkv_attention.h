@@ -37,8 +37,8 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
                   const Tensor& key_mask = Tensor(), const Tensor& prefix = Tensor());
 
 // The argument checks both packed-projection primitives (this one and flash_attention) make, naming `op`:
-// qkv (B, T, 3C) f32 on the CPU with C divisible by heads, dropout p in [0, 1].
-void check_packed_qkv(const char* op, const Var& qkv, int64_t heads, double p);
+// qkv (B, T, 3C) f32 on the CPU (or any device when any_device) with C divisible by heads, dropout p in [0, 1].
+void check_packed_qkv(const char* op, const Var& qkv, int64_t heads, double p, bool any_device = false);
 // The mask the primitive uses for a call whose seed is `seed`: (B, NH, T, T) holding 0 or 1/(1-p). For tests.
 Tensor qkv_attention_mask(uint64_t seed, int64_t B, int64_t NH, int64_t T, double p);
 // The seed the next call to qkv_attention with generator g will use (a copy of g advanced once). For tests.

@@ -15,8 +15,8 @@ namespace dl::nn {
 
 namespace {
 
-std::vector<double> f64(const Tensor& t) {
-  Tensor d = t.to(DType::f64).contiguous();
+std::vector<double> f64(const Tensor& t) {  // a tensor of either device, as host doubles
+  Tensor d = t.to(Device::cpu).to(DType::f64).contiguous();
   return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
 }
 
@@ -99,26 +99,9 @@ void cauchy_sums(const Chan& ch, const cplx* Ct_h, int64_t Cc, int64_t HN, int64
 
 cplx node(int64_t m, int64_t Lk) { return std::polar(1.0, -2.0 * M_PI * (double)m / (double)Lk); }
 
-struct DplrNode : Node {
-  Tensor log_dt, ar, ai, B, P, Ct;
-  int64_t Lk;
-  const char* name() const override { return "s4_dplr_kernel"; }
-  void release() override { log_dt = ar = ai = B = P = Ct = Tensor(); }
-  std::vector<Tensor> apply(const Tensor& dy) override;
-};
-
-}  // namespace
-
-Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, const Var& B, const Var& P, const Var& Ct,
-                   int64_t Lk) {
-  if (Ct.dim() != 4 || Ct.size(3) != 2) fail("s4_dplr_kernel: C must be (Cc, H, N2, 2), found " + shape_str(Ct.shape()));
-  const int64_t Cc = Ct.size(0), H = Ct.size(1), N2 = Ct.size(2), M = Lk / 2 + 1;
-  if (B.shape() != Shape{H, N2, 2} || P.shape() != Shape{1, H, N2, 2} || log_dt.shape() != Shape{H} ||
-      inv_A_real.shape() != Shape{H, N2} || A_imag.shape() != Shape{H, N2})
-    fail("s4_dplr_kernel: shapes do not match C " + shape_str(Ct.shape()) + ": log_dt " + shape_str(log_dt.shape()) +
-         ", inv_A_real " + shape_str(inv_A_real.shape()) + ", A_imag " + shape_str(A_imag.shape()) + ", B " +
-         shape_str(B.shape()) + ", P " + shape_str(P.shape()));
-  DplrIn in = unpack(log_dt.data(), inv_A_real.data(), A_imag.data(), B.data(), P.data(), Ct.data(), Lk);
+// K (Cc, H, Lk) f64 on the host: the Cauchy sums per node, the Woodbury correction, FFTW's c2r.
+Tensor host_kernel(const DplrIn& in) {
+  const int64_t Cc = in.Cc, H = in.H, N2 = in.N2, Lk = in.Lk, M = Lk / 2 + 1;
   std::vector<double> K(Cc * H * Lk);
   fftw_plan c2r = plan_for((int)Lk, true);
 #pragma omp parallel if (Cc * H * N2 * Lk > 16384)
@@ -144,7 +127,128 @@ Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, 
     fftw_free(spec);
     fftw_free(out);
   }
-  Tensor outT = from_vector(K, {Cc, H, Lk}).to(Ct.dtype());
+  return from_vector(K, {Cc, H, Lk}).to(DType::f64);
+}
+
+// The parameters' gradients, filled channel by channel (host vectors), then made tensors where the parameters live.
+struct DplrGrads {
+  std::vector<double> g_ldt, g_ar, g_ai;
+  std::vector<cplx> g_B, g_P, g_Ct;
+  explicit DplrGrads(const DplrIn& in)
+      : g_ldt(in.H), g_ar(in.H * in.N2), g_ai(in.H * in.N2), g_B(in.H * in.N2), g_P(in.H * in.N2), g_Ct(in.Cc * in.H * in.N2) {}
+  std::vector<Tensor> tensors(const Node& n, const DplrIn& in, DType t, Device d) const {
+    const int64_t Cc = in.Cc, H = in.H, N2 = in.N2;
+    auto put = [&](int i, Tensor x) { return n.needs_grad(i) ? x.to(t).to(d) : Tensor(); };
+    return {put(0, from_vector(g_ldt, {H})),        put(1, from_vector(g_ar, {H, N2})),
+            put(2, from_vector(g_ai, {H, N2})),     put(3, from_cplx(g_B, {H, N2, 2}, DType::f64)),
+            put(4, from_cplx(g_P, {1, H, N2, 2}, DType::f64)), put(5, from_cplx(g_Ct, {Cc, H, N2, 2}, DType::f64))};
+  }
+};
+
+// The last links of the chain rule for channel h, from the pairs' gradients g_v (gv00, gv01: Cc rows `cs` apart;
+// gv10, gv11) and g_w of its N2 modes, and g_dt, the Cauchy sums' share of dt's gradient (see the backward's comment):
+// v = a b: g_a = g_v conj(b), g_b = g_v conj(a); Q = conj P; w = dt Lambda; Lambda = -exp(inv_A_real) + i A_imag.
+void chain_to_params(const DplrIn& in, const Chan& ch, int64_t h, const cplx* gv00, const cplx* gv01, int64_t cs,
+                     const cplx* gv10, const cplx* gv11, const cplx* gw, double g_dt, DplrGrads& G) {
+  const int64_t N2 = in.N2, HN = in.H * N2;
+  const double dt = ch.dt;
+  for (int64_t n = 0; n < N2; n++) {
+    const int64_t i = h * N2 + n;
+    cplx gb = gv10[n] * std::conj(ch.Q[n]), gp = gv11[n] * std::conj(ch.Q[n]);
+    for (int64_t c = 0; c < in.Cc; c++) {
+      const cplx ct = in.Ct[c * HN + i];
+      G.g_Ct[c * HN + i] = gv00[c * cs + n] * std::conj(ch.B[n]) + gv01[c * cs + n] * std::conj(ch.P[n]);
+      gb += gv00[c * cs + n] * std::conj(ct);
+      gp += gv01[c * cs + n] * std::conj(ct);
+    }
+    const cplx gq = gv10[n] * std::conj(ch.B[n]) + gv11[n] * std::conj(ch.P[n]);
+    G.g_B[i] = gb;
+    G.g_P[i] = gp + std::conj(gq);
+    const cplx gl = dt * gw[n];
+    g_dt += (std::conj(gw[n]) * ch.Lam[n]).real();
+    G.g_ar[i] = gl.real() * -ch.ea[n];
+    G.g_ai[i] = gl.imag();
+  }
+  G.g_ldt[h] = g_dt * dt;
+}
+
+// ---- on a device: the (H, N2) setup on the host, the spectrum there (the backend's dplr_spectrum, O(Cc H M N2)),
+// the FFTs cuFFT's; back on the host only the (H, N2) gradients for the chain rule ----
+struct DplrSetup {
+  Tensor w, dt, V;  // f64 on the device: (H, N2, 2), (H), (2 Cc + 2, H, N2, 2) = [Ct B | Ct P | Q B | Q P]
+};
+DplrSetup device_setup(const DplrIn& in, Device dev) {
+  const int64_t Cc = in.Cc, H = in.H, N2 = in.N2, HN = H * N2;
+  std::vector<cplx> w(HN), V((2 * Cc + 2) * HN);
+  std::vector<double> dt(H);
+  for (int64_t h = 0; h < H; h++) {
+    Chan ch = in.chan(h);
+    dt[h] = ch.dt;
+    for (int64_t n = 0; n < N2; n++) {
+      const int64_t i = h * N2 + n;
+      w[i] = ch.w[n];
+      for (int64_t c = 0; c < Cc; c++) {
+        V[c * HN + i] = in.Ct[c * HN + i] * ch.B[n];
+        V[(Cc + c) * HN + i] = in.Ct[c * HN + i] * ch.P[n];
+      }
+      V[2 * Cc * HN + i] = ch.Q[n] * ch.B[n];
+      V[(2 * Cc + 1) * HN + i] = ch.Q[n] * ch.P[n];
+    }
+  }
+  return {from_cplx(w, {H, N2, 2}, DType::f64).to(dev), from_vector(dt, {H}).to(DType::f64).to(dev),
+          from_cplx(V, {2 * Cc + 2, H, N2, 2}, DType::f64).to(dev)};
+}
+
+// K (Cc, H, Lk) f64 on the device: irfft of the spectrum (tensor/fft.h's, cuFFT's C2R there).
+Tensor device_kernel(const DplrIn& in, Device dev) {
+  DplrSetup st = device_setup(in, dev);
+  Tensor Khat = Tensor::empty({in.Cc, in.H, in.Lk / 2 + 1, 2}, DType::f64, dev);
+  require_backend(dev, "s4_dplr_kernel").dplr_spectrum(st.w, st.dt, st.V, in.Lk, Khat);
+  return irfft(Khat, in.Lk);
+}
+
+struct DplrNode : Node {
+  Tensor log_dt, ar, ai, B, P, Ct;
+  int64_t Lk;
+  const char* name() const override { return "s4_dplr_kernel"; }
+  void release() override { log_dt = ar = ai = B = P = Ct = Tensor(); }
+  std::vector<Tensor> apply(const Tensor& dy) override;
+  // g_Khat = irfft's adjoint of dK (rfft on the device), the spectrum's backward there, the chain rule here.
+  std::vector<Tensor> device_backward(const DplrIn& in, const Tensor& dy, DplrGrads& G) const {
+    const Device dev = Ct.device();
+    const int64_t Cc = in.Cc, H = in.H, N2 = in.N2, HN = H * N2;
+    DplrSetup st = device_setup(in, dev);
+    Tensor gK = irfft_backward(dy.to(DType::f64).contiguous(), Lk, Lk / 2 + 1);  // (Cc, H, M, 2)
+    Tensor gV = Tensor::empty(st.V.shape(), DType::f64, dev), gw = Tensor::empty(st.w.shape(), DType::f64, dev);
+    Tensor gdt = Tensor::empty({H}, DType::f64, dev);
+    require_backend(dev, "s4_dplr_kernel backward").dplr_spectrum_backward(st.w, st.dt, st.V, Lk, gK, gV, gw, gdt);
+    const std::vector<cplx> hV = to_cplx(gV), hw = to_cplx(gw);
+    const std::vector<double> hdt = f64(gdt);
+    for (int64_t h = 0; h < H; h++) {
+      const cplx* base = hV.data() + h * N2;  // pair k of channel h at base + k HN
+      chain_to_params(in, in.chan(h), h, base, base + Cc * HN, HN, base + 2 * Cc * HN, base + (2 * Cc + 1) * HN,
+                      hw.data() + h * N2, hdt[h], G);
+    }
+    return G.tensors(*this, in, Ct.dtype(), dev);
+  }
+};
+
+}  // namespace
+
+Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, const Var& B, const Var& P, const Var& Ct,
+                   int64_t Lk) {
+  if (Ct.dim() != 4 || Ct.size(3) != 2) fail("s4_dplr_kernel: C must be (Cc, H, N2, 2), found " + shape_str(Ct.shape()));
+  const int64_t Cc = Ct.size(0), H = Ct.size(1), N2 = Ct.size(2), M = Lk / 2 + 1;
+  if (B.shape() != Shape{H, N2, 2} || P.shape() != Shape{1, H, N2, 2} || log_dt.shape() != Shape{H} ||
+      inv_A_real.shape() != Shape{H, N2} || A_imag.shape() != Shape{H, N2})
+    fail("s4_dplr_kernel: shapes do not match C " + shape_str(Ct.shape()) + ": log_dt " + shape_str(log_dt.shape()) +
+         ", inv_A_real " + shape_str(inv_A_real.shape()) + ", A_imag " + shape_str(A_imag.shape()) + ", B " +
+         shape_str(B.shape()) + ", P " + shape_str(P.shape()));
+  DplrIn in = unpack(log_dt.data(), inv_A_real.data(), A_imag.data(), B.data(), P.data(), Ct.data(), Lk);
+  if (Ct.data().device() != Device::cpu && Cc > 2)
+    fail("s4_dplr_kernel: the device kernel takes 1 or 2 kernel channels, found " + std::to_string(Cc));
+  Tensor outT = Ct.data().device() != Device::cpu ? device_kernel(in, Ct.data().device()).to(Ct.dtype())
+                                                  : host_kernel(in).to(Ct.dtype());
   std::vector<Var> ins = {log_dt, inv_A_real, A_imag, B, P, Ct};
   if (!any_requires_grad(ins)) return Var(outT);
   auto n = std::make_shared<DplrNode>();
@@ -166,9 +270,9 @@ Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, 
 std::vector<Tensor> DplrNode::apply(const Tensor& dy) {
   DplrIn in = unpack(log_dt, ar, ai, B, P, Ct, Lk);
   const int64_t Cc = in.Cc, H = in.H, N2 = in.N2, M = Lk / 2 + 1, HN = H * N2;
+  DplrGrads G(in);
+  if (Ct.device() != Device::cpu) return device_backward(in, dy, G);
   std::vector<double> dK = f64(dy);
-  std::vector<double> g_ldt(H), g_ar(HN), g_ai(HN);
-  std::vector<cplx> g_B(HN), g_P(HN), g_Ct(Cc * HN);
   fftw_plan r2c = plan_for((int)Lk, false);
 #pragma omp parallel if (Cc * H * N2 * Lk > 16384)
   {
@@ -221,33 +325,12 @@ std::vector<Tensor> DplrNode::apply(const Tensor& dy) {
           acc(ch.Q[n] * ch.P[n], gs11, gv11[n]);
         }
       }
-      for (int64_t n = 0; n < N2; n++) {
-        const int64_t i = h * N2 + n;
-        cplx gb = gv10[n] * std::conj(ch.Q[n]), gp = gv11[n] * std::conj(ch.Q[n]);
-        for (int64_t c = 0; c < Cc; c++) {
-          const cplx ct = in.Ct[c * HN + i];
-          g_Ct[c * HN + i] = gv00[c * N2 + n] * std::conj(ch.B[n]) + gv01[c * N2 + n] * std::conj(ch.P[n]);
-          gb += gv00[c * N2 + n] * std::conj(ct);
-          gp += gv01[c * N2 + n] * std::conj(ct);
-        }
-        const cplx gq = gv10[n] * std::conj(ch.B[n]) + gv11[n] * std::conj(ch.P[n]);
-        g_B[i] = gb;
-        g_P[i] = gp + std::conj(gq);
-        const cplx gl = dt * gw[n];
-        g_dt += (std::conj(gw[n]) * ch.Lam[n]).real();
-        g_ar[i] = gl.real() * -ch.ea[n];
-        g_ai[i] = gl.imag();
-      }
-      g_ldt[h] = g_dt * dt;
+      chain_to_params(in, ch, h, gv00.data(), gv01.data(), N2, gv10.data(), gv11.data(), gw.data(), g_dt, G);
     }
     fftw_free(spec);
     fftw_free(buf);
   }
-  const DType t = Ct.dtype();
-  return {
-      needs_grad(0) ? from_vector(g_ldt, {H}).to(t) : Tensor(),    needs_grad(1) ? from_vector(g_ar, {H, N2}).to(t) : Tensor(),
-      needs_grad(2) ? from_vector(g_ai, {H, N2}).to(t) : Tensor(), needs_grad(3) ? from_cplx(g_B, {H, N2, 2}, t) : Tensor(),
-      needs_grad(4) ? from_cplx(g_P, {1, H, N2, 2}, t) : Tensor(), needs_grad(5) ? from_cplx(g_Ct, {Cc, H, N2, 2}, t) : Tensor()};
+  return G.tensors(*this, in, Ct.dtype(), Ct.device());
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -27,7 +27,11 @@
 // Sherman-Morrison does in O(N) (DPLRStep); ssm_recurrent_dense is its twin with the dense Abar.
 // Parameter names follow state-spaces/s4's SSMKernelDPLR: kernel.log_dt, kernel.inv_A_real, kernel.A_imag,
 // kernel.B, kernel.P, kernel.C (= C tilde), buffer kernel.l_kernel; D; output_linear.
-// What it is not: rank > 1, or the Cauchy CUDA kernel.
+// On a device (parameters there): step 4's Cauchy sums and Woodbury correction run there, one thread per (h, node)
+// (the backend's dplr_spectrum, cuda/ops/dplr.cuh), and step 5's irfft is cuFFT's; the (H, N2) products of step 4's
+// pairs and the last links of the backward's chain rule stay on the host (O(Cc H N2)). C tilde's setup and doubling
+// (setup_C, no gradient, once per length) run on the host and write the parameter back where it lives.
+// What it is not: rank > 1; more than 2 kernel channels on a device.
 #pragma once
 #include "nn/ssm/ssm_layer.h"
 #include "nn/ssm/ssm_ops.h"
@@ -35,7 +39,8 @@
 namespace dl::nn {
 
 // The fused DPLR kernel primitive: K (Cc, H, Lk) from log_dt (H), inv_A_real (H, N2), A_imag (H, N2),
-// B (H, N2, 2), P (1, H, N2, 2), Ct (Cc, H, N2, 2). Forward and backward in float64 (formulas in s4.cpp).
+// B (H, N2, 2), P (1, H, N2, 2), Ct (Cc, H, N2, 2). Forward and backward in float64 (formulas in s4.cpp), on the CPU or,
+// for parameters on a device, with the spectrum computed there.
 Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, const Var& B, const Var& P, const Var& Ct,
                    int64_t Lk);
 

@@ -1,12 +1,13 @@
 // tests/apps/test_device.cpp - `--device` in the harness (apps/common/device.h): the names it takes, the clear errors
-// without a CUDA build or a device, and what place_model does and refuses. On a machine with a GPU the cuda cases
-// check the other side: the name is accepted and parameters move (the training itself is tests/cuda's and
-// scripts/gpu_check.sh's).
+// without a CUDA build or a device, and what place_model moves (parameters in place, buffers with them). On a machine
+// with a GPU (or with DL_TEST_DEVICE=twin) the cuda cases check the other side: the name is accepted, parameters and
+// buffers move (the training itself is tests/cuda's, tests/cuda_logic's and scripts/gpu_check.sh's).
 #include <gtest/gtest.h>
 
 #include "apps/common/config.h"
 #include "apps/common/device.h"
 #include "nn/layers.h"
+#include "tests/common/op_harness.h"  // all_close
 #include "tensor/backend.h"
 
 namespace dl::harness {
@@ -52,11 +53,24 @@ TEST(HarnessDevice, PlaceModelMovesParametersAndRefusesBuffers) {
     EXPECT_EQ(lin.weight.impl(), w.impl());
     EXPECT_EQ(model_device(lin), Device::cuda);
   }
-  // buffers cannot be moved from outside a Module yet: named, before anything moves (so this needs no device)
-  nn::BatchNorm1d bn(4);
-  std::string e = error_of([&] { place_model(bn, Device::cuda); });
-  EXPECT_NE(e.find("buffer 'running_mean'"), std::string::npos) << e;
-  EXPECT_EQ(model_device(bn), Device::cpu) << "a refused model stays where it was";
+}
+
+// Buffers move with the model and are updated there: BatchNorm's running statistics after one training step on the
+// device equal the CPU's.
+TEST(HarnessDevice, PlaceModelMovesBuffersAndTheyUpdateThere) {
+  if (!cuda_present()) GTEST_SKIP() << "no cuda device (DL_TEST_DEVICE=twin runs this on the host twin)";
+  nn::BatchNorm1d cpu(4), dev(4);
+  place_model(dev, Device::cuda);
+  for (auto& [name, t] : dev.named_buffers()) EXPECT_EQ(t.device(), Device::cuda) << name;
+  Generator g(3);
+  Tensor x = randn({5, 4}, g);
+  cpu.forward(Var(x));
+  dev.forward(Var(x.to(Device::cuda)));
+  auto a = cpu.named_buffers(), b = dev.named_buffers();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); i++)
+    EXPECT_TRUE(test::all_close(b[i].second.to(Device::cpu).to(DType::f64), a[i].second.to(DType::f64), test::Tol{1e-6, 1e-6},
+                                a[i].first));
 }
 
 }  // namespace

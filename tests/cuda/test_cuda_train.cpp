@@ -99,9 +99,19 @@ TEST(CudaTrain, TransformerTrainingStepEqualsCpu) {
   expect_step_agrees("attention");
 }
 
+TEST(CudaTrain, TransformerOnTheFlashPrimitiveEqualsCpu) {  // the CPU's packed kernel vs the device's flash kernel
+  SKIP_WITHOUT_CUDA();
+  expect_step_agrees("attention_packed");
+}
+
 TEST(CudaTrain, S4DTrainingStepEqualsCpu) {
   SKIP_WITHOUT_CUDA();
   expect_step_agrees("s4d");
+}
+
+TEST(CudaTrain, S4AndDlrTrainingStepsEqualCpu) {  // S4's DPLR spectrum and DLR's Vandermonde product on the device
+  SKIP_WITHOUT_CUDA();
+  for (const char* layer : {"s4", "dlr"}) expect_step_agrees(layer);
 }
 
 TEST(CudaTrain, LstmTrainingStepEqualsCpu) {

@@ -6,8 +6,9 @@
 // The model: Embedding(V = 13, H = 16) -> ResidualBlock(a registry mixer, layer norm, feed-forward, dropout 0.1)
 // -> masked mean over L -> Linear(H, 3), on (B, L) = (3, 8) tokens with padding in two rows. Both copies are built
 // from one seed, and their dropout layers draw from generators in the same state, so the device and the CPU drop the
-// same elements (the counter-based masks agree bit for bit). Attention runs with packed=false: its CPU packed kernel
-// draws its dropout per (b, h) and has no device twin; the composed path is what the device runs.
+// same elements (the counter-based masks agree bit for bit). "attention" runs with packed=false: the composed path on
+// both; "attention_packed" is the default attention, the packed kernel on the CPU against the device's flash primitive
+// (both draw one seed per call and use the same counter-hash mask on the weights).
 #pragma once
 #include <map>
 #include <memory>
@@ -26,7 +27,7 @@ class TinySequenceClassifier : public nn::Module {
  public:
   // g must outlive the model: its dropout layers keep drawing from it.
   TinySequenceClassifier(const std::string& layer, Generator& g) {
-    const nn::LayerEntry& e = nn::find_layer(layer);
+    const nn::LayerEntry& e = nn::find_layer(layer == "attention_packed" ? "attention" : layer);
     nn::BackboneOptions bo;
     bo.dropout = 0.1, bo.max_len = 8, bo.d_state = 8, bo.heads = 2;
     nn::LayerConfig cfg = nn::backbone_config(e, bo);
@@ -58,11 +59,12 @@ struct StepResult {
 };
 
 // Build (seed 7), move every parameter to `dev`, one forward / backward / clip(0.5) / AdamW(lr 1e-2, wd 0.1) step.
-// The layers tested: "attention" (the Transformer's mixer), "s4d", "lstm".
+// The layers tested: "attention" and "attention_packed" (the Transformer's mixer), "s4", "s4d", "dlr", "lstm", the convs.
 inline StepResult train_one_step(const std::string& layer, Device dev) {
   Generator g(7);
   TinySequenceClassifier m(layer, g);
   for (auto& [name, v] : m.named_parameters()) v.mutable_data() = v.data().to(dev);
+  m.move_buffers(dev);
   // eps 1e-3, not 1e-8: attention's key bias has a zero gradient up to rounding (softmax ignores a shift shared by a
   // row's scores), and Adam's g / (|g| + eps) would turn that rounding noise, different on each device, into a full step
   optim::AdamWOptions ao;

@@ -193,8 +193,9 @@ TEST(AppCellsOnDevice, PretrainedConvsPretrainingEqualsTheCpu) {
     }
 }
 
-// lra_benchmark (checked by hand on the twin before, now here): ListOps with the Transformer, S4D and the LSTM from
-// scratch, and the Transformer self-pretrained (masked denoising, then fine-tuning from the saved backbone).
+// lra_benchmark (checked by hand on the twin before, now here): ListOps with the Transformer (the packed kernel on the
+// CPU, the flash primitive on the device), S4, S4D, DLR and the LSTM from scratch, and the Transformer self-pretrained
+// (masked denoising, then fine-tuning from the saved backbone).
 TEST(AppCellsOnDevice, LraBenchmarkEqualsTheCpu) {
   PrintWorst print("LraBenchmarkEqualsTheCpu");
   harness::Experiment e = lra::experiment();
@@ -202,7 +203,7 @@ TEST(AppCellsOnDevice, LraBenchmarkEqualsTheCpu) {
   const std::vector<std::string> sets = {"d_model=16",    "layers=1",    "heads=2",      "seq_len=32",   "train_size=64",
                                          "val_size=16",   "test_size=16", "batch=8",     "steps=4",      "eval_every=1",
                                          "eval_batches=2", "pretrain_steps=3", "dropout=0"};
-  auto cells = harness::expand_cells(e, p, {{"listops"}, {"transformer", "s4d", "lstm"}, {"scratch"}}, {0}, sets);
+  auto cells = harness::expand_cells(e, p, {{"listops"}, {"transformer", "s4", "s4d", "dlr", "lstm"}, {"scratch"}}, {0}, sets);
   auto spt = harness::expand_cells(e, p, {{"listops"}, {"transformer"}, {"spt-masked"}}, {0}, sets);
   cells.insert(cells.end(), spt.begin(), spt.end());
   expect_same_runs(e, p, cells, "lra_benchmark");

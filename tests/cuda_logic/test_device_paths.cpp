@@ -276,7 +276,11 @@ void expect_step_agrees(const std::string& layer) {
 }
 
 TEST(DevicePaths, TransformerTrainingStepEqualsCpu) { expect_step_agrees("attention"); }
+TEST(DevicePaths, TransformerOnTheFlashPrimitiveEqualsCpu) { expect_step_agrees("attention_packed"); }
 TEST(DevicePaths, S4DTrainingStepEqualsCpu) { expect_step_agrees("s4d"); }
+TEST(DevicePaths, S4AndDlrTrainingStepsEqualCpu) {
+  for (const char* layer : {"s4", "dlr"}) expect_step_agrees(layer);
+}
 TEST(DevicePaths, LstmTrainingStepEqualsCpu) { expect_step_agrees("lstm"); }
 TEST(DevicePaths, ConvolutionTrainingStepsEqualCpu) {  // pretrained_convs' mixers: conv1d and the dynamic conv's sum
   for (const char* layer : {"lightconv", "dynamicconv", "dilatedconv"}) expect_step_agrees(layer);

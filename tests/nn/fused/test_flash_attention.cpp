@@ -180,6 +180,25 @@ TEST(FlashAttention, LayerPathAgreesWithComposed) {
   expect_fast_layer_agrees_with_composed(o, 137, 90);  // T >= flash_from: the blocked kernel
 }
 
+// On a device the flash primitive runs at any length while the head fits its kernel; otherwise the composed path.
+TEST(FlashAttention, DevicePathChoice) {
+  AttentionOptions o;
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 8, 64), AttentionPath::flash);
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, true, 8, kDeviceFlashMaxHead),
+            AttentionPath::flash);
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 8, kDeviceFlashMaxHead + 1),
+            AttentionPath::composed);
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 8), AttentionPath::composed)
+      << "head size unknown";
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f64, Device::cuda, false, 8, 64), AttentionPath::composed);
+  EXPECT_EQ(choose_attention_path(o, true, true, true, DType::f32, Device::cuda, false, 8, 64), AttentionPath::composed)
+      << "weights asked";
+  EXPECT_EQ(choose_attention_path(o, false, false, true, DType::f32, Device::cuda, false, 8, 64), AttentionPath::composed)
+      << "cross-attention";
+  o.packed = false;
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 8, 64), AttentionPath::composed);
+}
+
 TEST(FlashAttention, RejectsBadInput) {
   Generator g(1);
   EXPECT_THROW(flash_attention(Var(randn({2, 4, 10}, g)), 2, false, 0, false, g), ShapeError);

@@ -1,0 +1,191 @@
+// cuda/ops/attention.cuh - self-attention on the packed projection qkv, on the device, without any T x T matrix: the
+// online softmax of FlashAttention (Dao et al. 2022) computed row by row, as Thrust algorithms over functors that run on
+// the GPU and, with thrust::cpp::par, on the host twin (so CI checks them against the CPU's flash_attention).
+//
+// Shape letters: B batch, T time, C channels, NH heads, HS = C / NH; c = 1/sqrt(HS); row i = (b NH + h) T + t.
+// The map is nn/fused/flash_attention.h's, element for element:
+//   scores   S_ts = c q_t . k_s, or -1e9 at a padding key (key_mask 0: the composed path's fill); keys s >= n_t are
+//            left out, n_t = T, t + 1 (causal) or max(prefix_b, t + 1) (prefix-LM)
+//   forward  over the keys in tiles of kAttnTile: m' = max(m, max S), a = e^(m - m'), l = a l + sum e^(S - m'),
+//            o = a o + sum e^(S - m') M_ts v_s;  out_t = o / l,  L_t = m + log l
+//            M_ts = r keep(i, s) (0 or r) with the counter hash of tensor/counter_hash.h, or 1 without dropout
+//   backward with P_ts = e^(S_ts - L_t) recomputed and D_t = dO_t . out_t:
+//            dS_ts = P_ts (M_ts dO_t . v_s - D_t) (0 at padding keys: their score is a constant); a row whose
+//            keys are all padding has P_ts = 1/n_t (as the CPU: -1e9 + log n_t rounds to -1e9 in float32)
+//            dq_t = c sum_s dS_ts k_s                one thread per query row
+//            dk_s = sum_t dS_ts (c q_t),  dv_s = sum_t P_ts M_ts dO_t      one thread per key (b, h, s)
+// Each thread sums its terms in key (or query) order, so the result does not depend on the launch, and nothing is
+// atomic. Memory: out, L (B NH T floats) and D; the scores exist one tile at a time in each thread's registers.
+// What it is not: a tensor-core kernel (fp32 FMA, each thread reads its keys from L2; the K/V tiles are not staged in
+// shared memory), cross-attention, an additive bias, returned weights; head size at most kAttnMaxHead.
+#pragma once
+#include "cuda/ops/common.cuh"
+#include "tensor/backend.h"
+
+namespace dl::ops {
+
+constexpr int64_t kAttnMaxHead = 128;  // the per-thread q, o and gradient rows are arrays of this many floats
+constexpr int64_t kAttnTile = 32;      // keys per step of the online softmax (one rescale per tile)
+constexpr float kAttnPadScore = -1e9f;
+
+struct AttnProblem {
+  const float* qkv;       // (B, T, 3C)
+  const float* km;        // (B, T) or null
+  const int64_t* prefix;  // (B) or null
+  int64_t B, T, C, NH, HS;
+  bool causal, drop;
+  uint64_t seed, thr;
+  float r, c;
+  DL_HD int64_t keys(int64_t b, int64_t t) const {  // n_t: the keys row t of example b sees are s < n_t
+    if (prefix) return prefix[b] > t + 1 ? prefix[b] : t + 1;
+    return causal ? t + 1 : T;
+  }
+  DL_HD const float* q(int64_t b, int64_t h, int64_t t) const { return qkv + (b * T + t) * 3 * C + h * HS; }
+  DL_HD bool pad(int64_t b, int64_t s) const { return km && km[b * T + s] == 0.f; }
+  DL_HD int64_t first_real(int64_t b) const {  // example b's first real key (T when all are padding)
+    int64_t f = 0;
+    while (km && f < T && pad(b, f)) f++;
+    return f;
+  }
+  DL_HD float keep(uint32_t key, int64_t s) const {  // M_ts for the row whose key is row_key(seed, i)
+    return !drop ? 1.f : (uint64_t)row_draw(key, (uint32_t)s) >= thr ? r : 0.f;
+  }
+  DL_HD float dot(const float* a, const float* b) const {
+    float acc = 0;
+    for (int64_t e = 0; e < HS; e++) acc += a[e] * b[e];
+    return acc;
+  }
+};
+
+struct AttnForwardF {
+  AttnProblem p;
+  float *out, *L;  // (B, T, C), (B NH T)
+  DL_HD void operator()(int64_t i) const {
+    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = p.HS, n = p.keys(b, t);
+    const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
+    float q[kAttnMaxHead], o[kAttnMaxHead], S[kAttnTile];
+    const float* qt = p.q(b, h, t);
+    for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], o[e] = 0.f;
+    float m = -INFINITY, l = 0.f;
+    for (int64_t s0 = 0; s0 < n; s0 += kAttnTile) {
+      const int64_t nb = n - s0 < kAttnTile ? n - s0 : kAttnTile;
+      float mt = m;
+      for (int64_t j = 0; j < nb; j++) {
+        const int64_t s = s0 + j;
+        S[j] = p.pad(b, s) ? kAttnPadScore : p.dot(q, p.q(b, h, s) + p.C);
+        mt = S[j] > mt ? S[j] : mt;
+      }
+      const float a = m_exp(m - mt);  // 0 on the first tile (m = -inf)
+      l *= a;
+      for (int64_t e = 0; e < HS; e++) o[e] *= a;
+      for (int64_t j = 0; j < nb; j++) {
+        const float pe = m_exp(S[j] - mt), w = pe * p.keep(key, s0 + j);
+        l += pe;
+        const float* v = p.q(b, h, s0 + j) + 2 * p.C;
+        for (int64_t e = 0; e < HS; e++) o[e] += w * v[e];
+      }
+      m = mt;
+    }
+    float* y = out + (b * T + t) * p.C + h * HS;
+    for (int64_t e = 0; e < HS; e++) y[e] = o[e] / l;
+    L[i] = m + m_log(l);
+  }
+};
+
+struct AttnDeltaF {  // D_t = dO_t . out_t per row
+  AttnProblem p;
+  const float *out, *dout;
+  float* D;
+  DL_HD void operator()(int64_t i) const {
+    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, at = (b * T + t) * p.C + h * p.HS;
+    D[i] = p.dot(dout + at, out + at);
+  }
+};
+
+struct AttnGradQF {  // one thread per query row: dq_t = c sum_s dS_ts k_s
+  AttnProblem p;
+  const float *L, *D, *dout;
+  float* dqkv;
+  DL_HD void operator()(int64_t i) const {
+    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = p.HS, n = p.keys(b, t);
+    const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
+    float q[kAttnMaxHead], dq[kAttnMaxHead];
+    const float* qt = p.q(b, h, t);
+    const float* dO = dout + (b * T + t) * p.C + h * HS;
+    for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], dq[e] = 0.f;
+    const float Li = L[i], Di = D[i];
+    for (int64_t s = 0; s < n; s++) {
+      if (p.pad(b, s)) continue;  // dS = 0: the fill does not depend on q
+      const float *k = p.q(b, h, s) + p.C, *v = k + p.C;
+      const float P = m_exp(p.dot(q, k) - Li), dS = P * (p.keep(key, s) * p.dot(dO, v) - Di);
+      for (int64_t e = 0; e < HS; e++) dq[e] += dS * k[e];
+    }
+    float* g = dqkv + (b * T + t) * 3 * p.C + h * HS;
+    for (int64_t e = 0; e < HS; e++) g[e] = p.c * dq[e];
+  }
+};
+
+struct AttnGradKVF {  // one thread per key (b, h, s): dk_s = sum_t dS_ts (c q_t), dv_s = sum_t P_ts M_ts dO_t
+  AttnProblem p;
+  const float *L, *D, *dout;
+  float* dqkv;
+  DL_HD void operator()(int64_t j) const {
+    const int64_t T = p.T, s = j % T, bh = j / T, h = bh % p.NH, b = bh / p.NH, HS = p.HS;
+    const bool pad = p.pad(b, s);
+    const float *k = p.q(b, h, s) + p.C, *v = k + p.C;
+    float dk[kAttnMaxHead], dv[kAttnMaxHead], q[kAttnMaxHead];
+    for (int64_t e = 0; e < HS; e++) dk[e] = dv[e] = 0.f;
+    // rows before s see it only under a prefix (s < prefix_b) or without a mask
+    const int64_t t0 = (p.causal || p.prefix) && !(p.prefix && s < p.prefix[b]) ? s : 0, first = p.first_real(b);
+    for (int64_t t = t0; t < T; t++) {
+      const int64_t nt = p.keys(b, t);
+      if (s >= nt) continue;
+      const int64_t i = bh * T + t;
+      const float* qt = p.q(b, h, t);
+      for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e];
+      const float* dO = dout + (b * T + t) * p.C + h * HS;
+      // a row with no real key has uniform weights 1/n_t (the fill everywhere; L_t = -1e9 + log n_t would round)
+      const float P = first >= nt ? 1.f / (float)nt : m_exp((pad ? kAttnPadScore : p.dot(q, k)) - L[i]);
+      const float M = p.drop ? p.keep(row_key(p.seed, (uint64_t)i), s) : 1.f;
+      for (int64_t e = 0; e < HS; e++) dv[e] += P * M * dO[e];
+      if (pad) continue;
+      const float dS = P * (M * p.dot(dO, v) - D[i]);
+      for (int64_t e = 0; e < HS; e++) dk[e] += dS * q[e];
+    }
+    float* g = dqkv + (b * T + s) * 3 * p.C + p.C + h * HS;
+    for (int64_t e = 0; e < HS; e++) g[e] = dk[e], g[p.C + e] = dv[e];
+  }
+};
+
+// The problem of one call: qkv (B, T, 3C), key_mask (B, T) f32 or undefined, prefix (B) i64 or undefined, as views of
+// the platform (checked by the caller).
+inline AttnProblem attn_problem(const AttentionArgs& a, const Tensor& qkv, const Tensor& km, const Tensor& prefix) {
+  AttnProblem p{};
+  p.qkv = dptr<float>(qkv);
+  p.km = km.defined() ? dptr<float>(km) : nullptr;
+  p.prefix = prefix.defined() ? dptr<int64_t>(prefix) : nullptr;
+  p.B = qkv.size(0), p.T = qkv.size(1), p.C = qkv.size(2) / 3, p.NH = a.heads, p.HS = p.C / a.heads;
+  p.causal = a.causal, p.drop = a.dropout, p.seed = a.seed, p.thr = a.thr, p.r = a.r;
+  p.c = (float)(1.0 / sqrt((double)p.HS));
+  return p;
+}
+
+template <class Exec>
+void attention(const Exec& exec, const AttentionArgs& a, const Tensor& qkv, const Tensor& km, const Tensor& prefix,
+               const Tensor& out, const Tensor& L) {
+  AttnProblem p = attn_problem(a, qkv, km, prefix);
+  for_n(exec, p.B * p.NH * p.T, AttnForwardF{p, dptr<float>(out), dptr<float>(L)});
+}
+
+template <class Exec>
+void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& qkv, const Tensor& km, const Tensor& prefix,
+                        const Tensor& out, const Tensor& L, const Tensor& dout, const Tensor& dqkv) {
+  AttnProblem p = attn_problem(a, qkv, km, prefix);
+  const int64_t rows = p.B * p.NH * p.T;
+  Tensor D = Tensor::empty({rows}, DType::f32, qkv.device());  // a scratch row of the platform (device or twin host)
+  for_n(exec, rows, AttnDeltaF{p, dptr<float>(out), dptr<float>(dout), dptr<float>(D)});
+  for_n(exec, rows, AttnGradQF{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
+  for_n(exec, rows, AttnGradKVF{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
+}
+
+}  // namespace dl::ops

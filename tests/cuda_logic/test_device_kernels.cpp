@@ -1,0 +1,178 @@
+// tests/cuda_logic/test_device_kernels.cpp - the hot paths of the device backend that have no per-op CPU twin in the op
+// harness: the attention primitive (cuda/ops/attention.cuh) against the CPU's flash_attention, S4's DPLR spectrum
+// (cuda/ops/dplr.cuh) against the CPU's s4_dplr_kernel, and the multi-tensor AdamW step and gradient norm
+// (cuda/ops/optim.cuh) against the per-tensor CPU loops. Device::cuda is the host twin here (see test_device_paths.cpp):
+// the same functors the GPU runs, with thrust::cpp::par.
+#include <gtest/gtest.h>
+
+#include "cuda/ops/attention.cuh"
+#include "logic_util.h"
+#include "nn/fused/flash_attention.h"
+#include "nn/ssm/s4.h"
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "tensor/optim_kernels.h"
+
+namespace dl {
+namespace {
+
+const Device kDev = Device::cuda;
+
+Tensor on_dev(const Tensor& t) { return t.to(kDev); }
+Tensor back(const Tensor& t) {
+  EXPECT_EQ(t.device(), kDev) << "the result should stay on the device";
+  return t.to(Device::cpu);
+}
+
+// ---- attention ----
+struct AttnCase {
+  std::string name;
+  int64_t B, T, C, heads;
+  bool causal = false, mask = false, prefix = false, all_padding_row = false;
+  double p = 0;
+};
+
+void expect_attention_agrees(const AttnCase& c) {
+  Generator g(41);
+  Tensor qkv = randn({c.B, c.T, 3 * c.C}, g);
+  Tensor km, prefix;
+  if (c.mask) {  // example b keeps its first T - 3 b positions (the last row all padding when asked)
+    std::vector<float> m(c.B * c.T, 1.f);
+    for (int64_t b = 0; b < c.B; b++)
+      for (int64_t t = std::max<int64_t>(0, c.T - 3 * b); t < c.T; t++) m[b * c.T + t] = 0.f;
+    if (c.all_padding_row)
+      for (int64_t t = 0; t < c.T; t++) m[(c.B - 1) * c.T + t] = 0.f;
+    km = from_vector(m, {c.B, c.T});
+  }
+  if (c.prefix) {
+    std::vector<int64_t> P(c.B);
+    for (int64_t b = 0; b < c.B; b++) P[b] = (b * 5) % (c.T + 1);
+    prefix = from_vector(P, {c.B});
+  }
+  const bool training = c.p > 0;
+  Generator gc(5), gd(5);  // one state: both draw the same dropout seed
+  Var xc(qkv, true), xd(on_dev(qkv), true);
+  Var yc = nn::flash_attention(xc, c.heads, c.causal, c.p, training, gc, km, prefix);
+  Var yd = nn::flash_attention(xd, c.heads, c.causal, c.p, training, gd, km.defined() ? on_dev(km) : km, prefix);
+  EXPECT_TRUE(all_close(back(yd.data()), yc.data(), test::kAgreeF32, c.name + " out"));
+  Tensor dy = randn(yc.shape(), g);
+  yc.backward(dy);
+  yd.backward(on_dev(dy));
+  EXPECT_TRUE(all_close(back(xd.grad()), xc.grad(), test::kAgreeF32, c.name + " dqkv"));
+}
+
+// Odd lengths (37: one full key tile of 32 and a partial one), heads of 8 to 128, each mask, the prefix-LM mask, a row
+// whose keys are all padding (uniform weights), and dropout with the CPU's counter-hash mask.
+TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
+  std::vector<AttnCase> cases = {
+      {"plain", 2, 37, 16, 2},
+      {"causal", 2, 37, 16, 2, true},
+      {"key padding", 3, 37, 16, 2, false, true},
+      {"causal + key padding + an all-padding row", 3, 20, 16, 2, true, true, false, true},
+      {"prefix-LM", 3, 29, 16, 2, false, false, true},
+      {"prefix-LM + key padding", 3, 29, 16, 2, false, true, true},
+      {"dropout 0.3", 2, 37, 16, 2, false, false, false, false, 0.3},
+      {"causal + dropout + padding", 3, 33, 24, 3, true, true, false, false, 0.2},
+      {"head size 128", 1, 9, 128, 1},
+      {"one position", 2, 1, 8, 1, true},
+  };
+  for (const AttnCase& c : cases) expect_attention_agrees(c);
+}
+
+static_assert(nn::kDeviceFlashMaxHead == ops::kAttnMaxHead, "the path table's head limit is the kernel's");
+
+TEST(DeviceKernels, AttentionRefusesHeadsAboveTheKernelsLimit) {
+  Generator g(1), gd(1);
+  Var x(on_dev(randn({1, 4, 3 * 256}, g)), true);
+  try {
+    nn::flash_attention(x, 1, false, 0, false, gd);
+    FAIL() << "a head of 256 should be refused";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("head size 256"), std::string::npos) << e.what();
+  }
+}
+
+// ---- S4's DPLR kernel ----
+TEST(DeviceKernels, S4DplrKernelAndEveryGradient) {
+  Generator g(43);
+  for (int64_t Cc : {1, 2})
+    for (int64_t Lk : {16, 37}) {  // an even and an odd length (no Nyquist bin)
+      const std::string what = "s4_dplr_kernel Cc " + std::to_string(Cc) + " Lk " + std::to_string(Lk);
+      const int64_t H = 3, N2 = 4;
+      Tensor log_dt = add_scalar(mul_scalar(rand({H}, g), 2.0), -4.0), ar = mul_scalar(randn({H, N2}, g), 0.3);
+      Tensor ai = mul_scalar(rand({H, N2}, g), 6.0), B = randn({H, N2, 2}, g), P = mul_scalar(randn({1, H, N2, 2}, g), 0.3);
+      Tensor C = randn({Cc, H, N2, 2}, g);
+      std::vector<Tensor> ps{log_dt, ar, ai, B, P, C};
+      std::vector<Var> vc, vd;
+      for (const Tensor& t : ps) vc.push_back(Var(t, true)), vd.push_back(Var(on_dev(t), true));
+      Var kc = nn::s4_dplr_kernel(vc[0], vc[1], vc[2], vc[3], vc[4], vc[5], Lk);
+      Var kd = nn::s4_dplr_kernel(vd[0], vd[1], vd[2], vd[3], vd[4], vd[5], Lk);
+      EXPECT_TRUE(all_close(back(kd.data()), kc.data(), test::kAgreeF32, what));
+      Tensor dK = randn(kc.shape(), g);
+      kc.backward(dK);
+      kd.backward(on_dev(dK));
+      const char* names[] = {"log_dt", "inv_A_real", "A_imag", "B", "P", "C"};
+      for (size_t i = 0; i < ps.size(); i++)
+        EXPECT_TRUE(all_close(back(vd[i].grad()), vc[i].grad(), test::kAgreeF32, what + " d" + names[i]));
+    }
+}
+
+// ---- the optimizer over many tensors ----
+TEST(DeviceKernels, MultiTensorAdamWEqualsTheStepPerTensor) {
+  Generator g(44);
+  for (DType dt : {DType::f32, DType::f64}) {
+    std::vector<Shape> shapes = {{5, 7}, {0}, {1}, {300}, {2, 3, 4}};  // an empty one is skipped in the table
+    std::vector<Tensor> pc, gc, mc, vc, pd, gdv, md, vd;
+    for (const Shape& s : shapes) {
+      Tensor p = randn(s, g, dt), gr = randn(s, g, dt), m = mul_scalar(randn(s, g, dt), 0.1), v = abs(randn(s, g, dt));
+      pc.push_back(p.clone()), gc.push_back(gr), mc.push_back(m.clone()), vc.push_back(v.clone());
+      pd.push_back(on_dev(p)), gdv.push_back(on_dev(gr)), md.push_back(on_dev(m)), vd.push_back(on_dev(v));
+    }
+    for (bool decoupled : {true, false}) {
+      AdamScalars s{0.9, 0.999, 1e-8, 0.1, 0.01 / (1 - 0.9 * 0.9), std::sqrt(1 - 0.999 * 0.999), 1 - 0.01 * 0.1, decoupled};
+      for (size_t i = 0; i < shapes.size(); i++) adam_step_(s, pc[i], gc[i], mc[i], vc[i]);
+      adam_steps_(s, pd, gdv, md, vd);
+      for (size_t i = 0; i < shapes.size(); i++) {
+        const std::string what = std::string(dtype_name(dt)) + (decoupled ? " AdamW" : " Adam") + " tensor " + std::to_string(i);
+        EXPECT_TRUE(all_close(back(pd[i]), pc[i], agree(dt), what + " param"));
+        EXPECT_TRUE(all_close(back(md[i]), mc[i], agree(dt), what + " exp_avg"));
+        EXPECT_TRUE(all_close(back(vd[i]), vc[i], agree(dt), what + " exp_avg_sq"));
+      }
+    }
+    double cpu = 0;
+    for (const Tensor& t : gc) cpu += sum_of_squares(t);
+    EXPECT_NEAR(sum_of_squares_all(gdv), cpu, 1e-9 * cpu) << dtype_name(dt);
+  }
+  // a NaN anywhere makes the sum NaN (the harness's non-finite check rests on it)
+  Tensor bad = on_dev(from_vector(std::vector<float>{1.f, NAN, 2.f}, {3}));
+  EXPECT_TRUE(std::isnan(sum_of_squares_all({on_dev(ones({4})), bad})));
+}
+
+// The optimiser batches a group's device parameters by step count: a parameter that skipped a step (no gradient) keeps
+// its own count, and the result equals the CPU's parameter by parameter.
+TEST(DeviceKernels, AdamWOverParametersOfDifferentStepCounts) {
+  Generator g(45);
+  Tensor a0 = randn({4, 3}, g), b0 = randn({6}, g), c0 = randn({2, 2}, g);
+  Var ac(a0.clone(), true), bc(b0.clone(), true), cc(c0.clone(), true);
+  Var ad(on_dev(a0), true), bd(on_dev(b0), true), cd(on_dev(c0), true);
+  optim::AdamWOptions o;
+  o.lr = 0.03, o.weight_decay = 0.05;
+  optim::AdamW oc({ac, bc, cc}, o), od({ad, bd, cd}, o);
+  for (int step = 0; step < 4; step++) {
+    std::vector<Var*> cpu = {&ac, &bc, &cc}, dev = {&ad, &bd, &cd};
+    for (size_t i = 0; i < 3; i++) {
+      cpu[i]->zero_grad(), dev[i]->zero_grad();
+      if (i == 1 && step == 1) continue;  // b has no gradient at step 1: its count falls behind the others'
+      Tensor gr = randn(cpu[i]->shape(), g);
+      cpu[i]->mutable_grad() = gr, dev[i]->mutable_grad() = on_dev(gr);
+    }
+    EXPECT_NEAR(optim::grad_norm({ad, bd, cd}, 2.0), optim::grad_norm({ac, bc, cc}, 2.0), 1e-9);
+    oc.step(), od.step();
+    for (size_t i = 0; i < 3; i++)
+      EXPECT_TRUE(all_close(back(dev[i]->data()), cpu[i]->data(), agree(DType::f32),
+                            "param " + std::to_string(i) + " step " + std::to_string(step)));
+  }
+}
+
+}  // namespace
+}  // namespace dl
