@@ -16,6 +16,8 @@
 //
 // A platform P has (see Gpu in cuda/gpu.cuh for the exact signatures):
 //   par()                             the Thrust execution policy the ops of cuda/ops/ run with
+//   use_scratch(alloc, free)          where the platform's own scratch comes from (the GPU: Thrust's temporaries,
+//                                     cuBLAS's workspace, cuFFT's work areas, all from the caching allocator)
 //   view(t)                           how a device operand is handed to those ops (the GPU: as it is; the twin: a
 //                                     host tensor over the same bytes)
 //   probe(reason), synchronize()      whether a device is there (else why not); wait for its work
@@ -45,6 +47,7 @@
 // What it is not: multi-GPU (the current device, normally 0, is used).
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -79,7 +82,9 @@ template <class P> class DeviceAllocator {
 
 template <class P> class CudaBackend final : public Backend {
  public:
-  CudaBackend() : allocator_(p_) {}
+  CudaBackend() : allocator_(p_) {  // the platform's library and Thrust scratch comes from the same cache as tensors
+    p_.use_scratch([this](size_t n) { return allocator_.alloc(n); }, [this](void* q, size_t n) { allocator_.free(q, n); });
+  }
   P& platform() { return p_; }
   DeviceAllocator<P>& allocator() { return allocator_; }
 
@@ -158,6 +163,10 @@ template <class P> class CudaBackend final : public Backend {
                           const Tensor& out, const Tensor& L, const Tensor& dout, const Tensor& dqkv) override;
 
  private:
+  // the platform's real FFTs of `rows` rows, handed over in power-of-two batches (cuda/backend_libs.cuh)
+  void platform_rfft(DType t, int64_t n, int64_t rows, const void* in, void* out);
+  void platform_irfft(DType t, int64_t n, int64_t rows, const void* in, void* out);
+
   mutable P p_;  // probe() caches its answer
   DeviceAllocator<P> allocator_;
 };

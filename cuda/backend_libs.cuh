@@ -40,6 +40,34 @@ template <class P> void CudaBackend<P>::matmul(const Tensor& a, const Tensor& b,
   p_.gemm(a.dtype(), m, n, k, b.raw_data(), m, sb, a.raw_data(), k, sa, out.raw_data(), m, sc, batch);
 }
 
+// Rows go to the platform's FFTs in power-of-two batches, largest first, at most kMaxFftBatch rows each: f(first, count)
+// for 100 rows is f(0, 64), f(64, 32), f(96, 4). cuFFT's plans are made per (n, rows, dtype), so a batch whose row count
+// changes (the last, partial batch of an epoch; evaluation's other batch size) reuses the power-of-two plans the full
+// batches made instead of making (and holding the work areas of) two new plans each time. At most log2 rows + 1 calls.
+constexpr int64_t kMaxFftBatch = int64_t(1) << 16;
+template <class F> void in_fft_batches(int64_t rows, F&& f) {
+  for (int64_t first = 0; first < rows;) {
+    int64_t count = 1;
+    while (count * 2 <= rows - first && count * 2 <= kMaxFftBatch) count *= 2;
+    f(first, count);
+    first += count;
+  }
+}
+
+template <class P> void CudaBackend<P>::platform_rfft(DType t, int64_t n, int64_t rows, const void* in, void* out) {
+  const size_t es = dtype_size(t), in_row = n * es, out_row = (n / 2 + 1) * 2 * es;
+  in_fft_batches(rows, [&](int64_t first, int64_t count) {
+    p_.rfft(t, n, count, (const char*)in + first * in_row, (char*)out + first * out_row);
+  });
+}
+
+template <class P> void CudaBackend<P>::platform_irfft(DType t, int64_t n, int64_t rows, const void* in, void* out) {
+  const size_t es = dtype_size(t), in_row = (n / 2 + 1) * 2 * es, out_row = n * es;
+  in_fft_batches(rows, [&](int64_t first, int64_t count) {
+    p_.irfft(t, n, count, (const char*)in + first * in_row, (char*)out + first * out_row);
+  });
+}
+
 // Causal convolution out[t] = sum_{s<=t} a[s] b[t-s] per row, as a product of spectra: zero-padding both rows to
 // n = 2L makes the circular convolution of length n equal the linear one on [0, L). The inverse transform is
 // unnormalised (as cuFFT's), so the product is scaled by 1/n.
@@ -74,10 +102,10 @@ template <class P> void CudaBackend<P>::fft_conv(const Tensor& a, const Tensor& 
   p_.memset_zero(pb.p, pb.bytes);
   p_.copy_rows(pa.p, n * es, a.raw_data(), L * es, L * es, R);
   p_.copy_rows(pb.p, n * es, b.raw_data(), L * es, L * es, R);
-  p_.rfft(a.dtype(), n, R, pa.p, fa.p);
-  p_.rfft(a.dtype(), n, R, pb.p, fb.p);
+  platform_rfft(a.dtype(), n, R, pa.p, fa.p);
+  platform_rfft(a.dtype(), n, R, pb.p, fb.p);
   p_.complex_mul(fa.p, fb.p, R * nc, 1.0 / (double)n, a.dtype());
-  p_.irfft(a.dtype(), n, R, fa.p, pa.p);
+  platform_irfft(a.dtype(), n, R, fa.p, pa.p);
   // keep the first L of each row of n
   p_.copy_rows(out.raw_data(), L * es, pa.p, n * es, L * es, R);
   // The scratch blocks go back to the cache here while the copy may still run on the GPU: safe, because the next
@@ -88,13 +116,14 @@ template <class P> void CudaBackend<P>::fft_conv(const Tensor& a, const Tensor& 
 template <class P> void CudaBackend<P>::rfft_rows(const Tensor& x, const Tensor& X) {
   require_spectrum_rows(x, X, "rfft");
   if (x.numel() == 0) return;
-  p_.rfft(x.dtype(), to_int(x.size(1), "rfft", "n"), to_int(x.size(0), "rfft", "rows"), x.raw_data(), X.raw_data());
+  platform_rfft(x.dtype(), to_int(x.size(1), "rfft", "n"), to_int(x.size(0), "rfft", "rows"), x.raw_data(), X.raw_data());
 }
 
 template <class P> void CudaBackend<P>::irfft_rows(const Tensor& X, const Tensor& x) {
   require_spectrum_rows(x, X, "irfft");
   if (x.numel() == 0) return;
-  p_.irfft(x.dtype(), to_int(x.size(1), "irfft", "n"), to_int(x.size(0), "irfft", "rows"), X.raw_data(), x.raw_data());
+  platform_irfft(x.dtype(), to_int(x.size(1), "irfft", "n"), to_int(x.size(0), "irfft", "rows"), X.raw_data(),
+                 x.raw_data());
 }
 
 }  // namespace dl::cuda
@@ -104,4 +133,6 @@ template <class P> void CudaBackend<P>::irfft_rows(const Tensor& X, const Tensor
   template void CudaBackend<P>::matmul(const Tensor&, const Tensor&, const Tensor&);   \
   template void CudaBackend<P>::fft_conv(const Tensor&, const Tensor&, const Tensor&); \
   template void CudaBackend<P>::rfft_rows(const Tensor&, const Tensor&);               \
-  template void CudaBackend<P>::irfft_rows(const Tensor&, const Tensor&);
+  template void CudaBackend<P>::irfft_rows(const Tensor&, const Tensor&);                \
+  template void CudaBackend<P>::platform_rfft(DType, int64_t, int64_t, const void*, void*); \
+  template void CudaBackend<P>::platform_irfft(DType, int64_t, int64_t, const void*, void*);

@@ -54,7 +54,11 @@ void Gpu::copy_rows(void* dst, size_t dpitch, const void* src, size_t spitch, si
 void Gpu::gemm(DType t, int m, int n, int k, const void* a, int lda, int64_t sa, const void* b, int ldb, int64_t sb, void* c,
                int ldc, int64_t sc, int batch) {
   std::lock_guard<std::mutex> lock(blas_mu_);
-  if (!blas_) DL_CUDA_CHECK(cublasCreate((cublasHandle_t*)&blas_));  // default math mode: true FP32, no TF32
+  if (!blas_) {
+    DL_CUDA_CHECK(cublasCreate((cublasHandle_t*)&blas_));  // default math mode: true FP32, no TF32
+    // its workspace from the cache (held for the process): cuBLAS would otherwise cudaMalloc its own
+    if (void* ws = scratch(kBlasWorkspace)) DL_CUDA_CHECK(cublasSetWorkspace((cublasHandle_t)blas_, ws, kBlasWorkspace));
+  }
   cublasHandle_t h = (cublasHandle_t)blas_;
   if (t == DType::f32) {
     const float one = 1, zero = 0;
@@ -69,8 +73,11 @@ void Gpu::gemm(DType t, int m, int n, int k, const void* a, int lda, int64_t sa,
   }
 }
 
-// Plans are cached per (n, rows, dtype): creating one costs far more than executing it. A run with many distinct
-// shapes would pile up plans (each holds a work area), so past kMaxPlans we start over.
+// Plans are cached per (n, rows, dtype): creating one costs far more than executing it. The backend hands rows over in
+// power-of-two batches (cuda/backend_libs.cuh's in_fft_batches), so a length has at most 17 plans; a run with many
+// distinct lengths would still pile them up, so past kMaxPlans we start over. Work areas come from the scratch
+// allocator (auto-allocation off): cuFFT never cudaMallocs behind the cache's back, and they go back to the cache
+// with their plans.
 const Gpu::FftPlans& Gpu::fft_plans(int64_t n, int64_t rows, DType t) {
   constexpr size_t kMaxPlans = 32;
   auto key = std::make_tuple(n, rows, t);
@@ -80,17 +87,41 @@ const Gpu::FftPlans& Gpu::fft_plans(int64_t n, int64_t rows, DType t) {
     for (auto& [k, p] : plans_) {
       cufftDestroy(p.forward);
       cufftDestroy(p.inverse);
+      unscratch(p.work, p.work_bytes);
     }
     plans_.clear();
   }
   // Basic layout (null embeds): `rows` rows of n reals <-> `rows` rows of n/2 + 1 complex numbers.
   FftPlans p;
-  bool f32 = t == DType::f32;
+  const bool f32 = t == DType::f32, own_work = (bool)scratch_alloc_;
   int len = (int)n;
+  size_t wf = 0, wi = 0;
   cufftHandle fwd = 0, inv = 0;
-  DL_CUDA_CHECK(cufftPlanMany(&fwd, 1, &len, nullptr, 1, 0, nullptr, 1, 0, f32 ? CUFFT_R2C : CUFFT_D2Z, (int)rows));
-  cufftResult r = cufftPlanMany(&inv, 1, &len, nullptr, 1, 0, nullptr, 1, 0, f32 ? CUFFT_C2R : CUFFT_Z2D, (int)rows);
-  if (r != CUFFT_SUCCESS) cufftDestroy(fwd);
+  DL_CUDA_CHECK(cufftCreate(&fwd));
+  cufftResult r = cufftCreate(&inv);
+  if (r == CUFFT_SUCCESS && own_work) r = cufftSetAutoAllocation(fwd, 0);
+  if (r == CUFFT_SUCCESS && own_work) r = cufftSetAutoAllocation(inv, 0);
+  if (r == CUFFT_SUCCESS)
+    r = cufftMakePlanMany(fwd, 1, &len, nullptr, 1, 0, nullptr, 1, 0, f32 ? CUFFT_R2C : CUFFT_D2Z, (int)rows, &wf);
+  if (r == CUFFT_SUCCESS)
+    r = cufftMakePlanMany(inv, 1, &len, nullptr, 1, 0, nullptr, 1, 0, f32 ? CUFFT_C2R : CUFFT_Z2D, (int)rows, &wi);
+  if (r == CUFFT_SUCCESS && own_work && (wf || wi)) {
+    p.work_bytes = wf > wi ? wf : wi;
+    try {
+      p.work = scratch(p.work_bytes);  // throws, naming the bytes, when even an emptied cache cannot give it
+    } catch (...) {
+      cufftDestroy(fwd);
+      cufftDestroy(inv);
+      throw;
+    }
+    r = cufftSetWorkArea(fwd, p.work);
+    if (r == CUFFT_SUCCESS) r = cufftSetWorkArea(inv, p.work);
+  }
+  if (r != CUFFT_SUCCESS) {
+    cufftDestroy(fwd);
+    cufftDestroy(inv);
+    unscratch(p.work, p.work_bytes);
+  }
   DL_CUDA_CHECK(r);
   p.forward = fwd, p.inverse = inv;
   return plans_.emplace(key, p).first->second;

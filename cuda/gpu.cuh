@@ -6,6 +6,7 @@
 #pragma once
 #include <thrust/system/cuda/execution_policy.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -17,8 +18,16 @@
 namespace dl::cuda {
 
 struct Gpu {
-  auto par() const { return thrust::cuda::par; }
+  // Thrust's temporaries (sort, reduce_by_key, the reductions' partials) come from the backend's caching allocator, as
+  // tensors do: no cudaMalloc / cudaFree (which synchronises the device) per algorithm.
+  auto par() const { return thrust::cuda::par(thrust_scratch_); }
   const Tensor& view(const Tensor& t) const { return t; }
+
+  // Device scratch for Thrust, cuBLAS's workspace and cuFFT's work areas: the backend's caching allocator, set once by
+  // CudaBackend's constructor (so the cache can hand its free blocks back before any of them fails for memory).
+  void use_scratch(std::function<void*(size_t)> alloc, std::function<void(void*, size_t)> free) {
+    scratch_alloc_ = std::move(alloc), scratch_free_ = std::move(free);
+  }
 
   bool probe(std::string& reason);  // cudaGetDeviceCount, asked once: no device or no driver is false, never an abort
   void synchronize();
@@ -46,7 +55,23 @@ struct Gpu {
  private:
   struct FftPlans {
     int forward = 0, inverse = 0;  // cufftHandle
+    void* work = nullptr;          // one work area for both (they never run at once), from the scratch allocator
+    size_t work_bytes = 0;
   };
+  void* scratch(size_t n) const { return scratch_alloc_ ? scratch_alloc_(n) : nullptr; }
+  void unscratch(void* p, size_t n) const {
+    if (scratch_free_) scratch_free_(p, n);
+  }
+  struct ThrustScratch {  // the allocator thrust::cuda::par(a) asks for its temporaries
+    using value_type = char;
+    const Gpu* gpu;
+    char* allocate(std::ptrdiff_t n) { return (char*)gpu->scratch((size_t)n); }
+    void deallocate(char* p, size_t n) { gpu->unscratch(p, n); }
+  };
+  std::function<void*(size_t)> scratch_alloc_;
+  std::function<void(void*, size_t)> scratch_free_;
+  mutable ThrustScratch thrust_scratch_{this};
+  static constexpr size_t kBlasWorkspace = size_t(32) << 20;  // cuBLAS's advice for Hopper: 32 MiB per handle
   const FftPlans& fft_plans(int64_t n, int64_t rows, DType t);
 
   std::once_flag probed_;

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <unistd.h>
@@ -82,6 +83,9 @@ struct Twin {
     std::shared_ptr<Storage> keep = t.storage();
     return borrowed(flip(keep->data), keep->nbytes, t.shape(), t.strides(), t.offset(), t.dtype(), keep);
   }
+
+  // The twin's Thrust temporaries and library scratch are plain host memory (they are never handed to a device op).
+  void use_scratch(std::function<void*(size_t)>, std::function<void(void*, size_t)>) {}
 
   bool probe(std::string& reason) {
     reason.clear();

@@ -158,4 +158,11 @@ Backend& require_backend(Device d, const char* op);  // throws naming op when mi
 void set_device_backend(Device d, Backend* b);
 Backend* cuda_backend();  // the build's own: the GPU (cuda/gpu.cu) or nullptr (cuda/backend_stub.cpp)
 
+// Checks of device data that would cost a read back (a synchronisation) per op - an index that lives on the device
+// (tensor/indexing.cpp) - are deferred to the next read back: `count` (a device f64 scalar) counts the violations,
+// and the next Tensor::to(Device::cpu) (item(), a metric, a checkpoint) reads every pending count and fails with
+// `message` and the count if one is not zero. The op itself ran on data made safe (clamped indices).
+void defer_device_check(Tensor count, std::string message);
+void flush_device_checks();  // read the pending counts now (Tensor::to(Device::cpu) does); throws on the first bad one
+
 }  // namespace dl

@@ -11,6 +11,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
 
 namespace dl {
 
@@ -41,15 +42,31 @@ void same_device(const Tensor& a, const Tensor& b, const char* op) {
     fail(std::string(op) + ": operands on different devices (" + device_name(a.device()) + " and " + device_name(b.device()) + ")");
 }
 
-// The device seam of embedding: weight (V, D) rows gathered for idx; indices are checked on a host copy
-// (one device-to-host copy of N int64 per call; a device-side check is future work). In every device seam of
-// this file an index may live on the host: it is moved to the data's device (indices are small; the data
+// The index of a device op on `data`, checked where it lives, then on data's device. An index on the host (a batch
+// the app built) is checked there at once, before it is moved: no read back. An index on the device (a prediction
+// fed back) is checked there without a read back: the op runs on the index clamped into [0, bound), and the count of
+// indices it changed is a deferred check (tensor/backend.h) that fails, naming the op, at the next read back.
+Tensor device_index(const Tensor& index, const Tensor& data, int64_t bound, const char* op, int64_t dim) {
+  Tensor idx = index.contiguous();
+  const std::string what = std::string(op) + ": index out of range for dim " + std::to_string(dim) + " of size " +
+                           std::to_string(bound) + " (expected 0 <= index < " + std::to_string(bound) + ")";
+  if (idx.device() == Device::cpu) {
+    check_range(idx, bound, op, dim);
+    return index_on(idx, data);
+  }
+  if (idx.numel() == 0) return index_on(idx, data);
+  if (bound <= 0) fail(what);  // every index is out of range of an empty dim
+  Tensor safe = clamp(idx, 0.0, (double)(bound - 1));
+  defer_device_check(sum(ne(idx, safe).to(DType::f64)), what);
+  return index_on(safe, data);
+}
+
+// The device seam of embedding: weight (V, D) rows gathered for idx (checked by device_index). In every device seam
+// of this file an index may live on the host: it is moved to the data's device (indices are small; the data
 // operands themselves must share a device).
 Tensor device_embedding(const Tensor& weight, const Tensor& index, const char* op) {
   if (weight.dim() != 2) fail(std::string(op) + ": weight must be (V, D), got " + shape_str(weight.shape()));
-  Tensor idx = index.contiguous();
-  check_range(idx.to(Device::cpu), weight.size(0), op, 0);
-  idx = index_on(idx, weight);  // an index built on the host (from_vector) is moved to the table's device
+  Tensor idx = device_index(index, weight, weight.size(0), op, 0);
   Shape s = index.shape();
   s.push_back(weight.size(1));
   Tensor out = Tensor::empty(s, weight.dtype(), weight.device());
@@ -90,16 +107,15 @@ void check_fits(const Tensor& index, const Tensor& t, int64_t d, const char* op,
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index0) {
   check_index_dtype(index0, "gather");
-  Tensor index = index_on(index0, x);
   int64_t d = wrap_dim(dim, x.dim(), "gather");
-  check_fits(index, x, d, "gather", "x", false);
-  Tensor idx = index.contiguous();
-  if (on_device(x)) {  // the device seam: x read in place, indices checked on a host copy
-    check_range(idx.to(Device::cpu), x.size(d), "gather", d);
-    Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
+  check_fits(index0, x, d, "gather", "x", false);
+  if (on_device(x)) {  // the device seam: x read in place, the index checked where it lives
+    Tensor idx = device_index(index0, x, x.size(d), "gather", d);
+    Tensor out = Tensor::empty(idx.shape(), x.dtype(), x.device());
     if (out.numel() > 0) require_backend(x.device(), "gather").gather(x, d, idx, out);
     return out;
   }
+  Tensor index = index_on(index0, x), idx = index.contiguous();
   check_range(idx, x.size(d), "gather", d);
   Tensor out = Tensor::empty(index.shape(), x.dtype());
   if (out.numel() == 0) return out;
@@ -124,19 +140,19 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index0) {
 void scatter_add_(const Tensor& out, int64_t dim, const Tensor& index0, const Tensor& src) {
   check_index_dtype(index0, "scatter_add");
   same_device(out, src, "scatter_add");
-  Tensor index = index_on(index0, out);
+  const Tensor& index = index0;  // moved to out's device below, after its check
   if (!out.is_contiguous()) fail("scatter_add_: out must be contiguous");
   if (src.dtype() != out.dtype())
     fail(std::string("scatter_add: src is ") + dtype_name(src.dtype()) + ", self is " + dtype_name(out.dtype()));
   int64_t d = wrap_dim(dim, out.dim(), "scatter_add");
   check_fits(index, out, d, "scatter_add", "self", false);
   check_fits(index, src, d, "scatter_add", "src", true);
-  Tensor idx = index.contiguous();
-  if (on_device(out)) {  // the device seam: one thread per (o, i), j in order
-    check_range(idx.to(Device::cpu), out.size(d), "scatter_add", d);
-    if (idx.numel() > 0) require_backend(out.device(), "scatter_add").scatter_add(out, d, idx, src);
+  if (on_device(out)) {  // the device seam: one thread per (o, i), j in order; the index checked where it lives
+    Tensor di = device_index(index0, out, out.size(d), "scatter_add", d);
+    if (di.numel() > 0) require_backend(out.device(), "scatter_add").scatter_add(out, d, di, src);
     return;
   }
+  Tensor idx = index_on(index0, out).contiguous();
   check_range(idx, out.size(d), "scatter_add", d);
   if (idx.numel() == 0) return;
   const Shape& is = index.shape();
@@ -208,22 +224,22 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index0) {
 void index_add_(const Tensor& out, int64_t dim, const Tensor& index0, const Tensor& src) {
   check_index_dtype(index0, "index_add");
   same_device(out, src, "index_add");
-  Tensor index = index_on(index0, out);
+  const Tensor& index = index0;  // moved to out's device below, after its check
   if (!out.is_contiguous()) fail("index_add_: out must be contiguous");
   if (index.dim() > 1) fail("index_add: index must be 1-D, got " + shape_str(index.shape()));
   int64_t d = wrap_dim(dim, out.dim(), "index_add");
-  Tensor idx = index.contiguous();
   Shape expect = out.shape();
-  expect[d] = idx.numel();
+  expect[d] = index0.numel();
   if (src.shape() != expect)
     fail("index_add: src " + shape_str(src.shape()) + " expected " + shape_str(expect) + " (out " + shape_str(out.shape()) +
          " with dim " + std::to_string(d) + " = index length)");
   if (src.dtype() != out.dtype()) fail("index_add: dtypes of out and src differ");
-  if (on_device(out)) {  // the device seam: one thread per (o, i), j in order
-    check_range(idx.to(Device::cpu), out.size(d), "index_add", d);
-    if (src.numel() > 0) require_backend(out.device(), "index_add").index_add(out, d, idx, src.contiguous());
+  if (on_device(out)) {  // the device seam: one thread per (o, i), j in order; the index checked where it lives
+    Tensor di = device_index(index0, out, out.size(d), "index_add", d);
+    if (src.numel() > 0) require_backend(out.device(), "index_add").index_add(out, d, di, src.contiguous());
     return;
   }
+  Tensor idx = index_on(index0, out).contiguous();
   check_range(idx, out.size(d), "index_add", d);
   Tensor sc = src.contiguous();
   int64_t n = idx.numel(), no = out.size(d), outer = 1, inner = 1;
@@ -273,18 +289,17 @@ Tensor embedding(const Tensor& weight, const Tensor& index0) {
 
 Tensor embedding_backward(const Tensor& dy, const Tensor& index0, int64_t V) {
   check_index_dtype(index0, "embedding_backward");
-  Tensor index = index_on(index0, dy);
-  Tensor idx = index.contiguous();
-  int64_t N = idx.numel();
-  if (dy.dim() != index.dim() + 1 || shape_numel(dy.shape()) != N * dy.size(-1))
-    fail("embedding_backward: dy " + shape_str(dy.shape()) + " does not match index " + shape_str(index.shape()) + " + [D]");
+  const int64_t N = index0.numel();
+  if (dy.dim() != index0.dim() + 1 || shape_numel(dy.shape()) != N * dy.size(-1))
+    fail("embedding_backward: dy " + shape_str(dy.shape()) + " does not match index " + shape_str(index0.shape()) + " + [D]");
   int64_t D = dy.size(-1);
-  if (on_device(dy)) {  // the device seam: sort + segmented sum (deterministic); indices checked on a host copy
-    check_range(idx.to(Device::cpu), V, "embedding_backward", 0);
+  if (on_device(dy)) {  // the device seam: sort + segmented sum (deterministic); the index checked where it lives
+    Tensor di = device_index(index0, dy, V, "embedding_backward", 0);
     Tensor dw = Tensor::empty({V, D}, dy.dtype(), dy.device());
-    require_backend(dy.device(), "embedding_backward").embedding_backward(dy.contiguous().view({N, D}), idx.view({N}), dw);
+    require_backend(dy.device(), "embedding_backward").embedding_backward(dy.contiguous().view({N, D}), di.view({N}), dw);
     return dw;
   }
+  Tensor idx = index_on(index0, dy).contiguous();
   check_range(idx, V, "embedding_backward", 0);
   Tensor dyc = dy.contiguous();
   Tensor dw = zeros({V, D}, dy.dtype());
@@ -314,10 +329,10 @@ Tensor one_hot(const Tensor& index, int64_t C, DType dtype) {
   Tensor idx = index.contiguous();
   Shape s = index.shape();
   s.push_back(C);
-  if (on_device(index)) {  // the device seam: one thread per output element
-    check_range(idx.to(Device::cpu), C, "one_hot", index.dim());
+  if (on_device(index)) {  // the device seam: one thread per output element; the index checked on the device
+    Tensor di = device_index(index, index, C, "one_hot", index.dim());
     Tensor out = Tensor::empty(s, dtype, index.device());
-    if (out.numel() > 0) require_backend(index.device(), "one_hot").one_hot(idx, out);
+    if (out.numel() > 0) require_backend(index.device(), "one_hot").one_hot(di, out);
     return out;
   }
   check_range(idx, C, "one_hot", index.dim());

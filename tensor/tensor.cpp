@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <iomanip>
+#include <mutex>
 #include <numeric>
 #include <sstream>
 
@@ -299,9 +300,48 @@ Tensor Tensor::to(Device d) const {
   Tensor src = contiguous();
   Tensor out = Tensor::empty(shape_, dtype_, d);
   size_t n = (size_t)numel() * dtype_size(dtype_);
-  if (d == Device::cpu) require_backend(src.device(), "to(cpu)").copy_to_host(out.raw_data(), src.raw_data(), n);
-  else require_backend(d, "to(device)").copy_from_host(out.raw_data(), src.raw_data(), n);
+  if (d == Device::cpu) {
+    require_backend(src.device(), "to(cpu)").copy_to_host(out.raw_data(), src.raw_data(), n);
+    flush_device_checks();  // the device has just been waited for: its deferred checks cost one small copy each
+  } else {
+    require_backend(d, "to(device)").copy_from_host(out.raw_data(), src.raw_data(), n);
+  }
   return out;
+}
+
+// ---- deferred device checks (tensor/backend.h) ----
+namespace {
+struct PendingCheck {
+  Tensor count;
+  std::string message;
+};
+std::mutex g_checks_mu;
+std::vector<PendingCheck> g_checks;
+constexpr size_t kMaxPendingChecks = 256;  // a long run of device ops without a read back is checked every 256
+}  // namespace
+
+void defer_device_check(Tensor count, std::string message) {
+  size_t pending;
+  {
+    std::lock_guard<std::mutex> lock(g_checks_mu);
+    g_checks.push_back({std::move(count), std::move(message)});
+    pending = g_checks.size();
+  }
+  if (pending >= kMaxPendingChecks) flush_device_checks();
+}
+
+void flush_device_checks() {
+  std::vector<PendingCheck> mine;
+  {
+    std::lock_guard<std::mutex> lock(g_checks_mu);
+    mine.swap(g_checks);
+  }
+  for (const PendingCheck& c : mine) {
+    double bad = 0;  // read through the backend, not to(cpu): no recursion into this function
+    require_backend(c.count.device(), "device check").copy_to_host(&bad, c.count.raw_data(), sizeof bad);
+    if (bad != 0) fail(c.message + " (" + std::to_string((int64_t)bad) + (bad == 1 ? " index" : " indices") +
+                       " on the device; found at the first read back after the op)");
+  }
 }
 
 void Tensor::copy_(const Tensor& src) { copy_into(*this, src); }

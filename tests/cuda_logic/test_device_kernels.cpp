@@ -5,12 +5,18 @@
 // the same functors the GPU runs, with thrust::cpp::par.
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include "cuda/backend_libs.cuh"  // in_fft_batches
 #include "cuda/ops/attention.cuh"
 #include "logic_util.h"
 #include "nn/fused/flash_attention.h"
 #include "nn/ssm/s4.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
+#include "tensor/backend.h"  // flush_device_checks
+#include "tensor/fft.h"
+#include "tensor/indexing.h"
 #include "tensor/optim_kernels.h"
 
 namespace dl {
@@ -172,6 +178,73 @@ TEST(DeviceKernels, AdamWOverParametersOfDifferentStepCounts) {
       EXPECT_TRUE(all_close(back(dev[i]->data()), cpu[i]->data(), agree(DType::f32),
                             "param " + std::to_string(i) + " step " + std::to_string(step)));
   }
+}
+
+// ---- index checks without a read back per op ----
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// An index on the host is checked before it moves (at once); one on the device is clamped for the op and its count of
+// bad entries is read at the next read back, which fails naming the op. In-range device indices give the CPU's result.
+TEST(DeviceKernels, IndexChecksOnTheDeviceAreDeferredToTheNextReadBack) {
+  Generator g(47);
+  Tensor w = on_dev(randn({5, 3}, g));
+  Tensor host_bad = from_vector(std::vector<int64_t>{1, 5}, {2});
+  EXPECT_NE(error_of([&] { embedding(w, host_bad); }).find("embedding: index 5 out of range"), std::string::npos);
+  Tensor dev_bad = on_dev(from_vector(std::vector<int64_t>{1, 7, -1, 2}, {4}));
+  Tensor out;
+  EXPECT_EQ(error_of([&] { out = embedding(w, dev_bad); }), "") << "no read back in the op";
+  const std::string e = error_of([&] { out.to(Device::cpu); });
+  EXPECT_NE(e.find("embedding: index out of range for dim 0 of size 5"), std::string::npos) << e;
+  EXPECT_NE(e.find("2 indices on the device"), std::string::npos) << e;
+  EXPECT_EQ(error_of([&] { out.to(Device::cpu); }), "") << "reported once";
+  Tensor oh;
+  EXPECT_EQ(error_of([&] { oh = one_hot(on_dev(from_vector(std::vector<int64_t>{0, 3}, {2})), 3); }), "");
+  EXPECT_NE(error_of([] { flush_device_checks(); }).find("one_hot: index out of range"), std::string::npos);
+  Tensor good = from_vector(std::vector<int64_t>{4, 0, 2, 2}, {4});
+  EXPECT_TRUE(all_close(back(embedding(w, on_dev(good))), embedding(w.to(Device::cpu), good), kExact, "in range"));
+  Tensor x = randn({3, 4}, g), gi = from_vector(std::vector<int64_t>{3, 0, 1, 2, 2, 2}, {3, 2});
+  EXPECT_TRUE(all_close(back(gather(on_dev(x), 1, on_dev(gi))), gather(x, 1, gi), kExact, "gather, device index"));
+  EXPECT_EQ(error_of([] { flush_device_checks(); }), "");
+}
+
+// ---- the FFTs' power-of-two batches ----
+TEST(DeviceKernels, FftRowsGoInPowerOfTwoBatches) {
+  for (int64_t rows : {1, 2, 3, 7, 100, 64, 65, 200000}) {
+    std::vector<std::pair<int64_t, int64_t>> calls;
+    cuda::in_fft_batches(rows, [&](int64_t first, int64_t count) { calls.push_back({first, count}); });
+    int64_t next = 0;
+    for (size_t i = 0; i < calls.size(); i++) {
+      auto [first, count] = calls[i];
+      EXPECT_EQ(first, next) << rows << " rows: batch " << i << " does not follow the previous one";
+      EXPECT_EQ(count & (count - 1), 0) << rows << " rows: a batch of " << count;
+      EXPECT_LE(count, cuda::kMaxFftBatch);
+      if (i > 0) EXPECT_LE(count, calls[i - 1].second) << "largest first";
+      next = first + count;
+    }
+    EXPECT_EQ(next, rows);
+  }
+  std::vector<int64_t> counts;
+  cuda::in_fft_batches(100, [&](int64_t, int64_t c) { counts.push_back(c); });
+  EXPECT_EQ(counts, (std::vector<int64_t>{64, 32, 4}));
+}
+
+// Odd row counts (batches at offsets) through rfft and irfft on the device, against the CPU.
+TEST(DeviceKernels, RealFftsOfOddRowCountsEqualTheCpus) {
+  Generator g(46);
+  for (int64_t rows : {7, 100})
+    for (int64_t n : {10, 33}) {
+      Tensor x = randn({rows, n}, g, DType::f64);
+      Tensor X = rfft(x, n), Xd = rfft(on_dev(x), n);
+      EXPECT_TRUE(all_close(back(Xd), X, agree(DType::f64), "rfft rows " + std::to_string(rows)));
+      EXPECT_TRUE(all_close(back(irfft(Xd, n)), irfft(X, n), agree(DType::f64), "irfft rows " + std::to_string(rows)));
+    }
 }
 
 }  // namespace
