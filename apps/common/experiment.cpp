@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -103,12 +104,21 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
   double refused = lock_error.empty() ? 0 : 1;
   comm.allreduce_sum(&refused, 1);
   if (refused > 0) throw std::runtime_error(writer ? lock_error : o.out + " is in use by another run (see rank 0)");
+  // DL_BUCKET_BYTES: the data-parallel gradient buckets' size (default 25 MiB, PyTorch DDP's). Smaller buckets start
+  // their all-reduce earlier in the backward (more overlap, more collectives): bench/run_dist.sh measures both.
+  int64_t bucket_bytes = DataParallelOptions{}.bucket_bytes;
+  if (const char* b = std::getenv("DL_BUCKET_BYTES")) {
+    char* end = nullptr;
+    bucket_bytes = std::strtoll(b, &end, 10);
+    if (end == b || *end || bucket_bytes < 4)
+      throw ConfigError(std::string("DL_BUCKET_BYTES='") + b + "': expected a number of bytes >= 4");
+  }
   for (auto& c : cells) {
     check_same_on_every_rank(comm, c.config.dump(), "the config of cell " + c.label());
     RunContext ctx;
     ctx.out = o.out, ctx.dir = cell_dir(o.out, c), ctx.label = "[" + c.label() + "]";
     ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet || !writer, ctx.stop_after = o.stop_after;
-    ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.profile = o.profile;
+    ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.parallel.bucket_bytes = bucket_bytes, ctx.profile = o.profile;
     if (o.resume && fs::exists(result_path(o.out, c))) {
       if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
       done.push_back(read_result(o.out, c));

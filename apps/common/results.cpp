@@ -172,6 +172,18 @@ void write_run_metrics(const std::string& out, const std::vector<CellResult>& rs
   write_text_atomic(out + "/metrics.csv", m.str());
 }
 
+// Whether process pid is running: it exists (kill 0) and has not exited. An exited process whose parent has not reaped
+// it yet (a zombie: state Z in /proc/<pid>/stat; e.g. a rank that MPI_Abort ended after its mpirun was gone) holds
+// nothing, so its lock is stale.
+static bool process_running(long pid) {
+  if (pid <= 0 || !(::kill((pid_t)pid, 0) == 0 || errno == EPERM)) return false;
+  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(st, line)) return true;  // no /proc: trust kill
+  const size_t close = line.rfind(')');      // "pid (comm) S ...": the state follows the command's closing parenthesis
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
 RunLock::RunLock(const std::string& out) : path_(out + "/.lock") {
   std::filesystem::create_directories(out);
   for (int attempt = 0; attempt < 2; attempt++) {
@@ -188,7 +200,7 @@ RunLock::RunLock(const std::string& out) : path_(out + "/.lock") {
     long pid = 0;
     std::ifstream(path_) >> pid;
     if (pid == ::getpid()) return;  // this process holds it already (a nested call)
-    if (pid > 0 && (::kill((pid_t)pid, 0) == 0 || errno == EPERM))
+    if (process_running(pid))
       throw std::runtime_error(out + " is in use by another run (pid " + std::to_string(pid) + ", " + path_ +
                                "): wait for it to finish, or choose another --out");
     std::filesystem::remove(path_);  // stale: its process is gone

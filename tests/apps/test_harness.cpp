@@ -3,6 +3,9 @@
 // a simulated kill and after a real SIGINT, and the evaluation/checkpoint cadence.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -470,4 +473,17 @@ TEST(HarnessRun, ASecondRunIntoTheSameFolderIsRefused) {
   EXPECT_NE(msg.find("is in use by another run (pid 1"), std::string::npos) << msg;
   std::ofstream(d + "/.lock") << "999999999\n";  // no such process: a stale lock is taken over
   EXPECT_NO_THROW(harness::RunLock c(d));
+  // an exited process not yet reaped (a zombie: a rank ended by MPI_Abort after its mpirun was gone) holds nothing
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  for (int i = 0; i < 200; i++) {  // until it has exited (and, unreaped, is a zombie)
+    std::ifstream st("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    std::getline(st, line);
+    if (line.find(") Z") != std::string::npos) break;
+    ::usleep(10000);
+  }
+  std::ofstream(d + "/.lock") << child << "\n";
+  EXPECT_NO_THROW(harness::RunLock z(d)) << "a zombie's lock is stale";
+  ::waitpid(child, nullptr, 0);
 }

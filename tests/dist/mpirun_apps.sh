@@ -67,7 +67,7 @@ start=$(date +%s)
 wait $mp; rc=$?
 kill -KILL "$hung" 2>/dev/null
 check "hung rank: the job fails (status $rc) within 60 s" "[ $rc != 0 ] && [ \$(( \$(date +%s) - start )) -lt 60 ]"
-check "hung rank: rank 0 names rank 1" "grep -q 'rank 1 did not reach it' $tmp/hung.log"
+check "hung rank: rank 0 names rank 1 and its host" "grep -q 'rank 1 (host [^)]*) did not reach it' $tmp/hung.log"
 
 # 5. configs that differ between ranks
 "$mpirun" -np 2 bash -c '

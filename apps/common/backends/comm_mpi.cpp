@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "apps/common/comm.h"
 
@@ -32,6 +34,13 @@ class Mpi : public Communicator {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors come back as codes: we name them
+    // every rank's host name, once (a blocking all-gather at start-up), so an error names the machine as well as the rank
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    std::vector<char> all((size_t)size_ * MPI_MAX_PROCESSOR_NAME, '\0');
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+    for (int r = 0; r < size_; r++) hosts_.push_back(std::string(all.data() + (size_t)r * MPI_MAX_PROCESSOR_NAME));
     if (rank_ == 0) {
       seen_.assign(size_, -1);
       recv_buf_.assign(size_, 0);
@@ -130,7 +139,7 @@ class Mpi : public Communicator {
   void heartbeat(int64_t step) override { step_ = step; }
 
   [[noreturn]] void abort(const std::string& why) override {
-    std::fprintf(stderr, "rank %d of %d: %s; ending the job\n", rank_, size_, why.c_str());
+    std::fprintf(stderr, "rank %d of %d (host %s): %s; ending the job\n", rank_, size_, hosts_[rank_].c_str(), why.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 3);
     std::abort();  // not reached
@@ -177,11 +186,12 @@ class Mpi : public Communicator {
     poll_heartbeats();
     std::string who;
     for (int r = 1; r < size_; r++)
-      if (seen_[r] < h) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      if (seen_[r] < h) who += (who.empty() ? "" : ", ") + std::to_string(r) + " (host " + hosts_[r] + ")";
     return who.empty() ? "; another rank is dead or hung" : ": rank " + who + " did not reach it (dead or hung)";
   }
 
   int rank_ = 0, size_ = 1;
+  std::vector<std::string> hosts_;  // by rank: MPI_Get_processor_name (the host name)
   bool owns_ = false;
   Handle next_ = 0;
   std::map<Handle, MPI_Request> pending_;
