@@ -8,7 +8,8 @@
 #   MPI over TCP; needs root): 2 hosts x 1 rank x 1 thread with the default 25 MiB gradient buckets (one bucket for
 #   these models: its all-reduce starts after the whole backward) and with 64 KiB buckets (DL_BUCKET_BYTES: buckets
 #   all-reduced while the backward still runs), so the overlap's effect shows in the comm ms/step.
-#   bash bench/run_dist.sh [-b build] [-s steps] [-r repeats] [-z] [-H]
+#   -L RATE slows the rig's link to RATE (a token bucket, e.g. 100mbit), where overlap has something to hide.
+#   bash bench/run_dist.sh [-b build] [-s steps] [-r repeats] [-z] [-H [-L rate]]
 # Workloads (the shapes of bench/bench_workloads.cpp's reference steps, through the harness's own training loop):
 #   transformer_listops  ListOps at length 512, d_model 128, 2 layers, 4 heads, batch 32
 #   s4d                  ListOps at length 1024, S4D d_model 128, 2 layers, d_state 64, batch 32
@@ -16,9 +17,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build steps=40 repeats=3 modes="1x2 2x1 1x1"
-while getopts b:s:r:zH o; do
+slow=""
+while getopts b:s:r:zHL: o; do
   case $o in
     b) build=$OPTARG ;; s) steps=$OPTARG ;; r) repeats=$OPTARG ;; z) modes="$modes 2x1z" ;; H) modes="$modes 2h 2hs" ;;
+    L) slow=$OPTARG ;;
     *) exit 2 ;;
   esac
 done
@@ -26,6 +29,7 @@ if [[ $modes == *2h* ]]; then
   source tests/dist/two_hosts_rig.sh
   rig_up || exit 1
   trap rig_down EXIT
+  if [ -n "$slow" ]; then rig_slow "$slow" || exit 1; fi
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} OMP_WAIT_POLICY=PASSIVE

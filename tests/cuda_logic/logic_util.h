@@ -1,6 +1,7 @@
 // tests/cuda_logic/logic_util.h - what the CPU runs of the device functors share: the execution policy that stands in
 // for the GPU, the tolerances, and random views of random shapes as inputs.
 #pragma once
+#include <gtest/gtest.h>
 #include <thrust/system/cpp/execution_policy.h>
 
 #include <vector>
@@ -38,6 +39,15 @@ inline Tensor random_view(const Shape& s, Generator& g, DType t) {
   Tensor v = base.permute(perm);
   for (int64_t i = 0; i < r; i++) v = v.narrow(i, 1, s[i]);
   return v;
+}
+
+// The device branches' tests: Device::cuda is the host twin in this binary; a result is read back after checking that
+// it stayed on the device.
+inline const Device kDev = Device::cuda;
+inline Tensor on_dev(const Tensor& t) { return t.to(kDev); }
+inline Tensor back(const Tensor& t) {
+  EXPECT_EQ(t.device(), kDev) << "the result should stay on the device";
+  return t.to(Device::cpu);
 }
 
 }  // namespace dl

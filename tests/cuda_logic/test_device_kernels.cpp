@@ -22,14 +22,6 @@
 namespace dl {
 namespace {
 
-const Device kDev = Device::cuda;
-
-Tensor on_dev(const Tensor& t) { return t.to(kDev); }
-Tensor back(const Tensor& t) {
-  EXPECT_EQ(t.device(), kDev) << "the result should stay on the device";
-  return t.to(Device::cpu);
-}
-
 // ---- attention ----
 struct AttnCase {
   std::string name;

@@ -21,14 +21,6 @@
 namespace dl {
 namespace {
 
-const Device kDev = Device::cuda;
-
-Tensor on_dev(const Tensor& t) { return t.to(kDev); }
-Tensor back(const Tensor& t) {
-  EXPECT_EQ(t.device(), kDev) << "the result should stay on the device";
-  return t.to(Device::cpu);
-}
-
 TEST(DevicePaths, TheTwinIsTheDevice) {
   Backend* b = device_backend(kDev);
   ASSERT_NE(b, nullptr);

@@ -17,6 +17,8 @@
 #   --mca oob_tcp_keepalive_time 3, _intvl 1, _probes 3    how soon mpirun and a remote daemon notice that the other
 #                           is unreachable (~6 s). OpenMPI's defaults (300 s, 20 s, 9) leave a job whose link is cut
 #                           waiting ~8 minutes after the ranks have given up: mpirun cannot tell the remote daemon to end
+#   --bind-to none          only because the two "hosts" share the cores: each daemon would bind its rank to "its"
+#                           core 0, the same core (measured: 2-host steps/s fell to one core's)
 # mpirun itself runs on host0 (inside its namespaces), as on the first machine of an allocation.
 # Needs root (ip netns, unshare), iproute2 and OpenMPI; rig_up says which is missing.
 
@@ -77,7 +79,7 @@ rig_mpirun() {
   timeout --kill-after=10 "${RIG_TIMEOUT:-600}" ip netns exec "$RIG_NS0" unshare --uts bash -c 'hostname host0; exec "$@"' rig \
     mpirun --allow-run-as-root --hostfile "$RIG_DIR/hostfile" --mca plm_rsh_agent "$RIG_DIR/agent" \
     --mca btl tcp,self --mca btl_tcp_if_include "10.231.$RIG_NET.0/24" --mca oob_tcp_if_include "10.231.$RIG_NET.0/24" \
-    --mca oob_tcp_keepalive_time 3 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
+    --mca oob_tcp_keepalive_time 3 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 --bind-to none \
     -x OMP_NUM_THREADS=1 -x OPENBLAS_CORETYPE "$@"
 }
 
