@@ -65,8 +65,9 @@ struct Gpu {
   struct ThrustScratch {  // the allocator thrust::cuda::par(a) asks for its temporaries
     using value_type = char;
     const Gpu* gpu;
-    char* allocate(std::ptrdiff_t n) { return (char*)gpu->scratch((size_t)n); }
-    void deallocate(char* p, size_t n) { gpu->unscratch(p, n); }
+    // at least one byte: the cache hands out no block (nullptr) for 0, which Thrust would take for a failure
+    char* allocate(std::ptrdiff_t n) { return (char*)gpu->scratch(n > 0 ? (size_t)n : 1); }
+    void deallocate(char* p, size_t n) { gpu->unscratch(p, n > 0 ? n : 1); }
   };
   std::function<void*(size_t)> scratch_alloc_;
   std::function<void(void*, size_t)> scratch_free_;
