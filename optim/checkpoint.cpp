@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -198,6 +199,27 @@ TrainingState load_latest_good_checkpoint(const std::string& dir, nn::Module& mo
   }
   throw CheckpointError("load_checkpoint: no checkpoint in " + dir + " loads (" + std::to_string(h.size()) +
                         " kept):" + failures);
+}
+
+std::string set_aside_checkpoints(const std::string& dir) {
+  std::vector<std::string> files;
+  try {  // a manifest too damaged to list its files is moved alone
+    for (auto& c : checkpoint_history(dir)) files.push_back(c.model_path), files.push_back(c.state_path);
+  } catch (const CheckpointError&) {
+  }
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
+  fs::path aside = fs::path(dir) / (std::string("damaged_") + stamp);
+  for (int k = 2; fs::exists(aside); k++) aside = fs::path(dir) / (std::string("damaged_") + stamp + "_" + std::to_string(k));
+  fs::create_directories(aside);
+  files.push_back((fs::path(dir) / kManifest).string());
+  for (const std::string& f : files) {
+    std::error_code ec;
+    if (fs::exists(f)) fs::rename(f, aside / fs::path(f).filename(), ec);
+    if (ec) throw CheckpointError("set_aside_checkpoints: cannot move " + f + " to " + aside.string() + ": " + ec.message());
+  }
+  return aside.string();
 }
 
 TrainingState load_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt, const nn::LoadOptions& mo) {

@@ -71,6 +71,9 @@ TrainingState load_checkpoint(const std::string& dir, nn::Module& model, Optimiz
 // what was wrong. Throws naming every failure when none loads; nothing is changed by a checkpoint that fails.
 TrainingState load_latest_good_checkpoint(const std::string& dir, nn::Module& model, Optimizer& opt,
                                           std::vector<std::string>* skipped = nullptr, const nn::LoadOptions& model_opts = {});
+// Move the manifest of `dir` and every file its history names into a new folder dir/damaged_<UTC time> and return
+// that folder: what a resume does when no kept checkpoint loads (it starts the phase again, keeping the files to look at).
+std::string set_aside_checkpoints(const std::string& dir);
 // The same from an explicit (model file, state file) pair; refuses a pair from two different saves.
 TrainingState load_checkpoint_files(const std::string& model_path, const std::string& state_path, nn::Module& model,
                                     Optimizer& opt, const nn::LoadOptions& model_opts = {});

@@ -123,11 +123,27 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
 
   int start = 0;
   double loss_ema = 0;                                // the smoothed training loss shown and logged; part of the saved state
+  std::optional<optim::TrainingState> loaded;
   if (ctx.resume && optim::latest_checkpoint(dir)) {  // every rank reads the same files
     std::vector<std::string> skipped;                 // a damaged newest checkpoint: fall back to the one before
-    optim::TrainingState st = optim::load_latest_good_checkpoint(dir, model, opt, &skipped);
-    if (ctx.writer())
+    try {
+      loaded = optim::load_latest_good_checkpoint(dir, model, opt, &skipped);
+    } catch (const optim::CheckpointError& e) {
+      // None loads: nothing intact would be lost by starting the phase again, which is what resuming asks for. A failed
+      // load changes nothing; the damaged files go aside (by the writer, after every rank has tried them).
+      if (par) comm.barrier();
+      if (ctx.writer()) {
+        const std::string aside = optim::set_aside_checkpoints(dir);
+        std::cerr << label << ": warning: " << e.what() << "\n" << label
+                  << ": starting this phase again from step 0; the damaged checkpoint files are kept in " << aside << "\n";
+        truncate_metrics_csv(ctx.metrics_csv(), spec.name, 0);
+      }
+    }
+    if (loaded && ctx.writer())
       for (auto& s : skipped) std::cerr << label << ": warning: " << s << "; resuming from the previous checkpoint\n";
+  }
+  if (loaded) {
+    const optim::TrainingState& st = *loaded;
     if (par) par->keep_own_optimizer_state();
     start = (int)st.step;
     try {  // the harness's own entries of the training state: a damaged one is named, never a crash

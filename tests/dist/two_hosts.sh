@@ -12,6 +12,8 @@
 #      --resume by one process ends within 3 points of it
 #   4. a rank SIGKILLed mid-run on host1: the job fails, naming the rank, within the timeout
 #   5. a slow link (a 20 Mbit/s token bucket: this kernel has no netem for delay or loss): the same metrics
+#   6. every kept checkpoint of a 2-host job damaged: --resume starts the phase again from step 0 on both ranks, keeps
+#      the damaged files aside, and ends with the uninterrupted run's metrics
 set -uo pipefail
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,9 +32,10 @@ metrics() { grep -A4 '"metrics"' "$1/results.json"; }
 metric() { grep -o "\"$2\": *[0-9.e+-]*" "$1/results.json" | head -1 | sed 's/.*: *//'; }
 wait_for() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
 local_mpirun() { mpirun --allow-run-as-root -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_CORETYPE "$@"; }
-# the rank-1 process on host1 (in host1's network namespace)
-host1_rank() { ip netns pids "$RIG_NS1" | while read -r p; do
-  tr '\0' '\n' < /proc/$p/environ 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && echo "$p"; done | head -1; }
+# the process of rank R in namespace NS (rank_in NS R)
+rank_in() { ip netns pids "$1" | while read -r p; do
+  tr '\0' '\n' < /proc/$p/environ 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$p"; done | head -1; }
+host1_rank() { rank_in "$RIG_NS1" 1; }
 
 # 1. the data-parallel tests, their two ranks on two hosts
 rig_mpirun -np 2 "$build/test_dist" > "$tmp/test_dist.log" 2>&1
@@ -102,6 +105,25 @@ wait $mp
 rc=$?
 check "rank killed on host1: the job fails (status $rc) within 60 s" "[ $rc != 0 ] && [ \$(( \$(date +%s) - start )) -lt 60 ]"
 check "rank killed on host1: the error names rank 1" "grep -q 'rank 1' $tmp/dead.log"
+
+# 6. every kept checkpoint of a 2-host job damaged: --resume starts the phase again, keeping the files aside
+RIG_TIMEOUT=120 rig_mpirun -np 2 "$build/classify" "${long[@]}" --out "$tmp/bad" > "$tmp/bad.log" 2>&1 &
+mp=$!
+wait_for "$tmp/bad/cells/listops__lstm__seed0/train/checkpoint.json"
+kill -TERM "$(rank_in "$RIG_NS0" 0)" "$(rank_in "$RIG_NS1" 1)"
+wait $mp
+python3 - "$tmp/bad/cells/listops__lstm__seed0/train" << 'EOF_PY'
+import json, os, sys
+d = sys.argv[1]
+for e in json.load(open(os.path.join(d, "checkpoint.json")))["history"]:
+    open(os.path.join(d, e["state"]), "r+b").truncate(10)  # every kept training state cut short (a disk fault)
+EOF_PY
+rig_mpirun -np 2 "$build/classify" "${long[@]}" --out "$tmp/bad" --resume > "$tmp/bad_resume.log" 2>&1
+check "damaged checkpoints, 2 hosts: --resume exits 0" "[ $? = 0 ]"
+check "damaged checkpoints, 2 hosts: it says it starts again" "grep -q 'starting this phase again from step 0' $tmp/bad_resume.log"
+check "damaged checkpoints, 2 hosts: the files are kept aside" "ls -d $tmp/bad/cells/listops__lstm__seed0/train/damaged_* > /dev/null"
+check "damaged checkpoints, 2 hosts: the uninterrupted run's metrics" \
+  "[ -n \"\$(metrics $tmp/whole)\" ] && [ \"\$(metrics $tmp/whole)\" = \"\$(metrics $tmp/bad)\" ]"
 
 # 5. a slow link
 if rig_slow 20mbit; then
