@@ -108,8 +108,10 @@ inline DType require_lists(const std::vector<const std::vector<Tensor>*>& fields
       const Tensor& x = (*fields[f])[j];
       const std::string what = std::string(names[f]) + "[" + std::to_string(j) + "]";
       require_cuda(x, op, what.c_str());
-      if (f == 0 && j == 0) t = x.dtype();
-      if (f == 0 && j == 0) require_float(x, op);
+      if (f == 0 && j == 0) {
+        require_float(x, op);
+        t = x.dtype();
+      }
       require_same((*fields[0])[j], x, op, (std::string(names[0]) + "[" + std::to_string(j) + "]").c_str(), what.c_str());
       if (x.dtype() != t)
         fail(std::string(op) + " (cuda): " + what + " is " + dtype_name(x.dtype()) + ", the first is " + dtype_name(t) +

@@ -11,13 +11,18 @@
 
 namespace dl {
 
-void adam_step_(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) {
-  const char* op = s.decoupled ? "AdamW" : "Adam";
+// The gradient and the moments: contiguous, with the parameter's shape, dtype and device.
+static void check_adam_operands(const char* op, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) {
   for (const Tensor* t : {&grad, &m, &v})
     if (t->shape() != param.shape() || t->dtype() != param.dtype() || t->device() != param.device() || !t->is_contiguous())
       fail(std::string(op) + ": the gradient and the moments must be contiguous " + shape_str(param.shape()) + " " +
            dtype_name(param.dtype()) + " on " + device_name(param.device()) + " like the parameter, got " +
            shape_str(t->shape()) + " " + dtype_name(t->dtype()) + " on " + device_name(t->device()));
+}
+
+void adam_step_(const AdamScalars& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v) {
+  const char* op = s.decoupled ? "AdamW" : "Adam";
+  check_adam_operands(op, param, grad, m, v);
   if (param.device() != Device::cpu) return require_backend(param.device(), op).adam_step(s, param, grad, m, v);
   const bool l2 = !s.decoupled && s.weight_decay != 0, decay = s.decoupled && s.weight_decay != 0;
   dispatch_float(param.dtype(), op, [&]<class T>() {
@@ -64,12 +69,7 @@ void adam_steps_(const AdamScalars& s, const std::vector<Tensor>& params, const 
   bool one_device = d != Device::cpu;
   for (size_t i = 0; i < params.size(); i++) {
     if (params[i].device() != d || params[i].dtype() != params[0].dtype()) one_device = false;
-    for (const Tensor* t : {&grads[i], &m[i], &v[i]})  // the checks of the one-tensor step, before any update
-      if (t->shape() != params[i].shape() || t->dtype() != params[i].dtype() || t->device() != params[i].device() ||
-          !t->is_contiguous())
-        fail(std::string(op) + ": the gradient and the moments must be contiguous " + shape_str(params[i].shape()) + " " +
-             dtype_name(params[i].dtype()) + " on " + device_name(params[i].device()) + " like the parameter, got " +
-             shape_str(t->shape()) + " " + dtype_name(t->dtype()) + " on " + device_name(t->device()));
+    check_adam_operands(op, params[i], grads[i], m[i], v[i]);  // every tensor, before any update
   }
   if (one_device) return require_backend(d, op).adam_steps(s, params, grads, m, v);
   for (size_t i = 0; i < params.size(); i++) adam_step_(s, params[i], grads[i], m[i], v[i]);

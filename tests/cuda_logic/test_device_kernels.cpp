@@ -5,8 +5,6 @@
 // the same functors the GPU runs, with thrust::cpp::par.
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include "cuda/backend_libs.cuh"  // in_fft_batches
 #include "cuda/ops/attention.cuh"
 #include "logic_util.h"
@@ -173,14 +171,7 @@ TEST(DeviceKernels, AdamWOverParametersOfDifferentStepCounts) {
 }
 
 // ---- index checks without a read back per op ----
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // An index on the host is checked before it moves (at once); one on the device is clamped for the op and its count of
 // bad entries is read at the next read back, which fails naming the op. In-range device indices give the CPU's result.
