@@ -6,6 +6,7 @@
 // masked mean pool -> Linear. What the app writes: apps/common/results.h; what the harness does: experiment.h.
 #include "apps/classify/classify.h"
 
+#include "apps/common/batch_tensors.h"
 #include "apps/common/stats.h"
 #include "nn/registry.h"
 #include "nn/residual_block.h"
@@ -46,15 +47,12 @@ struct Encoder : nn::Module {
     head = register_module("head", std::make_shared<nn::Linear>(c.d_model, d.num_classes, g));
   }
   std::string type_name() const override { return "Encoder"; }
-  Var forward(const tasks::Batch& b) {  // (B, classes)
-    const int64_t B = b.batch_size, T = b.seq_len;
-    Tensor tok = Tensor::empty({B, T}, DType::i64), mask = Tensor::empty({B, T});
-    for (int64_t i = 0; i < B * T; i++) tok.data<int64_t>()[i] = b.tokens[i], mask.data<float>()[i] = b.mask[i];
-    // built on the host; on a device run (--device cuda) the pooling's mask follows the model there (the layers take the
+  Var forward(const harness::BatchTensors& in) {  // (B, classes)
+    // `in` is on the host; on a device run (--device cuda) the pooling's mask follows the model there (the layers take the
     // host mask, as attention reads it on the host; the token ids are moved by the embedding, the labels by cross_entropy)
-    const Tensor pool_mask = mask.to(head->weight.data().device());
-    Var x = embed->forward(tok);  // (B, T, D)
-    for (auto& blk : blocks->items()) x = blk->forward(x, mask);
+    const Tensor pool_mask = in.mask.to(head->weight.data().device());
+    Var x = embed->forward(in.tokens);  // (B, T, D)
+    for (auto& blk : blocks->items()) x = blk->forward(x, in.mask);
     Var m(pool_mask.unsqueeze(2));  // masked mean over T: (B, D)
     return head->forward(div(sum(mul(norm->forward(x), m), {1}), Var(sum(pool_mask, {1}, true))));
   }
@@ -63,12 +61,6 @@ struct Encoder : nn::Module {
   std::shared_ptr<nn::LayerNorm> norm;
   std::shared_ptr<nn::Linear> head;
 };
-
-static Tensor labels(const tasks::Batch& b) {
-  Tensor y = Tensor::empty({b.batch_size}, DType::i64);
-  for (int i = 0; i < b.batch_size; i++) y.data<int64_t>()[i] = b.labels[i];
-  return y;
-}
 
 // Accuracy on a split; its batches are checked against the model's limits first (the Encoder is built from the
 // training split: a longer sequence, an id or a label another split has beyond it is named, not read).
@@ -81,7 +73,7 @@ static double accuracy(Encoder& m, const tasks::Dataset& d, harness::BatchLimits
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
     tasks::Batch b = bt.next();
     harness::check_batch(b, limits, label + " evaluation batch " + std::to_string(i));
-    Tensor pred = argmax(m.forward(b), 1).to(Device::cpu);  // counted on the host
+    Tensor pred = argmax(m.forward(harness::to_tensors(b)), 1).to(Device::cpu);  // counted on the host
     for (int j = 0; j < b.batch_size; j++) correct += pred.data<int64_t>()[j] == b.labels[j];
   }
   m.train();
@@ -108,7 +100,10 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   optim::ScheduleConfig sc;
   sc.kind = "warmup_cosine", sc.warmup = c.warmup, sc.total = c.steps;
   parts.schedule = optim::make_schedule(sc);
-  parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return cross_entropy(m.forward(b), labels(b)); };
+  parts.loss = [&](const tasks::Batch& b, const harness::Step&) {
+    const harness::BatchTensors in = harness::to_tensors(b);
+    return cross_entropy(m.forward(in), in.labels);
+  };
   parts.eval = [&] { return harness::EvalPoint{NAN, accuracy(m, data.val, parts.limits, c.batch, ctx.label)}; };
   harness::CellResult r;
   harness::PhaseResult pr = harness::run_phase({"train", c.steps, 1, c.clip, c.eval_every, c.eval_every}, parts, ctx, r.curve);

@@ -18,6 +18,11 @@ namespace dl::harness {
 
 namespace fs = std::filesystem;
 
+void set_threads(int n) {
+  if (n < 1) throw ConfigError("--threads " + std::to_string(n) + ": the number of CPU threads must be at least 1");
+  omp_set_num_threads(n);
+}
+
 std::vector<int> parse_seeds(const std::string& text) {
   std::vector<int> seeds;
   auto bad = [&]() { return ConfigError("--seeds '" + text + "': expected a list like 0,1,2 or a range like 0-4"); };
@@ -234,7 +239,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
     CLI::App* sweep = *run ? run : cell;
     const bool threads_given = sweep->count("--threads") > 0;
     if (o.jobs > 1 && !threads_given) o.threads = 1;  // one thread per job unless asked otherwise
-    omp_set_num_threads(o.threads);
+    set_threads(o.threads);
     if (o.anomaly) set_anomaly_mode(true);  // autograd/anomaly.h; off unless asked for
     install_stop_handlers();
     Preset p = load_preset(o.preset, e.presets_dir, std::vector<Axis>(e.axes.begin(), e.axes.end()));

@@ -85,6 +85,10 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
 Table write_reports(const Experiment& e, const Preset& p, const std::string& out);
 // "0,1,2" or "0-4" (inclusive) -> seeds; a ConfigError names anything else.
 std::vector<int> parse_seeds(const std::string& text);
+// The CPU threads of this process's parallel loops (OpenMP's team size), the one place an app sets them (--threads).
+// OpenBLAS is left as it is: tensor/linalg.cpp keeps it at one thread and splits products over OpenMP's threads.
+// n < 1 is a ConfigError.
+void set_threads(int n);
 // --device checked before any cell runs: "cpu", or "cuda" when the build has the backend and a device is present
 // (apps/common/device.h says what runs where; docs/cuda.md which ops have device kernels).
 void check_device(const std::string& device);

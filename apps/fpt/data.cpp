@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "apps/common/batch_tensors.h"
 #include "tasks/bits.h"
 #include "tasks/digits.h"
 #include "tasks/homology.h"
@@ -82,27 +83,16 @@ const FptTask& fpt_task(const CellConfig& c) {
 FptBatch to_batch(const FptTask& t, const tasks::Batch& b) {
   FptBatch out;
   const int64_t B = b.batch_size;
+  harness::BatchTensors in = harness::to_tensors(b);
   if (t.bits) {  // (B, T0, F0) -> (B, T0 F0 / patch, patch); every position real; per-bit classes
     const int64_t total = (int64_t)b.seq_len * b.feature_dim, T = total / t.patch, n = b.target_dim;
-    out.features = Tensor::empty({B, T, t.patch});
-    std::copy(b.features.begin(), b.features.end(), out.features.data<float>());
+    out.features = in.features.view({B, T, t.patch});
     out.mask = ones({B, T});
     out.targets = Tensor::empty({B, n}, DType::i64);
     for (int64_t i = 0; i < B * n; i++) out.targets.data<int64_t>()[i] = b.target_features[i] > 0.5f;  // +-1 and 0/1 alike
     return out;
   }
-  const int64_t T = b.seq_len;
-  out.mask = Tensor::empty({B, T});
-  for (int64_t i = 0; i < B * T; i++) out.mask.data<float>()[i] = b.mask[i];
-  if (b.feature_dim == 0) {
-    out.tokens = Tensor::empty({B, T}, DType::i64);
-    for (int64_t i = 0; i < B * T; i++) out.tokens.data<int64_t>()[i] = b.tokens[i];
-  } else {
-    out.features = Tensor::empty({B, T, b.feature_dim});
-    std::copy(b.features.begin(), b.features.end(), out.features.data<float>());
-  }
-  out.targets = Tensor::empty({B}, DType::i64);
-  for (int64_t i = 0; i < B; i++) out.targets.data<int64_t>()[i] = b.labels[i];
+  out.tokens = in.tokens, out.features = in.features, out.mask = in.mask, out.targets = in.labels;
   return out;
 }
 

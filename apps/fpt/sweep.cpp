@@ -1,14 +1,13 @@
 // apps/fpt/sweep.cpp - see sweep.h.
 #include "sweep.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
 
+#include "apps/common/experiment.h"
 #include "apps/common/stats.h"
 #include "config.h"
 
@@ -41,7 +40,7 @@ void SweepCommand::run() const {
   if (lrs_.empty()) throw ConfigError("sweep-lr: --lrs is empty (give at least one learning rate)");
   for (double lr : lrs_)
     if (!(lr > 0)) throw ConfigError("sweep-lr: learning rates must be > 0, found " + lr_name(lr));
-  omp_set_num_threads(threads_);
+  harness::set_threads(threads_);
   harness::Preset p = load_preset(preset_);
   std::vector<std::string> tasks = tasks_.empty() ? p.values[0] : tasks_, arms = arms_.empty() ? p.values[1] : arms_;
   std::vector<int> seeds = harness::parse_seeds(seeds_);

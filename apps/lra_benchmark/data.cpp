@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "apps/common/batch_tensors.h"
 #include "tasks/english.h"
 #include "tasks/objectives.h"
 #include "tasks/registry.h"
@@ -128,17 +129,13 @@ TaskShape shape_of(const tasks::TaskData& d) {
   return s;
 }
 
-// Batch -> tensors. `second` picks tokens2 (the other tower of a retrieval pair).
-Inputs to_inputs(const tasks::Batch& b, bool second) {
+// The model's inputs from the batch's tensors t. `second` picks tokens2 (the other tower of a retrieval pair).
+static Inputs inputs_of(const harness::BatchTensors& t, const tasks::Batch& b, bool second) {
   Inputs in;
   int64_t B = b.batch_size, T = second ? b.seq_len2 : b.seq_len;
-  const auto& mask = second ? b.mask2 : b.mask;
-  in.mask = Tensor::empty({B, T});
-  for (int64_t i = 0; i < B * T; i++) in.mask.data<float>()[i] = mask[i];
+  in.mask = second ? t.mask2 : t.mask;
   if (b.feature_dim == 0) {
-    const auto& tok = second ? b.tokens2 : b.tokens;
-    in.tokens = Tensor::empty({B, T}, DType::i64);
-    for (int64_t i = 0; i < B * T; i++) in.tokens.data<int64_t>()[i] = tok[i];
+    in.tokens = second ? t.tokens2 : t.tokens;
   } else {  // continuous: append the (zero) mask channel the masked objective uses
     int64_t F = b.feature_dim;
     in.features = zeros({B, T, F + 1});
@@ -149,16 +146,15 @@ Inputs to_inputs(const tasks::Batch& b, bool second) {
   return in;
 }
 
-Tensor labels_of(const tasks::Batch& b) {
-  Tensor y = Tensor::empty({b.batch_size}, DType::i64);
-  for (int i = 0; i < b.batch_size; i++) y.data<int64_t>()[i] = b.labels[i];
-  return y;
-}
+Inputs to_inputs(const tasks::Batch& b, bool second) { return inputs_of(harness::to_tensors(b), b, second); }
+
+Tensor labels_of(const tasks::Batch& b) { return harness::to_tensors(b).labels; }
 
 Var classification_loss(LraModel& m, const tasks::Batch& b) {
-  Inputs a = to_inputs(b), a2;
-  if (m.shape.two_tower) a2 = to_inputs(b, true);
-  return cross_entropy(m.classify(a, m.shape.two_tower ? &a2 : nullptr), labels_of(b));
+  const harness::BatchTensors t = harness::to_tensors(b);
+  Inputs a = inputs_of(t, b, false), a2;
+  if (m.shape.two_tower) a2 = inputs_of(t, b, true);
+  return cross_entropy(m.classify(a, m.shape.two_tower ? &a2 : nullptr), t.labels);
 }
 
 // The batch's targets standardised with the training split's statistics: (B, 1) on the model's device.
@@ -293,12 +289,13 @@ SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int ma
       sums[2] += b.batch_size;
       continue;
     }
-    Inputs a = to_inputs(b), c2;
-    if (m.shape.two_tower) c2 = to_inputs(b, true);
+    const harness::BatchTensors t = harness::to_tensors(b);
+    Inputs a = inputs_of(t, b, false), c2;
+    if (m.shape.two_tower) c2 = inputs_of(t, b, true);
     Var logits = m.classify(a, m.shape.two_tower ? &c2 : nullptr);  // (B, classes)
     Tensor pred = argmax(logits, 1).to(Device::cpu);  // read on the host (a no-op on the CPU)
     for (int j = 0; j < b.batch_size; j++) sums[0] += pred.data<int64_t>()[j] == b.labels[j];
-    sums[1] += cross_entropy(logits, labels_of(b)).item() * b.batch_size;
+    sums[1] += cross_entropy(logits, t.labels).item() * b.batch_size;
     sums[2] += b.batch_size;
   }
   comm.allreduce_sum(sums, 4);

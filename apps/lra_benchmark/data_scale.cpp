@@ -1,8 +1,6 @@
 // apps/lra_benchmark/data_scale.cpp - the SPT gain against the training-set size (see data_scale.h).
 #include "data_scale.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -10,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/signals.h"
 #include "apps/common/stats.h"
@@ -62,7 +61,7 @@ harness::Table run_data_scale(const harness::Experiment& e, const DataScaleOptio
     }
     per_fraction.push_back(cells);
   }
-  omp_set_num_threads(o.threads);
+  harness::set_threads(o.threads);
   harness::install_stop_handlers();
   for (size_t i = 0; i < o.fractions.size(); i++) {
     const std::string dir = o.out + "/" + fraction_dir(o.fractions[i]);

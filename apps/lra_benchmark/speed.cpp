@@ -1,7 +1,6 @@
 // apps/lra_benchmark/speed.cpp - steps/s of each cell's model (see speed.h).
 #include "speed.h"
 
-#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "apps/common/experiment.h"
 #include "apps/common/phase.h"
 #include "cell.h"
 #include "data.h"
@@ -42,7 +42,7 @@ static double peak_rss_mb() {
 }
 
 SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
-  omp_set_num_threads(o.threads);
+  harness::set_threads(o.threads);
   SpeedResult r;
   r.task = c.task, r.model = c.model, r.batch = c.batch;
   r.shape = task_shape(c);

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
-#include <omp.h>
 
 #include "app.h"
+#include "apps/common/experiment.h"
 #include "apps/common/stats.h"
 #include "cell.h"
 #include "config.h"
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
                                           }},
                                          {ev, [&] { eval_cell(cell_path, split); }},
                                          {sp, [&] {
-                                            omp_set_num_threads(threads);
+                                            harness::set_threads(threads);
                                             if (!lengths.empty()) {
                                               so.lengths.clear();
                                               for (int64_t x : parse_int_list(lengths, "--lengths")) so.lengths.push_back((int)x);

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "apps/common/batch_tensors.h"
 #include "tasks/objectives.h"
 #include "tasks/tokenizer.h"
 
@@ -57,9 +58,9 @@ harness::BatchLimits batch_limits(const nn::Seq2SeqConfig& m, const tasks::Datas
 
 Seq2SeqBatch to_batch(const tasks::Batch& b, bool pair) {
   const int64_t B = b.batch_size, S = b.seq_len, T = b.seq_len2;
+  const harness::BatchTensors in = harness::to_tensors(b);
   Seq2SeqBatch o;
-  o.ids = Tensor::empty({B, S}, DType::i64), o.mask = Tensor::empty({B, S}), o.labels = Tensor::empty({B, T}, DType::i64);
-  for (int64_t i = 0; i < B * S; i++) o.ids.data<int64_t>()[i] = b.tokens[i], o.mask.data<float>()[i] = b.mask[i];
+  o.ids = in.tokens, o.mask = in.mask, o.labels = Tensor::empty({B, T}, DType::i64);
   for (int64_t i = 0; i < B * T; i++) o.labels.data<int64_t>()[i] = b.mask2[i] ? b.tokens2[i] : tasks::kIgnoreIndex;
   if (pair) {
     o.segments = zeros({B, S}, DType::i64);

@@ -7,9 +7,9 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 #include <sstream>
 
+#include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -209,7 +209,7 @@ void add_attention_approx_command(CLI::App& app) {
     if (!lengths->empty()) o->lengths = parse_ints(*lengths, "--lengths");
     if (!cost_lengths->empty()) o->cost_lengths = parse_ints(*cost_lengths, "--cost-lengths");
     o->cost = !*no_cost;
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_attention_approx(*o);
   });
 }

@@ -1,8 +1,6 @@
 // apps/studies/cosent.cpp - see cosent.h. Shape letters: B pairs in a batch, N texts, T bytes, D d_model.
 #include "cosent.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -568,7 +567,7 @@ void add_cosent_command(CLI::App& app) {
     if (!tasks_s->empty()) r.tasks = parse_names(*tasks_s, "--tasks", {"brown", "sentiment"});
     if (!losses_s->empty()) r.losses = parse_names(*losses_s, "--losses", {"cosent", "softmax", "cos_mse"});
     nn::find_layer(r.layer);  // an unknown layer fails here, naming the known ones
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_cosent(r);
   });
 }

@@ -10,10 +10,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <omp.h>
 #include <sstream>
 #include <stdexcept>
 
+#include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -435,7 +435,7 @@ void add_exact_command(CLI::App& app) {
       }
     }
     o->grad_norm = !*no_grad_norm;
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_exact_study(*o);
   });
 }

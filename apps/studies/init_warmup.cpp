@@ -8,9 +8,9 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 #include <sstream>
 
+#include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -483,7 +483,7 @@ void add_init_warmup_command(CLI::App& app) {
       }
     }
     r.train = !*no_train;
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_init_warmup(r);
   });
 }

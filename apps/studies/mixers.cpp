@@ -10,6 +10,8 @@
 #include <omp.h>
 #include <sstream>
 
+#include "apps/common/batch_tensors.h"
+#include "apps/common/experiment.h"
 #include "apps/common/phase.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
@@ -128,19 +130,6 @@ int64_t matched_ffn_hidden(MixerNetConfig c, int64_t target) {
 // ---- one training run ---------------------------------------------------------------------------------------------
 namespace {
 
-struct Inputs {
-  Tensor tokens, mask, labels;  // (B, L) i64, (B, L) f32, (B) i64
-};
-
-Inputs to_inputs(const tasks::Batch& b) {
-  Inputs in;
-  const int64_t B = b.batch_size, T = b.seq_len;
-  in.tokens = Tensor::empty({B, T}, DType::i64), in.mask = Tensor::empty({B, T}), in.labels = Tensor::empty({B}, DType::i64);
-  for (int64_t i = 0; i < B * T; i++) in.tokens.data<int64_t>()[i] = b.tokens[i], in.mask.data<float>()[i] = b.mask[i];
-  for (int64_t i = 0; i < B; i++) in.labels.data<int64_t>()[i] = b.labels[i];
-  return in;
-}
-
 // Each batch is checked against what MixerNet is built for (c's vocabulary, classes and max_len), as training's are.
 double accuracy(MixerNet& m, const MixerNetConfig& c, const tasks::Dataset& d, int batch) {
   NoGradGuard ng;
@@ -153,7 +142,7 @@ double accuracy(MixerNet& m, const MixerNetConfig& c, const tasks::Dataset& d, i
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
     const tasks::Batch b = bt.next();
     harness::check_batch(b, limits, "[mixers " + c.mixer + "] evaluation batch " + std::to_string(i));
-    Inputs in = to_inputs(b);
+    const harness::BatchTensors in = harness::to_tensors(b);
     Tensor pred = argmax(m.forward(in.tokens, in.mask), 1);
     for (int64_t j = 0; j < in.labels.numel(); j++) correct += pred.data<int64_t>()[j] == in.labels.data<int64_t>()[j];
     n += in.labels.numel();
@@ -191,7 +180,7 @@ RunResult train_one(const MixerNetConfig& c, const tasks::TaskData& data, int st
   sc.kind = "warmup_cosine", sc.warmup = std::max(1, steps / 10), sc.total = steps;
   parts.schedule = optim::make_schedule(sc);
   parts.loss = [&](const tasks::Batch& b, const harness::Step&) {
-    Inputs in = to_inputs(b);
+    const harness::BatchTensors in = harness::to_tensors(b);
     return cross_entropy(m.forward(in.tokens, in.mask), in.labels);
   };
   RunResult r;
@@ -453,7 +442,7 @@ void add_mixers_command(CLI::App& app) {
       for (auto& task : r.tasks) r.steps[task] = *steps;
     if (!lrs->empty()) r.lrs = parse_reals(*lrs, "--lrs");
     if (!lengths->empty()) r.lengths = parse_ints(*lengths, "--lengths");
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_mixers(r);
   });
 }

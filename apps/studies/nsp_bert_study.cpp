@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <omp.h>
 #include <sstream>
 
+#include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -358,7 +358,7 @@ void add_nsp_bert_command(CLI::App& app) {
       throw CLI::ValidationError("--heads", "d_model " + std::to_string(o->pretrain.bert.d_model) + " is not a multiple of " +
                                                 std::to_string(o->pretrain.bert.heads) + " heads");
     o->pretrain.bert.max_len = o->pretrain.max_a + o->pretrain.max_b + 3;
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_nsp_bert(*o);
   });
 }

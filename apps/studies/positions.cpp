@@ -9,10 +9,10 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 #include <random>
 #include <sstream>
 
+#include "apps/common/experiment.h"
 #include "apps/common/progress.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
@@ -481,7 +481,7 @@ void add_positions_command(CLI::App& app) {
     if (!tasks->empty()) r.tasks = parse_names(*tasks, "--tasks", {"lookback", "first"});
     if (!positions->empty()) r.positions = parse_names(*positions, "--positions", {"none", "sinusoidal", "learned", "rotary"});
     r.train = !*no_train;
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_positions(r);
   });
 }

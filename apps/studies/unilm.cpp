@@ -3,8 +3,6 @@
 // batch, T bytes (+ [CLS]/[SEP]), D d_model, V = 261 byte ids (tasks/tokenizer.h).
 #include "unilm.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -543,7 +542,7 @@ void add_unilm_command(CLI::App& app) {
     if (o->model.d_model % o->model.heads || (o->model.d_model / o->model.heads) % 2)
       throw CLI::ValidationError("--heads", "d_model " + std::to_string(o->model.d_model) + " must split into " +
                                                 std::to_string(o->model.heads) + " heads of even size (rotary)");
-    omp_set_num_threads(*threads);
+    harness::set_threads(*threads);
     run_unilm(*o);
   });
 }
