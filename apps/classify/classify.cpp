@@ -2,14 +2,13 @@
 // trained from scratch on any token-sequence classification task of the task registry. Axes: task x layer.
 //   classify run  [--preset tiny] [--tasks listops] [--layers s4d,attention] [--seeds 0,1,2] [--set lr=3e-3] [--resume]
 //   classify cell --task listops --layer lstm [--set data_path=<the task's official files, e.g. LRA's listops folder>]
-// Model: Embedding -> `layers` x nn::ResidualBlock(the layer; a feed-forward where it wants one) -> LayerNorm ->
-// masked mean pool -> Linear. What the app writes: apps/common/results.h; what the harness does: experiment.h.
+// Model: nn::SequenceBackbone (Embedding -> `layers` x nn::ResidualBlock(the layer; a feed-forward where it wants
+// one) -> LayerNorm) -> masked mean pool -> Linear. What the app writes: apps/common/results.h; what the harness does: experiment.h.
 #include "apps/classify/classify.h"
 
 #include "apps/common/batch_tensors.h"
 #include "apps/common/stats.h"
-#include "nn/registry.h"
-#include "nn/residual_block.h"
+#include "nn/models/sequence_backbone.h"
 #include "optim/adam.h"
 #include "optim/param_groups.h"
 #include "tasks/registry.h"
@@ -32,33 +31,22 @@ struct Config {
   }
 };
 
-struct Encoder : nn::Module {
-  Encoder(const Config& c, const tasks::Dataset& d, Generator& g) {
-    embed = register_module("embed", std::make_shared<nn::Embedding>(d.vocab_size, c.d_model, g));
-    blocks = register_module("blocks", std::make_shared<nn::ModuleList<nn::ResidualBlock>>());
-    const nn::LayerEntry& e = nn::find_layer(c.layer);
-    nn::BackboneOptions shared{c.dropout, /*causal=*/false, d.max_len};
-    for (int i = 0; i < c.layers; i++) {
-      auto mixer = e.make(c.d_model, nn::backbone_config(e, shared), g);
-      blocks->push_back(std::make_shared<nn::ResidualBlock>(
-          mixer, c.d_model, nn::ResidualBlockOptions{"layer", true, c.dropout, 2 * c.d_model}, g));
-    }
-    norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.d_model));
+// The framework's sequence backbone (nn/models/sequence_backbone.h) with a linear head on the masked mean.
+struct Encoder : nn::SequenceBackbone {
+  static nn::SequenceBackboneOptions options(const Config& c, const tasks::Dataset& d) {
+    nn::SequenceBackboneOptions o;
+    o.vocab = d.vocab_size, o.d_model = c.d_model, o.max_len = d.max_len, o.layers = c.layers;
+    o.block.dropout = c.dropout, o.block.ffn_hidden = 2 * c.d_model;  // pre-norm LayerNorm blocks
+    return o;
+  }
+  Encoder(const Config& c, const tasks::Dataset& d, Generator& g)
+      : SequenceBackbone(options(c, d), nn::registry_mixer(c.layer, {c.dropout, /*causal=*/false, d.max_len}), g) {
     head = register_module("head", std::make_shared<nn::Linear>(c.d_model, d.num_classes, g));
   }
   std::string type_name() const override { return "Encoder"; }
-  Var forward(const harness::BatchTensors& in) {  // (B, classes)
-    // `in` is on the host; on a device run (--device cuda) the pooling's mask follows the model there (the layers take the
-    // host mask, as attention reads it on the host; the token ids are moved by the embedding, the labels by cross_entropy)
-    const Tensor pool_mask = in.mask.to(head->weight.data().device());
-    Var x = embed->forward(in.tokens);  // (B, T, D)
-    for (auto& blk : blocks->items()) x = blk->forward(x, in.mask);
-    Var m(pool_mask.unsqueeze(2));  // masked mean over T: (B, D)
-    return head->forward(div(sum(mul(norm->forward(x), m), {1}), Var(sum(pool_mask, {1}, true))));
-  }
-  std::shared_ptr<nn::Embedding> embed;
-  std::shared_ptr<nn::ModuleList<nn::ResidualBlock>> blocks;
-  std::shared_ptr<nn::LayerNorm> norm;
+  // (B, classes); `in` is on the host: the token ids are moved by the embedding, the pool's mask by pool, the labels
+  // by cross_entropy (the layers take the host mask, as attention reads it on the host)
+  Var forward(const harness::BatchTensors& in) { return head->forward(pool(encode(in.tokens, in.mask), in.mask)); }
   std::shared_ptr<nn::Linear> head;
 };
 

@@ -1,11 +1,7 @@
 // apps/lra_benchmark/model.cpp - see model.h for the architecture.
 #include "model.h"
 
-#include "nn/init.h"
 #include "nn/registry.h"
-#include "nn/attention/positions.h"
-
-#include <cmath>
 
 namespace lra {
 
@@ -34,21 +30,23 @@ static std::shared_ptr<nn::SequenceLayer> make_mixer(const CellConfig& c, const 
   return mixer;
 }
 
-LraModel::LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g) : cfg(c), shape(t) {
-  int64_t D = c.d_model;
-  if (t.vocab > 0) embed_ = register_module("embed", std::make_shared<nn::Embedding>(t.vocab + 1, D, g));
-  else in_proj_ = register_module("in_proj", std::make_shared<nn::Linear>(t.features + 1, D, g));
-  if (c.model == "transformer" && c.pos == "learned") pos_ = register_parameter("pos", nn::init::normal({t.max_len, D}, 0.02, g));
-  if (c.model == "transformer" && c.pos == "sinusoidal") sinusoid_ = nn::sinusoidal_table(t.max_len, D);
-  blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<nn::ResidualBlock>>());
-  nn::ResidualBlockOptions bo;
-  bo.norm = c.norm, bo.prenorm = c.prenorm, bo.dropout = c.dropout, bo.ffn_hidden = (int64_t)c.d_model * c.ffn_mult;
-  for (int i = 0; i < c.layers; i++) {
-    auto mixer = make_mixer(c, t, causal, g);  // built first: the seed's draws go mixer, then feed-forward
-    blocks_->push_back(std::make_shared<nn::ResidualBlock>(mixer, c.d_model, bo, g));
-  }
-  final_norm_ = register_module("final_norm", nn::make_sequence_norm(c.norm, c.d_model));
-  drop_ = register_module("drop", std::make_shared<nn::Dropout>(c.dropout, g));
+static nn::SequenceBackboneOptions backbone_options(const CellConfig& c, const TaskShape& t) {
+  nn::SequenceBackboneOptions o;
+  o.vocab = t.vocab > 0 ? t.vocab + 1 : 0;  // + the [mask] id of masked SPT
+  o.features = t.vocab > 0 ? 0 : t.features + 1;  // + the mask channel of masked SPT
+  o.d_model = c.d_model, o.max_len = t.max_len, o.layers = c.layers;
+  o.positions = c.model == "transformer" && (c.pos == "learned" || c.pos == "sinusoidal") ? c.pos : "none";
+  o.input_dropout = true, o.final_norm = c.norm;
+  o.block.norm = c.norm, o.block.prenorm = c.prenorm, o.block.dropout = c.dropout;
+  o.block.ffn_hidden = (int64_t)c.d_model * c.ffn_mult;
+  return o;
+}
+
+LraModel::LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g)
+    : SequenceBackbone(backbone_options(c, t), [&](int64_t, Generator& gen) { return make_mixer(c, t, causal, gen); }, g),
+      cfg(c),
+      shape(t) {
+  const int64_t D = c.d_model;
   if (t.two_tower) {
     head2_ = register_module("head_hidden", std::make_shared<nn::Linear>(4 * D, D, g));
     head_ = register_module("head", std::make_shared<nn::Linear>(D, t.classes, g));
@@ -60,41 +58,8 @@ LraModel::LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generat
 }
 
 Var LraModel::encode(const Inputs& in) {
-  // the batch is built on the host; on a device run (--device cuda) the features follow the model there (token ids
-  // are moved by the embedding, the mask by the ops that read it)
-  const Device dev = head_->weight.data().device();
-  Var x = embed_ ? embed_->forward(in.tokens) : in_proj_->forward(Var(in.features.to(dev)));  // (B, L, D)
-  int64_t L = x.size(1);
-  if (L > shape.max_len && (pos_.defined() || sinusoid_.defined()))
-    fail("LraModel: sequence of length " + std::to_string(L) + " is longer than the positions table (" +
-         std::to_string(shape.max_len) + ")");
-  if (pos_.defined()) x = x + narrow(pos_, 0, 0, L);
-  if (sinusoid_.defined()) x = x + Var(sinusoid_.narrow(0, 0, L).to(dev));
-  x = drop_->forward(x);
-  for (auto& b : blocks_->items()) x = b->forward(x, in.mask);
-  return nn::apply_sequence_norm(*final_norm_, x);
-}
-
-Var LraModel::pool(const Var& h, const Tensor& mask, const std::string& how) {
-  int64_t B = h.size(0), L = h.size(1);
-  const Device dev = h.data().device();
-  Tensor m = mask.defined() ? mask.to(dev) : ones({B, L}, DType::f32, dev);
-  if (how == "last") {  // the last real position of each sequence (found on the host)
-    Tensor mc = m.to(Device::cpu).to(DType::f32).contiguous();
-    const float* pm = mc.data<float>();
-    std::vector<int64_t> idx(B);
-    for (int64_t b = 0; b < B; b++) {
-      int64_t last = 0;
-      for (int64_t l = 0; l < L; l++)
-        if (pm[b * L + l] != 0) last = l;
-      idx[b] = b * L + last;
-    }
-    return index_select(reshape(h, {B * L, h.size(2)}), 0, from_vector(idx, {B}));
-  }
-  // masked mean: sum_l m[b,l] h[b,l,:] / sum_l m[b,l]
-  Tensor m3 = m.unsqueeze(2);                          // (B, L, 1)
-  Tensor count = clamp(sum(m, {1}, true), 1.0, 1e30);  // (B, 1)
-  return div(sum(mul(h, Var(m3)), {1}), Var(count));   // (B, D)
+  // the batch is built on the host; on a device run (--device cuda) it follows the model there
+  return SequenceBackbone::encode(shape.vocab > 0 ? in.tokens : in.features, in.mask);
 }
 
 Var LraModel::classify(const Inputs& a, const Inputs* b) {

@@ -1,4 +1,5 @@
-// apps/lra_benchmark/model.h - the one backbone every LRA model shares, with its heads.
+// apps/lra_benchmark/model.h - the LRA models: the framework's sequence backbone (nn/models/sequence_backbone.h) with
+// the inputs, mixers and heads of the LRA tasks.
 //
 //   input    tokens (B, L) -> Embedding(vocab + 1, D)          (+1: the [mask] id used by masked SPT)
 //            or features (B, L, F) -> Linear(F + 1, D)        (+1: the mask channel of masked SPT; 0 otherwise)
@@ -22,8 +23,7 @@
 #include <memory>
 
 #include "config.h"
-#include "nn/layers.h"
-#include "nn/residual_block.h"
+#include "nn/models/sequence_backbone.h"
 
 namespace lra {
 
@@ -49,7 +49,7 @@ struct Inputs {
   Tensor mask;      // (B, L) f32, 1 = real position
 };
 
-class LraModel : public dl::nn::Module {
+class LraModel : public dl::nn::SequenceBackbone {
  public:
   LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g);
   std::string type_name() const override { return "LraModel"; }
@@ -58,23 +58,13 @@ class LraModel : public dl::nn::Module {
   Var classify(const Inputs& a, const Inputs* b = nullptr);                          // (B, classes); b for two-tower tasks
                                                                                      // (a regression task: (B, 1), standardised)
   Var pretrain_logits(const Var& h);                                                 // (B, L, vocab) or (B, L, F)
-  static Var pool(const Var& h, const Tensor& mask, const std::string& how);         // (B, D)
   int64_t pretrain_head_params() const { return pretrain_head_->num_parameters(); }  // not part of the fine-tuned model
-  dl::nn::ResidualBlock& block(size_t i) { return (*blocks_)[i]; }
-  size_t num_blocks() const { return blocks_->size(); }
 
   CellConfig cfg;
   TaskShape shape;
 
  private:
-  std::shared_ptr<dl::nn::Embedding> embed_;
-  std::shared_ptr<dl::nn::Linear> in_proj_;
-  Var pos_;  // learned positions (L, D) or undefined
-  Tensor sinusoid_;
-  std::shared_ptr<dl::nn::ModuleList<dl::nn::ResidualBlock>> blocks_;
-  std::shared_ptr<dl::nn::Module> final_norm_;
   std::shared_ptr<dl::nn::Linear> head_, head2_, pretrain_head_;
-  std::shared_ptr<dl::nn::Dropout> drop_;
 };
 
 }  // namespace lra

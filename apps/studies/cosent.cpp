@@ -22,8 +22,7 @@
 #include "autograd/ops.h"
 #include "cli.h"
 #include "nn/losses.h"
-#include "nn/registry.h"
-#include "nn/residual_block.h"
+#include "nn/models/sequence_backbone.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/param_groups.h"
@@ -186,18 +185,16 @@ void tokenize_task(PairTask& t, const std::string& tokenizer, int merges, int ma
 
 namespace {
 
-struct SentenceEncoder : nn::Module {
-  SentenceEncoder(const CosentOptions& o, int vocab, int grades, bool with_head, Generator& g) {
-    embed = register_module("embed", std::make_shared<nn::Embedding>(vocab, o.d_model, g));
-    blocks = register_module("blocks", std::make_shared<nn::ModuleList<nn::ResidualBlock>>());
-    const nn::LayerEntry& e = nn::find_layer(o.layer);
-    nn::BackboneOptions shared{0.0, /*causal=*/false, o.max_len};
-    for (int i = 0; i < o.layers; i++) {
-      auto mixer = e.make(o.d_model, nn::backbone_config(e, shared), g);
-      blocks->push_back(std::make_shared<nn::ResidualBlock>(
-          mixer, o.d_model, nn::ResidualBlockOptions{"layer", true, 0.0, 2 * o.d_model}, g));
-    }
-    norm = register_module("norm", std::make_shared<nn::LayerNorm>(o.d_model));
+// The framework's sequence backbone (nn/models/sequence_backbone.h: pre-norm LayerNorm blocks of the registry layer, no
+// dropout, a final LayerNorm); a sentence is the masked mean of its last states.
+struct SentenceEncoder : nn::SequenceBackbone {
+  static nn::SequenceBackboneOptions options(const CosentOptions& o, int vocab) {
+    nn::SequenceBackboneOptions b;
+    b.vocab = vocab, b.d_model = o.d_model, b.max_len = o.max_len, b.layers = o.layers, b.block.ffn_hidden = 2 * o.d_model;
+    return b;
+  }
+  SentenceEncoder(const CosentOptions& o, int vocab, int grades, bool with_head, Generator& g)
+      : SequenceBackbone(options(o, vocab), nn::registry_mixer(o.layer, {0.0, /*causal=*/false, o.max_len}), g) {
     if (with_head) head = register_module("head", std::make_shared<nn::Linear>(3 * o.d_model, grades, g));
   }
   std::string type_name() const override { return "SentenceEncoder"; }
@@ -211,15 +208,9 @@ struct SentenceEncoder : nn::Module {
     for (int64_t i = 0; i < N; i++)
       for (size_t t = 0; t < texts[i]->size(); t++)
         tok.data<int64_t>()[i * T + t] = (*texts[i])[t], mask.data<float>()[i * T + t] = 1;
-    Var x = embed->forward(tok);  // (N, T, D)
-    for (auto& blk : blocks->items()) x = blk->forward(x, mask);
-    Var m(mask.unsqueeze(2));
-    return div(sum(mul(norm->forward(x), m), {1}), Var(sum(mask, {1}, true)));  // (N, D)
+    return pool(encode(tok, mask), mask);  // (N, D)
   }
 
-  std::shared_ptr<nn::Embedding> embed;
-  std::shared_ptr<nn::ModuleList<nn::ResidualBlock>> blocks;
-  std::shared_ptr<nn::LayerNorm> norm;
   std::shared_ptr<nn::Linear> head;  // the softmax loss only
 };
 

@@ -19,7 +19,6 @@
 #include "autograd/ops.h"
 #include "autograd/shape_ops.h"
 #include "cli.h"
-#include "nn/init.h"
 #include "nn/registry.h"
 #include "optim/adam.h"
 #include "optim/param_groups.h"
@@ -85,31 +84,20 @@ std::shared_ptr<nn::SequenceLayer> make_mixer(const MixerNetConfig& c, Generator
 
 // ---- the backbone -------------------------------------------------------------------------------------------------
 
-MixerNet::MixerNet(const MixerNetConfig& c, Generator& g) : cfg(c) {
+static nn::SequenceBackboneOptions backbone_options(const MixerNetConfig& c) {
   if (c.vocab <= 0 || c.classes <= 0 || c.max_len <= 0) fail("MixerNet: vocab, classes and max_len must be positive");
-  embed = register_module("embed", std::make_shared<nn::Embedding>(c.vocab, c.d_model, g));
-  pos = register_parameter("pos", nn::init::normal({c.max_len, c.d_model}, 0.02, g));
-  blocks = register_module("blocks", std::make_shared<nn::ModuleList<nn::ResidualBlock>>());
-  nn::ResidualBlockOptions bo;  // pre-norm LayerNorm for every mixer
-  bo.ffn_hidden = c.ffn_hidden;
-  for (int64_t i = 0; i < c.layers; i++) {
-    auto mixer = make_mixer(c, g);  // drawn before its block's FFN
-    blocks->push_back(std::make_shared<nn::ResidualBlock>(mixer, c.d_model, bo, g));
-  }
-  final_norm = register_module("final_norm", std::make_shared<nn::LayerNorm>(c.d_model));
+  nn::SequenceBackboneOptions o;
+  o.vocab = c.vocab, o.d_model = c.d_model, o.max_len = c.max_len, o.layers = (int)c.layers, o.positions = "learned";
+  o.block.ffn_hidden = c.ffn_hidden;  // pre-norm LayerNorm for every mixer
+  return o;
+}
+
+MixerNet::MixerNet(const MixerNetConfig& c, Generator& g)
+    : SequenceBackbone(backbone_options(c), [&c](int64_t, Generator& gen) { return make_mixer(c, gen); }, g), cfg(c) {
   head = register_module("head", std::make_shared<nn::Linear>(c.d_model, c.classes, g));
 }
 
-Var MixerNet::forward(const Tensor& tokens, const Tensor& mask) {
-  const int64_t B = tokens.size(0), L = tokens.size(1);
-  if (L > cfg.max_len) fail("MixerNet: length " + std::to_string(L) + " > max_len " + std::to_string(cfg.max_len));
-  Var x = embed->forward(tokens) + narrow(pos, 0, 0, L);  // (B, L, D)
-  for (auto& b : blocks->items()) x = b->forward(x, mask);
-  x = final_norm->forward(x);
-  Tensor m3 = mask.reshape({B, L, 1});                       // masked mean over L
-  Tensor count = clamp(sum(mask, {1}, true), 1.0, 1e30);     // (B, 1)
-  return head->forward(div(sum(mul(x, Var(m3)), {1}), Var(count)));  // (B, classes)
-}
+Var MixerNet::forward(const Tensor& tokens, const Tensor& mask) { return head->forward(pool(encode(tokens, mask), mask)); }
 
 int64_t count_parameters(const MixerNetConfig& c) {
   Generator g(0);

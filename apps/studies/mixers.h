@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/residual_block.h"
+#include "nn/models/sequence_backbone.h"
 
 namespace studies {
 
@@ -67,17 +67,15 @@ class TokenMlp : public dl::nn::SequenceLayer {
 // The mixer of one block, by name (kMixers); an unknown name throws naming the known ones.
 std::shared_ptr<dl::nn::SequenceLayer> make_mixer(const MixerNetConfig& c, dl::Generator& g);
 
-class MixerNet : public dl::nn::Module {
+// The framework's sequence backbone (nn/models/sequence_backbone.h: learned positions, pre-norm LayerNorm blocks,
+// a final LayerNorm) with a linear head on the masked mean.
+class MixerNet : public dl::nn::SequenceBackbone {
  public:
   MixerNet(const MixerNetConfig& c, dl::Generator& g);
   std::string type_name() const override { return "MixerNet"; }
   dl::Var forward(const dl::Tensor& tokens, const dl::Tensor& mask);  // (B, L) i64, (B, L) f32 -> (B, classes)
 
   MixerNetConfig cfg;
-  std::shared_ptr<dl::nn::Embedding> embed;
-  dl::Var pos;  // (max_len, D)
-  std::shared_ptr<dl::nn::ModuleList<dl::nn::ResidualBlock>> blocks;
-  std::shared_ptr<dl::nn::LayerNorm> final_norm;
   std::shared_ptr<dl::nn::Linear> head;
 };
 
