@@ -74,13 +74,14 @@ rig_slow() {
 }
 
 # rig_mpirun ARGS...: mpirun on host0 with the options above (extra ARGS as for mpirun: -np 2 -x VAR prog args), ended
-# after RIG_TIMEOUT seconds (600) if it has not ended by itself
+# after RIG_TIMEOUT seconds (600) if it has not ended by itself; ThreadSanitizer's settings travel to both hosts when
+# set (scripts/sanitize.sh tsan-dist)
 rig_mpirun() {
   timeout --kill-after=10 "${RIG_TIMEOUT:-600}" ip netns exec "$RIG_NS0" unshare --uts bash -c 'hostname host0; exec "$@"' rig \
     mpirun --allow-run-as-root --hostfile "$RIG_DIR/hostfile" --mca plm_rsh_agent "$RIG_DIR/agent" \
     --mca btl tcp,self --mca btl_tcp_if_include "10.231.$RIG_NET.0/24" --mca oob_tcp_if_include "10.231.$RIG_NET.0/24" \
     --mca oob_tcp_keepalive_time 3 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 --bind-to none \
-    -x OMP_NUM_THREADS=1 -x OPENBLAS_CORETYPE "$@"
+    -x OMP_NUM_THREADS=1 -x OPENBLAS_CORETYPE ${TSAN_OPTIONS:+-x TSAN_OPTIONS} ${OMP_TOOL_LIBRARIES:+-x OMP_TOOL_LIBRARIES} "$@"
 }
 
 rig_down() {
