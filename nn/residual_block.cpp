@@ -42,4 +42,28 @@ Var ResidualBlock::forward(const Var& x0, const Tensor& mask) {
   return x;
 }
 
+StreamState ResidualBlock::start_stream(int64_t batch) const {
+  StreamState s = SequenceLayer::start_stream(batch);  // refuses a batch-norm block or a mixer that looks ahead
+  s.children.push_back(mixer_->start_stream(batch));
+  return s;
+}
+
+Var ResidualBlock::step(const Var& x, StreamState& s) {
+  if (s.children.size() != 1) fail("ResidualBlock: the stream state does not come from start_stream");
+  // the norms and the feed-forward act per position: run them on (B, 1, H), the mixer one step on (B, H)
+  auto norm = [](Module& n, const Var& v) { return reshape(apply_sequence_norm(n, unsqueeze(v, 1)), {v.size(0), v.size(1)}); };
+  auto ffn = [&](const Var& v) { return reshape(ffn_->forward(unsqueeze(v, 1)), {v.size(0), v.size(1)}); };
+  Var y = x;
+  StreamState& m = s.children[0];
+  if (opt.prenorm) {
+    y = y + drop_->forward(mixer_->step(norm(*norm1_, y), m));
+    if (ffn_) y = y + drop_->forward(ffn(norm(*norm2_, y)));
+  } else {
+    y = norm(*norm1_, y + drop_->forward(mixer_->step(y, m)));
+    if (ffn_) y = norm(*norm2_, y + drop_->forward(ffn(y)));
+  }
+  s.pos++;
+  return y;
+}
+
 }  // namespace dl::nn

@@ -37,6 +37,10 @@ class ResidualBlock : public SequenceLayer {
   // Batch norm mixes positions (its statistics span the sequence), so only a layer-norm block can be causal.
   bool is_causal() const override { return mixer_->is_causal() && opt.norm == "layer"; }
   bool wants_feed_forward() const override { return false; }
+  // Streaming: the mixer's stream (its state is the one child of the block's), the norms and feed-forward per position.
+  StreamState start_stream(int64_t batch) const override;
+  Var step(const Var& x, StreamState& s) override;  // (B, H) -> (B, H)
+  bool streams_in_constant_memory() const override { return mixer_->streams_in_constant_memory(); }
   SequenceLayer& mixer() { return *mixer_; }
   bool has_feed_forward() const { return ffn_ != nullptr; }
 

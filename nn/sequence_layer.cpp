@@ -5,6 +5,9 @@
 #include <functional>
 #include <set>
 
+#include "autograd/shape_ops.h"
+#include "autograd/views.h"
+
 namespace dl::nn {
 
 std::vector<std::string> own_lr_parameter_names(const Module& root) {
@@ -18,6 +21,25 @@ std::vector<std::string> own_lr_parameter_names(const Module& root) {
   };
   walk(root, "");
   return out;
+}
+
+StreamState SequenceLayer::start_stream(int64_t batch) const {
+  if (!is_causal())
+    fail("layer " + type_name() + " looks at later positions (it is not causal), so it cannot run one position at a time");
+  if (batch <= 0) fail("layer " + type_name() + ": start_stream needs a batch of at least 1, found " + std::to_string(batch));
+  return StreamState{};
+}
+
+Var SequenceLayer::step(const Var& x, StreamState& s) {
+  if (!is_causal())
+    fail("layer " + type_name() + " looks at later positions (it is not causal), so it cannot run one position at a time");
+  if (x.dim() != 2) fail("layer " + type_name() + ": step takes one position (B, H), found shape " + shape_str(x.shape()));
+  Var xt = unsqueeze(x, 1);  // (B, 1, H)
+  Var all = s.t.empty() ? xt : cat({Var(s.t[0]), xt}, 1);
+  s.t = {all.data()};  // the inputs so far, outside any graph
+  s.pos++;
+  Var y = forward(all, Tensor());                            // (B, t + 1, H)
+  return reshape(narrow(y, 1, s.pos - 1, 1), {x.size(0), -1});  // (B, H)
 }
 
 static const char* json_type(const LayerConfig& v) { return v.type_name(); }

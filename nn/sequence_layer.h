@@ -11,7 +11,16 @@
 //   own_lr_parameters()    dotted names (relative to the layer) of parameters that train with their own learning
 //                          rate and no weight decay (the SSM's A, B, dt, as state-spaces/s4 registers them)
 //   learned_kernel(L)      the layer's learned convolution kernel K (channels, H, L) for plots, or undefined
+//   start_stream(B), step  a causal layer run as a recurrence, one position at a time (below)
 // Shape letters: B batch, L length, H channels (d_model).
+//
+// Streaming. A causal layer's output at position t depends on positions 0..t only, so it can run one position at a
+// time: s = start_stream(B); then y_t = step(x_t, s) for t = 0, 1, ..., with x_t and y_t (B, H), equals
+// forward(x)[:, t] (with right padding, at every real position). The state s holds what the layer carries from
+// one position to the next: the recurrence's x_k for the state space layers (O(N) per step, whatever t is), h and c
+// for the LSTM, the keys and values so far for attention. A causal layer without a recurrence of its own keeps the
+// inputs so far and recomputes its forward over them (O(t) work per step): streams_in_constant_memory() says
+// which. A layer that looks at later positions refuses, naming itself. Step in eval mode (no dropout).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +32,14 @@ namespace dl::nn {
 
 using LayerConfig = nlohmann::json;
 
+// What a streaming layer carries between positions (see above): its own tensors, its sub-layers' states (a residual
+// block's mixer, a model's blocks) and how many positions it has consumed.
+struct StreamState {
+  std::vector<Tensor> t;
+  std::vector<StreamState> children;
+  int64_t pos = 0;
+};
+
 struct SequenceLayer : Module {
   // x: (B, L, H). mask: (B, L) with 1 for real positions and 0 for padding, or undefined (no padding).
   // Returns (B, L, H). Layers that mix along L must not let padding leak into real positions.
@@ -31,6 +48,13 @@ struct SequenceLayer : Module {
   virtual bool wants_feed_forward() const { return true; }
   virtual std::vector<std::string> own_lr_parameters() const { return {}; }
   virtual Tensor learned_kernel(int64_t L) { return Tensor(); }
+
+  // The state before the first position, for a batch of B sequences. A layer that is not causal throws, naming it.
+  virtual StreamState start_stream(int64_t batch) const;
+  // One position: x (B, H) -> y (B, H), advancing s. The default (any causal layer) appends x to the inputs kept in
+  // s and returns the last position of forward() over them.
+  virtual Var step(const Var& x, StreamState& s);
+  virtual bool streams_in_constant_memory() const { return false; }
 };
 
 // The own-lr parameters of every SequenceLayer inside `root`, as full dotted names from the root

@@ -142,6 +142,10 @@ class MultiheadAttention : public SequenceLayer {
   Var forward_prefix(const Var& x, const Tensor& key_mask, const Tensor& prefix, Var* weights = nullptr);
   // Cross-attention: queries from x (B, T, C), keys/values from memory (B, S, C), memory_mask (B, S).
   Var cross(const Var& x, const Var& memory, const Tensor& memory_mask, Var* weights = nullptr);
+  // Streaming (causal self-attention, nn/sequence_layer.h): a key/value cache. The state holds the keys and values
+  // so far (B, NH, t, HS), rotated at their positions; a step projects the new position, appends its key and value,
+  // and attends from its query to the cache (the last window + 1 keys with a window). O(t) per step, as it must be.
+  Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
 
   Var in_proj_weight, in_proj_bias;
   std::shared_ptr<Linear> out_proj;

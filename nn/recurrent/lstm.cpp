@@ -95,4 +95,42 @@ Var LSTM::forward(const Var& x, const Tensor& mask) {
   return seq;
 }
 
+StreamState LSTM::start_stream(int64_t batch) const {
+  StreamState s = SequenceLayer::start_stream(batch);
+  const Device dev = layers.at(0).w_ih.data().device();
+  for (size_t k = 0; k < layers.size(); k++)
+    s.t.push_back(zeros({batch, hidden_size}, layers[k].w_ih.dtype(), dev)),
+        s.t.push_back(zeros({batch, hidden_size}, layers[k].w_ih.dtype(), dev));
+  return s;
+}
+
+Var LSTM::step(const Var& x, StreamState& s) {
+  if (x.dim() != 2 || x.size(1) != input_size)
+    fail("layer " + type_name() + ": step takes one position (B, " + std::to_string(input_size) + "), found shape " +
+         shape_str(x.shape()));
+  if (s.t.size() != 2 * layers.size() || s.t[0].size(0) != x.size(0))
+    fail("layer " + type_name() + ": the stream state does not come from start_stream(" + std::to_string(x.size(0)) + ")");
+  const int64_t Hd = hidden_size;
+  Var in = x;
+  for (size_t k = 0; k < layers.size(); k++) {
+    const Layer& l = layers[k];
+    if (k > 0) in = dropout(in, opt.dropout, is_training(), *gen);
+    Var h(s.t[2 * k]), c(s.t[2 * k + 1]);
+    if (opt.layer_norm) {
+      Var gates = l.ln_ih->forward(linear(in, l.w_ih)) + l.b_ih + l.ln_hh->forward(linear(h, l.w_hh)) + l.b_hh;
+      Var i = sigmoid(narrow(gates, 1, 0, Hd)), f = sigmoid(narrow(gates, 1, Hd, Hd));
+      Var g = tanh(narrow(gates, 1, 2 * Hd, Hd)), o = sigmoid(narrow(gates, 1, 3 * Hd, Hd));
+      c = f * c + i * g;
+      h = o * tanh(l.ln_c->forward(c));
+    } else {
+      Var hc = lstm_cell_composed(linear(in, l.w_ih, l.b_ih) + linear(h, l.w_hh, l.b_hh), c);  // (B, 2, Hd)
+      h = select(hc, 1, 0), c = select(hc, 1, 1);
+    }
+    s.t[2 * k] = h.data(), s.t[2 * k + 1] = c.data();
+    in = h;
+  }
+  s.pos++;
+  return in;
+}
+
 }  // namespace dl::nn

@@ -23,7 +23,8 @@
 // Layer-norm variant: gates = LN_ih(x W_ih^T) + LN_hh(h W_hh^T) + b_ih + b_hh, h_t = o tanh(LN_c(c_t)), composed.
 // Parameter names as torch.nn.LSTM: weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k}; the LN variant
 // adds ln_ih_l{k}, ln_hh_l{k}, ln_c_l{k} (LayerNorm weight/bias). Init U(-1/sqrt(Hd), 1/sqrt(Hd)) as PyTorch.
-// What it is not: bidirectional or projected (proj_size) LSTMs; no initial states (zeros) and no c_n output.
+// Streaming (nn/sequence_layer.h): start_stream / step carry h and c of every layer from one position to the next.
+// What it is not: bidirectional or projected (proj_size) LSTMs; forward has no initial states (zeros) and no c_n output.
 #pragma once
 #include "nn/layers.h"
 #include "nn/fused/lstm_kernels.h"
@@ -54,6 +55,10 @@ class LSTM : public SequenceLayer {
   // input; the LSTM is causal, so padding at the end never reaches real positions.
   Var forward(const Var& x, const Tensor& mask) override;
   bool is_causal() const override { return true; }
+  // Streaming: the state is h and c of every layer (B, Hd each), the same cell as the per-step graph.
+  StreamState start_stream(int64_t batch) const override;
+  Var step(const Var& x, StreamState& s) override;  // (B, I) -> (B, Hd)
+  bool streams_in_constant_memory() const override { return true; }
 
   struct Layer {
     Var w_ih, w_hh, b_ih, b_hh;

@@ -107,6 +107,14 @@ std::shared_ptr<S4D> S4D::from_config(int64_t d_model, const LayerConfig& cfg, G
   return std::make_shared<S4D>(d_model, o, g);
 }
 
+bool S4D::diagonal_recurrence(DiagonalRecurrence& r) const {
+  if (opt.bidirectional) return false;
+  auto s = kernel->step_params();
+  r.N = kernel->N2, r.dA = s.dA, r.dB = s.dB, r.C = std::vector<cplx>(s.C.begin(), s.C.begin() + H * kernel->N2);
+  r.scale = 2;
+  return true;
+}
+
 Tensor S4D::ssm_recurrent(const Tensor& u_) const {
   if (opt.bidirectional) fail("S4D::ssm_recurrent: a bidirectional layer has no recurrent mode (it looks ahead)");
   const int64_t Bn = u_.size(0), L = u_.size(1), N2 = kernel->N2;

@@ -75,6 +75,8 @@ class S4D : public SSMLayer {
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
   // Recurrent mode of the same map as ssm(), step by step over L, float64 (for generation and the agreement test).
   Tensor ssm_recurrent(const Tensor& u) const;
+  // Streaming: the recurrence above (dA, dB, C of step_params, scale 2 for the implied conjugate modes).
+  bool diagonal_recurrence(DiagonalRecurrence& r) const override;
 
   std::shared_ptr<S4DKernel> kernel;
   S4DOptions opt;

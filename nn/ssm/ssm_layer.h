@@ -13,6 +13,8 @@
 // Parameter names: kernel.* (the kernel's), D, output_linear.{weight,bias}; module dropout.
 // The draws from the Generator keep the order kernel, D, output_linear, so a seed gives the same layer as before.
 #pragma once
+#include <complex>
+
 #include "nn/layers.h"
 #include "nn/sequence_layer.h"
 
@@ -47,6 +49,20 @@ class SSMLayer : public SequenceLayer {
   bool wants_feed_forward() const override { return false; }
   std::vector<std::string> own_lr_parameters() const override;  // "kernel." + kernel_ssm_parameters()
   Tensor learned_kernel(int64_t L) override;                    // float32 (Cc, H, L), outside the graph
+
+  // Streaming (nn/sequence_layer.h) by the kernel's own recurrence, where it has a diagonal one: per channel h and
+  // mode n, x_k = dA x_{k-1} + dB u_k and y_k = scale Re(sum_n C x_k) + D u_k, then the same GELU and output
+  // projection as forward(). The state is x (B, H, N), complex, float64 on the host: O(H N) per position, whatever
+  // the position. A kernel without one (S4's DPLR) streams by recomputing (SequenceLayer's default).
+  struct DiagonalRecurrence {
+    int64_t N = 0;                                  // modes per channel
+    std::vector<std::complex<double>> dA, dB, C;  // (H, N) each
+    double scale = 1;
+  };
+  virtual bool diagonal_recurrence(DiagonalRecurrence& r) const { return false; }
+  StreamState start_stream(int64_t batch) const override;
+  Var step(const Var& x, StreamState& s) override;
+  bool streams_in_constant_memory() const override;
 
   Var D;
   std::shared_ptr<Dropout> drop;
