@@ -113,6 +113,34 @@ Var LinearAttention::forward(const Var& x, const Tensor& mask) {
   return out_proj->forward(merge_heads(y));
 }
 
+StreamState LinearAttention::start_stream(int64_t batch) const {
+  StreamState s = SequenceLayer::start_stream(batch);  // refuses a bidirectional layer
+  if (!streams_in_constant_memory()) return s;
+  const int64_t HS = q_proj->out_features / heads;  // elu and relu keep the head size: F = HS
+  const Device dev = q_proj->weight.data().device();
+  s.t = {zeros({batch, heads, HS, HS}, q_proj->weight.dtype(), dev), zeros({batch, heads, HS}, q_proj->weight.dtype(), dev)};
+  return s;
+}
+
+Var LinearAttention::step(const Var& x, StreamState& s) {
+  if (!streams_in_constant_memory()) return SequenceLayer::step(x, s);
+  const int64_t B = x.size(0), C = q_proj->in_features;
+  if (x.dim() != 2 || x.size(1) != C)
+    fail("layer " + type_name() + ": step takes one position (B, " + std::to_string(C) + "), found shape " + shape_str(x.shape()));
+  if (s.t.size() != 2 || s.t[0].size(0) != B)
+    fail("layer " + type_name() + ": the stream state does not come from start_stream(" + std::to_string(B) + ")");
+  Var xt = unsqueeze(x, 1);  // (B, 1, C)
+  Var pq = phi(split_heads(q_proj->forward(xt), heads), true, Tensor());  // (B, NH, 1, F)
+  Var pk = phi(split_heads(k_proj->forward(xt), heads), false, Tensor());
+  Var v = split_heads(v_proj->forward(xt), heads);                       // (B, NH, 1, HS)
+  Var S = Var(s.t[0]) + matmul(transpose(pk, -2, -1), v);                // S_t = S_{t-1} + phi(k_t) v_t^T
+  Var z = Var(s.t[1]) + select(pk, 2, 0);                                // z_t = z_{t-1} + phi(k_t)
+  s.t = {S.data(), z.data()};
+  s.pos++;
+  Var y = matmul(pq, S) / (matmul(pq, unsqueeze(z, -1)) + 1e-6);  // phi(q_t)^T S_t / (phi(q_t)^T z_t + eps)
+  return reshape(out_proj->forward(merge_heads(y)), {B, C});
+}
+
 Performer::Performer(int64_t d, int64_t h, int64_t m_, bool causal_, Generator& g)
     : LinearAttention(d, h, "favor", causal_, g), m(m_) {
   if (m <= 0) fail("Performer: the number of features m must be positive, found " + std::to_string(m));

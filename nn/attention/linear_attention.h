@@ -52,6 +52,12 @@ class LinearAttention : public SequenceLayer {
   std::string extra_repr() const override;
   bool is_causal() const override { return causal; }
   Var forward(const Var& x, const Tensor& mask) override;  // (B, T, C) -> (B, T, C)
+  // Streaming, causal: the recurrent form, the state the running sums S = sum_s phi(k_s) v_s^T (B, NH, F, HS) and
+  // z = sum_s phi(k_s) (B, NH, F): O(F HS) per step whatever the position - linear attention is an RNN. FAVOR+
+  // (Performer) streams by recomputing instead: its keys' stabiliser is a maximum over the whole sequence.
+  StreamState start_stream(int64_t batch) const override;
+  Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
+  bool streams_in_constant_memory() const override { return causal && feature != "favor"; }
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
   int64_t heads;
