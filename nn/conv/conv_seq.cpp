@@ -112,4 +112,26 @@ Var GLUConvBlock::forward(const Var& x, const Tensor& mask) {
   return drop->forward(output_linear->forward(h));
 }
 
+StreamState GLUConvBlock::start_stream(int64_t batch) const {
+  StreamState s = SequenceLayer::start_stream(batch);  // refuses a layer that is not causal
+  const int64_t R = (opt.kernel_size - 1) * (kind == "dilatedconv" ? opt.dilation : 1) + 1;
+  s.t = {zeros({batch, R, C}, input_linear->weight.dtype(), input_linear->weight.data().device())};
+  return s;
+}
+
+Var GLUConvBlock::step(const Var& x, StreamState& s) {
+  const int64_t B = x.size(0);
+  if (x.dim() != 2 || x.size(1) != C)
+    fail("layer " + type_name() + ": step takes one position (B, " + std::to_string(C) + "), found shape " + shape_str(x.shape()));
+  if (s.t.size() != 1 || s.t[0].size(0) != B)
+    fail("layer " + type_name() + ": the stream state does not come from start_stream(" + std::to_string(B) + ")");
+  const int64_t R = s.t[0].size(1);
+  Var h = unsqueeze(glu_fast(input_linear->forward(x)), 1);               // (B, 1, C)
+  Var window = cat({narrow(Var(s.t[0]), 1, 1, R - 1), h}, 1);             // (B, R, C): the oldest out, h in
+  s.t = {window.data().contiguous()};
+  s.pos++;
+  Var y = reshape(narrow(conv->forward(window), 1, R - 1, 1), {B, C});  // the window's last position
+  return drop->forward(output_linear->forward(y));
+}
+
 }  // namespace dl::nn

@@ -85,6 +85,12 @@ class GLUConvBlock : public SequenceLayer {
   std::string type_name() const override { return "GLUConvBlock(" + kind + ")"; }
   Var forward(const Var& x, const Tensor& mask) override;
   bool is_causal() const override { return opt.causal; }
+  // Streaming, causal: the state is the last R = (K - 1) dilation + 1 GLU outputs (B, R, C), zeros at first (the
+  // forward's left padding); a step shifts the newest in and runs the convolution over that window, keeping its last
+  // position. O(R C) per step, whatever the position.
+  StreamState start_stream(int64_t batch) const override;
+  Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
+  bool streams_in_constant_memory() const override { return opt.causal; }
 
   std::string kind;
   std::shared_ptr<Linear> input_linear, output_linear;

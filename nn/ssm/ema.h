@@ -17,7 +17,8 @@
 // kernel running on the reversed sequence, as MEGA's bidirectional EMA.
 // Deviation: MEGA feeds silu(EMA(x) + omega x) into its gated attention; here the EMA is a mixer on its own, in the
 // S4 mould. Parameter names as fairseq: kernel.delta, kernel.alpha, kernel.beta, kernel.gamma; D; output_linear.
-// What it is not: MEGA's gated attention, its chunking, or a recurrent (step-by-step) inference mode.
+// Streaming (nn/sequence_layer.h): the EMA recurrence above, one position at a time, through the shell's step.
+// What it is not: MEGA's gated attention or its chunking.
 #pragma once
 #include <cmath>
 
@@ -65,6 +66,22 @@ class EMA : public SSMLayer {
   }
   std::string type_name() const override { return "EMA"; }
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
+  // Streaming: the damped EMA itself, s_t = q s_{t-1} + (p beta) x_t, y_t = sum_n gamma s_t / sqrt(N) (+ D x_t).
+  bool diagonal_recurrence(DiagonalRecurrence& r) const override {
+    if (bidirectional) return false;
+    const int64_t N = kernel->N;
+    auto host = [](const Var& v) { return v.data().to(Device::cpu).to(DType::f64).contiguous(); };
+    Tensor delta = host(kernel->delta), alpha = host(kernel->alpha), beta = host(kernel->beta), gamma = host(kernel->gamma);
+    r.N = N, r.scale = 1, r.dA.resize(H * N), r.dB.resize(H * N), r.C.resize(H * N);
+    auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+    for (int64_t i = 0; i < H * N; i++) {
+      const double p = sig(delta.data<double>()[i]);
+      r.dA[i] = 1.0 - p * sig(alpha.data<double>()[i]);
+      r.dB[i] = p * beta.data<double>()[i];
+      r.C[i] = gamma.data<double>()[i] / std::sqrt((double)N);
+    }
+    return true;
+  }
 
   std::shared_ptr<EMAKernel> kernel;
 

@@ -42,6 +42,22 @@ Var MinimalS4DKernel::forward(int64_t L) const {
   return sum(terms, {1}) * 2.0;
 }
 
+bool S4DMinimal::diagonal_recurrence(DiagonalRecurrence& r) const {
+  auto host = [](const Var& v) { return v.data().to(Device::cpu).to(DType::f64).contiguous(); };
+  Tensor ldt = host(kernel->log_dt), lar = host(kernel->log_A_real), aim = host(kernel->A_imag), C = host(kernel->C);
+  const int64_t N2 = lar.size(1);
+  r.N = N2, r.scale = 2, r.dA.resize(H * N2), r.dB.resize(H * N2), r.C.resize(H * N2);
+  for (int64_t h = 0; h < H; h++)
+    for (int64_t n = 0; n < N2; n++) {
+      const int64_t i = h * N2 + n;
+      const std::complex<double> A(-std::exp(lar.data<double>()[i]), aim.data<double>()[i]);
+      const std::complex<double> dtA = std::exp(ldt.data<double>()[h]) * A;
+      r.dA[i] = std::exp(dtA), r.dB[i] = (std::exp(dtA) - 1.0) / A;  // ZOH, B = 1
+      r.C[i] = {C.data<double>()[2 * i], C.data<double>()[2 * i + 1]};
+    }
+  return true;
+}
+
 S4DMinimal::S4DMinimal(int64_t d_model, int64_t d_state, Generator& g, double dropout)
     : SSMLayer("s4d_minimal", d_model, /*bidirectional=*/false) {
   kernel = register_module("kernel", std::make_shared<MinimalS4DKernel>(H, d_state, g));

@@ -19,7 +19,8 @@ const std::vector<int64_t> kLengths = {12, 7, 1};  // right padding: rows 1 and 
 constexpr test::Tol kStream{1e-4, 2e-5};
 // The layers that carry a state of fixed size from one position to the next (the others, when causal, recompute
 // over the inputs so far, or, for attention, keep a key/value cache that grows by design).
-const std::set<std::string> kRecurrent = {"s4d", "dlr", "lstm", "linear_attention"};
+const std::set<std::string> kRecurrent = {"s4d",       "s4d_minimal", "dlr",        "ema", "lstm", "linear_attention",
+                                          "lightconv", "dynamicconv", "dilatedconv"};
 // The Performer's keys share one stabiliser, their maximum over the whole sequence (as the official FAVOR+ code
 // does): it cancels in num / den except against den's eps, so a position's output moves with later keys by ~2e-3
 // here. Causal up to that; its stream (a recompute over the prefix) is checked to this looser bound.
@@ -117,9 +118,13 @@ TEST(Streaming, BadStepsAreNamed) {
   Generator g(2);
   auto s4d = causal_layer(find_layer("s4d"), g);
   StreamState s = s4d->start_stream(2);
-  EXPECT_NE(test::error_of([&] { s4d->step(Var(zeros({3, kH})), s); }).find("does not come from start_stream(3)"),
+  EXPECT_NE(test::error_of([&] {
+              s4d->step(Var(zeros({3, kH})), s);
+            }).find("does not come from start_stream(3)"),
             std::string::npos);
-  EXPECT_NE(test::error_of([&] { s4d->step(Var(zeros({2, kH + 1})), s); }).find("step takes one position (B, 8)"),
+  EXPECT_NE(test::error_of([&] {
+              s4d->step(Var(zeros({2, kH + 1})), s);
+            }).find("step takes one position (B, 8)"),
             std::string::npos);
   EXPECT_NE(test::error_of([&] { s4d->start_stream(0); }).find("a batch of at least 1"), std::string::npos);
 }
