@@ -55,6 +55,19 @@ Var GPT2Attention::forward(const Var& x, Var* weights) {
   return resid_dropout->forward(c_proj->forward(merge_heads(y)));
 }
 
+Var GPT2Attention::step(const Var& x, Tensor& K, Tensor& V) {
+  const int64_t C = cfg.n_embd, B = x.size(0);
+  Var qkv = c_attn->forward(unsqueeze(x, 1));  // (B, 1, 3C)
+  Var q = split_heads(narrow(qkv, 2, 0, C), cfg.n_head);  // (B, NH, 1, HS)
+  Var k = split_heads(narrow(qkv, 2, C, C), cfg.n_head);
+  Var v = split_heads(narrow(qkv, 2, 2 * C, C), cfg.n_head);
+  K = K.defined() ? cat({Var(K), k}, 2).data() : k.data();  // (B, NH, t + 1, HS): every key up to this one
+  V = V.defined() ? cat({Var(V), v}, 2).data() : v.data();
+  SDPAOptions o;  // no mask: the cache holds only this position and earlier ones
+  Var y = scaled_dot_product_attention(q, Var(K), Var(V), o, nullptr);
+  return reshape(c_proj->forward(merge_heads(y)), {B, C});
+}
+
 GPT2MLP::GPT2MLP(const GPT2Config& c, Generator& g) {
   c_fc = register_module("c_fc", std::make_shared<Conv1D>(c.n_embd, 4 * c.n_embd, g));
   c_proj = register_module("c_proj", std::make_shared<Conv1D>(4 * c.n_embd, c.n_embd, g));
@@ -72,6 +85,11 @@ GPT2Block::GPT2Block(const GPT2Config& c, Generator& g) {
 
 Var GPT2Block::forward(const Var& x0, Var* attention) {
   Var x = x0 + attn->forward(ln_1->forward(x0), attention);
+  return x + mlp->forward(ln_2->forward(x));
+}
+
+Var GPT2Block::step(const Var& x0, Tensor& K, Tensor& V) {
+  Var x = x0 + attn->step(ln_1->forward(x0), K, V);
   return x + mlp->forward(ln_2->forward(x));
 }
 
@@ -118,6 +136,27 @@ GPT2Model::GPT2Model(const GPT2Config& c, Generator& g) : cfg(c) {
 Var GPT2Model::forward(const Tensor& idx) {
   Var x = transformer->forward(Var(idx));                       // (B, T, C)
   return matmul(x, transpose(transformer->wte->weight, 0, 1));  // (B, T, V), lm_head tied to wte
+}
+
+StreamState GPT2Model::start_stream(int64_t batch) const {
+  if (batch <= 0) fail("GPT2: start_stream needs a batch of at least 1, found " + std::to_string(batch));
+  StreamState s;
+  s.t.assign(2 * cfg.n_layer, Tensor());  // block i: keys 2i, values 2i + 1, empty until the first step
+  return s;
+}
+
+Var GPT2Model::step(const Tensor& ids, StreamState& s) {
+  if (ids.dim() != 1 || ids.dtype() != DType::i64)
+    fail("GPT2: step takes one token id per sequence (B) i64, found " + shape_str(ids.shape()) + " " + dtype_name(ids.dtype()));
+  if ((int64_t)s.t.size() != 2 * cfg.n_layer) fail("GPT2: the stream state does not come from start_stream");
+  if (s.pos >= cfg.n_positions)
+    fail("GPT2: position " + std::to_string(s.pos) + " is past n_positions " + std::to_string(cfg.n_positions) +
+         " (the model has no position embedding for it)");
+  auto& tr = *transformer;
+  Var x = tr.wte->forward(ids) + select(tr.wpe->weight, 0, s.pos);  // (B, C)
+  for (int64_t i = 0; i < cfg.n_layer; i++) x = (*tr.h)[i].step(x, s.t[2 * i], s.t[2 * i + 1]);
+  s.pos++;
+  return matmul(tr.ln_f->forward(x), transpose(tr.wte->weight, 0, 1));  // (B, V)
 }
 
 Var GPT2Model::loss(const Var& logits, const Tensor& targets) const {

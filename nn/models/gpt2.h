@@ -12,8 +12,12 @@
 // ln_2, mlp.c_fc, mlp.c_proj}.{weight, bias}, transformer.ln_f.{weight, bias}. HF's Conv1D keeps its weight as
 // (in, out) and computes x W + b; Conv1D below does the same, so nothing is transposed on load.
 // lm_head.weight is the same tensor as wte (not a separate parameter); loading ignores it.
+// Generation (GPT2Model::start_stream / step): one token at a time with a key/value cache per block (the keys and
+// values of every position so far, (B, NH, t, HS)), so position t costs O(t) attention work instead of the O(t^2)
+// of running forward over the whole prefix again; the logits equal forward's at every position (tested).
 #pragma once
 #include "nn/attention/attention.h"
+#include "nn/sequence_layer.h"
 
 namespace dl::nn {
 
@@ -37,6 +41,8 @@ class GPT2Attention : public Module {
   std::string type_name() const override { return "GPT2Attention"; }
   // (B, T, C), causal; weights: the softmax weights (B, NH, T, T) when asked (composed path)
   Var forward(const Var& x, Var* weights = nullptr);
+  // One position (B, C) against the cache (K, V) of the earlier ones, which it extends; eval mode.
+  Var step(const Var& x, Tensor& K, Tensor& V);
   std::shared_ptr<Conv1D> c_attn, c_proj;
   std::shared_ptr<Dropout> attn_dropout, resid_dropout;
   GPT2Config cfg;
@@ -56,6 +62,7 @@ class GPT2Block : public Module {
   GPT2Block(const GPT2Config& c, Generator& g);
   std::string type_name() const override { return "GPT2Block"; }
   Var forward(const Var& x, Var* attention = nullptr);
+  Var step(const Var& x, Tensor& K, Tensor& V);  // (B, C), the attention's cache
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<GPT2Attention> attn;
   std::shared_ptr<GPT2MLP> mlp;
@@ -82,6 +89,10 @@ class GPT2Model : public Module {  // HF's GPT2LMHeadModel
   std::string type_name() const override { return "GPT2Model"; }
   Var forward(const Tensor& idx);                            // logits (B, T, V)
   Var loss(const Var& logits, const Tensor& targets) const;  // mean cross entropy, ignore_index -100
+  // Generation: the cache of every block for a batch of B, then one token id per sequence (B) i64 -> the next
+  // token's logits (B, V). Past n_positions a step throws, naming the limit.
+  StreamState start_stream(int64_t batch) const;
+  Var step(const Tensor& ids, StreamState& s);
   std::shared_ptr<GPT2Transformer> transformer;
   GPT2Config cfg;
 };
