@@ -48,6 +48,7 @@ class DLR : public SSMLayer {
   Tensor ssm_recurrent(const Tensor& u) const;  // the recurrence, float64
   // Streaming: the recurrence above (dA = lambda for every channel, dB = 1, C = W, scale 1).
   bool diagonal_recurrence(DiagonalRecurrence& r) const override;
+  bool has_diagonal_recurrence() const override { return !opt.bidirectional; }
 
   std::shared_ptr<DLRKernel> kernel;
   DLROptions opt;

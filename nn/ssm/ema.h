@@ -67,6 +67,7 @@ class EMA : public SSMLayer {
   std::string type_name() const override { return "EMA"; }
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
   // Streaming: the damped EMA itself, s_t = q s_{t-1} + (p beta) x_t, y_t = sum_n gamma s_t / sqrt(N) (+ D x_t).
+  bool has_diagonal_recurrence() const override { return !bidirectional; }
   bool diagonal_recurrence(DiagonalRecurrence& r) const override {
     if (bidirectional) return false;
     const int64_t N = kernel->N;

@@ -77,6 +77,7 @@ class S4D : public SSMLayer {
   Tensor ssm_recurrent(const Tensor& u) const;
   // Streaming: the recurrence above (dA, dB, C of step_params, scale 2 for the implied conjugate modes).
   bool diagonal_recurrence(DiagonalRecurrence& r) const override;
+  bool has_diagonal_recurrence() const override { return !opt.bidirectional; }
 
   std::shared_ptr<S4DKernel> kernel;
   S4DOptions opt;

@@ -37,6 +37,7 @@ class S4DMinimal : public SSMLayer {
   Var kernel_forward(int64_t L) override { return unsqueeze(kernel->forward(L), 0); }  // (1, H, L)
   // Streaming: the recurrence the kernel unrolls, x_k = Abar x_{k-1} + Bbar u_k, y_k = 2 Re(C x_k) (+ D u_k).
   bool diagonal_recurrence(DiagonalRecurrence& r) const override;
+  bool has_diagonal_recurrence() const override { return true; }
 
   std::shared_ptr<MinimalS4DKernel> kernel;
 

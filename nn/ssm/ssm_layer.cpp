@@ -58,10 +58,7 @@ Tensor SSMLayer::learned_kernel(int64_t L) {
   return kernel_forward(L).data().to(Device::cpu).to(DType::f32).contiguous();  // for plots and files: on the host
 }
 
-bool SSMLayer::streams_in_constant_memory() const {
-  DiagonalRecurrence r;
-  return is_causal() && diagonal_recurrence(r);
-}
+bool SSMLayer::streams_in_constant_memory() const { return is_causal() && has_diagonal_recurrence(); }
 
 // state.t: x real and imaginary parts (B, H, N), then dA, dB, C as (re, im) pairs (H, N), computed once per stream
 StreamState SSMLayer::start_stream(int64_t batch) const {

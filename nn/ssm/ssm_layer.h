@@ -60,6 +60,7 @@ class SSMLayer : public SequenceLayer {
     double scale = 1;
   };
   virtual bool diagonal_recurrence(DiagonalRecurrence& r) const { return false; }
+  virtual bool has_diagonal_recurrence() const { return false; }  // cheap: whether diagonal_recurrence would fill r
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;
   bool streams_in_constant_memory() const override;
