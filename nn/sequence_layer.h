@@ -38,6 +38,7 @@ struct StreamState {
   std::vector<Tensor> t;
   std::vector<StreamState> children;
   int64_t pos = 0;
+  std::shared_ptr<const void> host;  // a layer's own host-side constants for its steps (S4's DPLR step), or null
 };
 
 struct SequenceLayer : Module {

@@ -565,4 +565,36 @@ Tensor S4::ssm_recurrent_dense(const Tensor& u) const {
   return run_recurrence(u, D.data(), kernel->step_params(), 2 * kernel->N2);
 }
 
+StreamState S4::start_stream(int64_t batch) const {
+  StreamState s = SequenceLayer::start_stream(batch);  // refuses a bidirectional layer
+  const int64_t n = 2 * kernel->N2;
+  s.t = {zeros({batch, H, n}, DType::f64), zeros({batch, H, n}, DType::f64)};
+  s.host = std::make_shared<const S4Kernel::DPLRStep>(kernel->dplr_step_params());
+  return s;
+}
+
+Var S4::step(const Var& x, StreamState& s) {
+  check_step_input(x, s, 2);
+  if (!s.host) fail("layer s4: the stream state does not come from start_stream");
+  const auto& st = *static_cast<const S4Kernel::DPLRStep*>(s.host.get());
+  const int64_t Bn = x.size(0), n = s.t[0].size(2);
+  Tensor u = x.data().to(Device::cpu).to(DType::f64).contiguous(), y = Tensor::empty({Bn, H}, DType::f64);
+  auto Dv = f64(D.data());
+  double *xr = s.t[0].data<double>(), *xi = s.t[1].data<double>();
+  std::vector<cplx> xs(n);
+  for (int64_t b = 0; b < Bn; b++)
+    for (int64_t h = 0; h < H; h++) {
+      double* re = xr + (b * H + h) * n;
+      double* im = xi + (b * H + h) * n;
+      for (int64_t i = 0; i < n; i++) xs[i] = {re[i], im[i]};
+      const double ut = u.data<double>()[b * H + h];
+      st.step(h, xs, ut);  // x <- Abar x + Bbar u, O(n)
+      cplx yc = 0;
+      for (int64_t i = 0; i < n; i++) yc += st.C[h][i] * xs[i], re[i] = xs[i].real(), im[i] = xs[i].imag();
+      y.data<double>()[b * H + h] = yc.real() + Dv[h] * ut;
+    }
+  s.pos++;
+  return finish_step(y, x);
+}
+
 }  // namespace dl::nn

@@ -96,6 +96,11 @@ class S4 : public SSMLayer {
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
   Tensor ssm_recurrent(const Tensor& u) const;        // ssm() by the recurrence, O(N) per step (Woodbury), float64
   Tensor ssm_recurrent_dense(const Tensor& u) const;  // twin: the recurrence with the dense Abar, O(N^2) per step
+  // Streaming: ssm_recurrent's O(N) DPLR step one position at a time; the state x (B, H, N) complex float64 on the
+  // host, the step's constants (DPLRStep) computed once per stream.
+  StreamState start_stream(int64_t batch) const override;
+  Var step(const Var& x, StreamState& s) override;
+  bool streams_in_constant_memory() const override { return !opt.bidirectional; }
 
   std::shared_ptr<S4Kernel> kernel;
   S4Options opt;

@@ -76,15 +76,26 @@ StreamState SSMLayer::start_stream(int64_t batch) const {
   return s;
 }
 
-Var SSMLayer::step(const Var& x, StreamState& s) {
-  if (!streams_in_constant_memory()) return SequenceLayer::step(x, s);
+void SSMLayer::check_step_input(const Var& x, const StreamState& s, size_t state_tensors) const {
   if (x.dim() != 2 || x.size(1) != H)
     fail("layer " + name_ + ": step takes one position (B, " + std::to_string(H) + "), found shape " + shape_str(x.shape()));
-  if (s.t.size() != 9 || s.t[0].size(0) != x.size(0))
+  if (s.t.size() != state_tensors || s.t[0].size(0) != x.size(0))
     fail("layer " + name_ + ": the stream state does not come from start_stream(" + std::to_string(x.size(0)) + ")");
+}
+
+Var SSMLayer::finish_step(const Tensor& y, const Var& x) {
+  const int64_t Bn = x.size(0);
+  Var z = drop->forward(gelu(Var(y.reshape({Bn, 1, H}).to(x.data().dtype()).to(x.data().device()))));  // as forward()
+  z = output_linear->forward(z);
+  return reshape(glu_ ? glu_fast(z) : z, {Bn, H});
+}
+
+Var SSMLayer::step(const Var& x, StreamState& s) {
+  if (!streams_in_constant_memory()) return SequenceLayer::step(x, s);
+  check_step_input(x, s, 9);
   const int64_t Bn = x.size(0), N = s.t[0].size(2);
   Tensor u = x.data().to(Device::cpu).to(DType::f64).contiguous(), D64 = D.data().to(Device::cpu).to(DType::f64).contiguous();
-  Tensor y = Tensor::empty({Bn, 1, H}, DType::f64);
+  Tensor y = Tensor::empty({Bn, H}, DType::f64);
   double *xr = s.t[0].data<double>(), *xi = s.t[1].data<double>();
   const double *ar = s.t[2].data<double>(), *ai = s.t[3].data<double>(), *br = s.t[4].data<double>(),
                *bi = s.t[5].data<double>(), *cr = s.t[6].data<double>(), *ci = s.t[7].data<double>();
@@ -103,9 +114,7 @@ Var SSMLayer::step(const Var& x, StreamState& s) {
       y.data<double>()[b * H + h] = scale * acc + D64.data<double>()[h] * ut;
     }
   s.pos++;
-  Var z = drop->forward(gelu(Var(y.to(x.data().dtype()).to(x.data().device()))));  // as forward() after ssm()
-  z = output_linear->forward(z);
-  return reshape(glu_ ? glu_fast(z) : z, {Bn, H});
+  return finish_step(y, x);
 }
 
 }  // namespace dl::nn

@@ -19,7 +19,7 @@ const std::vector<int64_t> kLengths = {12, 7, 1};  // right padding: rows 1 and 
 constexpr test::Tol kStream{1e-4, 2e-5};
 // The layers that carry a state of fixed size from one position to the next (the others, when causal, recompute
 // over the inputs so far, or, for attention, keep a key/value cache that grows by design).
-const std::set<std::string> kRecurrent = {"s4d",       "s4d_minimal", "dlr",        "ema", "lstm", "linear_attention",
+const std::set<std::string> kRecurrent = {"s4", "s4d", "s4d_minimal", "dlr", "ema", "lstm", "linear_attention",
                                           "lightconv", "dynamicconv", "dilatedconv"};
 // The Performer's keys share one stabiliser, their maximum over the whole sequence (as the official FAVOR+ code
 // does): it cancels in num / den except against den's eps, so a position's output moves with later keys by ~2e-3
