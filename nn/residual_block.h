@@ -42,6 +42,7 @@ class ResidualBlock : public SequenceLayer {
   Var step(const Var& x, StreamState& s) override;  // (B, H) -> (B, H)
   bool streams_in_constant_memory() const override { return mixer_->streams_in_constant_memory(); }
   SequenceLayer& mixer() { return *mixer_; }
+  const SequenceLayer& mixer() const { return *mixer_; }
   bool has_feed_forward() const { return ffn_ != nullptr; }
 
   ResidualBlockOptions opt;

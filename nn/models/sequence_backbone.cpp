@@ -52,6 +52,34 @@ Var SequenceBackbone::encode(const Tensor& input, const Tensor& mask) {
   return apply_sequence_norm(*final_norm_, x);
 }
 
+StreamState SequenceBackbone::start_stream(int64_t batch) const {
+  StreamState s;
+  for (size_t i = 0; i < blocks_->size(); i++) {
+    const ResidualBlock& b = (*blocks_)[i];
+    if (!b.is_causal())
+      fail("SequenceBackbone: block " + std::to_string(i) + " (" + b.mixer().type_name() +
+           ", norm " + b.opt.norm + ") looks at later positions, so the model cannot run one position at a time");
+    s.children.push_back(b.start_stream(batch));
+  }
+  if (opt_.final_norm != "layer") fail("SequenceBackbone: a " + opt_.final_norm + " final norm mixes positions: no stream");
+  return s;
+}
+
+Var SequenceBackbone::step(const Tensor& input, StreamState& s) {
+  if (s.children.size() != blocks_->size()) fail("SequenceBackbone: the stream state does not come from start_stream");
+  if (s.pos >= opt_.max_len && (pos_.defined() || sinusoid_.defined()))
+    fail("SequenceBackbone: position " + std::to_string(s.pos) + " is past the positions table (" +
+         std::to_string(opt_.max_len) + ")");
+  Var x = embed_ ? embed_->forward(input) : in_proj_->forward(Var(input.to(device())));  // (B, D)
+  if (x.dim() != 2) fail("SequenceBackbone: step takes one position per sequence, found input " + shape_str(input.shape()));
+  if (pos_.defined()) x = x + select(pos_, 0, s.pos);
+  if (sinusoid_.defined()) x = x + Var(sinusoid_.select(0, s.pos).to(device()));
+  if (drop_) x = drop_->forward(x);
+  for (size_t i = 0; i < blocks_->size(); i++) x = (*blocks_)[i].step(x, s.children[i]);
+  s.pos++;
+  return reshape(apply_sequence_norm(*final_norm_, unsqueeze(x, 1)), {x.size(0), x.size(1)});
+}
+
 Var SequenceBackbone::pool(const Var& h, const Tensor& mask, const std::string& how) {
   const int64_t B = h.size(0), L = h.size(1);
   const Device dev = h.data().device();

@@ -12,7 +12,8 @@
 //   final     final_norm ("layer" or "batch", nn::make_sequence_norm)
 //   pool      (B, L, D) -> (B, D): the masked mean over real positions, or the last real position
 // A model derives from it and registers its heads after the backbone's modules (draw order and parameter names:
-// embed | in_proj, pos, blocks.*, final_norm.*, then the heads). What it is not: a decoder (nn/models/seq2seq.h).
+// embed | in_proj, pos, blocks.*, final_norm.*, then the heads). Streaming: a causal backbone also runs one position
+// at a time (start_stream / step). What it is not: a decoder (nn/models/seq2seq.h).
 #pragma once
 #include <functional>
 #include <memory>
@@ -52,6 +53,12 @@ class SequenceBackbone : public Module {
   Var encode(const Tensor& input, const Tensor& mask);
   // (B, L, D) -> (B, D): how = "mean" (masked mean) or "last" (the last real position of each row).
   static Var pool(const Var& h, const Tensor& mask, const std::string& how = "mean");
+
+  // Streaming (nn/sequence_layer.h) when every block is causal: one position at a time, (B) i64 token ids or (B, F)
+  // features -> (B, D) after the final norm, equal to encode's output at that position. A block that looks ahead
+  // makes start_stream refuse, naming it.
+  StreamState start_stream(int64_t batch) const;
+  Var step(const Tensor& input, StreamState& s);
 
   ResidualBlock& block(size_t i) { return (*blocks_)[i]; }
   size_t num_blocks() const { return blocks_->size(); }

@@ -121,3 +121,30 @@ TEST(SequenceBackbone, LearnsAPaddedTokenTask) {
     EXPECT_GE(correct, 380) << layer << ": " << correct << " of 400";
   }
 }
+
+// A causal backbone (attention with learned positions, S4D) run one token at a time gives encode's states at every
+// position; one that looks ahead refuses, naming the block.
+TEST(SequenceBackbone, CausalBackboneStepsAsItsEncode) {
+  for (const std::string layer : {"attention", "s4d"}) {
+    Generator g(2);
+    SequenceBackboneOptions o = small(layer == "attention" ? "learned" : "sinusoidal");
+    SequenceBackbone m(o, registry_mixer(layer, BackboneOptions{0.0, /*causal=*/true, 10}), g);
+    m.eval();
+    Tensor tok = zeros({2, 10}, DType::i64);
+    for (int64_t i = 0; i < 20; i++) tok.data<int64_t>()[i] = (int64_t)(g.next_u64() % 12);
+    NoGradGuard ng;
+    Tensor full = m.encode(tok, Tensor()).data();  // (2, 10, 16)
+    StreamState s = m.start_stream(2);
+    for (int64_t t = 0; t < 10; t++) {
+      Tensor y = m.step(tok.narrow(1, t, 1).reshape({2}).contiguous(), s).data();
+      EXPECT_TRUE(test::all_close(y, full.narrow(1, t, 1).reshape({2, 16}).contiguous(), test::Tol{1e-4, 2e-5},
+                                  layer + " position " + std::to_string(t)));
+    }
+    EXPECT_NE(test::error_of([&] { m.step(zeros({2}, DType::i64), s); }).find("position 10 is past the positions table (10)"),
+              std::string::npos);
+  }
+  Generator g(3);
+  SequenceBackbone bidirectional(small(), attention(), g);  // attention() is not causal
+  EXPECT_NE(test::error_of([&] { bidirectional.start_stream(1); }).find("block 0 (MultiheadAttention, norm layer) looks at"),
+            std::string::npos);
+}
