@@ -1,4 +1,4 @@
-// apps/studies/mixers.cpp - see mixers.h: the backbone, its equal-parameter widths, the runs and the tables.
+// apps/studies/mixers.cpp - see mixers.h: the backbone, its equal-parameter widths, one cell, the report and the command line.
 #include "mixers.h"
 
 #include <algorithm>
@@ -8,7 +8,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <omp.h>
-#include <sstream>
+#include <set>
+#include <tuple>
 
 #include "apps/common/batch_tensors.h"
 #include "apps/common/experiment.h"
@@ -115,7 +116,30 @@ int64_t matched_ffn_hidden(MixerNetConfig c, int64_t target) {
   return std::max<int64_t>(1, std::llround(1.0 + (double)(target - p1) / unit));
 }
 
-// ---- one training run ---------------------------------------------------------------------------------------------
+// ---- the settings -------------------------------------------------------------------------------------------------
+
+void MixersConfig::validate() const {
+  const std::string key = task + "/" + mixer;
+  for (auto [field, v] : std::vector<std::pair<const char*, double>>{
+           {"seq_len", seq_len}, {"steps", steps}, {"d_model", d_model}, {"layers", layers}, {"heads", heads},
+           {"ffn_mult", ffn_mult}, {"d_state", d_state}, {"kernel_size", kernel_size}, {"token_hidden", token_hidden},
+           {"batch", batch}, {"train_size", train_size}, {"val_size", val_size}, {"test_size", test_size}, {"lr", lr},
+           {"ssm_lr", ssm_lr}, {"sweep_batch", sweep_batch}})
+    harness::require_positive(key, field, v);
+  if (eval_every < 0 || weight_decay < 0 || clip < 0)
+    throw harness::ConfigError(key + ": eval_every, weight_decay and clip must be >= 0");
+  if (sweep_to < 0 || (sweep_to > 0 && (sweep_from < 1 || sweep_from > sweep_to)))
+    throw harness::ConfigError(key + ": the sweep needs 1 <= sweep_from <= sweep_to (or sweep_to 0: no sweep), found " +
+                               std::to_string(sweep_from) + ", " + std::to_string(sweep_to));
+}
+
+std::vector<int> MixersConfig::sweep_lengths() const {
+  std::vector<int> ls;
+  for (int L = sweep_from; sweep_to > 0 && L <= sweep_to; L *= 2) ls.push_back(L);
+  return ls;
+}
+
+// ---- one cell -----------------------------------------------------------------------------------------------------
 namespace {
 
 // Each batch is checked against what MixerNet is built for (c's vocabulary, classes and max_len), as training's are.
@@ -139,7 +163,7 @@ double accuracy(MixerNet& m, const MixerNetConfig& c, const tasks::Dataset& d, i
   return n ? (double)correct / n : 0;
 }
 
-optim::AdamW make_optimizer(MixerNet& m, double lr, const MixersOptions& o) {
+optim::AdamW make_optimizer(MixerNet& m, double lr, const MixersConfig& o) {
   optim::GroupingOptions go;  // as apps/lra_benchmark: S4's A, B, dt at ssm_lr without decay; norms, biases, embeddings no decay
   go.lr = lr, go.weight_decay = o.weight_decay;
   go.rules = {optim::s4_rule(o.ssm_lr, nn::own_lr_parameter_names(m))};
@@ -149,54 +173,119 @@ optim::AdamW make_optimizer(MixerNet& m, double lr, const MixersOptions& o) {
   return optim::AdamW(optim::make_param_groups(m, go), ao);
 }
 
-struct RunResult {
-  double best_val = -1, test_at_best = 0, seconds = 0;
+tasks::TaskData task_data(const MixersConfig& o) {  // the same data for every mixer and seed
+  tasks::TaskConfig tc;
+  tc.seq_len = o.seq_len, tc.train_size = o.train_size, tc.val_size = o.val_size, tc.test_size = o.test_size;
+  tasks::TaskData d = tasks::make_task(o.task, tc);
+  for (auto* s : {&d.train, &d.val, &d.test}) {
+    if (s->examples.empty()) throw harness::ConfigError(o.task + ": split " + s->name + " is empty");
+    if (s->feature_dim != 0 || !s->examples.front().tokens2.empty() || s->num_classes <= 0)
+      throw harness::ConfigError("task '" + o.task + "' is not a single-sequence token classification task");
+  }
+  return d;
+}
+
+MixerNetConfig base_config(const MixersConfig& o, const std::string& mixer, const tasks::TaskData& d) {
+  MixerNetConfig c;
+  c.mixer = mixer;
+  c.vocab = d.train.vocab_size, c.classes = d.train.num_classes;
+  for (auto* s : {&d.train, &d.val, &d.test})
+    for (auto& e : s->examples) c.max_len = std::max<int64_t>(c.max_len, (int64_t)e.tokens.size());
+  c.d_model = o.d_model, c.layers = o.layers, c.heads = o.heads, c.d_state = o.d_state;
+  c.kernel_size = o.kernel_size, c.token_hidden = o.token_hidden;
+  return c;
+}
+
+double median(std::vector<double> v) {  // NaN for none
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The step time (ms) of c at length L: the median of `rounds` rounds, each a fresh model timed 3 steps after a warm-up.
+double median_step_ms(const MixerNetConfig& c, int batch, int L, int rounds = 3) {
+  std::vector<double> ms;
+  for (int r = 0; r < rounds; r++) ms.push_back(train_step_ms(c, batch, L, 1, 3));
+  return median(ms);
+}
+
+struct Trained {
+  double best_val = -1, test = 0;  // the best validation accuracy, the test accuracy of the model saved at it
+  harness::PhaseResult phase;
 };
 
-RunResult train_one(const MixerNetConfig& c, const tasks::TaskData& data, int steps, double lr, int seed,
-                    const MixersOptions& o, const std::string& dir) {
-  Generator g((uint64_t)seed * 1000 + 17);
+// Trains c in ctx.dir (checkpoints every eval_every steps, so a killed cell resumes). An evaluation that beats every
+// earlier one (the first of equals; those restored from a checkpoint count too) saves the model to
+// <cell>/model.safetensors; the test accuracy is measured on that model at the end.
+Trained train(const MixerNetConfig& c, const tasks::TaskData& data, const MixersConfig& o, const harness::Cell& cell,
+              const harness::RunContext& ctx, std::vector<harness::CurvePoint>& curve) {
+  Generator g((uint64_t)o.seed * 1000 + 17);
   MixerNet m(c, g);
-  optim::AdamW opt = make_optimizer(m, lr, o);
+  optim::AdamW opt = make_optimizer(m, o.lr, o);
   tasks::BatcherConfig bc;
-  bc.batch_size = o.batch, bc.seed = (uint64_t)seed * 7919 + 2, bc.drop_last = true;
+  bc.batch_size = o.batch, bc.seed = (uint64_t)o.seed * 7919 + 2, bc.drop_last = true;
   tasks::Batcher batches(data.train, bc);
   harness::PhaseParts parts;
   parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
   parts.limits = {(int32_t)c.vocab, (int32_t)c.classes, (int32_t)c.max_len, data.train.name};  // what MixerNet is built for
   optim::ScheduleConfig sc;
-  sc.kind = "warmup_cosine", sc.warmup = std::max(1, steps / 10), sc.total = steps;
+  sc.kind = "warmup_cosine", sc.warmup = std::max(1, o.steps / 10), sc.total = o.steps;
   parts.schedule = optim::make_schedule(sc);
   parts.loss = [&](const tasks::Batch& b, const harness::Step&) {
     const harness::BatchTensors in = harness::to_tensors(b);
     return cross_entropy(m.forward(in.tokens, in.mask), in.labels);
   };
-  RunResult r;
-  parts.eval = [&] {  // validation every eval_every steps; the test accuracy of the best validation point
-    double v = accuracy(m, c, data.val, o.batch);
-    if (v > r.best_val) r.best_val = v, r.test_at_best = accuracy(m, c, data.test, o.batch);
+  const std::string best = ctx.dir + "/model.safetensors";
+  auto best_so_far = [&] {
+    double v = -1;
+    for (const harness::CurvePoint& p : curve) v = std::max(v, p.accuracy);
+    return v;
+  };
+  parts.eval = [&] {
+    const double v = accuracy(m, c, data.val, o.batch);
+    if (v > best_so_far())
+      harness::save_backbone(m, best, {}, {{"dl.study", "mixers"}, {"dl.cell", cell.key()}, {"dl.config", cell.config.dump()}},
+                             *ctx.comm);
     return harness::EvalPoint{std::numeric_limits<double>::quiet_NaN(), v};
   };
-  harness::RunContext ctx;
-  ctx.out = ctx.dir = dir, ctx.quiet = o.quiet;
-  ctx.label = "[mixers " + c.mixer + " seed " + std::to_string(seed) + "]";
-  std::vector<harness::CurvePoint> curve;
-  harness::PhaseResult pr = harness::run_phase({"train", steps, 1, o.clip, o.eval_every, steps}, parts, ctx, curve);
-  r.seconds = pr.seconds;
-  std::filesystem::remove_all(dir + "/train");  // the checkpoint: the study keeps the numbers only
-  return r;
+  Trained t;
+  t.phase = harness::run_phase({"train", o.steps, 1, o.clip, o.eval_every, o.eval_every}, parts, ctx, curve);
+  t.best_val = best_so_far();
+  harness::load_backbone(m, best, {});
+  t.test = accuracy(m, c, data.test, o.batch);
+  if (ctx.writer()) std::filesystem::remove_all(ctx.dir + "/train");  // the checkpoints: --resume skips a finished cell
+  return t;
 }
 
-tasks::TaskData task_data(const std::string& task, int seq_len, const MixersOptions& o) {
-  tasks::TaskConfig tc;
-  tc.seq_len = seq_len, tc.train_size = o.train_size, tc.val_size = o.val_size, tc.test_size = o.test_size;
-  tasks::TaskData d = tasks::make_task(task, tc);
-  for (auto* s : {&d.train, &d.val, &d.test}) {
-    if (s->examples.empty()) throw std::invalid_argument(task + ": split " + s->name + " is empty");
-    if (s->feature_dim != 0 || !s->examples.front().tokens2.empty() || s->num_classes <= 0)
-      throw std::invalid_argument("--tasks: '" + task + "' is not a single-sequence token classification task");
+harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
+  MixersConfig o;
+  harness::apply_config(o, cell.config, cell.label());
+  const tasks::TaskData data = task_data(o);
+  MixerNetConfig ref = base_config(o, "attention", data);  // the reference count: attention with F = ffn_mult D
+  ref.ffn_hidden = (int64_t)o.ffn_mult * o.d_model;
+  const int64_t target = count_parameters(ref);
+  MixerNetConfig c = base_config(o, o.mixer, data);
+  c.ffn_hidden = o.mixer == "attention" ? ref.ffn_hidden : matched_ffn_hidden(c, target);
+  harness::CellResult r;
+  const Trained t = train(c, data, o, cell, ctx, r.curve);
+  const double ms = median_step_ms(c, o.batch, (int)c.max_len);  // after training, at the task's length and batch
+  nlohmann::json sweep = nlohmann::json::array();
+  for (int L : o.sweep_lengths()) {
+    MixerNetConfig at = c;
+    at.max_len = L;  // the positions table and the token MLP sized to the length
+    sweep.push_back({{"L", L}, {"batch", o.sweep_batch}, {"ms_per_step", median_step_ms(at, o.sweep_batch, L)}});
   }
-  return d;
+  r.metrics = {{"val_acc", t.best_val}, {"test_acc", t.test}, {"ms_per_step", ms},
+               {"tokens_per_s", o.batch * c.max_len / (ms / 1000)}};
+  r.params = count_parameters(c), r.test_examples = (int64_t)data.test.examples.size();
+  r.steps_per_s = t.phase.seconds > 0 ? t.phase.steps_run / t.phase.seconds : 0;
+  r.extra = {{"ffn_hidden", c.ffn_hidden}, {"target_params", target}, {"max_len", c.max_len}, {"sweep", sweep},
+             {"threads", omp_get_max_threads()}, {"train_seconds", t.phase.seconds}};
+  if (!ctx.quiet && ctx.writer())
+    std::cerr << ctx.label << " val " << fixed(100 * t.best_val, 1) << "% test " << fixed(100 * t.test, 1) << "% ("
+              << fixed(t.phase.seconds, 1) << " s), " << fixed(ms, 1) << " ms/step\n";
+  return r;
 }
 
 }  // namespace
@@ -204,8 +293,7 @@ tasks::TaskData task_data(const std::string& task, int seq_len, const MixersOpti
 double train_step_ms(const MixerNetConfig& c, int batch, int L, int warmup, int reps) {
   Generator g(5);
   MixerNet m(c, g);
-  MixersOptions o;
-  optim::AdamW opt = make_optimizer(m, 1e-3, o);
+  optim::AdamW opt = make_optimizer(m, 1e-3, MixersConfig{});
   Tensor tokens = randint(0, c.vocab, {batch, L}, g), labels = randint(0, c.classes, {batch}, g);
   Tensor mask = ones({batch, L});
   std::vector<double> ms;
@@ -220,219 +308,239 @@ double train_step_ms(const MixerNetConfig& c, int batch, int L, int warmup, int 
   return ms[ms.size() / 2];
 }
 
-MixersOptions large_mixers_options() {
-  MixersOptions o;
-  o.seq_len = {{"listops", 256}, {"text", 512}};
-  o.steps = {{"listops", 1000}, {"text", 500}};
-  o.batch = 32, o.eval_every = 100;
-  o.train_size = 5000, o.val_size = 500, o.test_size = 1000;
-  o.lrs = {1e-3, 2e-3, 4e-3};
-  o.lengths = {256, 512, 1024, 2048, 4096};
-  return o;
-}
-
-// ---- the study ----------------------------------------------------------------------------------------------------
+// ---- the report ---------------------------------------------------------------------------------------------------
 namespace {
 
-struct Arm {  // one task x mixer: the matched model and its runs at the chosen lr
-  MixerNetConfig cfg;
-  int64_t params = 0, target = 0;
-  int steps = 0;
-  double lr = 0, ms = 0, tokens_per_s = 0, train_s = 0;
+struct Arm {  // one task x mixer: its cells per lr (ascending, so of equal means the smaller lr), and the chosen lr's
+  std::string task, mixer;
+  std::map<double, std::vector<const harness::CellResult*>> by_lr;
+  double lr = 0, ms = 0;
+  std::vector<const harness::CellResult*> chosen;
   std::vector<double> val, test;
+  MixersConfig cfg;  // the chosen lr's first seed's
 };
 
-MixerNetConfig base_config(const MixersOptions& o, const std::string& mixer, const tasks::TaskData& d) {
-  MixerNetConfig c;
-  c.mixer = mixer;
-  c.vocab = d.train.vocab_size, c.classes = d.train.num_classes;
-  for (auto* s : {&d.train, &d.val, &d.test})
-    for (auto& e : s->examples) c.max_len = std::max<int64_t>(c.max_len, (int64_t)e.tokens.size());
-  c.d_model = o.d_model, c.layers = o.layers, c.heads = o.heads, c.d_state = o.d_state;
-  c.kernel_size = o.kernel_size, c.token_hidden = o.token_hidden;
-  return c;
+size_t position(const std::vector<std::string>& order, const std::string& v) {
+  return std::find(order.begin(), order.end(), v) - order.begin();
 }
 
-int value_or(const std::map<std::string, int>& m, const std::string& k, int d) {
-  auto it = m.find(k);
-  return it == m.end() ? d : it->second;
-}
-
-// Step times (ms) of several models at their own max_len, measured in interleaved rounds (each round times every
-// model once, 3 steps after a warm-up), so a change of the machine's load during the measurement falls on every
-// model alike; per model the median over rounds.
-std::vector<double> interleaved_step_ms(const std::vector<MixerNetConfig>& cs, int batch, int rounds = 3) {
-  std::vector<std::vector<double>> ms(cs.size());
-  for (int r = 0; r < rounds; r++)
-    for (size_t i = 0; i < cs.size(); i++) ms[i].push_back(train_step_ms(cs[i], batch, (int)cs[i].max_len, 1, 3));
-  std::vector<double> med;
-  for (auto& v : ms) std::sort(v.begin(), v.end()), med.push_back(v[v.size() / 2]);
-  return med;
+// The arms in the preset's order of tasks and mixers (values picked on the command line that it lacks come after).
+std::vector<Arm> arms_of(const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
+  std::map<std::tuple<size_t, std::string, size_t, std::string>, Arm> by;
+  for (const harness::CellResult& r : rs) {
+    const std::string &task = r.cell.value("task"), &mixer = r.cell.value("mixer");
+    Arm& a = by[{position(p.values[0], task), task, position(p.values[1], mixer), mixer}];
+    a.task = task, a.mixer = mixer;
+    a.by_lr[std::stod(r.cell.value("lr"))].push_back(&r);
+  }
+  std::vector<Arm> arms;
+  for (auto& [key, a] : by) {
+    double best = -1;
+    for (auto& [lr, cells] : a.by_lr) {  // the lr with the best mean validation accuracy over seeds
+      std::vector<double> val;
+      for (auto* r : cells) val.push_back(r->metric("val_acc"));
+      if (harness::mean_se(val).mean > best) best = harness::mean_se(val).mean, a.lr = lr, a.chosen = cells;
+    }
+    std::vector<double> ms;
+    for (auto* r : a.chosen)
+      a.val.push_back(r->metric("val_acc")), a.test.push_back(r->metric("test_acc")), ms.push_back(r->metric("ms_per_step"));
+    a.ms = median(ms);
+    a.cfg = harness::config_from_json<MixersConfig>(a.chosen.front()->cell.config, a.chosen.front()->cell.label());
+    arms.push_back(a);
+  }
+  return arms;
 }
 
 std::string pm(const std::vector<double>& v) { return harness::format_mean_se(harness::mean_se(v)); }
 
-}  // namespace
+// Step time against length: per arm whose cells timed a sweep, the median over the chosen lr's seeds at each length.
+harness::Table sweep_table(const std::vector<Arm>& arms, const std::string& out) {
+  std::set<int> lengths;
+  std::vector<std::pair<const Arm*, std::map<int, double>>> rows;
+  for (const Arm& a : arms) {
+    std::map<int, std::vector<double>> at;
+    for (auto* r : a.chosen)
+      for (auto& s : r->extra.value("sweep", nlohmann::json::array()))
+        at[s["L"].get<int>()].push_back(s["ms_per_step"].get<double>());
+    if (at.empty()) continue;
+    rows.push_back({&a, {}});
+    for (auto& [L, ms] : at) rows.back().second[L] = median(ms), lengths.insert(L);
+  }
+  harness::Table ts;
+  if (rows.empty()) return ts;
+  ts.title = "Training step time against length (batch " + std::to_string(rows.front().first->cfg.sweep_batch) +
+             ", each task's widths; timed in each cell after its training, 3 rounds of 3 steps, median over seeds)";
+  ts.columns = {"task", "mixer"};
+  for (int L : lengths) ts.columns.push_back("L " + std::to_string(L) + " ms");
+  ts.columns.push_back("growth per 2x L");
+  ts.right = std::vector<bool>(ts.columns.size(), true), ts.right[0] = ts.right[1] = false;
+  harness::Plot pt;
+  pt.title = ts.title, pt.xlabel = "length L", pt.ylabel = "ms per training step", pt.logx = pt.logy = true, pt.key = "top left";
+  for (auto& [a, ms] : rows) {
+    std::vector<std::string> row = {a->task, a->mixer};
+    harness::Series s{a->task + " " + a->mixer, {}, {}, {}};
+    for (int L : lengths) row.push_back(ms.count(L) ? fixed(ms.at(L), 1) : "-");
+    for (auto& [L, t] : ms) s.x.push_back(L), s.y.push_back(t);
+    // the mean factor per doubling of L: (t_last / t_first)^(1 / log2(L_last / L_first))
+    const double doublings = std::log2(s.x.back() / s.x.front());
+    row.push_back(doublings > 0 ? fixed(std::pow(s.y.back() / s.y.front(), 1 / doublings), 2) + "x" : "-");
+    ts.rows.push_back(row), pt.series.push_back(s);
+  }
+  harness::plot_lines(pt, out + "/plots/time_vs_length");
+  return ts;
+}
 
-void run_mixers(const MixersOptions& o) {
-  std::filesystem::create_directories(o.out + "/plots");
-  nlohmann::json j = {{"options", {{"seeds", o.seeds}, {"d_model", o.d_model}, {"layers", o.layers}, {"batch", o.batch},
-                                   {"lrs", o.lrs}, {"threads", omp_get_max_threads()}}},
-                      {"arms", nlohmann::json::array()}, {"sweep", nlohmann::json::array()}};
+harness::Table report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
   harness::Table t;
   t.title = "Token mixers in one backbone: test accuracy (validation-selected), parameters and step time";
   t.columns = {"task", "mixer", "params", "FFN width", "lr", "val acc %", "test acc %", "ms/step", "tokens/s"};
   t.right = {false, false, true, true, true, true, true, true, true};
-  std::map<std::string, std::vector<Arm>> arms;  // by task
-  for (const std::string& task : o.tasks) {
-    const int L = value_or(o.seq_len, task, 256), steps = value_or(o.steps, task, 150);
-    const tasks::TaskData data = task_data(task, L, o);
-    MixerNetConfig ref = base_config(o, "attention", data);
-    ref.ffn_hidden = (int64_t)o.ffn_mult * o.d_model;
-    const int64_t target = count_parameters(ref);
-    for (const std::string& mixer : o.mixers) {
-      Arm a;
-      a.cfg = base_config(o, mixer, data);
-      a.cfg.ffn_hidden = mixer == "attention" ? ref.ffn_hidden : matched_ffn_hidden(a.cfg, target);
-      a.params = count_parameters(a.cfg);
-      double best_mean = -1;
-      for (double lr : o.lrs) {  // the lr with the best mean validation accuracy over seeds
-        std::vector<double> val, test;
-        double secs = 0;
-        for (int s = 0; s < o.seeds; s++) {
-          RunResult r = train_one(a.cfg, data, steps, lr, s, o, o.out + "/cells/" + task + "__" + mixer);
-          val.push_back(r.best_val), test.push_back(r.test_at_best), secs += r.seconds;
-          std::cerr << "[mixers] " << task << " " << mixer << " lr " << lr << " seed " << s << ": val "
-                    << fixed(100 * r.best_val, 1) << "% test " << fixed(100 * r.test_at_best, 1) << "% (" << fixed(r.seconds, 1)
-                    << " s)\n";
-        }
-        if (harness::mean_se(val).mean > best_mean)
-          best_mean = harness::mean_se(val).mean, a.lr = lr, a.val = val, a.test = test, a.train_s = secs / o.seeds;
-      }
-      a.target = target, a.steps = steps;
-      arms[task].push_back(a);
-    }
+  const std::vector<Arm> arms = arms_of(p, rs);
+  if (arms.empty()) return t;
+  std::vector<std::string> tasks, mixers;  // in the arms' order
+  size_t seeds = 0;
+  for (const Arm& a : arms) {
+    const harness::CellResult& f = *a.chosen.front();
+    const int64_t L = f.extra.value("max_len", 0);
+    t.rows.push_back({a.task + " (L " + std::to_string(L) + ")", a.mixer, std::to_string(f.params),
+                      std::to_string(f.extra.value("ffn_hidden", 0)), fixed(a.lr, 4), pm(a.val), pm(a.test), fixed(a.ms, 1),
+                      fixed(a.cfg.batch * L / (a.ms / 1000), 0)});
+    if (position(tasks, a.task) == tasks.size()) tasks.push_back(a.task);
+    if (position(mixers, a.mixer) == mixers.size()) mixers.push_back(a.mixer);
+    seeds = std::max(seeds, a.chosen.size());
   }
-  for (const std::string& task : o.tasks) {  // step times after all training, the mixers of a task interleaved
-    std::vector<MixerNetConfig> cs;
-    for (const Arm& a : arms[task]) cs.push_back(a.cfg);
-    const std::vector<double> ms = interleaved_step_ms(cs, o.batch);
-    for (size_t i = 0; i < ms.size(); i++) {
-      Arm& a = arms[task][i];
-      const std::string& mixer = a.cfg.mixer;
-      a.ms = ms[i], a.tokens_per_s = o.batch * a.cfg.max_len / (a.ms / 1000);
-      t.rows.push_back({task + " (L " + std::to_string(a.cfg.max_len) + ")", mixer, std::to_string(a.params),
-                        std::to_string(a.cfg.ffn_hidden), fixed(a.lr, 4), pm(a.val), pm(a.test), fixed(a.ms, 1),
-                        fixed(a.tokens_per_s, 0)});
-      j["arms"].push_back({{"task", task}, {"mixer", mixer}, {"params", a.params}, {"target_params", a.target},
-                           {"ffn_hidden", a.cfg.ffn_hidden}, {"max_len", a.cfg.max_len}, {"lr", a.lr}, {"val", a.val},
-                           {"test", a.test}, {"ms_per_step", a.ms}, {"tokens_per_s", a.tokens_per_s},
-                           {"train_seconds_per_run", a.train_s}, {"steps", a.steps}});
-    }
-  }
-  // accuracy bars (one cluster per mixer, one bar per task) and accuracy against step time
+  std::stable_sort(mixers.begin(), mixers.end(),
+                   [&](auto& x, auto& y) { return position(p.values[1], x) < position(p.values[1], y); });
+  // accuracy bars (one cluster per mixer, one bar per task) and accuracy against step time (one point per arm)
   harness::Plot pb;
-  pb.title = "Test accuracy (validation-selected), mean ± SE over " + std::to_string(o.seeds) + " seeds";
+  pb.title = "Test accuracy (validation-selected), mean ± SE over " + std::to_string(seeds) + " seeds";
   pb.ylabel = "test accuracy %", pb.key = "top right";
   harness::Plot ps = pb;
-  ps.title = "Test accuracy against training step time", ps.xlabel = "ms per training step (batch " + std::to_string(o.batch) + ")";
+  ps.title = "Test accuracy against training step time", ps.xlabel = "ms per training step (the task's batch)";
   ps.logx = true;
-  for (const std::string& task : o.tasks) {
-    harness::Series s;
-    s.title = task;
-    for (const Arm& a : arms[task]) {
-      harness::MeanSE e = harness::mean_se(a.test);
-      s.x.push_back(a.ms), s.y.push_back(100 * e.mean), s.err.push_back(100 * e.se);
+  for (const std::string& task : tasks) {
+    harness::Series s{task, {}, std::vector<double>(mixers.size(), NAN), std::vector<double>(mixers.size(), 0)};
+    for (const Arm& a : arms) {
+      if (a.task != task) continue;
+      const harness::MeanSE e = harness::mean_se(a.test);
+      const size_t j = position(mixers, a.mixer);
+      s.y[j] = 100 * e.mean, s.err[j] = 100 * e.se;
+      ps.series.push_back({task + " " + a.mixer, {a.ms}, {s.y[j]}, {s.err[j]}});
     }
     pb.series.push_back(s);
-    for (size_t i = 0; i < arms[task].size(); i++) {  // one point per mixer, so the key names them
-      harness::Series p;
-      p.title = task + " " + o.mixers[i];
-      p.x = {s.x[i]}, p.y = {s.y[i]}, p.err = {s.err[i]};
-      ps.series.push_back(p);
-    }
   }
-  harness::plot_bars(pb, o.mixers, o.out + "/plots/accuracy");
-  harness::plot_lines(ps, o.out + "/plots/accuracy_vs_time");
-  // step time against length: the first task's widths, positions and token MLP sized to each length
-  harness::Table ts;
-  ts.title = "Training step time against length (batch " + std::to_string(o.sweep_batch) +
-             ", the first task's widths; 3 interleaved rounds, median)";
-  ts.columns = {"mixer"};
-  for (int L : o.lengths) ts.columns.push_back("L " + std::to_string(L) + " ms");
-  ts.columns.push_back("growth per 2x L");
-  ts.right = std::vector<bool>(ts.columns.size(), true), ts.right[0] = false;
-  harness::Plot pt;
-  pt.title = ts.title, pt.xlabel = "length L", pt.ylabel = "ms per training step", pt.logx = pt.logy = true, pt.key = "top left";
-  const std::vector<Arm>& first = arms[o.tasks.front()];
-  std::vector<harness::Series> sweep(first.size());
-  for (int L : o.lengths) {
-    std::vector<MixerNetConfig> cs;
-    for (const Arm& a : first) cs.push_back(a.cfg), cs.back().max_len = L;
-    const std::vector<double> ms = interleaved_step_ms(cs, o.sweep_batch);
-    for (size_t i = 0; i < ms.size(); i++) {
-      sweep[i].x.push_back(L), sweep[i].y.push_back(ms[i]);
-      j["sweep"].push_back({{"mixer", cs[i].mixer}, {"L", L}, {"batch", o.sweep_batch}, {"ms_per_step", ms[i]}});
-      std::cerr << "[mixers] sweep " << cs[i].mixer << " L " << L << ": " << fixed(ms[i], 1) << " ms\n";
-    }
-  }
-  // the mean factor per doubling of L: (t_last / t_first)^(1 / log2(L_last / L_first))
-  const double doublings = std::log2((double)o.lengths.back() / o.lengths.front());
-  for (size_t i = 0; i < first.size(); i++) {
-    sweep[i].title = first[i].cfg.mixer;
-    std::vector<std::string> row = {first[i].cfg.mixer};
-    for (double ms : sweep[i].y) row.push_back(fixed(ms, 1));
-    row.push_back(doublings > 0 ? fixed(std::pow(sweep[i].y.back() / sweep[i].y.front(), 1 / doublings), 2) + "x" : "-");
-    ts.rows.push_back(row), pt.series.push_back(sweep[i]);
-  }
-  harness::plot_lines(pt, o.out + "/plots/time_vs_length");
+  harness::plot_bars(pb, mixers, out + "/plots/accuracy");
+  harness::plot_lines(ps, out + "/plots/accuracy_vs_time");
+  const MixersConfig& o = arms.front().cfg;
   t.notes.push_back(
       "Test accuracy at the evaluation with the best validation accuracy (every " + std::to_string(o.eval_every) +
-      " steps), mean ± standard error over " + std::to_string(o.seeds) + " seeds (seed s: initialisation and batch order). "
-      "Parameters matched to the attention model with FFN width " + std::to_string(o.ffn_mult) + " d_model by each mixer's FFN "
-      "width; d_model " + std::to_string(o.d_model) + ", " + std::to_string(o.layers) + " pre-norm blocks, learned positions for "
-      "every mixer. ms/step: a full training step at the task's length and batch " + std::to_string(o.batch) +
-      ", measured after all training in 3 rounds that interleave the mixers (median); tokens/s = batch x length / step time. " + std::to_string(omp_get_max_threads()) + " thread(s).");
-  t.notes.push_back(ts.markdown());
-  harness::write_text_atomic(o.out + "/mixers.json", j.dump(2) + "\n");
-  harness::write_text_atomic(o.out + "/mixers.md", t.markdown());
-  std::cout << t.markdown();
+      " steps), mean ± standard error over " + std::to_string(seeds) + " seeds (seed s: initialisation and batch order); "
+      "with several lrs, each mixer's is the one with the best mean validation accuracy. Parameters matched to the attention "
+      "model with FFN width " + std::to_string(o.ffn_mult) + " d_model by each mixer's FFN width; d_model " +
+      std::to_string(o.d_model) + ", " + std::to_string(o.layers) + " pre-norm blocks, learned positions for every mixer. "
+      "ms/step: a full training step at the task's length and batch " + std::to_string(o.batch) + ", timed in each cell "
+      "after its training (3 rounds of 3 steps after a warm-up, median; the median over seeds); tokens/s = batch x length / "
+      "step time. " + std::to_string(arms.front().chosen.front()->extra.value("threads", 0)) + " thread(s).");
+  const harness::Table ts = sweep_table(arms, out);
+  if (!ts.rows.empty()) t.notes.push_back(ts.markdown());
+  return t;
 }
 
-// ---- the subcommand -----------------------------------------------------------------------------------------------
+double parse_lr(const std::string& s) {
+  size_t used = 0;
+  double lr = 0;
+  try {
+    lr = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size() || !std::isfinite(lr) || lr <= 0)
+    throw harness::ConfigError("lr '" + s + "': expected a positive number like 0.002");
+  return lr;
+}
 
-void add_mixers_command(CLI::App& app) {
-  auto o = std::make_shared<MixersOptions>();
-  auto preset = std::make_shared<std::string>("default"), mixers = std::make_shared<std::string>(),
-       tasks_ = std::make_shared<std::string>(), lengths = std::make_shared<std::string>(),
-       lrs = std::make_shared<std::string>(), out = std::make_shared<std::string>(o->out);
-  auto seeds = std::make_shared<int>(0), steps = std::make_shared<int>(0), threads = std::make_shared<int>(2);
-  auto quiet = std::make_shared<bool>(false);
-  CLI::App* c = app.add_subcommand("mixers", "attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone");
-  c->add_option("--preset", *preset, "default (a few minutes) or large")->capture_default_str()->check(
-      CLI::IsMember({"default", "large"}));
-  c->add_option("--out", *out, "output folder")->capture_default_str();
-  c->add_option("--mixers", *mixers, "comma-separated, from: attention,mixer,fnet,s4d,lightconv,dynamicconv");
-  c->add_option("--tasks", *tasks_, "comma-separated token classification tasks (default listops,text)");
-  c->add_option("--seeds", *seeds, "seeds per arm (default 3)")->check(CLI::PositiveNumber);
-  c->add_option("--steps", *steps, "training steps for every task (default: listops 250, text 150)")->check(CLI::PositiveNumber);
-  c->add_option("--lrs", *lrs, "learning rates, chosen per mixer on validation (default 0.002)");
-  c->add_option("--lengths", *lengths, "lengths of the step-time sweep");
-  c->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_flag("--quiet", *quiet, "no progress bars");
-  c->callback([=] {
-    MixersOptions r = *preset == "large" ? large_mixers_options() : *o;
-    r.out = *out, r.quiet = *quiet;
-    if (!mixers->empty()) r.mixers = parse_names(*mixers, "--mixers", kMixers);
-    if (!tasks_->empty()) r.tasks = parse_names(*tasks_, "--tasks", tasks::task_names());
-    if (*seeds > 0) r.seeds = *seeds;
-    if (*steps > 0)
-      for (auto& task : r.tasks) r.steps[task] = *steps;
-    if (!lrs->empty()) r.lrs = parse_reals(*lrs, "--lrs");
-    if (!lengths->empty()) r.lengths = parse_ints(*lengths, "--lengths");
-    harness::set_threads(*threads);
-    run_mixers(r);
-  });
+}  // namespace
+
+// ---- the experiment and its command line --------------------------------------------------------------------------
+
+harness::Experiment mixers_experiment() {
+  harness::Experiment e;
+  e.name = "studies/mixers";  // the default output folder: runs/studies/mixers, as before
+  e.description = "studies mixers: attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone";
+  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/mixers";
+  e.default_preset = "default";
+  e.axes = {{{"task", tasks::task_names()}, "", "a single-sequence token classification task"},
+            {{"mixer", kMixers}, "", "the token mixer"},
+            {{"lr", {}}, "", "the learning rate, e.g. 0.002 (the preset's when it has one)"}};
+  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    for (const std::string& s : sets)
+      for (const std::string axis : {"task", "mixer", "lr"})
+        if (s.starts_with(axis + "="))
+          throw harness::ConfigError("--set " + s + ": " + axis + " is an axis: --" + axis + "s a,b (run) or --" + axis +
+                                     " (cell)");
+    MixersConfig c = harness::resolve<MixersConfig>(p, v, sets);
+    c.task = v[0], c.mixer = v[1], c.lr = parse_lr(v[2]);
+    c.validate();
+    return harness::config_to_json(c);
+  };
+  e.run_cell = run_cell;
+  e.report = report;
+  e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["seq_len"].get<double>(); };
+  return e;
+}
+
+std::vector<std::string> mixers_legacy_args(std::vector<std::string> args) {
+  if (args.empty() || !args[0].starts_with("--") || args[0] == "--help") return args;
+  std::vector<std::string> out = {"run"};
+  for (size_t i = 0; i < args.size(); i++) {
+    std::string flag = args[i], value;
+    const size_t eq = flag.find('=');
+    if (eq != std::string::npos) value = flag.substr(eq + 1), flag.resize(eq);
+    if ((flag != "--seeds" && flag != "--steps" && flag != "--lengths") || (eq == std::string::npos && i + 1 == args.size())) {
+      out.push_back(args[i]);
+      continue;
+    }
+    if (eq == std::string::npos) value = args[++i];
+    if (flag == "--steps") {
+      out.insert(out.end(), {"--set", "steps=" + value});
+    } else if (flag == "--seeds") {  // the old count; the harness's --seeds lists the seeds
+      const bool count = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos && std::stoi(value) > 0;
+      const std::string seeds = !count ? value : value == "1" ? "0" : "0-" + std::to_string(std::stoi(value) - 1);
+      if (count) std::cerr << "studies mixers: --seeds " << value << " (a count, as before) runs seeds " << seeds << "\n";
+      out.insert(out.end(), {"--seeds", seeds});
+    } else {
+      const std::vector<int> ls = parse_ints(value, "--lengths");
+      for (size_t k = 1; k < ls.size(); k++)
+        if (ls[k] != 2 * ls[k - 1])
+          throw harness::ConfigError("--lengths " + value + ": the sweep doubles the length from sweep_from to sweep_to "
+                                     "(--set sweep_from=128 --set sweep_to=1024); give a doubling list");
+      out.insert(out.end(),
+                 {"--set", "sweep_from=" + std::to_string(ls.front()), "--set", "sweep_to=" + std::to_string(ls.back())});
+    }
+  }
+  return out;
+}
+
+int mixers_main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    args = mixers_legacy_args(args);
+  } catch (const std::exception& e) {
+    std::cerr << "studies mixers: error: " << e.what() << "\n";
+    return 1;
+  }
+  args.insert(args.begin(), "studies mixers");  // the program's name in --help
+  ::setenv("DL_STUDY", "mixers", 1);            // a --jobs worker is started without the study's name: main.cpp reads it
+  std::vector<char*> av;
+  for (std::string& a : args) av.push_back(a.data());
+  av.push_back(nullptr);
+  return harness::run_main(mixers_experiment(), (int)args.size(), av.data());
+}
+
+void add_mixers_command(CLI::App& app) {  // for `studies --help`: main.cpp hands `studies mixers ...` to mixers_main
+  app.add_subcommand("mixers", "attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone "
+                               "(an experiment on the harness: studies mixers --help)")
+      ->allow_extras();
 }
 
 }  // namespace studies

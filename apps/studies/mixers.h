@@ -24,20 +24,36 @@
 // F that brings its total closest to that reference (one unit of F is layers (2 D + 1) parameters, so all totals
 // fall within half of that of the reference unless a mixer alone is larger). FNet, with no mixer parameters, gets
 // the widest FFN. The table reports every count and F.
-// Accuracy: for each task, mixer, lr and seed: train `steps` with AdamW (cosine schedule, the S4 parameter groups)
-// on the harness's run_phase; every eval_every steps the validation accuracy, and the test accuracy of the
-// checkpoint with the best validation accuracy so far ("validation-selected"). With several lrs, each mixer's lr is
-// the one with the best mean validation accuracy over seeds. Mean +- standard error over seeds (n - 1).
+// The study is an experiment on the harness (apps/common/experiment.h), axes task x mixer x lr, seeds from the harness:
+//   studies mixers run  [--preset default|large|FILE] [--tasks listops,text] [--mixers attention,s4d] [--lrs 0.001,0.002]
+//                       [--seeds 0,1,2] [--set steps=40].. [--resume] [--jobs 2] [--threads 2] [--quiet] [--out DIR]
+//   studies mixers cell --task listops --mixer s4d --lr 0.002 [--seed 0] ...
+//   studies mixers list
+//   mpirun -n 2 studies mixers run ...                              (each cell data-parallel over the ranks)
+// The presets (apps/studies/presets/mixers/*.json) hold the settings (MixersConfig below) per task; `--set` changes
+// any field. The old form `studies mixers --seeds 3 --steps 500 --lengths 128,256` still runs: an option first means
+// `run`, and the three flags that changed are read as before (mixers_legacy_args).
+// One cell (task, mixer, lr, seed): train `steps` with AdamW (cosine schedule, the S4 parameter groups) on the
+// harness's run_phase, checkpointing every eval_every steps; every eval_every steps the validation accuracy, and the
+// model with the best validation accuracy so far is saved (<cell>/model.safetensors); the test accuracy is that
+// model's ("validation-selected"). Then the cell times its training step (below). The cell's result.json holds it all.
+// The report (results.md): per task x mixer, the lr with the best mean validation accuracy over seeds, and at that lr
+// mean +- standard error over seeds (n - 1) of the validation and test accuracies.
 // Speed: the median time of a full training step (forward, cross-entropy, backward, clip, AdamW) on random tokens,
-// at each task's length and batch (ms/step, tokens/s = B L / step), and over a length sweep at a small batch.
-// Output: <out>/mixers.{md,json}; plots accuracy (bars), time_vs_length, accuracy_vs_time.
+// at the task's length and batch (ms/step, tokens/s = B L / step), and over a length sweep at a small batch
+// (sweep_from, 2 sweep_from, .. sweep_to; the presets sweep in the ListOps cells only). Both are measured in each cell
+// after its training (3 rounds of 3 steps after a warm-up, median) and the report takes the median over the chosen
+// lr's seeds: a cell is timed alone, not interleaved with the other mixers as before the harness, so a change of the
+// machine's load between cells falls on one mixer (and with --jobs the cells time each other's load: time with 1 job).
+// Output: the harness's <out>/results.{md,json}, metrics.csv, cells/; plots accuracy (bars), time_vs_length,
+// accuracy_vs_time.
 // What it is not: a reproduction of any paper's numbers (d_model 64, 2 layers, a few hundred steps on stand-in
 // data); it shows which differences stand out of the seed noise at this size.
 #pragma once
-#include <map>
 #include <string>
 #include <vector>
 
+#include "apps/common/experiment.h"
 #include "nn/models/sequence_backbone.h"
 
 namespace studies {
@@ -86,22 +102,33 @@ int64_t matched_ffn_hidden(MixerNetConfig c, int64_t target);
 // The median time in ms of `reps` full training steps (after `warmup` untimed ones) on random (B, L) tokens.
 double train_step_ms(const MixerNetConfig& c, int batch, int L, int warmup = 1, int reps = 3);
 
-struct MixersOptions {
-  std::vector<std::string> mixers = kMixers;
-  std::vector<std::string> tasks = {"listops", "text"};
-  std::map<std::string, int> seq_len = {{"listops", 128}, {"text", 256}};  // other tasks: 256
-  std::map<std::string, int> steps = {{"listops", 250}, {"text", 150}};    // other tasks: 150
-  int seeds = 3;
+// One cell's settings: the preset's defaults and per-task sections, then --set. The axes fill task, mixer and lr
+// (lr is an axis, "0.002", so that --lrs sweeps it and the report picks per mixer; --set lr is refused).
+struct MixersConfig {
+  std::string task = "listops", mixer = "attention";
+  int seq_len = 256, steps = 150, seed = 0;
   int d_model = 64, layers = 2, heads = 4, ffn_mult = 2, d_state = 32, kernel_size = 15, token_hidden = 32;
   int batch = 16, eval_every = 50, train_size = 2000, val_size = 256, test_size = 512;
-  std::vector<double> lrs = {2e-3};
-  double ssm_lr = 1e-3, weight_decay = 0.01, clip = 1.0;
-  std::vector<int> lengths = {128, 256, 512, 1024};  // the step-time sweep
-  int sweep_batch = 4;
-  std::string out = "runs/studies/mixers";
-  bool quiet = false;
+  double lr = 2e-3, ssm_lr = 1e-3, weight_decay = 0.01, clip = 1.0;
+  int sweep_from = 128, sweep_to = 1024, sweep_batch = 4;  // step time at L = from, 2 from, .. <= to; sweep_to 0: none
+  template <class C, class F> static void fields(C& c, F&& f) {
+    f("task", c.task), f("mixer", c.mixer), f("seq_len", c.seq_len), f("steps", c.steps), f("seed", c.seed);
+    f("d_model", c.d_model), f("layers", c.layers), f("heads", c.heads), f("ffn_mult", c.ffn_mult);
+    f("d_state", c.d_state), f("kernel_size", c.kernel_size), f("token_hidden", c.token_hidden), f("batch", c.batch);
+    f("eval_every", c.eval_every), f("train_size", c.train_size), f("val_size", c.val_size), f("test_size", c.test_size);
+    f("lr", c.lr), f("ssm_lr", c.ssm_lr), f("weight_decay", c.weight_decay), f("clip", c.clip);
+    f("sweep_from", c.sweep_from), f("sweep_to", c.sweep_to), f("sweep_batch", c.sweep_batch);
+  }
+  void validate() const;                   // a ConfigError naming the field
+  std::vector<int> sweep_lengths() const;  // sweep_from, 2 sweep_from, .. <= sweep_to (empty when sweep_to is 0)
 };
-MixersOptions large_mixers_options();  // --preset large
-void run_mixers(const MixersOptions& o);
+
+dl::harness::Experiment mixers_experiment();
+// The old command line (an option right after `mixers`) as the harness's: `run` first; `--seeds N` (a count) ->
+// `--seeds 0-(N-1)`; `--steps N` -> `--set steps=N`; `--lengths a,2a,..,b` -> `--set sweep_from=a --set sweep_to=b`.
+// Anything else is left as it is. A ConfigError names a --lengths that is not a doubling list.
+std::vector<std::string> mixers_legacy_args(std::vector<std::string> args);
+// `studies mixers ...`: argv[0] is "mixers"; returns the exit status (harness::run_main's).
+int mixers_main(int argc, char** argv);
 
 }  // namespace studies

@@ -1,19 +1,22 @@
 // tests/apps/test_studies_mixers.cpp - `studies mixers` (apps/studies/mixers.h): every mixer's model has the
 // parameter count of a hand computation on a tiny config, the FFN widths bring every mixer within the stated
 // tolerance of the attention model, the token MLP mixes along positions and ignores padding, the step-time
-// measurement is positive, a miniature run writes a row per task x mixer with the table, JSON and plots, and bad
-// flags are errors naming the flag.
+// measurement is positive; as an experiment on the harness: a miniature sweep writes a row per task x mixer with the
+// lr chosen on validation, the sweep table and the plots; a sweep killed twice and resumed gives the uninterrupted
+// one's results and table; the executable runs the old command line and --jobs 2; bad settings are named.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "app_test_util.h"
 #include "apps/common/results.h"
-#include "apps/studies/cli.h"
 #include "apps/studies/mixers.h"
 
 using namespace studies;
+namespace harness = dl::harness;
+using json = nlohmann::json;
 
 namespace {
 
@@ -95,47 +98,147 @@ TEST(StudiesMixers, StepTimeIsPositiveForEveryMixer) {
   }
 }
 
-TEST(StudiesMixers, MiniatureRunWritesEveryRowTableAndPlots) {
-  MixersOptions o;
-  o.out = dl::test::app_temp_dir("studies_mixers");
-  o.tasks = {"listops"}, o.seq_len = {{"listops", 32}}, o.steps = {{"listops", 4}};
-  o.seeds = 2, o.d_model = 16, o.heads = 2, o.d_state = 4, o.kernel_size = 3, o.token_hidden = 4;
-  o.batch = 8, o.eval_every = 2, o.train_size = 32, o.val_size = 16, o.test_size = 16;
-  o.lengths = {16, 32}, o.sweep_batch = 2, o.quiet = true;
-  run_mixers(o);
-  const std::string md = dl::harness::read_text(o.out + "/mixers.md");
-  for (const std::string& mixer : kMixers) {
-    EXPECT_NE(md.find("| " + mixer + " |"), std::string::npos) << mixer << "\n" << md;
-  }
-  nlohmann::json j = nlohmann::json::parse(dl::harness::read_text(o.out + "/mixers.json"));
-  ASSERT_EQ(j["arms"].size(), kMixers.size());
-  for (auto& a : j["arms"]) {
-    EXPECT_GT(a["ms_per_step"].get<double>(), 0);
-    EXPECT_EQ(a["test"].size(), 2u);
-  }
-  EXPECT_EQ(j["sweep"].size(), 2 * kMixers.size());
-  for (const char* p : {"accuracy", "time_vs_length", "accuracy_vs_time"})
-    EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/" + p + ".dat")) << p;
+// ---- the study on the harness -------------------------------------------------------------------------------------
+namespace {
+
+// A miniature preset: ListOps at length 32, 8 steps, an evaluation every 2; the sweep at L 16 and 32.
+std::string mini_preset(const std::string& dir, const std::vector<std::string>& mixers, const std::vector<std::string>& lrs) {
+  json p = {{"description", "test"}, {"tasks", {"listops"}}, {"mixers", mixers}, {"lrs", lrs}, {"seeds", {0, 1}},
+            {"defaults", {{"seq_len", 32}, {"steps", 8}, {"eval_every", 2}, {"d_model", 16}, {"heads", 2}, {"d_state", 4},
+                          {"kernel_size", 3}, {"token_hidden", 4}, {"batch", 8}, {"train_size", 64}, {"val_size", 32},
+                          {"test_size", 32}, {"sweep_from", 16}, {"sweep_to", 32}, {"sweep_batch", 2}}}};
+  const std::string path = dir + "/mini.json";
+  std::ofstream(path) << p.dump(2);
+  return path;
 }
 
-TEST(StudiesMixers, BadFlagsNameTheFlag) {
-  auto parse = [](std::vector<std::string> args) {
-    CLI::App app;
-    add_mixers_command(app);
-    args.insert(args.begin(), "mixers");
-    std::reverse(args.begin(), args.end());
-    try {
-      app.parse(args);
-    } catch (const CLI::ParseError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+harness::SweepOptions quiet_in(const std::string& out) {
+  harness::SweepOptions o;
+  o.out = out, o.quiet = true;
+  return o;
+}
+
+json results(const std::string& out) { return json::parse(harness::read_text(out + "/results.json")); }
+
+}  // namespace
+
+TEST(StudiesMixers, MiniatureSweepWritesEveryRowTheChosenLrTheSweepAndPlots) {
+  const std::string d = dl::test::app_temp_dir("studies_mixers");
+  const harness::Experiment e = mixers_experiment();
+  const harness::Preset p = harness::load_preset(mini_preset(d, kMixers, {"0.002", "0.02"}), e.presets_dir,
+                                                 std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+  harness::run_cells(e, p, harness::expand_cells(e, p, p.values, p.seeds, {}), quiet_in(d + "/out"));
+  harness::write_reports(e, p, d + "/out");
+  const json j = results(d + "/out");
+  ASSERT_EQ(j["cells"].size(), kMixers.size() * 2 * 2);
+  const json& rows = j["table"]["rows"];
+  ASSERT_EQ(rows.size(), kMixers.size());
+  for (size_t i = 0; i < kMixers.size(); i++) {
+    EXPECT_EQ(rows[i][1], kMixers[i]) << "the preset's order";
+    std::map<std::string, double> mean_val;  // the lr with the best mean validation accuracy over the two seeds
+    for (auto& c : j["cells"])
+      if (c["axes"]["mixer"] == kMixers[i]) mean_val[c["axes"]["lr"]] += c["metrics"]["val_acc"].get<double>() / 2;
+    const std::string chosen = mean_val["0.02"] > mean_val["0.002"] ? "0.0200" : "0.0020";
+    EXPECT_EQ(rows[i][4], chosen) << kMixers[i];
+  }
+  for (auto& c : j["cells"]) {
+    EXPECT_GT(c["metrics"]["ms_per_step"].get<double>(), 0);
+    EXPECT_EQ(c["extra"]["sweep"].size(), 2u) << "L 16 and 32";
+    EXPECT_TRUE(std::filesystem::exists(d + "/out/cells/" + c["cell"].get<std::string>() + "/model.safetensors"));
+    EXPECT_FALSE(std::filesystem::exists(d + "/out/cells/" + c["cell"].get<std::string>() + "/train")) << "checkpoints removed";
+  }
+  const std::string md = harness::read_text(d + "/out/results.md");
+  EXPECT_NE(md.find("Training step time against length"), std::string::npos) << md;
+  EXPECT_NE(md.find("| listops | dynamicconv |"), std::string::npos) << md;
+  for (const char* plot : {"accuracy", "time_vs_length", "accuracy_vs_time"})
+    EXPECT_TRUE(std::filesystem::exists(d + "/out/plots/" + std::string(plot) + ".dat")) << plot;
+}
+
+// Killed (as a SIGKILL would, no checkpoint at the kill) inside the first cell and again inside the third, resumed each
+// time: every cell's accuracies, curve and validation-selected model equal the uninterrupted sweep's, and so does the
+// table (the timing columns aside).
+TEST(StudiesMixers, AKilledSweepResumesToTheUninterruptedResultsAndTable) {
+  const std::string d = dl::test::app_temp_dir("studies_mixers_resume");
+  const harness::Experiment e = mixers_experiment();
+  const harness::Preset p = harness::load_preset(mini_preset(d, {"attention", "s4d"}, {"0.01"}), e.presets_dir,
+                                                 std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+  const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {"eval_every=1"});
+  harness::run_cells(e, p, cells, quiet_in(d + "/whole"));
+  harness::SweepOptions part = quiet_in(d + "/part");
+  part.stop_after = 5;  // the first cell: stopped at step 5, its last checkpoint at step 4
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.resume = true;  // the first cell finishes from step 4, the second runs whole, the third is stopped at step 5
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.stop_after = -1;
+  harness::run_cells(e, p, cells, part);
+  const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
+  const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
+  ASSERT_EQ(whole["cells"].size(), 4u);
+  ASSERT_EQ(resumed["cells"].size(), 4u);
+  for (size_t i = 0; i < 4; i++) {
+    const json &a = whole["cells"][i], &b = resumed["cells"][i];
+    SCOPED_TRACE(a["cell"].get<std::string>());
+    EXPECT_EQ(a["metrics"]["val_acc"], b["metrics"]["val_acc"]);
+    EXPECT_EQ(a["metrics"]["test_acc"], b["metrics"]["test_acc"]);
+    EXPECT_EQ(a["params"], b["params"]);
+    EXPECT_EQ(a["curve"], b["curve"]);
+    dl::test::expect_identical_weights(d + "/whole/cells/" + a["cell"].get<std::string>() + "/model.safetensors",
+                                       d + "/part/cells/" + b["cell"].get<std::string>() + "/model.safetensors");
+  }
+  const json &ta = whole["table"]["rows"], &tb = resumed["table"]["rows"];
+  ASSERT_EQ(ta.size(), 2u);
+  ASSERT_EQ(tb.size(), 2u);
+  for (size_t r = 0; r < 2; r++)
+    for (size_t c = 0; c < 7; c++) EXPECT_EQ(ta[r][c], tb[r][c]) << "row " << r << " column " << c;  // 7, 8: the timings
+  EXPECT_NE(harness::read_text(d + "/part/results.md").find("Training step time against length"), std::string::npos);
+}
+
+TEST(StudiesMixers, TheOldCommandLineIsReadAsBefore) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(mixers_legacy_args({"run", "--seeds", "3"}), (V{"run", "--seeds", "3"})) << "with run: the harness's flags";
+  EXPECT_EQ(mixers_legacy_args({"--mixers", "attention", "--seeds", "3", "--steps", "40", "--lengths", "64,128,256"}),
+            (V{"run", "--mixers", "attention", "--seeds", "0-2", "--set", "steps=40", "--set", "sweep_from=64", "--set",
+               "sweep_to=256"}));
+  EXPECT_EQ(mixers_legacy_args({"--seeds=1", "--quiet"}), (V{"run", "--seeds", "0", "--quiet"}));
+  EXPECT_EQ(mixers_legacy_args({"--seeds", "0,2"}), (V{"run", "--seeds", "0,2"})) << "a list stays a list";
+  EXPECT_THROW(mixers_legacy_args({"--lengths", "128,300"}), harness::ConfigError);
+  EXPECT_ANY_THROW(mixers_legacy_args({"--lengths", "128,x"}));
+}
+
+TEST(StudiesMixers, BadSettingsAreNamed) {
+  const harness::Experiment e = mixers_experiment();
+  const harness::Preset p =
+      harness::load_preset("default", e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+  auto error = [&](const std::vector<std::string>& values, const std::vector<std::string>& sets) {
+    return dl::test::error_of([&] { harness::expand_cells(e, p, {{values[0]}, {values[1]}, {values[2]}}, {0}, sets); });
   };
-  EXPECT_NE(parse({"--mixers", "attention,gru"}).find("--mixers"), std::string::npos);
-  EXPECT_NE(parse({"--mixers", "attention,gru"}).find("gru"), std::string::npos);
-  EXPECT_NE(parse({"--tasks", "imagenet"}).find("--tasks"), std::string::npos);
-  EXPECT_NE(parse({"--lrs", "0.01,-1"}).find("--lrs"), std::string::npos);
-  EXPECT_NE(parse({"--lengths", "128,x"}).find("--lengths"), std::string::npos);
-  EXPECT_NE(parse({"--preset", "huge"}).find("--preset"), std::string::npos);
-  EXPECT_NE(parse({"--seeds", "0"}).find("--seeds"), std::string::npos);
+  EXPECT_NE(error({"listops", "s4d", "fast"}, {}).find("lr 'fast'"), std::string::npos);
+  EXPECT_NE(error({"listops", "s4d", "-0.1"}, {}).find("positive"), std::string::npos);
+  EXPECT_NE(error({"listops", "s4d", "0.002"}, {"lr=0.1"}).find("--lrs"), std::string::npos);
+  EXPECT_NE(error({"listops", "s4d", "0.002"}, {"steps=0"}).find("'steps'"), std::string::npos);
+  EXPECT_NE(error({"listops", "s4d", "0.002"}, {"sweep_from=256", "sweep_to=128"}).find("sweep_from"), std::string::npos);
+  EXPECT_NE(error({"listops", "s4d", "0.002"}, {"width=3"}).find("width"), std::string::npos);
+  EXPECT_EQ(error({"listops", "s4d", "0.002"}, {"sweep_to=0"}), "") << "no sweep is allowed";
+  EXPECT_NE(harness::load_preset("large", e.presets_dir, p.axes).values[2].size(), 1u) << "large chooses the lr";
+}
+
+// The executable: the old command line (an option first, --seeds as a count) and `run --jobs 2` (workers started
+// without the study's name find it in DL_STUDY) give the same accuracies.
+TEST(StudiesMixers, TheExecutableRunsTheOldCommandLineAndJobs) {
+  const std::string d = dl::test::app_temp_dir("studies_mixers_exe");
+  const std::string exe = std::string(DL_BINARY_DIR) + "/studies mixers ", preset = mini_preset(d, {"fnet", "mixer"}, {"0.002"});
+  const std::string common = " --preset " + preset + " --quiet --threads 1 --set sweep_to=0 --out " + d;
+  ASSERT_EQ(std::system((exe + "--seeds 1 --steps 4" + common + "/old > " + d + "/old.log 2>&1").c_str()), 0)
+      << harness::read_text(d + "/old.log");
+  ASSERT_EQ(std::system((exe + "run --seeds 0 --set steps=4 --jobs 2" + common + "/jobs > " + d + "/jobs.log 2>&1").c_str()), 0)
+      << harness::read_text(d + "/jobs.log");
+  const json a = results(d + "/old"), b = results(d + "/jobs");
+  ASSERT_EQ(a["cells"].size(), 2u) << "seed 0 only";
+  ASSERT_EQ(b["cells"].size(), 2u);
+  for (size_t i = 0; i < 2; i++) {
+    EXPECT_EQ(a["cells"][i]["config"]["steps"], 4);
+    EXPECT_EQ(a["cells"][i]["metrics"]["test_acc"], b["cells"][i]["metrics"]["test_acc"]);
+  }
+  EXPECT_NE(std::system((exe + "--lengths 100,300" + common + "/bad > " + d + "/bad.log 2>&1").c_str()), 0);
+  EXPECT_NE(harness::read_text(d + "/bad.log").find("--lengths"), std::string::npos);
 }
