@@ -1,6 +1,7 @@
 // apps/common/phase.cpp - the training loop (see phase.h).
 #include "apps/common/phase.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -106,6 +107,8 @@ static std::string nothing_lost(const RunContext& ctx, const std::string& dir) {
          (last ? "; the last checkpoint (step " + std::to_string(last->step) + ", " + dir + ") is intact" : std::string());
 }
 
+int log_interval(const PhaseSpec& spec) { return spec.log_every > 0 ? spec.log_every : std::max(1, spec.steps / 50); }
+
 PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext& ctx, std::vector<CurvePoint>& curve) {
   nn::Module& model = *parts.model;
   optim::Optimizer& opt = *parts.opt;
@@ -122,7 +125,10 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
   for (auto& [name, g] : parts.rngs) stream_base.push_back(mix(std::hash<std::string>{}(g->state_string())));
 
   int start = 0;
-  double loss_ema = 0;                                // the smoothed training loss shown and logged; part of the saved state
+  double loss_ema = 0;      // the smoothed training loss shown (progress bar, final_loss); saved
+  double interval_sum = 0;  // the losses of the steps since the last metrics.csv row; saved
+  int interval_steps = 0;
+  const int log_every = log_interval(spec);
   std::optional<optim::TrainingState> loaded;
   if (ctx.resume && optim::latest_checkpoint(dir)) {  // every rank reads the same files
     std::vector<std::string> skipped;                 // a damaged newest checkpoint: fall back to the one before
@@ -151,9 +157,12 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       for (auto& [name, g] : parts.rngs) st.restore_rng(name, *g);
       curve = curve_from_text(st.extra.at("curve"));
       loss_ema = std::stod(st.extra.at("loss_ema"));
+      auto it = st.extra.find("loss_interval");  // "sum steps"; absent in checkpoints written before it existed
+      if (it != st.extra.end() && std::sscanf(it->second.c_str(), "%lf %d", &interval_sum, &interval_steps) != 2)
+        throw std::runtime_error("loss_interval '" + it->second + "' is not 'sum steps'");
     } catch (const std::exception& e) {
       throw optim::CheckpointError(dir + ": the checkpoint's training state is damaged (data position, generators, "
-                                   "curve or loss_ema): " + e.what());
+                                   "curve, loss_ema or loss_interval): " + e.what());
     }
     if (ctx.writer()) truncate_metrics_csv(ctx.metrics_csv(), spec.name, start);  // rows logged after the checkpoint come again
     if (!quiet && start < spec.steps) std::cerr << label << ": resumed from step " << start << " (" << dir << ")\n";
@@ -168,6 +177,7 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       for (auto& [name, g] : parts.rngs) st.save_rng(name, *g);
       st.extra["curve"] = curve_to_text(curve);
       st.extra["loss_ema"] = exact(loss_ema);
+      st.extra["loss_interval"] = exact(interval_sum) + " " + std::to_string(interval_steps);
       optim::CheckpointOptions co;
       co.keep_last = 2;  // the previous one stays until the next is complete, for a resume that finds this one damaged
       optim::save_checkpoint(dir, model, opt, st, co);
@@ -246,14 +256,21 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       write_profile(ctx, spec, step, update_ms);
     }
     loss_ema = step == 0 ? lv : 0.95 * loss_ema + 0.05 * lv;
+    interval_sum += lv, interval_steps++;
     r.steps_run++;
     const int done = step + 1;
     double acc = -1;
-    if ((spec.eval_every > 0 && done % spec.eval_every == 0) || done == spec.steps) {
-      EvalPoint e = parts.eval ? parts.eval() : EvalPoint{};  // every rank: apps may split the evaluation over ranks
-      model.train();
-      CurvePoint p{spec.name, done, loss_ema, e.val_loss, acc = e.accuracy, opt.lr()};
-      curve.push_back(p);
+    const bool evaluate = (spec.eval_every > 0 && done % spec.eval_every == 0) || done == spec.steps;
+    if (evaluate || done % log_every == 0) {  // one row: the interval's mean loss, the lr, and the evaluation if any
+      CurvePoint p{spec.name, done, interval_sum / interval_steps};
+      p.lr = opt.lr();
+      interval_sum = 0, interval_steps = 0;
+      if (evaluate) {
+        EvalPoint e = parts.eval ? parts.eval() : EvalPoint{};  // every rank: apps may split the evaluation over ranks
+        model.train();
+        p.val_loss = e.val_loss, p.accuracy = acc = e.accuracy;
+        curve.push_back(p);
+      }
       if (ctx.writer()) append_metrics_csv(ctx.metrics_csv(), ctx.label, p);
     }
     bar.update(done, loss_ema, acc);

@@ -5,7 +5,8 @@
 //     lr = schedule(step)
 //     for micro in [0, accum): loss = loss_fn(next batch) / accum; backward          (gradients add up)
 //     clip the global gradient norm; optimizer step; zero the gradients
-//     every eval_every steps and at the end: log (train loss EMA, eval()) to the curve and metrics.csv
+//     every log_every steps: a row of metrics.csv (the mean training loss since the previous row, the lr)
+//     every eval_every steps and at the end: eval(), in that step's row and on the curve
 //     every checkpoint_every steps and at the end: checkpoint (model, optimizer, step, data position, RNGs, curve)
 //     SIGINT / SIGTERM: checkpoint now and throw Interrupted; --resume continues from it
 //     a loss that is NaN or infinite: stop before the update with an error naming the step (the checkpoints stay)
@@ -17,7 +18,8 @@
 // continues from the one before it, losing only the steps between them.
 // A phase resumes from the checkpoint in <cell>/<phase name>/ when asked to and continues exactly: same batches
 // (the Batcher's position), same dropout masks (the generators' states), same learning rates (the step), and the
-// same curve (rows logged after the checkpoint are dropped from metrics.csv and logged again). So a killed run
+// same curve and log (rows logged after the checkpoint are dropped from metrics.csv and logged again; the checkpoint
+// keeps the loss sum of the interval the next row averages). So a killed run
 // that resumes ends bit-identical to one that never stopped. Phases chain (pretraining, then fine-tuning) with an
 // explicit partial load between them: save_backbone / load_backbone.
 //
@@ -76,7 +78,14 @@ struct PhaseSpec {
   double clip = 0;           // max global gradient norm; 0: no clipping
   int eval_every = 0;        // evaluate every k steps (and after the last); 0: only after the last
   int checkpoint_every = 0;  // checkpoint every k steps (and after the last); 0: only after the last
+  // A row of metrics.csv every k steps (and at every evaluation) with the mean training loss of the steps since the
+  // previous row and the lr. 0: steps / 50 (at least 1) - 50 to 100 rows for a phase of 50 steps or more, one per
+  // step below that. Cheap: one line appended per row.
+  int log_every = 0;
 };
+
+// The log_every a phase uses (spec.log_every, or its default when 0).
+int log_interval(const PhaseSpec& spec);
 
 struct Step {
   int step = 0;   // the optimizer step (0-based)
@@ -103,14 +112,16 @@ struct PhaseParts {
 };
 
 struct PhaseResult {
-  double final_loss = 0;  // the smoothed training loss at the end
+  double final_loss = 0;  // the smoothed training loss at the end (an EMA, 0.95 per step; the progress bar's)
   int steps_run = 0;      // steps executed in this process (for steps/s)
   double seconds = 0;
   int start = 0;            // the step this process started from (> 0 after a resume)
   double comm_seconds = 0;  // data-parallel: time spent waiting on gradient and parameter communication
 };
 
-// Runs the phase, appending its evaluations to `curve` (which a resume replaces by the checkpoint's).
+// Runs the phase, appending its evaluations to `curve` (which a resume replaces by the checkpoint's) and every
+// log_every steps a row to <cell>/metrics.csv (results.h). The curve holds the evaluation rows only: apps take
+// their metrics from it (best validation accuracy or loss), and the step-level log is metrics.csv.
 PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext& ctx, std::vector<CurvePoint>& curve);
 
 // One update after the gradients are in: clip to `clip` (0: no clipping), optimizer step, zero the gradients.

@@ -1,6 +1,8 @@
 // apps/common/report.cpp - tables and plots (see report.h).
 #include "apps/common/report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
@@ -51,15 +53,25 @@ static std::string quoted(const std::string& s) {
   return q + "'";
 }
 
-static std::string header(const Plot& p, const std::string& png) {
+static std::string terminal(int width, int height, const std::string& png) {
+  return "set terminal pngcairo size " + std::to_string(width) + "," + std::to_string(height) + " noenhanced\nset output " +
+         quoted(png) + "\nset datafile missing 'nan'\n";
+}
+
+// One plot's (or panel's) settings.
+static std::string settings(const Plot& p) {
   std::ostringstream g;
-  g << "set terminal pngcairo size " << p.width << "," << p.height << " noenhanced\nset output " << quoted(png) << "\n"
-    << "set title " << quoted(p.title) << "\nset xlabel " << quoted(p.xlabel) << "\nset ylabel " << quoted(p.ylabel) << "\n"
+  g << "set title " << quoted(p.title) << "\nset xlabel " << quoted(p.xlabel) << "\nset ylabel " << quoted(p.ylabel) << "\n"
     << "set key " << p.key << "\nset grid\n";
   if (p.logx) g << "set logscale x\n";
   if (p.logy) g << "set logscale y\n";
+  for (auto& [x, label] : p.marks)
+    g << "set arrow from " << x << ", graph 0 to " << x << ", graph 1 nohead dashtype 2 lc rgb 'gray30'\n"
+      << "set label " << quoted(label) << " at " << x << ", graph 0.05 center front tc rgb 'gray30'\n";
   return g.str();
 }
+
+static std::string header(const Plot& p, const std::string& png) { return terminal(p.width, p.height, png) + settings(p); }
 
 static void finish(const std::string& path, const std::string& dat, const std::string& gp) {
   write_text_atomic(path + ".dat", dat);
@@ -67,19 +79,76 @@ static void finish(const std::string& path, const std::string& dat, const std::s
   if (have_gnuplot()) run_gnuplot(path + ".gp");
 }
 
-void plot_lines(const Plot& p, const std::string& path) {
-  std::ostringstream d, plot;
+// The series of one plot as data blocks (numbered from `block`, headed "# <prefix><title>") and its plot command.
+static std::string line_series(const Plot& p, const std::string& dat, const std::string& prefix, std::ostringstream& d,
+                               int& block) {
+  std::ostringstream plot;
   for (size_t i = 0; i < p.series.size(); i++) {
     const Series& s = p.series[i];
-    d << "# " << s.title << "\n";
+    d << "# " << prefix << s.title << "\n";
     for (size_t j = 0; j < s.x.size(); j++)
       d << s.x[j] << " " << s.y[j] << (s.err.empty() ? "" : " " + std::to_string(s.err[j])) << "\n";
     d << "\n\n";  // gnuplot data blocks are separated by two blank lines
-    plot << (i ? ", \\\n     " : "plot ") << quoted(path + ".dat") << " index " << i
-         << (s.err.empty() ? " using 1:2 with linespoints" : " using 1:2:3 with yerrorlines") << " title " << quoted(s.title);
+    const std::string src = quoted(dat) + " index " + std::to_string(block++);
+    const std::string lc = " lt " + std::to_string(s.color > 0 ? s.color : (int)i + 1);
+    const std::string title = s.in_key ? " title " + quoted(s.title) : " notitle";
+    const std::string points = s.x.size() <= 30 ? "linespoints pt 7 ps 0.7" : "lines";
+    plot << (plot.tellp() > 0 ? ", \\\n     " : "plot ");
+    if (s.err.empty()) plot << src << " using 1:2 with " << points << lc << " lw 2" << title;
+    else if (p.bands)
+      plot << src << " using 1:($2-$3):($2+$3) with filledcurves fs transparent solid 0.2 noborder" << lc << " notitle, \\\n     "
+           << src << " using 1:2 with " << points << lc << " lw 2" << title;
+    else plot << src << " using 1:2:3 with yerrorlines" << lc << title;
   }
+  return plot.str();
+}
+
+void plot_lines(const Plot& p, const std::string& path) {
   if (p.series.empty()) return;
-  finish(path, d.str(), header(p, path + ".png") + plot.str() + "\n");
+  std::ostringstream d;
+  int block = 0;
+  const std::string plot = line_series(p, path + ".dat", "", d, block);
+  finish(path, d.str(), header(p, path + ".png") + plot + "\n");
+}
+
+void plot_panels(const std::string& title, const std::vector<Plot>& panels, const std::string& path) {
+  std::vector<const Plot*> shown;
+  for (auto& p : panels)
+    if (!p.series.empty()) shown.push_back(&p);
+  if (shown.empty()) return;
+  std::ostringstream d, g;
+  int block = 0, height = 60;
+  double lo = INFINITY, hi = -INFINITY;  // one x range for all panels, so their steps line up
+  for (auto* p : shown) {
+    height += p->height;
+    for (auto& s : p->series)
+      for (double x : s.x) lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  g << terminal(shown.front()->width, height, path + ".png") << "set multiplot layout " << shown.size() << ",1 title "
+    << quoted(title) << "\n";
+  if (lo < hi) g << "set xrange [" << std::min(lo, 0.0) << ":" << hi << "]\nset lmargin 10\n";  // aligned panels
+  for (auto* p : shown)
+    g << settings(*p) << line_series(*p, path + ".dat", p->title + ": ", d, block)
+      << "\nunset arrow\nunset label\nunset logscale\n";
+  g << "unset multiplot\n";
+  finish(path, d.str(), g.str());
+}
+
+// The y range of bars: their values and error bars, padded by a tenth of the span; 0 only where it is near (the
+// padding reaches it) or asked for.
+static std::pair<double, double> bar_range(const Plot& p) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (auto& s : p.series)
+    for (size_t j = 0; j < s.y.size(); j++) {
+      const double e = j < s.err.size() && std::isfinite(s.err[j]) ? std::abs(s.err[j]) : 0;
+      if (std::isfinite(s.y[j])) lo = std::min(lo, s.y[j] - e), hi = std::max(hi, s.y[j] + e);
+    }
+  if (!std::isfinite(lo)) return {0, 1};
+  if (p.include_zero) lo = std::min(lo, 0.0), hi = std::max(hi, 0.0);
+  const double pad = hi > lo ? 0.1 * (hi - lo) : std::max(1.0, 0.1 * std::abs(hi));
+  double a = lo - pad, b = hi + pad;
+  if (lo >= 0 && a < 0) a = 0;  // no negative axis under positive bars
+  return {a, b};
 }
 
 void plot_bars(const Plot& p, const std::vector<std::string>& categories, const std::string& path) {
@@ -93,11 +162,16 @@ void plot_bars(const Plot& p, const std::vector<std::string>& categories, const 
     for (auto& s : p.series) d << " " << s.y.at(j) << " " << (s.err.empty() ? 0.0 : s.err.at(j));
     d << "\n";
   }
-  g << header(p, path + ".png") << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
-    << "set style fill solid 0.6 border -1\nset xtics rotate by -30\nset yrange [0:*]\n";
+  const auto [lo, hi] = bar_range(p);
+  Plot q = p;
+  if (lo > 0) q.ylabel += " (axis does not start at 0)";
+  g << header(q, path + ".png") << "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
+    << "set style fill solid 0.6 border -1\nset xtics rotate by -30\nset yrange [" << lo << ":" << hi << "]\n"
+    << (lo < 0 ? "set xzeroaxis lt -1 lw 1.5\n" : "");
   for (size_t i = 0; i < p.series.size(); i++)
     g << (i ? ", \\\n     " : "plot ") << quoted(path + ".dat") << " using " << 2 + 2 * i << ":" << 3 + 2 * i
-      << (i ? "" : ":xtic(1)") << " title " << quoted(p.series[i].title);
+      << (i ? "" : ":xtic(1)") << " lt " << (p.series[i].color > 0 ? p.series[i].color : (int)i + 1) << " title "
+      << quoted(p.series[i].title);
   g << "\n";
   finish(path, d.str(), g.str());
 }

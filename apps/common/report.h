@@ -6,6 +6,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dl::harness {
@@ -32,7 +33,9 @@ void run_gnuplot(const std::string& script);
 
 struct Series {
   std::string title;
-  std::vector<double> x, y, err;  // err empty: no error bars
+  std::vector<double> x, y, err;  // err empty: no error bars (a NaN y in bars: no bar)
+  int color = 0;                  // gnuplot's linetype; 0: the series' position in its plot (1, 2, ...)
+  bool in_key = true;             // false: drawn without a key entry (a second segment of a series already keyed)
 };
 
 struct Plot {
@@ -41,12 +44,21 @@ struct Plot {
   bool logx = false, logy = false;
   std::string key = "bottom right";  // gnuplot's "set key" position
   int width = 800, height = 500;
+  bool bands = false;  // lines: err as a shaded band around the line (mean ± one standard error) instead of error bars
+  std::vector<std::pair<double, std::string>> marks;  // lines: a dashed vertical line at x, labelled
+  bool include_zero = false;  // bars: the y axis takes in 0 (a difference, whose sign is the point)
 };
 
-// Lines with points, one per series (error bars where a series has them). `path` without extension.
+// Lines (with points where a series has 30 or fewer), one per series; error bars or bands where a series has err.
+// `path` without extension.
 void plot_lines(const Plot& p, const std::string& path);
+// Plots of lines stacked top to bottom in one image under one title (each Plot's title heads its panel); the .dat
+// holds every panel's series, each block headed "# <panel title>: <series title>". Panels without series are left out.
+void plot_panels(const std::string& title, const std::vector<Plot>& panels, const std::string& path);
 // Clustered bars: one cluster per category (the x labels), one bar per series in each; series[i].y[j] is
-// series i on category j, with error bars from err. `path` without extension.
+// series i on category j, with error bars from err. `path` without extension. The y axis fits the bars and their
+// error bars (padded by a tenth of their span), so a difference of a point is visible; where it does not start at
+// 0 the y label says so.
 void plot_bars(const Plot& p, const std::vector<std::string>& categories, const std::string& path);
 
 }  // namespace dl::harness

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <filesystem>
@@ -138,12 +139,25 @@ std::vector<CellResult> collect_results(const std::string& out) {
 
 static const char* kCsvHeader = "cell,phase,step,train_loss,val_loss,accuracy,lr\n";
 
+static std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> f;
+  std::stringstream ss(line);
+  for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+  return f;
+}
+static constexpr size_t kCsvFields = 7;
+
 void append_metrics_csv(const std::string& path, const std::string& cell, const CurvePoint& p) {
-  bool fresh = !fs::exists(path);
+  std::ostringstream row;
+  if (!fs::exists(path)) {
+    fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty()) fs::create_directories(parent);
+    row << kCsvHeader;
+  }
+  row << cell << "," << p.phase << "," << p.step << "," << p.train_loss << "," << p.val_loss << "," << p.accuracy << "," << p.lr
+      << "\n";
   std::ofstream f(path, std::ios::app);
-  if (fresh) f << kCsvHeader;
-  f << cell << "," << p.phase << "," << p.step << "," << p.train_loss << "," << p.val_loss << "," << p.accuracy << "," << p.lr
-    << "\n";
+  f << row.str() << std::flush;  // one write
 }
 
 void truncate_metrics_csv(const std::string& path, const std::string& phase, int step) {
@@ -151,13 +165,27 @@ void truncate_metrics_csv(const std::string& path, const std::string& phase, int
   if (!in) return;
   std::string line, kept;
   while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    bool drop = f.size() > 2 && f[1] == phase && std::atoi(f[2].c_str()) > step;
+    std::vector<std::string> f = csv_fields(line);
+    bool drop = f.size() != kCsvFields || (f[1] == phase && std::atoi(f[2].c_str()) > step);
     if (!drop) kept += line + "\n";
   }
   write_text_atomic(path, kept);
+}
+
+std::vector<CurvePoint> read_metrics_csv(const std::string& path) {
+  std::vector<CurvePoint> rows;
+  std::ifstream in(path);
+  std::string line;
+  for (bool header = true; std::getline(in, line); header = false) {
+    std::vector<std::string> f = csv_fields(line);
+    if (header || f.size() != kCsvFields) continue;
+    CurvePoint p;
+    p.phase = f[1], p.step = std::atoi(f[2].c_str());
+    p.train_loss = std::strtod(f[3].c_str(), nullptr), p.val_loss = std::strtod(f[4].c_str(), nullptr);  // "nan" reads as NaN
+    p.accuracy = std::strtod(f[5].c_str(), nullptr), p.lr = std::strtod(f[6].c_str(), nullptr);
+    rows.push_back(p);
+  }
+  return rows;
 }
 
 void write_run_metrics(const std::string& out, const std::vector<CellResult>& rs) {

@@ -3,7 +3,7 @@
 // Run folder (every write atomic: temp file + rename):
 //   <out>/results.json                 the run: title, every finished cell's result, the app's table
 //   <out>/results.md                   the app's table (mean +- standard error over seeds) and its notes
-//   <out>/metrics.csv                  every evaluation of every cell: cell,phase,step,train_loss,val_loss,accuracy,lr
+//   <out>/metrics.csv                  every cell's log under one header: cell,phase,step,train_loss,val_loss,accuracy,lr
 //   <out>/plots/                       the app's plots (gnuplot; PNG)
 //   <out>/cells/<cell>/                one cell: result.json (written last), metrics.csv, <phase>/ checkpoints, ...
 // A cell is one value of each of the app's axes and a seed; its folder is "<v1>__<v2>__...__seed<k>".
@@ -31,7 +31,9 @@ struct Cell {
   const std::string& value(const std::string& axis) const;  // throws naming an axis the app does not have
 };
 
-// One evaluation during training. val_loss is NaN and accuracy -1 where a phase does not measure them.
+// One row of a phase's log (metrics.csv; the evaluation rows are also the result's curve). train_loss is the mean
+// training loss of the steps since the phase's previous row, lr the learning rate of the row's step. val_loss is
+// NaN and accuracy -1 where the row has no evaluation or the phase does not measure them.
 struct CurvePoint {
   std::string phase;
   int step = 0;
@@ -84,9 +86,14 @@ class RunLock {
 };
 
 // ---- metrics.csv ----
+// <cell>/metrics.csv: a header, then one row per logged step of every phase, in order (phase.h: every log_every steps
+// and at every evaluation). A row is appended with one write, so a kill leaves at most a torn last line.
 void append_metrics_csv(const std::string& path, const std::string& cell, const CurvePoint& p);
-// Drop the rows of `phase` after `step`: they were logged after the checkpoint a resumed run restarts from.
+// Drop the rows of `phase` after `step` (they were logged after the checkpoint a resumed run restarts from) and any
+// torn line (fewer fields than the header's), rewriting the file atomically.
 void truncate_metrics_csv(const std::string& path, const std::string& phase, int step);
+// The rows of one cell's metrics.csv (empty when the file is missing); a line that is not a full row is skipped.
+std::vector<CurvePoint> read_metrics_csv(const std::string& path);
 // <out>/metrics.csv: the cells' logs concatenated under one header.
 void write_run_metrics(const std::string& out, const std::vector<CellResult>& rs);
 

@@ -70,60 +70,120 @@ harness::MeanSE spt_gain(const Group& g, const Group& scratch) { return paired_t
 
 using dl::harness::fixed;  // apps/common/report.h
 
-// Fine-tuning validation accuracy per evaluation step, averaged over the seeds that logged it.
-harness::Series curve_series(const Group& g) {
-  std::map<int, std::vector<double>> at;
-  for (auto* r : g.seeds)
-    for (auto& p : r->curve)
-      if (p.phase == "finetune" && p.accuracy >= 0) at[p.step].push_back(100 * p.accuracy);
+// A cell's log: its metrics.csv (a row every few steps of every phase), or where the run folder has none, the
+// evaluations of its result.
+std::vector<harness::CurvePoint> cell_log(const std::string& out, const CellResult& r) {
+  std::vector<harness::CurvePoint> rows = harness::read_metrics_csv(harness::cell_dir(out, r.cell) + "/metrics.csv");
+  return rows.empty() ? r.curve : rows;
+}
+
+// One value per seed at each x -> the mean, with a band of one standard error where more than one seed logged it.
+harness::Series over_seeds(const std::map<double, std::vector<double>>& at, const std::string& title, int color) {
   harness::Series s;
-  s.title = g.model + " " + g.regime;
-  bool bars = g.seeds.size() > 1;
-  for (auto& [step, accs] : at) {
-    harness::MeanSE m = harness::mean_se(accs);
-    s.x.push_back(step), s.y.push_back(m.mean);
-    if (bars) s.err.push_back(m.se);
+  s.title = title, s.color = color;
+  bool band = false;
+  for (auto& [x, v] : at) band |= v.size() > 1;
+  for (auto& [x, v] : at) {
+    harness::MeanSE m = harness::mean_se(v);
+    s.x.push_back(x), s.y.push_back(m.mean);
+    if (band) s.err.push_back(v.size() > 1 ? m.se : 0);
   }
   return s;
+}
+
+// Per task: the training loss (top) and the validation accuracy (bottom) of every model and regime against one step
+// axis - self-pretraining first, fine-tuning from the step where the longest pretraining of the task ends (a dashed
+// line), so every arm's fine-tuning starts at the same x. Mean over seeds, band ± one standard error.
+void write_curve_plots(const std::string& out, const std::vector<Group>& groups) {
+  std::map<std::string, std::vector<const Group*>> by_task;
+  for (auto& g : groups) by_task[g.task].push_back(&g);
+  for (auto& [task, gs] : by_task) {
+    int boundary = 0;  // the fine-tuning's step 0 on the axis
+    for (auto* g : gs)
+      for (auto* r : g->seeds) boundary = std::max(boundary, r->extra.value("pretrain_steps", 0));
+    harness::Plot loss, acc;
+    loss.title = "training loss", loss.ylabel = "mean over the steps since the previous point";
+    acc.title = "validation accuracy", acc.ylabel = "accuracy (%)";
+    loss.key = "top right", acc.key = boundary > 0 ? "top left" : "bottom right";  // where the lines are not
+    for (harness::Plot* p : {&loss, &acc}) {
+      p->xlabel = boundary > 0 ? "step (pretraining: denoising loss; fine-tuning from step " + std::to_string(boundary) +
+                                     ": classification loss)"
+                               : "fine-tuning step";
+      p->bands = true, p->height = 360;
+      if (boundary > 0) p->marks = {{(double)boundary, "pretraining | fine-tuning"}};
+    }
+    for (size_t i = 0; i < gs.size(); i++) {
+      const Group& g = *gs[i];
+      std::map<double, std::vector<double>> pre, ft, val;
+      for (auto* r : g.seeds) {
+        const int pretrain_steps = r->extra.value("pretrain_steps", 0);
+        for (auto& p : cell_log(out, *r)) {
+          if (p.phase == "pretrain" && std::isfinite(p.train_loss))
+            pre[boundary - pretrain_steps + p.step].push_back(p.train_loss);
+          if (p.phase != "finetune") continue;
+          if (std::isfinite(p.train_loss)) ft[boundary + p.step].push_back(p.train_loss);
+          if (p.accuracy >= 0) val[boundary + p.step].push_back(100 * p.accuracy);
+        }
+      }
+      const std::string arm = g.model + " " + g.regime;
+      const int color = (int)i + 1;
+      if (!pre.empty()) {
+        loss.series.push_back(over_seeds(pre, arm + " (pretraining)", color));
+        loss.series.back().in_key = false;  // the fine-tuning segment carries the key entry
+      }
+      loss.series.push_back(over_seeds(ft, arm, color));
+      acc.series.push_back(over_seeds(val, arm, color));
+    }
+    harness::plot_panels("LRA " + task + ": scratch vs. self-pretrained, mean over seeds (band: ± one standard error)",
+                         {loss, acc}, out + "/plots/" + task);
+  }
 }
 
 void write_plots(const std::string& out, const std::vector<Group>& groups) {
   const std::string dir = out + "/plots";
   std::filesystem::create_directories(dir);
-  std::map<std::string, harness::Plot> per_task;
-  for (auto& g : groups) {
-    harness::Plot& p = per_task[g.task];
-    p.title = "LRA " + g.task + ": validation accuracy while fine-tuning, scratch vs. self-pretrained";
-    p.xlabel = "fine-tuning step", p.ylabel = "accuracy (%)";
-    p.series.push_back(curve_series(g));
-  }
-  for (auto& [task, p] : per_task) harness::plot_lines(p, dir + "/" + task);
+  write_curve_plots(out, groups);
 
-  // test accuracy: one cluster per task/model, one bar per regime
+  // test accuracy: one cluster per task/model, one bar per regime; the SPT gain over scratch (paired by seed, as in
+  // the table) in a plot of its own, whose axis takes in 0
   std::vector<std::string> cats, regimes;
   for (auto& g : groups) {
     std::string c = g.task + "/" + g.model;
     if (std::find(cats.begin(), cats.end(), c) == cats.end()) cats.push_back(c);
     if (std::find(regimes.begin(), regimes.end(), g.regime) == regimes.end()) regimes.push_back(g.regime);
   }
-  harness::Plot bars;
+  harness::Plot bars, gains;
   bars.title = "LRA test accuracy (mean ± standard error)";
   bars.ylabel = "test accuracy (%)", bars.key = "top right";
-  for (auto& reg : regimes) {
-    harness::Series s;
-    s.title = reg;
+  gains.title = "LRA: SPT gain in test accuracy over scratch (paired by seed, ± standard error)";
+  gains.ylabel = "gain (points of accuracy)", gains.key = "top right", gains.include_zero = true;
+  for (size_t k = 0; k < regimes.size(); k++) {
+    const std::string& reg = regimes[k];
+    harness::Series s, gain;
+    s.title = gain.title = reg;
+    gain.color = (int)k + 1;  // the regime's colour in the accuracy bars
     for (auto& c : cats) {
-      double y = 0, e = 0;
+      double y = NAN, e = 0, gy = NAN, ge = 0;  // NaN: no bar (the cell was not run)
       for (auto& g : groups)
         if (g.task + "/" + g.model == c && g.regime == reg) {
           harness::MeanSE m = harness::accuracy_mean_se(g.metric("test_acc"), g.seeds.front()->test_examples);
           y = 100 * m.mean, e = 100 * m.se;
+          for (auto& sc : groups)
+            if (reg != "scratch" && sc.task == g.task && sc.model == g.model && sc.regime == "scratch") {
+              harness::MeanSE d = spt_gain(g, sc);
+              if (d.n > 0) gy = 100 * d.mean, ge = 100 * d.se;
+            }
         }
-      s.y.push_back(y), s.err.push_back(e);
+      s.y.push_back(y), s.err.push_back(e), gain.y.push_back(gy), gain.err.push_back(ge);
     }
     bars.series.push_back(s);
+    if (reg != "scratch") gains.series.push_back(gain);
   }
   harness::plot_bars(bars, cats, dir + "/test_accuracy");
+  bool any_gain = false;
+  for (auto& s : gains.series)
+    for (double y : s.y) any_gain |= std::isfinite(y);
+  if (any_gain) harness::plot_bars(gains, cats, dir + "/spt_gain");
 }
 
 }  // namespace
