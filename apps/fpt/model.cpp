@@ -1,6 +1,8 @@
 // apps/fpt/model.cpp - see model.h.
 #include "model.h"
 
+#include "nn/registry.h"
+
 #include "nn/init.h"
 
 namespace fpt {
@@ -27,9 +29,8 @@ FptModel::FptModel(const CellConfig& c, const FptTask& t, Generator& g) : cfg(c)
   }
   in_drop_ = register_module("input_dropout", std::make_shared<nn::Dropout>(c.dropout, g));
   if (c.arm == "lstm") {
-    nn::LSTMOptions lo;
-    lo.num_layers = c.lstm_layers, lo.layer_norm = true, lo.dropout = 0.0;
-    lstm_ = register_module("lstm", std::make_shared<nn::LSTM>(D, D, lo, g));
+    // the registry's "lstm", as every app builds its layers: the paper's LNLSTM is its layer-norm variant
+    lstm_ = register_module("lstm", nn::make_layer("lstm", D, {{"num_layers", c.lstm_layers}, {"layer_norm", true}}, g));
   } else {
     nn::GPT2Config gc = gpt2_config(c);
     if (t.max_len > gc.n_positions)

@@ -46,7 +46,7 @@ class FptModel : public dl::nn::Module {
   std::shared_ptr<dl::nn::Embedding> in_embed_;
   std::shared_ptr<dl::nn::Dropout> in_drop_;
   std::shared_ptr<dl::nn::GPT2Transformer> transformer_;
-  std::shared_ptr<dl::nn::LSTM> lstm_;
+  std::shared_ptr<dl::nn::SequenceLayer> lstm_;
 };
 
 }  // namespace fpt
