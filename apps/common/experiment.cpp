@@ -273,6 +273,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
       std::cerr << e.name << ": preset " << p.name << ", " << cells.size() << " cell(s) -> " << o.out << "\n";
     if (o.jobs > 1) {  // the same command line in each worker, which then picks its cells
       std::vector<std::string> worker{"/proc/self/exe"};
+      worker.insert(worker.end(), e.command.begin(), e.command.end());
       for (int i = 1; i < argc; i++) worker.push_back(argv[i]);
       if (!threads_given) worker.insert(worker.end(), {"--threads", "1"});
       run_cells_in_jobs(e, p, cells, so, o.jobs, worker);

@@ -46,6 +46,9 @@ struct Experiment {
   std::string description;  // the --help banner
   std::string presets_dir;  // apps/<name>/presets in the source tree
   std::string default_preset = "tiny";
+  // Words between the executable and the subcommand when the experiment lives inside a bigger command line (e.g.
+  // {"mixers"} for `studies mixers run ...`): --jobs starts its workers with them.
+  std::vector<std::string> command;
   std::vector<AxisSpec> axes;
   // The cell's config, resolved from the preset and the overrides and validated, as JSON (stored in its result).
   std::function<json(const Preset&, const std::vector<std::string>& values, const std::vector<std::string>& sets)> resolve;

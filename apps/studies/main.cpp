@@ -9,7 +9,6 @@
 // Each study adds its own subcommand (cli.h): one line in the table below. A study that is an experiment on the
 // harness (apps/common/experiment.h; so far mixers) takes its whole command line to harness::run_main instead.
 #include <CLI/CLI.hpp>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -18,11 +17,6 @@
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "mixers") == 0) return studies::mixers_main(argc - 1, argv + 1);
-  // A --jobs worker is started as `<this executable> run ... --worker k` (apps/common/jobs.h), without the study's
-  // name; the study's process names it in DL_STUDY, which its workers inherit.
-  const char* study = std::getenv("DL_STUDY");
-  for (int i = 1; study && std::strcmp(study, "mixers") == 0 && i < argc; i++)
-    if (std::strcmp(argv[i], "--worker") == 0) return studies::mixers_main(argc, argv);
   CLI::App app{"studies: the attention, position and initialisation questions, each a runnable experiment"};
   app.require_subcommand(1);
   for (auto add : {studies::add_attention_approx_command, studies::add_cosent_command,

@@ -466,6 +466,7 @@ double parse_lr(const std::string& s) {
 harness::Experiment mixers_experiment() {
   harness::Experiment e;
   e.name = "studies/mixers";  // the default output folder: runs/studies/mixers, as before
+  e.command = {"mixers"};     // `studies mixers run ...`: the --jobs workers are started the same way
   e.description = "studies mixers: attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone";
   e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/mixers";
   e.default_preset = "default";
@@ -530,7 +531,6 @@ int mixers_main(int argc, char** argv) {
     return 1;
   }
   args.insert(args.begin(), "studies mixers");  // the program's name in --help
-  ::setenv("DL_STUDY", "mixers", 1);            // a --jobs worker is started without the study's name: main.cpp reads it
   std::vector<char*> av;
   for (std::string& a : args) av.push_back(a.data());
   av.push_back(nullptr);

@@ -222,8 +222,8 @@ TEST(StudiesMixers, BadSettingsAreNamed) {
   EXPECT_NE(harness::load_preset("large", e.presets_dir, p.axes).values[2].size(), 1u) << "large chooses the lr";
 }
 
-// The executable: the old command line (an option first, --seeds as a count) and `run --jobs 2` (workers started
-// without the study's name find it in DL_STUDY) give the same accuracies.
+// The executable: the old command line (an option first, --seeds as a count) and `run --jobs 2` (workers started as
+// `studies mixers run ... --worker k`, Experiment::command) give the same accuracies.
 TEST(StudiesMixers, TheExecutableRunsTheOldCommandLineAndJobs) {
   const std::string d = dl::test::app_temp_dir("studies_mixers_exe");
   const std::string exe = std::string(DL_BINARY_DIR) + "/studies mixers ", preset = mini_preset(d, {"fnet", "mixer"}, {"0.002"});
