@@ -10,6 +10,7 @@
 
 #include "apps/common/experiment.h"
 #include "op_harness.h"  // error_of
+#include "tasks/batching.h"
 #include "tasks/dataset.h"
 #include "tensor/safetensors.h"
 
@@ -36,6 +37,17 @@ inline tasks::Dataset toy_data() {
     d.examples.push_back(e);
   }
   return d;
+}
+
+// A toy batch as the harness tests' linear models read it: token counts (B, 5) over the real positions, and labels (B).
+inline std::pair<Tensor, Tensor> toy_counts(const tasks::Batch& b) {
+  Tensor counts = zeros({b.batch_size, 5}), y = Tensor::empty({b.batch_size}, DType::i64);
+  for (int i = 0; i < b.batch_size; i++) {
+    for (int t = 0; t < b.seq_len; t++)
+      if (b.mask[i * b.seq_len + t]) counts.data<float>()[i * 5 + b.tokens[i * b.seq_len + t]] += 1;
+    y.data<int64_t>()[i] = b.labels[i];
+  }
+  return {counts, y};
 }
 
 // Every tensor of safetensors file b equals a's, byte for byte (an exact resume).

@@ -246,12 +246,7 @@ struct Toy : nn::Module {
   }
   std::string type_name() const override { return "Toy"; }
   Var loss(const tasks::Batch& b) {
-    Tensor counts = zeros({b.batch_size, 5}), y = Tensor::empty({b.batch_size}, DType::i64);
-    for (int i = 0; i < b.batch_size; i++) {
-      for (int t = 0; t < b.seq_len; t++)
-        if (b.mask[i * b.seq_len + t]) counts.data<float>()[i * 5 + b.tokens[i * b.seq_len + t]] += 1;
-      y.data<int64_t>()[i] = b.labels[i];
-    }
+    auto [counts, y] = test::toy_counts(b);
     return cross_entropy(lin->forward(drop->forward(Var(counts))), y);
   }
   std::shared_ptr<nn::Linear> lin;
