@@ -9,6 +9,8 @@
 #include <string>
 
 #include "apps/common/experiment.h"
+#include "autograd/nn_ops.h"
+#include "nn/layers.h"
 #include "op_harness.h"  // error_of
 #include "tasks/batching.h"
 #include "tasks/dataset.h"
@@ -49,6 +51,21 @@ inline std::pair<Tensor, Tensor> toy_counts(const tasks::Batch& b) {
   }
   return {counts, y};
 }
+
+// The harness tests' model: token counts -> Dropout(0.2) -> Linear(5, 2) -> cross-entropy on the toy data.
+struct ToyModel : nn::Module {
+  explicit ToyModel(Generator& g) {
+    lin = register_module("lin", std::make_shared<nn::Linear>(5, 2, g));
+    drop = register_module("drop", std::make_shared<nn::Dropout>(0.2, g));
+  }
+  std::string type_name() const override { return "Toy"; }
+  Var loss(const tasks::Batch& b) {
+    auto [counts, y] = toy_counts(b);
+    return cross_entropy(lin->forward(drop->forward(Var(counts))), y);
+  }
+  std::shared_ptr<nn::Linear> lin;
+  std::shared_ptr<nn::Dropout> drop;
+};
 
 // Every tensor of safetensors file b equals a's, byte for byte (an exact resume).
 inline void expect_identical_weights(const std::string& a, const std::string& b) {

@@ -22,20 +22,7 @@ namespace harness = dl::harness;
 
 namespace {
 
-// Token counts -> Linear -> Dropout -> cross-entropy on the harness's toy data (sum of tokens mod 2).
-struct Toy : nn::Module {
-  explicit Toy(Generator& g) {
-    lin = register_module("lin", std::make_shared<nn::Linear>(5, 2, g));
-    drop = register_module("drop", std::make_shared<nn::Dropout>(0.2, g));
-  }
-  std::string type_name() const override { return "Toy"; }
-  Var loss(const tasks::Batch& b) {
-    auto [counts, y] = test::toy_counts(b);
-    return cross_entropy(drop->forward(lin->forward(Var(counts))), y);
-  }
-  std::shared_ptr<nn::Linear> lin;
-  std::shared_ptr<nn::Dropout> drop;
-};
+using Toy = test::ToyModel;  // token counts -> Dropout -> Linear on the harness's toy data (app_test_util.h)
 
 double toy_lr(int64_t step, double base) { return base * (1.0 - step / 100.0); }  // a decay the lr column must follow
 

@@ -239,19 +239,7 @@ TEST(HarnessReport, TableMarkdownAndJson) {
 // ---- the training phase on a toy problem: y = class of the token sum, a linear model on token counts ----
 namespace {
 
-struct Toy : nn::Module {
-  explicit Toy(Generator& g) {
-    lin = register_module("lin", std::make_shared<nn::Linear>(5, 2, g));
-    drop = register_module("drop", std::make_shared<nn::Dropout>(0.2, g));
-  }
-  std::string type_name() const override { return "Toy"; }
-  Var loss(const tasks::Batch& b) {
-    auto [counts, y] = test::toy_counts(b);
-    return cross_entropy(lin->forward(drop->forward(Var(counts))), y);
-  }
-  std::shared_ptr<nn::Linear> lin;
-  std::shared_ptr<nn::Dropout> drop;
-};
+using Toy = test::ToyModel;
 
 // One toy run in `dir`; `hook(step)` runs inside every loss call. Returns the final weights.
 struct ToyRun {
