@@ -114,6 +114,21 @@ TEST(Streaming, ResidualBlocksStepAsTheirForward) {
   EXPECT_NE(test::error_of([&] { blk.start_stream(2); }).find("layer ResidualBlock looks at later positions"), std::string::npos);
 }
 
+// Attention's options that touch the cache: rotary positions turned at each step's position, a window that keeps the
+// last window + 1 keys, several heads.
+TEST(Streaming, AttentionWithRotaryAndWindowStepsAsItsForward) {
+  for (const char* cfg : {R"({"causal": true, "rotary": true, "heads": 2})", R"({"causal": true, "window": 3, "heads": 4})",
+                          R"({"causal": true, "rotary": true, "window": 5, "heads": 1})"}) {
+    Generator g(8);
+    auto m = make_layer("attention", kH, LayerConfig::parse(cfg), g);
+    m->eval();
+    Tensor x = randn({kB, kL, kH}, g);
+    NoGradGuard ng;
+    Tensor full = m->forward(Var(x), padding_mask()).data();
+    EXPECT_TRUE(steps_equal_forward(*m, x, full, cfg));
+  }
+}
+
 TEST(Streaming, BadStepsAreNamed) {
   Generator g(2);
   auto s4d = causal_layer(find_layer("s4d"), g);
