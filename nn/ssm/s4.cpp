@@ -238,7 +238,7 @@ struct DplrNode : Node {
 Var s4_dplr_kernel(const Var& log_dt, const Var& inv_A_real, const Var& A_imag, const Var& B, const Var& P, const Var& Ct,
                    int64_t Lk) {
   if (Ct.dim() != 4 || Ct.size(3) != 2) fail("s4_dplr_kernel: C must be (Cc, H, N2, 2), found " + shape_str(Ct.shape()));
-  const int64_t Cc = Ct.size(0), H = Ct.size(1), N2 = Ct.size(2), M = Lk / 2 + 1;
+  const int64_t Cc = Ct.size(0), H = Ct.size(1), N2 = Ct.size(2);
   if (B.shape() != Shape{H, N2, 2} || P.shape() != Shape{1, H, N2, 2} || log_dt.shape() != Shape{H} ||
       inv_A_real.shape() != Shape{H, N2} || A_imag.shape() != Shape{H, N2})
     fail("s4_dplr_kernel: shapes do not match C " + shape_str(Ct.shape()) + ": log_dt " + shape_str(log_dt.shape()) +
