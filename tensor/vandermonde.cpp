@@ -130,6 +130,11 @@ std::vector<cplx> to_cplx(const Tensor& t) {
   return v;
 }
 
+std::vector<double> to_doubles(const Tensor& t) {
+  Tensor d = t.to(Device::cpu).to(DType::f64).contiguous();
+  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+}
+
 Tensor from_cplx(const std::vector<cplx>& v, Shape shape, DType dtype) {
   Tensor t = Tensor::empty(shape, DType::f64);
   if (t.numel() != (int64_t)v.size() * 2) fail("from_cplx: " + std::to_string(v.size()) + " values for " + shape_str(shape));

@@ -22,6 +22,8 @@ using cplx = std::complex<double>;
 // Complex numbers stored as a trailing dim of 2 reals (re, im), row-major. to_cplx reads a tensor of either device
 // (a device tensor is copied to the host); from_cplx makes a host tensor of `dtype` (shape includes the trailing 2).
 std::vector<cplx> to_cplx(const Tensor& t);
+// Its real twin: a tensor of either device as host doubles, row-major.
+std::vector<double> to_doubles(const Tensor& t);
 Tensor from_cplx(const std::vector<cplx>& v, Shape shape, DType dtype);
 
 // The CPU's, on raw arrays: Ct (Cc, H, N), E (H, N), K and dK (Cc, H, L); g_Ct or g_E may be null.

@@ -36,19 +36,14 @@ std::shared_ptr<DLR> DLR::from_config(int64_t d_model, const LayerConfig& cfg, G
   return std::make_shared<DLR>(d_model, o, g);
 }
 
-bool DLR::diagonal_recurrence(DiagonalRecurrence& r) const {
-  if (opt.bidirectional) return false;
+SSMLayer::DiagonalRecurrence DLR::diagonal_recurrence() const {
   const int64_t N = kernel->Lambda_im.size(0);
-  Tensor xs = kernel->Lambda_log_neg_re.data().to(Device::cpu).to(DType::f64).contiguous(),
-         ys = kernel->Lambda_im.data().to(Device::cpu).to(DType::f64).contiguous();
-  r.N = N, r.C = to_cplx(kernel->W.data()), r.scale = 1;
-  r.C.resize(H * N);
-  r.dA.resize(H * N), r.dB.assign(H * N, 1.0);
-  for (int64_t n = 0; n < N; n++) {
-    const double x = xs.data<double>()[n];
-    for (int64_t h = 0; h < H; h++) r.dA[h * N + n] = std::exp(cplx(-x * x, ys.data<double>()[n]));
-  }
-  return true;
+  const std::vector<double> xs = to_doubles(kernel->Lambda_log_neg_re.data()), ys = to_doubles(kernel->Lambda_im.data());
+  DiagonalRecurrence r{N, std::vector<cplx>(H * N), std::vector<cplx>(H * N, 1.0), to_cplx(kernel->W.data()), 1.0};
+  r.C.resize(H * N);  // W's first channel
+  for (int64_t h = 0; h < H; h++)
+    for (int64_t n = 0; n < N; n++) r.dA[h * N + n] = std::exp(cplx(-xs[n] * xs[n], ys[n]));  // lambda, every channel
+  return r;
 }
 
 Tensor DLR::ssm_recurrent(const Tensor& u_) const {

@@ -47,8 +47,8 @@ class DLR : public SSMLayer {
   Var kernel_forward(int64_t L) override { return kernel->forward(L, opt.chunk); }
   Tensor ssm_recurrent(const Tensor& u) const;  // the recurrence, float64
   // Streaming: the recurrence above (dA = lambda for every channel, dB = 1, C = W, scale 1).
-  bool diagonal_recurrence(DiagonalRecurrence& r) const override;
-  bool has_diagonal_recurrence() const override { return !opt.bidirectional; }
+  bool has_diagonal_recurrence() const override { return true; }
+  DiagonalRecurrence diagonal_recurrence() const override;
 
   std::shared_ptr<DLRKernel> kernel;
   DLROptions opt;

@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "nn/ssm/ssm_layer.h"
+#include "nn/ssm/ssm_ops.h"
 
 namespace dl::nn {
 
@@ -67,21 +68,18 @@ class EMA : public SSMLayer {
   std::string type_name() const override { return "EMA"; }
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
   // Streaming: the damped EMA itself, s_t = q s_{t-1} + (p beta) x_t, y_t = sum_n gamma s_t / sqrt(N) (+ D x_t).
-  bool has_diagonal_recurrence() const override { return !bidirectional; }
-  bool diagonal_recurrence(DiagonalRecurrence& r) const override {
-    if (bidirectional) return false;
+  bool has_diagonal_recurrence() const override { return true; }
+  DiagonalRecurrence diagonal_recurrence() const override {
     const int64_t N = kernel->N;
-    auto host = [](const Var& v) { return v.data().to(Device::cpu).to(DType::f64).contiguous(); };
-    Tensor delta = host(kernel->delta), alpha = host(kernel->alpha), beta = host(kernel->beta), gamma = host(kernel->gamma);
-    r.N = N, r.scale = 1, r.dA.resize(H * N), r.dB.resize(H * N), r.C.resize(H * N);
+    const std::vector<double> delta = to_doubles(kernel->delta.data()), alpha = to_doubles(kernel->alpha.data()),
+                              beta = to_doubles(kernel->beta.data()), gamma = to_doubles(kernel->gamma.data());
+    DiagonalRecurrence r{N, std::vector<cplx>(H * N), std::vector<cplx>(H * N), std::vector<cplx>(H * N), 1.0};
     auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
     for (int64_t i = 0; i < H * N; i++) {
-      const double p = sig(delta.data<double>()[i]);
-      r.dA[i] = 1.0 - p * sig(alpha.data<double>()[i]);
-      r.dB[i] = p * beta.data<double>()[i];
-      r.C[i] = gamma.data<double>()[i] / std::sqrt((double)N);
+      const double p = sig(delta[i]);
+      r.dA[i] = 1.0 - p * sig(alpha[i]), r.dB[i] = p * beta[i], r.C[i] = gamma[i] / std::sqrt((double)N);
     }
-    return true;
+    return r;
   }
 
   std::shared_ptr<EMAKernel> kernel;

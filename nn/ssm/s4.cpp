@@ -15,11 +15,6 @@ namespace dl::nn {
 
 namespace {
 
-std::vector<double> f64(const Tensor& t) {  // a tensor of either device, as host doubles
-  Tensor d = t.to(Device::cpu).to(DType::f64).contiguous();
-  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
-}
-
 // One channel's inputs, unpacked.
 struct Chan {
   double dt;
@@ -51,7 +46,7 @@ DplrIn unpack(const Tensor& log_dt, const Tensor& ar, const Tensor& ai, const Te
               int64_t Lk) {
   DplrIn d;
   d.Cc = Ct.size(0), d.H = Ct.size(1), d.N2 = Ct.size(2), d.Lk = Lk;
-  d.ldt = f64(log_dt), d.ar = f64(ar), d.ai = f64(ai);
+  d.ldt = to_doubles(log_dt), d.ar = to_doubles(ar), d.ai = to_doubles(ai);
   d.B = to_cplx(B), d.P = to_cplx(P), d.Ct = to_cplx(Ct);
   return d;
 }
@@ -223,7 +218,7 @@ struct DplrNode : Node {
     Tensor gdt = Tensor::empty({H}, DType::f64, dev);
     require_backend(dev, "s4_dplr_kernel backward").dplr_spectrum_backward(st.w, st.dt, st.V, Lk, gK, gV, gw, gdt);
     const std::vector<cplx> hV = to_cplx(gV), hw = to_cplx(gw);
-    const std::vector<double> hdt = f64(gdt);
+    const std::vector<double> hdt = to_doubles(gdt);
     for (int64_t h = 0; h < H; h++) {
       const cplx* base = hV.data() + h * N2;  // pair k of channel h at base + k HN
       chain_to_params(in, in.chan(h), h, base, base + Cc * HN, HN, base + 2 * Cc * HN, base + (2 * Cc + 1) * HN,
@@ -272,7 +267,7 @@ std::vector<Tensor> DplrNode::apply(const Tensor& dy) {
   const int64_t Cc = in.Cc, H = in.H, N2 = in.N2, M = Lk / 2 + 1, HN = H * N2;
   DplrGrads G(in);
   if (Ct.device() != Device::cpu) return device_backward(in, dy, G);
-  std::vector<double> dK = f64(dy);
+  std::vector<double> dK = to_doubles(dy);
   fftw_plan r2c = plan_for((int)Lk, false);
 #pragma omp parallel if (Cc * H * N2 * Lk > 16384)
   {
@@ -364,7 +359,7 @@ std::string S4Kernel::extra_repr() const {
 
 // Dense bilinear system of channel h, from the current parameters (float64).
 static hippo::Discrete discrete_of(const S4Kernel& k, int64_t h) {
-  auto ldt = f64(k.log_dt.data()), ar = f64(k.inv_A_real.data()), ai = f64(k.A_imag.data());
+  auto ldt = to_doubles(k.log_dt.data()), ar = to_doubles(k.inv_A_real.data()), ai = to_doubles(k.A_imag.data());
   auto Bc = to_cplx(k.B.data()), Pc = to_cplx(k.P.data());
   std::vector<cplx> lam(k.N2);
   for (int64_t n = 0; n < k.N2; n++) lam[n] = cplx(-std::exp(ar[h * k.N2 + n]), ai[h * k.N2 + n]);
@@ -464,7 +459,7 @@ S4Kernel::StepParams S4Kernel::step_params() const {
 // Only C (the true C, not C tilde) needs a dense solve, once per channel.
 S4Kernel::DPLRStep S4Kernel::dplr_step_params() const {
   if (l_kernel_ == 0) fail("S4Kernel::dplr_step_params: call forward (or ensure_length) first so C tilde is set up");
-  auto ldt = f64(log_dt.data()), ar = f64(inv_A_real.data()), ai = f64(A_imag.data());
+  auto ldt = to_doubles(log_dt.data()), ar = to_doubles(inv_A_real.data()), ai = to_doubles(A_imag.data());
   auto Bc = to_cplx(B.data()), Pc = to_cplx(P.data());
   DPLRStep s;
   s.dt.resize(H);
@@ -522,7 +517,7 @@ void S4Kernel::StepParams::step(int64_t h, std::vector<cplx>& x, double u) const
 template <class Step> static Tensor run_recurrence(const Tensor& u_, const Tensor& D, const Step& s, int64_t n) {
   const int64_t Bn = u_.size(0), L = u_.size(1), H = u_.size(2);
   Tensor u = u_.to(DType::f64).contiguous(), y = zeros({Bn, L, H}, DType::f64);
-  auto Dv = f64(D);
+  auto Dv = to_doubles(D);
   const double* pu = u.data<double>();
   double* py = y.data<double>();
   for (int64_t b = 0; b < Bn; b++)
@@ -579,7 +574,7 @@ Var S4::step(const Var& x, StreamState& s) {
   const auto& st = *static_cast<const S4Kernel::DPLRStep*>(s.host.get());
   const int64_t Bn = x.size(0), n = s.t[0].size(2);
   Tensor u = x.data().to(Device::cpu).to(DType::f64).contiguous(), y = Tensor::empty({Bn, H}, DType::f64);
-  auto Dv = f64(D.data());
+  auto Dv = to_doubles(D.data());
   double *xr = s.t[0].data<double>(), *xi = s.t[1].data<double>();
   std::vector<cplx> xs(n);
   for (int64_t b = 0; b < Bn; b++)

@@ -107,12 +107,9 @@ std::shared_ptr<S4D> S4D::from_config(int64_t d_model, const LayerConfig& cfg, G
   return std::make_shared<S4D>(d_model, o, g);
 }
 
-bool S4D::diagonal_recurrence(DiagonalRecurrence& r) const {
-  if (opt.bidirectional) return false;
+SSMLayer::DiagonalRecurrence S4D::diagonal_recurrence() const {
   auto s = kernel->step_params();
-  r.N = kernel->N2, r.dA = s.dA, r.dB = s.dB, r.C = std::vector<cplx>(s.C.begin(), s.C.begin() + H * kernel->N2);
-  r.scale = 2;
-  return true;
+  return {kernel->N2, s.dA, s.dB, std::vector<cplx>(s.C.begin(), s.C.begin() + H * kernel->N2), 2.0};  // C's first channel
 }
 
 Tensor S4D::ssm_recurrent(const Tensor& u_) const {

@@ -76,8 +76,8 @@ class S4D : public SSMLayer {
   // Recurrent mode of the same map as ssm(), step by step over L, float64 (for generation and the agreement test).
   Tensor ssm_recurrent(const Tensor& u) const;
   // Streaming: the recurrence above (dA, dB, C of step_params, scale 2 for the implied conjugate modes).
-  bool diagonal_recurrence(DiagonalRecurrence& r) const override;
-  bool has_diagonal_recurrence() const override { return !opt.bidirectional; }
+  bool has_diagonal_recurrence() const override { return true; }
+  DiagonalRecurrence diagonal_recurrence() const override;
 
   std::shared_ptr<S4DKernel> kernel;
   S4DOptions opt;

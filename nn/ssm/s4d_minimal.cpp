@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "nn/ssm/ssm_ops.h"
+
 namespace dl::nn {
 
 MinimalS4DKernel::MinimalS4DKernel(int64_t H, int64_t N, Generator& g, double dt_min, double dt_max) {
@@ -42,20 +44,18 @@ Var MinimalS4DKernel::forward(int64_t L) const {
   return sum(terms, {1}) * 2.0;
 }
 
-bool S4DMinimal::diagonal_recurrence(DiagonalRecurrence& r) const {
-  auto host = [](const Var& v) { return v.data().to(Device::cpu).to(DType::f64).contiguous(); };
-  Tensor ldt = host(kernel->log_dt), lar = host(kernel->log_A_real), aim = host(kernel->A_imag), C = host(kernel->C);
-  const int64_t N2 = lar.size(1);
-  r.N = N2, r.scale = 2, r.dA.resize(H * N2), r.dB.resize(H * N2), r.C.resize(H * N2);
+SSMLayer::DiagonalRecurrence S4DMinimal::diagonal_recurrence() const {
+  const std::vector<double> ldt = to_doubles(kernel->log_dt.data()), lar = to_doubles(kernel->log_A_real.data()),
+                            aim = to_doubles(kernel->A_imag.data());
+  const int64_t N2 = kernel->log_A_real.size(1);
+  DiagonalRecurrence r{N2, std::vector<cplx>(H * N2), std::vector<cplx>(H * N2), to_cplx(kernel->C.data()), 2.0};
   for (int64_t h = 0; h < H; h++)
     for (int64_t n = 0; n < N2; n++) {
       const int64_t i = h * N2 + n;
-      const std::complex<double> A(-std::exp(lar.data<double>()[i]), aim.data<double>()[i]);
-      const std::complex<double> dtA = std::exp(ldt.data<double>()[h]) * A;
+      const cplx A(-std::exp(lar[i]), aim[i]), dtA = std::exp(ldt[h]) * A;
       r.dA[i] = std::exp(dtA), r.dB[i] = (std::exp(dtA) - 1.0) / A;  // ZOH, B = 1
-      r.C[i] = {C.data<double>()[2 * i], C.data<double>()[2 * i + 1]};
     }
-  return true;
+  return r;
 }
 
 S4DMinimal::S4DMinimal(int64_t d_model, int64_t d_state, Generator& g, double dropout)

@@ -36,8 +36,8 @@ class S4DMinimal : public SSMLayer {
   std::string type_name() const override { return "S4DMinimal"; }
   Var kernel_forward(int64_t L) override { return unsqueeze(kernel->forward(L), 0); }  // (1, H, L)
   // Streaming: the recurrence the kernel unrolls, x_k = Abar x_{k-1} + Bbar u_k, y_k = 2 Re(C x_k) (+ D u_k).
-  bool diagonal_recurrence(DiagonalRecurrence& r) const override;
   bool has_diagonal_recurrence() const override { return true; }
+  DiagonalRecurrence diagonal_recurrence() const override;
 
   std::shared_ptr<MinimalS4DKernel> kernel;
 

@@ -60,19 +60,13 @@ Tensor SSMLayer::learned_kernel(int64_t L) {
 
 bool SSMLayer::streams_in_constant_memory() const { return is_causal() && has_diagonal_recurrence(); }
 
-// state.t: x real and imaginary parts (B, H, N), then dA, dB, C as (re, im) pairs (H, N), computed once per stream
+// state.t: x's real and imaginary parts (B, H, N); state.host: the DiagonalRecurrence
 StreamState SSMLayer::start_stream(int64_t batch) const {
   StreamState s = SequenceLayer::start_stream(batch);  // refuses a bidirectional layer
-  DiagonalRecurrence r;
-  if (!diagonal_recurrence(r)) return s;
-  const int64_t N = r.N;
-  s.t = {zeros({batch, H, N}, DType::f64), zeros({batch, H, N}, DType::f64)};
-  for (auto* v : {&r.dA, &r.dB, &r.C}) {
-    Tensor re = Tensor::empty({H, N}, DType::f64), im = Tensor::empty({H, N}, DType::f64);
-    for (int64_t i = 0; i < H * N; i++) re.data<double>()[i] = (*v)[i].real(), im.data<double>()[i] = (*v)[i].imag();
-    s.t.push_back(re), s.t.push_back(im);
-  }
-  s.t.push_back(from_vector(std::vector<double>{r.scale}, {1}));
+  if (!streams_in_constant_memory()) return s;
+  auto r = std::make_shared<const DiagonalRecurrence>(diagonal_recurrence());
+  s.t = {zeros({batch, H, r->N}, DType::f64), zeros({batch, H, r->N}, DType::f64)};
+  s.host = r;
   return s;
 }
 
@@ -92,26 +86,24 @@ Var SSMLayer::finish_step(const Tensor& y, const Var& x) {
 
 Var SSMLayer::step(const Var& x, StreamState& s) {
   if (!streams_in_constant_memory()) return SequenceLayer::step(x, s);
-  check_step_input(x, s, 9);
-  const int64_t Bn = x.size(0), N = s.t[0].size(2);
-  Tensor u = x.data().to(Device::cpu).to(DType::f64).contiguous(), D64 = D.data().to(Device::cpu).to(DType::f64).contiguous();
+  check_step_input(x, s, 2);
+  if (!s.host) fail("layer " + name_ + ": the stream state does not come from start_stream");
+  const auto& r = *static_cast<const DiagonalRecurrence*>(s.host.get());
+  const int64_t Bn = x.size(0), N = r.N;
+  const std::vector<double> u = to_doubles(x.data()), Dv = to_doubles(D.data());
   Tensor y = Tensor::empty({Bn, H}, DType::f64);
   double *xr = s.t[0].data<double>(), *xi = s.t[1].data<double>();
-  const double *ar = s.t[2].data<double>(), *ai = s.t[3].data<double>(), *br = s.t[4].data<double>(),
-               *bi = s.t[5].data<double>(), *cr = s.t[6].data<double>(), *ci = s.t[7].data<double>();
-  const double scale = s.t[8].data<double>()[0];
   for (int64_t b = 0; b < Bn; b++)
     for (int64_t h = 0; h < H; h++) {
-      const double ut = u.data<double>()[b * H + h];
+      const double ut = u[b * H + h];
       double acc = 0;
       for (int64_t n = 0; n < N; n++) {
         const int64_t i = h * N + n, k = (b * H + h) * N + n;
-        const double re = ar[i] * xr[k] - ai[i] * xi[k] + br[i] * ut;  // x_k = dA x_{k-1} + dB u_k
-        const double im = ar[i] * xi[k] + ai[i] * xr[k] + bi[i] * ut;
-        xr[k] = re, xi[k] = im;
-        acc += cr[i] * re - ci[i] * im;  // Re(C x_k)
+        const std::complex<double> xk = r.dA[i] * std::complex<double>(xr[k], xi[k]) + r.dB[i] * ut;  // x_k = dA x_{k-1} + dB u_k
+        xr[k] = xk.real(), xi[k] = xk.imag();
+        acc += (r.C[i] * xk).real();  // Re(C x_k)
       }
-      y.data<double>()[b * H + h] = scale * acc + D64.data<double>()[h] * ut;
+      y.data<double>()[b * H + h] = r.scale * acc + Dv[h] * ut;
     }
   s.pos++;
   return finish_step(y, x);

@@ -53,14 +53,15 @@ class SSMLayer : public SequenceLayer {
   // Streaming (nn/sequence_layer.h) by the kernel's own recurrence, where it has a diagonal one: per channel h and
   // mode n, x_k = dA x_{k-1} + dB u_k and y_k = scale Re(sum_n C x_k) + D u_k, then the same GELU and output
   // projection as forward(). The state is x (B, H, N), complex, float64 on the host: O(H N) per position, whatever
-  // the position. A kernel without one (S4's DPLR) streams by recomputing (SequenceLayer's default).
+  // the position; dA, dB, C are computed once per stream (StreamState::host). A layer without one (S4 streams by
+  // its own DPLR step) overrides start_stream / step itself.
   struct DiagonalRecurrence {
     int64_t N = 0;                                  // modes per channel
     std::vector<std::complex<double>> dA, dB, C;  // (H, N) each
     double scale = 1;
   };
-  virtual bool diagonal_recurrence(DiagonalRecurrence& r) const { return false; }
-  virtual bool has_diagonal_recurrence() const { return false; }  // cheap: whether diagonal_recurrence would fill r
+  virtual bool has_diagonal_recurrence() const { return false; }
+  virtual DiagonalRecurrence diagonal_recurrence() const { return {}; }  // asked only where has_diagonal_recurrence()
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;
   bool streams_in_constant_memory() const override;

@@ -54,6 +54,7 @@ namespace dl::nn {
 using dl::cplx;
 using dl::from_cplx;
 using dl::to_cplx;
+using dl::to_doubles;
 
 // ---- the convolution ----
 // u (B, L, H); k (Cc, H, L) with Cc = 1 (causal) or 2 (bidirectional); D (H) or an undefined Var.
