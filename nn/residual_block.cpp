@@ -15,6 +15,10 @@ Var apply_sequence_norm(Module& norm, const Var& x) {
   fail("apply_sequence_norm: " + norm.type_name() + " is not a norm made by make_sequence_norm");
 }
 
+Var apply_sequence_norm_step(Module& norm, const Var& x) {
+  return reshape(apply_sequence_norm(norm, unsqueeze(x, 1)), {x.size(0), x.size(1)});
+}
+
 ResidualBlock::ResidualBlock(std::shared_ptr<SequenceLayer> mixer, int64_t d, const ResidualBlockOptions& o, Generator& g)
     : opt(o) {
   mixer_ = register_module("mixer", std::move(mixer));
@@ -50,17 +54,16 @@ StreamState ResidualBlock::start_stream(int64_t batch) const {
 
 Var ResidualBlock::step(const Var& x, StreamState& s) {
   if (s.children.size() != 1) fail("ResidualBlock: the stream state does not come from start_stream");
-  // the norms and the feed-forward act per position: run them on (B, 1, H), the mixer one step on (B, H)
-  auto norm = [](Module& n, const Var& v) { return reshape(apply_sequence_norm(n, unsqueeze(v, 1)), {v.size(0), v.size(1)}); };
+  // the norms and the feed-forward act per position: the mixer takes one step on (B, H)
   auto ffn = [&](const Var& v) { return reshape(ffn_->forward(unsqueeze(v, 1)), {v.size(0), v.size(1)}); };
   Var y = x;
   StreamState& m = s.children[0];
   if (opt.prenorm) {
-    y = y + drop_->forward(mixer_->step(norm(*norm1_, y), m));
-    if (ffn_) y = y + drop_->forward(ffn(norm(*norm2_, y)));
+    y = y + drop_->forward(mixer_->step(apply_sequence_norm_step(*norm1_, y), m));
+    if (ffn_) y = y + drop_->forward(ffn(apply_sequence_norm_step(*norm2_, y)));
   } else {
-    y = norm(*norm1_, y + drop_->forward(mixer_->step(y, m)));
-    if (ffn_) y = norm(*norm2_, y + drop_->forward(ffn(y)));
+    y = apply_sequence_norm_step(*norm1_, y + drop_->forward(mixer_->step(y, m)));
+    if (ffn_) y = apply_sequence_norm_step(*norm2_, y + drop_->forward(ffn(y)));
   }
   s.pos++;
   return y;

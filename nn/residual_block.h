@@ -19,6 +19,8 @@ namespace dl::nn {
 std::shared_ptr<Module> make_sequence_norm(const std::string& kind, int64_t d_model);
 // Applies a norm made by make_sequence_norm to x (B, L, H) (BatchNorm1d sees (B, H, L)).
 Var apply_sequence_norm(Module& norm, const Var& x);
+// The same on one position x (B, H), as a stream's step sees it (a layer norm acts per position).
+Var apply_sequence_norm_step(Module& norm, const Var& x);
 
 struct ResidualBlockOptions {
   std::string norm = "layer";  // "layer" or "batch"

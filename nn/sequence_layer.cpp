@@ -23,6 +23,16 @@ std::vector<std::string> own_lr_parameter_names(const Module& root) {
   return out;
 }
 
+void check_step_input(const std::string& layer, const Var& x, int64_t H) {
+  if (x.dim() != 2 || x.size(1) != H)
+    fail("layer " + layer + ": step takes one position (B, " + std::to_string(H) + "), found shape " + shape_str(x.shape()));
+}
+
+void check_stream_state(const std::string& layer, const StreamState& s, size_t tensors, int64_t B) {
+  if (s.t.size() != tensors || (tensors > 0 && s.t[0].size(0) != B))
+    fail("layer " + layer + ": the stream state does not come from start_stream(" + std::to_string(B) + ")");
+}
+
 StreamState SequenceLayer::start_stream(int64_t batch) const {
   if (!is_causal())
     fail("layer " + type_name() + " looks at later positions (it is not causal), so it cannot run one position at a time");

@@ -62,6 +62,13 @@ struct SequenceLayer : Module {
 // (e.g. "blocks.0.mixer.kernel.log_dt"), in the order the tree lists them.
 std::vector<std::string> own_lr_parameter_names(const Module& root);
 
+// ---- streaming checks, for a layer's step ----
+// x must be one position (B, H); otherwise "layer <name>: step takes one position (B, H), found shape [..]".
+void check_step_input(const std::string& layer, const Var& x, int64_t H);
+// s must hold `tensors` state tensors of batch B (the first one's dim 0), as the layer's start_stream(B) makes them;
+// otherwise "layer <name>: the stream state does not come from start_stream(B)".
+void check_stream_state(const std::string& layer, const StreamState& s, size_t tensors, int64_t B);
+
 // ---- input checks ----
 // x must be (B, L, H); otherwise "layer <name>: input has F channels, expected H (input shape [..])".
 void check_sequence_input(const std::string& layer, const Var& x, int64_t H);

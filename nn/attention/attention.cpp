@@ -235,25 +235,27 @@ Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask, 
   return qkv_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix);  // (B, T, C)
 }
 
+Var attend_to_cache(const Var& q, const Var& k, const Var& v, Tensor& K, Tensor& V, int64_t window) {
+  Var Kc = K.defined() ? cat({Var(K), k}, 2) : k, Vc = V.defined() ? cat({Var(V), v}, 2) : v;  // (B, NH, t + 1, HS)
+  if (window > 0 && Kc.size(2) > window + 1)
+    Kc = narrow(Kc, 2, Kc.size(2) - window - 1, window + 1), Vc = narrow(Vc, 2, Vc.size(2) - window - 1, window + 1);
+  K = Kc.data(), V = Vc.data();
+  return scaled_dot_product_attention(q, Kc, Vc, SDPAOptions{}, nullptr);
+}
+
 Var MultiheadAttention::step(const Var& x, StreamState& s) {
   if (!opt.causal) return SequenceLayer::step(x, s);  // refuses, naming the layer
   const int64_t C = d_model, B = x.size(0);
-  if (x.dim() != 2 || x.size(1) != C)
-    fail("MultiheadAttention: step takes one position (B, " + std::to_string(C) + "), found shape " + shape_str(x.shape()));
+  check_step_input(type_name(), x, C);
   Var xt = unsqueeze(x, 1);  // (B, 1, C)
   Var q = split_heads(linear(xt, narrow(in_proj_weight, 0, 0, C), narrow(in_proj_bias, 0, 0, C)), opt.heads);  // (B, NH, 1, HS)
   Var k = split_heads(linear(xt, narrow(in_proj_weight, 0, C, C), narrow(in_proj_bias, 0, C, C)), opt.heads);
   Var v = split_heads(linear(xt, narrow(in_proj_weight, 0, 2 * C, C), narrow(in_proj_bias, 0, 2 * C, C)), opt.heads);
   if (opt.rotary) q = apply_rotary(q, s.pos), k = apply_rotary(k, s.pos);  // turned at this position
-  Var K = s.t.empty() ? k : cat({Var(s.t[0]), k}, 2), V = s.t.empty() ? v : cat({Var(s.t[1]), v}, 2);  // (B, NH, t+1, HS)
-  if (opt.window > 0 && K.size(2) > opt.window + 1) {  // |t - s| <= window: the last window + 1 keys
-    K = narrow(K, 2, K.size(2) - opt.window - 1, opt.window + 1), V = narrow(V, 2, V.size(2) - opt.window - 1, opt.window + 1);
-  }
-  s.t = {K.data(), V.data()};
+  if (s.t.empty()) s.t.resize(2);                                           // the keys and values so far
+  Var y = attend_to_cache(q, k, v, s.t[0], s.t[1], opt.window);
   s.pos++;
-  SDPAOptions o;  // every cached key is at or before this query: no mask
-  o.training = false;
-  return reshape(out_proj->forward(merge_heads(scaled_dot_product_attention(q, K, V, o, nullptr))), {B, C});
+  return reshape(out_proj->forward(merge_heads(y)), {B, C});
 }
 
 Var MultiheadAttention::forward(const Var& x, const Tensor& key_mask) {

@@ -68,6 +68,10 @@ Var scaled_dot_product_attention(const Var& q, const Var& k, const Var& v, const
 
 // Block-wise local attention (see above): q, k, v (B, NH, T, HS), key_mask (B, T) or undefined.
 Var local_attention(const Var& q, const Var& k, const Var& v, const Tensor& key_mask, int64_t window, bool causal);
+// Generation's attention: one query position q (B, NH, 1, HS) against a key/value cache. Appends k, v (B, NH, 1, HS)
+// to K, V (undefined at the first position), keeps the last window + 1 positions when window > 0 (|t - s| <= w), and
+// attends to every cached position (all at or before the query: no mask, no dropout) -> (B, NH, 1, HS).
+Var attend_to_cache(const Var& q, const Var& k, const Var& v, Tensor& K, Tensor& V, int64_t window = 0);
 
 // The allowed-mask as 0/1 of dtype `dt`, shape (B or 1, 1, T, S); validates key_mask's and prefix's shapes (names `op`).
 // prefix (B) i64 or undefined: the prefix-LM mask, which replaces `causal`.

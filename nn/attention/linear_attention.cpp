@@ -125,10 +125,8 @@ StreamState LinearAttention::start_stream(int64_t batch) const {
 Var LinearAttention::step(const Var& x, StreamState& s) {
   if (!streams_in_constant_memory()) return SequenceLayer::step(x, s);
   const int64_t B = x.size(0), C = q_proj->in_features;
-  if (x.dim() != 2 || x.size(1) != C)
-    fail("layer " + type_name() + ": step takes one position (B, " + std::to_string(C) + "), found shape " + shape_str(x.shape()));
-  if (s.t.size() != 2 || s.t[0].size(0) != B)
-    fail("layer " + type_name() + ": the stream state does not come from start_stream(" + std::to_string(B) + ")");
+  check_step_input(type_name(), x, C);
+  check_stream_state(type_name(), s, 2, B);
   Var xt = unsqueeze(x, 1);  // (B, 1, C)
   Var pq = phi(split_heads(q_proj->forward(xt), heads), true, Tensor());  // (B, NH, 1, F)
   Var pk = phi(split_heads(k_proj->forward(xt), heads), false, Tensor());

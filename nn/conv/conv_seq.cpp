@@ -121,10 +121,8 @@ StreamState GLUConvBlock::start_stream(int64_t batch) const {
 
 Var GLUConvBlock::step(const Var& x, StreamState& s) {
   const int64_t B = x.size(0);
-  if (x.dim() != 2 || x.size(1) != C)
-    fail("layer " + type_name() + ": step takes one position (B, " + std::to_string(C) + "), found shape " + shape_str(x.shape()));
-  if (s.t.size() != 1 || s.t[0].size(0) != B)
-    fail("layer " + type_name() + ": the stream state does not come from start_stream(" + std::to_string(B) + ")");
+  check_step_input(type_name(), x, C);
+  check_stream_state(type_name(), s, 1, B);
   const int64_t R = s.t[0].size(1);
   Var h = unsqueeze(glu_fast(input_linear->forward(x)), 1);               // (B, 1, C)
   Var window = cat({narrow(Var(s.t[0]), 1, 1, R - 1), h}, 1);             // (B, R, C): the oldest out, h in

@@ -61,11 +61,7 @@ Var GPT2Attention::step(const Var& x, Tensor& K, Tensor& V) {
   Var q = split_heads(narrow(qkv, 2, 0, C), cfg.n_head);  // (B, NH, 1, HS)
   Var k = split_heads(narrow(qkv, 2, C, C), cfg.n_head);
   Var v = split_heads(narrow(qkv, 2, 2 * C, C), cfg.n_head);
-  K = K.defined() ? cat({Var(K), k}, 2).data() : k.data();  // (B, NH, t + 1, HS): every key up to this one
-  V = V.defined() ? cat({Var(V), v}, 2).data() : v.data();
-  SDPAOptions o;  // no mask: the cache holds only this position and earlier ones
-  Var y = scaled_dot_product_attention(q, Var(K), Var(V), o, nullptr);
-  return reshape(c_proj->forward(merge_heads(y)), {B, C});
+  return reshape(c_proj->forward(merge_heads(attend_to_cache(q, k, v, K, V))), {B, C});
 }
 
 GPT2MLP::GPT2MLP(const GPT2Config& c, Generator& g) {

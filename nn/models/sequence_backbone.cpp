@@ -77,7 +77,7 @@ Var SequenceBackbone::step(const Tensor& input, StreamState& s) {
   if (drop_) x = drop_->forward(x);
   for (size_t i = 0; i < blocks_->size(); i++) x = (*blocks_)[i].step(x, s.children[i]);
   s.pos++;
-  return reshape(apply_sequence_norm(*final_norm_, unsqueeze(x, 1)), {x.size(0), x.size(1)});
+  return apply_sequence_norm_step(*final_norm_, x);
 }
 
 Var SequenceBackbone::pool(const Var& h, const Tensor& mask, const std::string& how) {

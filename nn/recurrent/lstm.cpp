@@ -105,11 +105,8 @@ StreamState LSTM::start_stream(int64_t batch) const {
 }
 
 Var LSTM::step(const Var& x, StreamState& s) {
-  if (x.dim() != 2 || x.size(1) != input_size)
-    fail("layer " + type_name() + ": step takes one position (B, " + std::to_string(input_size) + "), found shape " +
-         shape_str(x.shape()));
-  if (s.t.size() != 2 * layers.size() || s.t[0].size(0) != x.size(0))
-    fail("layer " + type_name() + ": the stream state does not come from start_stream(" + std::to_string(x.size(0)) + ")");
+  check_step_input(type_name(), x, input_size);
+  check_stream_state(type_name(), s, 2 * layers.size(), x.size(0));
   const int64_t Hd = hidden_size;
   Var in = x;
   for (size_t k = 0; k < layers.size(); k++) {

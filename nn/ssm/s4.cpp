@@ -569,7 +569,7 @@ StreamState S4::start_stream(int64_t batch) const {
 }
 
 Var S4::step(const Var& x, StreamState& s) {
-  check_step_input(x, s, 2);
+  check_step(x, s, 2);
   if (!s.host) fail("layer s4: the stream state does not come from start_stream");
   const auto& st = *static_cast<const S4Kernel::DPLRStep*>(s.host.get());
   const int64_t Bn = x.size(0), n = s.t[0].size(2);

@@ -70,11 +70,9 @@ StreamState SSMLayer::start_stream(int64_t batch) const {
   return s;
 }
 
-void SSMLayer::check_step_input(const Var& x, const StreamState& s, size_t state_tensors) const {
-  if (x.dim() != 2 || x.size(1) != H)
-    fail("layer " + name_ + ": step takes one position (B, " + std::to_string(H) + "), found shape " + shape_str(x.shape()));
-  if (s.t.size() != state_tensors || s.t[0].size(0) != x.size(0))
-    fail("layer " + name_ + ": the stream state does not come from start_stream(" + std::to_string(x.size(0)) + ")");
+void SSMLayer::check_step(const Var& x, const StreamState& s, size_t state_tensors) const {
+  check_step_input(name_, x, H);
+  check_stream_state(name_, s, state_tensors, x.size(0));
 }
 
 Var SSMLayer::finish_step(const Tensor& y, const Var& x) {
@@ -86,7 +84,7 @@ Var SSMLayer::finish_step(const Tensor& y, const Var& x) {
 
 Var SSMLayer::step(const Var& x, StreamState& s) {
   if (!streams_in_constant_memory()) return SequenceLayer::step(x, s);
-  check_step_input(x, s, 2);
+  check_step(x, s, 2);
   if (!s.host) fail("layer " + name_ + ": the stream state does not come from start_stream");
   const auto& r = *static_cast<const DiagonalRecurrence*>(s.host.get());
   const int64_t Bn = x.size(0), N = r.N;

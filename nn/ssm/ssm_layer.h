@@ -87,7 +87,8 @@ class SSMLayer : public SequenceLayer {
   // The rest of a step after the state space part: y (B, H) float64 on the host (K * u + D u at this position) ->
   // GELU, dropout, output projection as forward(), on x's dtype and device -> (B, H).
   Var finish_step(const Tensor& y, const Var& x);
-  void check_step_input(const Var& x, const StreamState& s, size_t state_tensors) const;
+  // check_step_input and check_stream_state (nn/sequence_layer.h) with this layer's name
+  void check_step(const Var& x, const StreamState& s, size_t state_tensors) const;
 };
 
 }  // namespace dl::nn
