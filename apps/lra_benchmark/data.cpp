@@ -148,8 +148,6 @@ static Inputs inputs_of(const harness::BatchTensors& t, const tasks::Batch& b, b
 
 Inputs to_inputs(const tasks::Batch& b, bool second) { return inputs_of(harness::to_tensors(b), b, second); }
 
-Tensor labels_of(const tasks::Batch& b) { return harness::to_tensors(b).labels; }
-
 Var classification_loss(LraModel& m, const tasks::Batch& b) {
   const harness::BatchTensors t = harness::to_tensors(b);
   Inputs a = inputs_of(t, b, false), a2;

@@ -43,7 +43,6 @@ TaskShape shape_of(const dl::tasks::TaskData& d);
 // Batch -> tensors. `second` picks tokens2 (the other tower of a retrieval pair). Continuous inputs get the
 // (zero) mask channel the masked objective uses.
 Inputs to_inputs(const dl::tasks::Batch& b, bool second = false);
-dl::Tensor labels_of(const dl::tasks::Batch& b);
 
 // The fine-tuning loss of a batch: cross-entropy of classify() with the labels.
 dl::Var classification_loss(LraModel& m, const dl::tasks::Batch& b);
