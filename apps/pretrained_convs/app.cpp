@@ -22,9 +22,10 @@ harness::Experiment experiment() {
   e.report = pconv_report;
   e.list = [](std::ostream& os) {
     os << "models: transformer (T5 self-attention, relative position bias), lightconv, dynamicconv, dilatedconv (GLU +\n"
-          "  softmax-normalised depthwise convolution; causal in the decoder, which keeps cross-attention), and\n"
-          "  <conv>_xattn (one pair-attention block on top of the encoder). Convolutions get the Transformer's parameter\n"
-          "  count by their d_ff (match_params).\n"
+          "  softmax-normalised depthwise convolution; causal in the decoder, which keeps cross-attention), any other\n"
+          "  registry layer as the mixer (`lra_benchmark list` names them; fnet and mixer are refused: they cannot run\n"
+          "  causally or need a fixed length), and <layer>_xattn (one pair-attention block on top of the encoder). Other\n"
+          "  mixers get the Transformer's parameter count by their d_ff (match_params).\n"
           "regimes: scratch, pretrained (T5 span corruption on Brown + fortunes, cached per model)\n"
           "tasks: sentiment (UCI labelled sentences), topic (Brown genres), questions (TREC-like), compositional\n"
           "  (SCAN-like, held-out combinations), pair_edit (does B repeat A?), textfile (your TSV/CSV), imdb (aclImdb)\n";

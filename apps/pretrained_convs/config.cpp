@@ -2,20 +2,52 @@
 #include "config.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "data.h"
+#include "nn/registry.h"
 
 namespace pconv {
 
 namespace harness = dl::harness;
 
 const std::vector<std::string> kTasks = {"sentiment", "topic", "questions", "compositional", "pair_edit", "textfile", "imdb"};
-const std::vector<std::string> kModels = {"transformer",     "lightconv",         "dynamicconv",      "dilatedconv",
-                                          "lightconv_xattn", "dynamicconv_xattn", "dilatedconv_xattn"};
 const std::vector<std::string> kRegimes = {"scratch", "pretrained"};
 
 std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/pretrained_convs/presets"; }
-std::vector<harness::Axis> axes() { return {{"task", kTasks}, {"model", kModels}, {"regime", kRegimes}}; }
+const std::vector<std::string>& models() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = {"transformer"}, pair;
+    for (auto& e : dl::nn::layer_registry()) v.push_back(e.name);
+    for (auto& m : v) pair.push_back(m + "_xattn");
+    v.insert(v.end(), pair.begin() + 1, pair.end());  // the pair block is the convolutions' fix: not for T5 itself
+    return v;
+  }();
+  return names;
+}
+
+std::vector<harness::Axis> axes() { return {{"task", kTasks}, {"model", models()}, {"regime", kRegimes}}; }
+
+// Whether a registry layer can be this shell's mixer: built once at a toy size as the encoder (bidirectional where it
+// can be) and the decoder (causal) build it; the reason it cannot (the layer's or the shell's own error), or "".
+static std::string mixer_problem(const std::string& mixer) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(mixer);
+  if (it != cache.end()) return it->second;
+  dl::nn::Seq2SeqConfig s;
+  s.vocab_size = 8, s.d_model = 8, s.d_ff = 4, s.num_layers = 1, s.num_decoder_layers = 1, s.num_heads = 2, s.mixer = mixer;
+  std::string problem;
+  try {
+    dl::Generator g(0);
+    dl::nn::Seq2SeqModel m(s, g);
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  return cache[mixer] = problem;
+}
 
 std::string CellConfig::mixer() const { return pair_attention() ? model.substr(0, model.size() - 6) : model; }
 
@@ -66,6 +98,9 @@ void CellConfig::validate() const {
       throw ConfigError(key() + ": field 'kernel_sizes': " + std::to_string(k) +
                         " is even; the encoder's convolutions are centred, so every kernel size must be odd");
   parse_int_list(dilations, "dilations");
+  if (mixer() != "transformer")
+    if (const std::string why = mixer_problem(mixer()); !why.empty())
+      throw ConfigError(key() + ": layer '" + mixer() + "' cannot be the encoder-decoder's mixer: " + why);
   if ((task == "textfile" || task == "imdb") && data_path.empty())
     throw ConfigError(key() + ": task '" + task + "' reads its files from data_path (--set data_path=DIR)");
 }

@@ -5,7 +5,10 @@
 //   lightconv, dynamicconv, dilatedconv   the convolutional seq2seq models of Tay et al. 2021 (GLU projection,
 //                               softmax-normalised depthwise convolution; the decoder's convolutions are causal and
 //                               it keeps cross-attention to the encoder)
-//   <conv>_xattn                the same with one pair-attention block on top of the encoder (segments attend to
+//   any other registry layer    (nn/registry.h) by its name, e.g. s4d, ema, lstm: the same shell with that mixer; a
+//                               layer that cannot run causally (fnet) or needs a fixed length (mixer) is refused
+//                               when the cell is resolved, with the reason
+//   <layer>_xattn               the same with one pair-attention block on top of the encoder (segments attend to
 //                               each other): the paper's fix for tasks that relate two sequences
 // With match_params (default on) a convolutional model's d_ff is chosen so that its parameter count equals the
 // Transformer's of the same depth and width (within one d_ff step); the counts are printed and stored.
@@ -60,7 +63,9 @@ struct CellConfig {
   bool pair_attention() const { return model.ends_with("_xattn"); }
 };
 
-extern const std::vector<std::string> kTasks, kModels, kRegimes;
+extern const std::vector<std::string> kTasks, kRegimes;
+// The model axis: "transformer", every registry layer, and each layer's "_xattn" twin.
+const std::vector<std::string>& models();
 std::string presets_dir();
 std::vector<dl::harness::Axis> axes();
 dl::harness::Preset load_preset(const std::string& name_or_path);  // and validates every cell it names

@@ -267,7 +267,8 @@ TEST(PconvConfig, BadInputIsNamed) {
   auto err = [&](const std::vector<std::string>& v, const std::vector<std::string>& sets) {
     return dl::test::error_of([&] { resolve_cell(p, v, sets); });
   };
-  EXPECT_NE(err({"sentiment", "lstm", "scratch"}, {}).find("unknown model 'lstm'"), std::string::npos);
+  EXPECT_NE(err({"sentiment", "lstmm", "scratch"}, {}).find("unknown model 'lstmm'"), std::string::npos);
+  EXPECT_NE(err({"sentiment", "fnet", "scratch"}, {}).find("layer 'fnet' cannot be the encoder-decoder's mixer"), std::string::npos);
   EXPECT_NE(err({"sentiment", "lightconv", "scratch"}, {"kernel_sizes=3,x"}).find("'x' in \"3,x\" is not a positive integer"),
             std::string::npos);
   EXPECT_NE(err({"sentiment", "lightconv", "scratch"}, {"kernel_sizes=3,4"}).find("4 is even"), std::string::npos);
