@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "tensor/backend.h"
+#include "tensor/bf16.h"
+#include "tensor/bf16_gemm.h"
 #include "tensor/elementwise.h"
 #include "tensor/fast_sgemm.h"
 #include "tensor/reduce.h"
@@ -48,6 +50,11 @@ void gemm_panels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, con
                  T beta, T* C, int64_t ldc) {
   std::call_once(g_blas_once, [] { openblas_set_num_threads(1); });
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if constexpr (std::is_same_v<T, float>)  // Precision::bf16 (tensor/bf16.h): packs once, cuts its own panels
+    if (alpha == 1.f && (beta == 0.f || beta == 1.f) && bf16_products_active()) {
+      bf16_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, nt);
+      return;
+    }
   const bool by_rows = M >= N;
   const int64_t units = ((by_rows ? M : N) + kPanel - 1) / kPanel;
   const int parts = (int)std::min<int64_t>(nt, units);

@@ -18,6 +18,8 @@
 //   - otherwise one sgemm per batch element: small ones side by side on the OpenMP threads, large ones in turn.
 // Threads: OpenBLAS runs single-threaded; gemm() cuts a large product into row or column panels, one per
 // OpenMP thread (one thread pool for the whole library; see gemm_panels in linalg.cpp for why).
+// Precision: under set_matmul_precision(Precision::bf16) (tensor/bf16.h) every float32 product here with alpha 1 and
+// beta 0 or 1 runs on the bf16 GEMM (tensor/bf16_gemm.h: operands rounded to bf16, float32 sums), where the CPU has it.
 #pragma once
 #include "tensor/tensor.h"
 

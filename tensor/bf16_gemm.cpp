@@ -1,0 +1,279 @@
+// tensor/bf16_gemm.cpp - the VDPBF16PS GEMM (layout, tiles and reasons in the header).
+#include "tensor/bf16_gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "tensor/allocator.h"
+#include "tensor/bf16.h"
+#include "tensor/tensor.h"  // fail
+
+#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 13))
+#define DL_BF16_KERNEL 1
+#include <immintrin.h>
+#define DL_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
+#define DL_FMA512_TARGET __attribute__((target("avx512f,fma")))
+#define DL_FMA256_TARGET __attribute__((target("avx2,fma")))
+#endif
+
+namespace dl {
+
+namespace {
+
+constexpr int64_t kKc = 128;   // pairs per k chunk (256 k): a 64-column Bp chunk is 32 KiB
+constexpr int64_t kMc = 96;    // rows per group: a multiple of the tiles' 6, 8 and 12 rows
+constexpr int64_t kPanel = 64;  // threads cut rows or columns at multiples of this (whole vectors)
+constexpr double kSplitWork = 1 << 20;
+
+uint32_t pair(float lo, float hi) { return (uint32_t)float_to_bf16(lo) | (uint32_t)float_to_bf16(hi) << 16; }
+
+// Ap (M, Kp) from op(A) (M, K); rows [i0, i1) or, transposed, pairs [p0, p1) - so threads split either way.
+[[maybe_unused]] void pack_a(bool ta, const float* A, int64_t lda, int64_t M, int64_t K, uint32_t* Ap, int part, int parts) {
+  const int64_t Kp = (K + 1) / 2;
+  if (!ta) {
+    for (int64_t i = M * part / parts; i < M * (part + 1) / parts; i++) {
+      const float* a = A + i * lda;
+      for (int64_t p = 0; p < K / 2; p++) Ap[i * Kp + p] = pair(a[2 * p], a[2 * p + 1]);
+      if (K % 2) Ap[i * Kp + Kp - 1] = pair(a[K - 1], 0.f);
+    }
+    return;
+  }
+  for (int64_t p = Kp * part / parts; p < Kp * (part + 1) / parts; p++) {  // op(A)(i, k) = A[k lda + i]: rows 2p, 2p+1
+    const float *lo = A + 2 * p * lda, *hi = 2 * p + 1 < K ? lo + lda : nullptr;
+    for (int64_t i = 0; i < M; i++) Ap[i * Kp + p] = pair(lo[i], hi ? hi[i] : 0.f);
+  }
+}
+
+// Bp (Kp, Np) from op(B) (K, N), zero beyond column N; pairs [p0, p1) or, transposed, 16-column strips.
+[[maybe_unused]] void pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int64_t Np, uint32_t* Bp, int part, int parts) {
+  const int64_t Kp = (K + 1) / 2;
+  if (!tb) {
+    for (int64_t p = Kp * part / parts; p < Kp * (part + 1) / parts; p++) {
+      const float *lo = B + 2 * p * ldb, *hi = 2 * p + 1 < K ? lo + ldb : nullptr;
+      uint32_t* row = Bp + p * Np;
+      for (int64_t j = 0; j < N; j++) row[j] = pair(lo[j], hi ? hi[j] : 0.f);
+      for (int64_t j = N; j < Np; j++) row[j] = 0;
+    }
+    return;
+  }
+  const int64_t strips = Np / 16;  // op(B)(k, j) = B[j ldb + k]: 16 rows of B at a time, each store a run of 16
+  for (int64_t s = strips * part / parts; s < strips * (part + 1) / parts; s++) {
+    for (int64_t p = 0; p < Kp; p++) {
+      uint32_t* out = Bp + p * Np + s * 16;
+      for (int64_t jj = 0; jj < 16; jj++) {
+        const int64_t j = s * 16 + jj;
+        out[jj] = j >= N ? 0u : pair(B[j * ldb + 2 * p], 2 * p + 1 < K ? B[j * ldb + 2 * p + 1] : 0.f);
+      }
+    }
+  }
+}
+
+struct TileShape {
+  int rows, vecs;
+};
+constexpr TileShape kShapes[] = {{6, 4}, {12, 2}, {8, 3}};
+std::atomic<int> g_tile{-1};
+
+// The tile from CPUID (deterministic per machine). Measured on the Zen 4 (docs/performance.md): 6 x 4 fastest of the
+// three; Zen 5 and Intel AVX-512 CPUs with the feature take the same 512-bit 6 x 4 tile (not measured there).
+int default_tile() { return 0; }
+int tile_in_use() {
+  const int t = g_tile.load(std::memory_order_relaxed);
+  return t >= 0 ? t : default_tile();
+}
+
+#if defined(DL_BF16_KERNEL)
+// C block (R, 16 W) (+)= Ap rows (R, kp) . Bp (kp, 16 W); the last vector's columns under `last` (ragged N).
+template <int R, int W>
+DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb, float* c, int64_t ldc,
+                         bool acc, __mmask16 last) {
+  __m512 s[R][W];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++)
+      s[r][w] = acc ? _mm512_maskz_loadu_ps(w == W - 1 ? last : 0xFFFF, c + r * ldc + w * 16) : _mm512_setzero_ps();
+  for (int64_t p = 0; p < kp; p++) {
+    __m512bh bv[W];
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) bv[w] = (__m512bh)_mm512_load_si512((const void*)(b + p * ldb + w * 16));
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * lda + p]);
+#pragma GCC unroll 4
+      for (int w = 0; w < W; w++) s[r][w] = _mm512_dpbf16_ps(s[r][w], av, bv[w]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) _mm512_mask_storeu_ps(c + r * ldc + w * 16, w == W - 1 ? last : 0xFFFF, s[r][w]);
+}
+
+// M rows in blocks of R; the last M % R rows by the tiles for R - 1, R - 2, ... rows (one block each at most).
+template <int R, int W>
+DL_BF16_TARGET void row_blocks(int64_t M, int64_t kp, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb, float* c,
+                               int64_t ldc, bool acc, __mmask16 last) {
+  int64_t i = 0;
+  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * lda, lda, b, ldb, c + i * ldc, ldc, acc, last);
+  if constexpr (R > 1)
+    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * lda, lda, b, ldb, c + i * ldc, ldc, acc, last);
+}
+
+// Columns [j, n) of C (n real columns, vectors of 16 over the padded Bp) in blocks of W vectors, then smaller blocks.
+template <int R, int W>
+DL_BF16_TARGET void columns(int64_t M, int64_t n, int64_t kp, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb,
+                            float* c, int64_t ldc, bool acc) {
+  int64_t j = 0;
+  for (; j + 16 * W <= n; j += 16 * W) row_blocks<R, W>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, 0xFFFF);
+  const int64_t left = n - j;  // fewer than W vectors' columns
+  if (left <= 0) return;
+  const int vecs = (int)((left + 15) / 16);
+  const __mmask16 last = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : (__mmask16)0xFFFF;
+  if (vecs >= 3) row_blocks<8, 3>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, last);
+  else if (vecs == 2) row_blocks<12, 2>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, last);
+  else row_blocks<12, 1>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, last);
+}
+
+// One panel: rows [0, M) x columns [0, n) of C from packed Ap rows and Bp columns, k in chunks, rows in groups.
+DL_BF16_TARGET void panel(int64_t M, int64_t n, int64_t Kp, const uint32_t* Ap, const uint32_t* Bp, int64_t Np, float beta,
+                          float* C, int64_t ldc, int shape) {
+  for (int64_t k0 = 0; k0 < Kp; k0 += kKc) {
+    const int64_t kc = std::min(kKc, Kp - k0);
+    const bool acc = k0 > 0 || beta == 1.f;  // the first chunk starts from 0 (beta 0: C is not read)
+    for (int64_t i0 = 0; i0 < M; i0 += kMc) {
+      const int64_t mc = std::min(kMc, M - i0);
+      const uint32_t *a = Ap + i0 * Kp + k0, *b = Bp + k0 * Np;
+      float* c = C + i0 * ldc;
+      if (shape == 1) columns<12, 2>(mc, n, kc, a, Kp, b, Np, c, ldc, acc);
+      else if (shape == 2) columns<8, 3>(mc, n, kc, a, Kp, b, Np, c, ldc, acc);
+      else columns<6, 4>(mc, n, kc, a, Kp, b, Np, c, ldc, acc);
+    }
+  }
+}
+
+// Independent accumulators, so the loop runs at the instruction's throughput, not its latency.
+DL_FMA512_TARGET double fma512_loop(int64_t iters) {
+  __m512 x[12], m = _mm512_set1_ps(0.999f), d = _mm512_set1_ps(1e-3f);
+  for (int i = 0; i < 12; i++) x[i] = _mm512_set1_ps((float)i);
+  for (int64_t it = 0; it < iters; it++)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) x[i] = _mm512_fmadd_ps(x[i], m, d);
+  float s = 0;
+  for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(x[i]);
+  return s;
+}
+DL_FMA256_TARGET double fma256_loop(int64_t iters) {
+  __m256 x[12], m = _mm256_set1_ps(0.999f), d = _mm256_set1_ps(1e-3f);
+  for (int i = 0; i < 12; i++) x[i] = _mm256_set1_ps((float)i);
+  for (int64_t it = 0; it < iters; it++)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) x[i] = _mm256_fmadd_ps(x[i], m, d);
+  float s = 0, t[8];
+  for (int i = 0; i < 12; i++) {
+    _mm256_storeu_ps(t, x[i]);
+    for (float v : t) s += v;
+  }
+  return s;
+}
+DL_BF16_TARGET double dpbf16_loop(int64_t iters) {
+  __m512 x[12];
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x3A803A80);
+  for (int i = 0; i < 12; i++) x[i] = _mm512_set1_ps((float)i);
+  for (int64_t it = 0; it < iters; it++)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) x[i] = _mm512_dpbf16_ps(x[i], a, b);
+  float s = 0;
+  for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(x[i]);
+  return s;
+}
+#endif
+
+template <class F>
+double timed_gflops(F loop, int64_t iters, double flops_per_iter) {
+  volatile double sink = loop(iters / 10 + 1);  // warm the clocks
+  const auto t0 = std::chrono::steady_clock::now();
+  sink = sink + loop(iters);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return (double)iters * flops_per_iter / s * 1e-9;
+}
+
+}  // namespace
+
+bool bf16_gemm_compiled() {
+#if defined(DL_BF16_KERNEL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string bf16_gemm_path() {
+  if (!bf16_gemm_usable()) return "none";
+  const TileShape s = kShapes[tile_in_use()];
+  return "VDPBF16PS, 512-bit vectors, " + std::to_string(s.rows) + " x " + std::to_string(s.vecs) + " tiles";
+}
+
+int set_bf16_tile(int shape) {
+  if (shape < -1 || shape > 2) fail("set_bf16_tile: shape " + std::to_string(shape) + ", expected -1, 0, 1 or 2");
+  return g_tile.exchange(shape);
+}
+
+void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+               float beta, float* C, int64_t ldc, int threads) {
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  if (beta != 0.f && beta != 1.f) fail("bf16_gemm: beta " + std::to_string(beta) + ", expected 0 or 1");
+  if (M <= 0 || N <= 0) return;
+  const int64_t Kp = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+  struct Scratch {  // from the caching allocator, so packing touches no fresh pages
+    size_t bytes;
+    uint32_t* p;
+    explicit Scratch(size_t n) : bytes(std::max<size_t>(n, 1) * 4), p((uint32_t*)host_alloc(bytes)) {}
+    ~Scratch() { host_free(p, bytes); }
+  } ap((size_t)(M * Kp)), bp((size_t)(Kp * Np));
+  const bool split = threads > 1 && !omp_in_parallel() && (double)M * N * K >= kSplitWork;
+  const int nt = split ? threads : 1;
+  const bool by_rows = M >= N;
+  const int64_t units = ((by_rows ? M : N) + kPanel - 1) / kPanel;
+  const int parts = (int)std::min<int64_t>(nt, units);
+  const int shape = tile_in_use();
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    pack_a(ta, A, lda, M, K, ap.p, t, n);
+    pack_b(tb, B, ldb, K, N, Np, bp.p, t, n);
+#pragma omp barrier
+    for (int p = t; p < parts; p += n) {
+      const int64_t total = by_rows ? M : N;
+      const int64_t i0 = std::min(total, units * p / parts * kPanel), i1 = std::min(total, units * (p + 1) / parts * kPanel);
+      if (i1 <= i0) continue;
+      if (by_rows) panel(i1 - i0, N, Kp, ap.p + i0 * Kp, bp.p, Np, beta, C + i0 * ldc, ldc, shape);
+      else panel(M, i1 - i0, Kp, ap.p, bp.p + i0, Np, beta, C + i0, ldc, shape);
+    }
+  }
+  if (K == 0 && beta == 0.f)  // no pairs: the panels stored nothing
+    for (int64_t i = 0; i < M; i++) std::fill(C + i * ldc, C + i * ldc + N, 0.f);
+#else
+  fail("bf16_gemm: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
+}
+
+double probe_fma_gflops(int64_t iters) {
+#if defined(DL_BF16_KERNEL)
+  if (cpu_info().avx512) return timed_gflops(fma512_loop, iters, 12.0 * 16 * 2);
+  if (cpu_info().avx2 && cpu_info().fma) return timed_gflops(fma256_loop, iters, 12.0 * 8 * 2);
+#endif
+  return 0;
+}
+double probe_dpbf16_gflops(int64_t iters) {
+#if defined(DL_BF16_KERNEL)
+  if (cpu_info().avx512_bf16) return timed_gflops(dpbf16_loop, iters, 12.0 * 16 * 4);
+#endif
+  return 0;
+}
+
+}  // namespace dl

@@ -1,0 +1,50 @@
+// tensor/bf16_gemm.h - the bf16 GEMM on the CPU: C (M, N) (+)= op(A) op(B) with A and B rounded to bfloat16 and the
+// sums in float32, on the AVX512_BF16 dot-product instruction VDPBF16PS (intrinsic _mm512_dpbf16_ps).
+//
+// What VDPBF16PS does: for each of 16 float32 lanes, acc += a0 b0 + a1 b1, where (a0, a1) and (b0, b1) are the two
+// bf16 halves of the lane's 32-bit word. A product of two bf16 numbers is exact in float32 (8 x 8 significant bits),
+// so the only roundings are the float32 additions, as in the float32 GEMM; bf16 denormal inputs count as zero and
+// denormal results are flushed (the instruction's fixed DAZ/FTZ). Per instruction it does twice the multiply-adds of
+// an FMA on the same width.
+//
+// Layout (packing, once per operand per call, round to nearest even: tensor/bf16.h): K is taken in pairs, kp = k / 2.
+//   Ap (M, Kp)  word (i, kp) = [bf16 op(A)(i, 2 kp) | bf16 op(A)(i, 2 kp + 1) << 16]   broadcast to all 16 lanes
+//   Bp (Kp, Np) word (kp, j) = [bf16 op(B)(2 kp, j) | bf16 op(B)(2 kp + 1, j) << 16]   16 columns per vector
+// An odd K gets a zero partner; Np is N rounded up to 16 with zero columns, and C's last vector is stored under a
+// mask, so ragged N costs nothing extra. Either transposition is absorbed by the packing.
+//
+// Tiles: as tensor/microkernel.h, a block of R rows x W vectors of C stays in registers for the whole k loop (R W of
+// the 32 zmm registers); per pair kp, W loads of Bp's row, R broadcasts of Ap and R W VDPBF16PS. k in chunks of
+// kKc pairs (C stored and reloaded in between: exact), rows in groups of kMc. Each C element is one running float32 sum
+// over the pairs in order, so neither the tile, the row/column panels nor the thread count changes its bits.
+//
+// The tile shape is chosen once per process from CPUID (bf16_gemm_path says which); the benchmark measured the shapes
+// on a Zen 4 (docs/performance.md, "bfloat16"). Built only with clang or GCC >= 13 (GCC 12 miscompiles AVX-512 code:
+// see CMakeLists.txt), through a target attribute, so the rest of the build and the portable build are unchanged.
+//
+// Checked against: a float64 product of the bf16-rounded operands (tests/tensor/test_bf16_gemm.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace dl {
+
+bool bf16_gemm_compiled();
+// The kernel and tile in use, e.g. "VDPBF16PS, 512-bit vectors, 6 x 4 tiles"; "none" where not usable.
+std::string bf16_gemm_path();
+// Tile shapes (rows x 16-column vectors) the kernel can run: 0 = 6 x 4, 1 = 12 x 2, 2 = 8 x 3. Benchmarks and tests
+// set one; -1 restores the CPUID choice. Returns the previous shape.
+int set_bf16_tile(int shape);
+
+// C (M, N) = op(A) op(B) + beta C for beta 0 or 1, in bf16 with float32 sums, on up to `threads` OpenMP threads (row or
+// column panels of 64). op(A) is (M, K): A (M, K) with row stride lda, or (K, M) when ta; op(B) is (K, N): B (K, N)
+// with row stride ldb, or (N, K) when tb. Callers check bf16_gemm_usable() (tensor/bf16.h) first.
+void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+               float beta, float* C, int64_t ldc, int threads);
+
+// The benchmark's peak probes: GFLOP/s of a register-only loop of independent FMAs (float32, 2 flops per lane) or
+// VDPBF16PS (4 flops per lane) on 512-bit vectors, on the calling thread. 0 where the instruction is missing.
+double probe_fma_gflops(int64_t iters);
+double probe_dpbf16_gflops(int64_t iters);
+
+}  // namespace dl

@@ -1,0 +1,158 @@
+// tests/tensor/test_bf16_gemm.cpp - the VDPBF16PS GEMM (tensor/bf16_gemm.h) against a float64 product of the
+// bf16-rounded operands: every transpose pair, beta 0 and 1, ragged sizes (odd K, N not a multiple of 16, rows not a
+// multiple of the tiles, more than one k chunk and one row group), leading dimensions wider than the matrices; one
+// and two threads and every tile shape give the same bits; dl::gemm, matmul and linear take it under Precision::bf16.
+// Tolerance: the products of bf16 numbers are exact in float32 and the sums are float32 in another order, so the error
+// is within K eps_f32 sum_k |a_k b_k|; the test asks 2 (K + 1) eps of that sum. A conversion that truncated instead
+// of rounding, or that split a pair the wrong way, would be off by about 2^-9 sum |a b| and fails.
+// Where the CPU has no AVX512_BF16 (or DL_BF16=off) the tests skip, saying so.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "tensor/bf16.h"
+#include "tensor/bf16_gemm.h"
+#include "tensor/linalg.h"
+#include "tensor/tensor.h"
+
+using namespace dl;
+
+namespace {
+
+struct Case {
+  bool ta, tb;
+  int64_t M, N, K;
+  float beta;
+};
+
+struct Operands {
+  int64_t lda, ldb, ldc;
+  std::vector<float> A, B, C0;
+};
+
+Operands make(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> U(-1.f, 1.f);
+  const int64_t ar = c.ta ? c.K : c.M, ac = c.ta ? c.M : c.K, br = c.tb ? c.N : c.K, bc = c.tb ? c.K : c.N;
+  Operands o{ac + 3, bc + 5, c.N + 7, {}, {}, {}};
+  o.A.resize(ar * o.lda), o.B.resize(br * o.ldb), o.C0.resize(c.M * o.ldc);
+  for (float& v : o.A) v = U(rng);
+  for (float& v : o.B) v = U(rng);
+  for (float& v : o.C0) v = U(rng);
+  return o;
+}
+
+std::vector<float> run(const Case& c, const Operands& o, int threads) {
+  std::vector<float> C = o.C0;
+  if (c.beta == 0.f)  // beta 0 must not read C: NaN there would show
+    for (int64_t i = 0; i < c.M; i++)
+      for (int64_t j = 0; j < c.N; j++) C[i * o.ldc + j] = NAN;
+  bf16_gemm(c.ta, c.tb, c.M, c.N, c.K, o.A.data(), o.lda, o.B.data(), o.ldb, c.beta, C.data(), o.ldc, threads);
+  return C;
+}
+
+std::string name(const Case& c) {
+  return std::string(c.ta ? "T" : "N") + (c.tb ? "T" : "N") + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
+         " K=" + std::to_string(c.K) + " beta=" + std::to_string((int)c.beta);
+}
+
+// C against the float64 product of the rounded operands, and nothing outside the (M, N) block written.
+void check_against_f64(const Case& c, const Operands& o, const std::vector<float>& C) {
+  auto a = [&](int64_t i, int64_t k) { return (double)round_to_bf16(c.ta ? o.A[k * o.lda + i] : o.A[i * o.lda + k]); };
+  auto b = [&](int64_t k, int64_t j) { return (double)round_to_bf16(c.tb ? o.B[j * o.ldb + k] : o.B[k * o.ldb + j]); };
+  int bad = 0;
+  for (int64_t i = 0; i < c.M; i++) {
+    for (int64_t j = 0; j < o.ldc; j++) {
+      const float got = C[i * o.ldc + j];
+      if (j >= c.N) {  // the padding columns of C are untouched
+        ASSERT_EQ(got, o.C0[i * o.ldc + j]) << name(c) << ": wrote outside C at (" << i << ", " << j << ")";
+        continue;
+      }
+      double ref = c.beta == 1.f ? (double)o.C0[i * o.ldc + j] : 0.0, mag = std::abs(ref);
+      for (int64_t k = 0; k < c.K; k++) ref += a(i, k) * b(k, j), mag += std::abs(a(i, k) * b(k, j));
+      const double tol = 2.0 * (double)(c.K + 1) * 1.19e-7 * mag + 1e-30;
+      if (!(std::abs(got - ref) <= tol) && bad++ < 5)
+        ADD_FAILURE() << name(c) << " at (" << i << ", " << j << "): " << got << " vs " << ref << " (tol " << tol << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0) << name(c);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> cs;
+  const int64_t sizes[][3] = {{1, 1, 1},   {7, 5, 3},      {13, 17, 33},  {6, 64, 2},
+                              {37, 70, 257}, {100, 130, 300}, {150, 200, 64}, {65, 300, 41}};
+  for (int t = 0; t < 4; t++)
+    for (auto& s : sizes)
+      for (float beta : {0.f, 1.f}) cs.push_back({(t & 1) != 0, (t & 2) != 0, s[0], s[1], s[2], beta});
+  return cs;
+}
+
+#define REQUIRE_BF16() \
+  if (!bf16_gemm_usable()) GTEST_SKIP() << precision_note() << " (" << cpu_info().name() << ")"
+
+}  // namespace
+
+TEST(Bf16Gemm, AgainstFloat64OfRoundedOperands) {
+  REQUIRE_BF16();
+  uint32_t seed = 1;
+  for (const Case& c : cases()) {
+    Operands o = make(c, seed++);
+    check_against_f64(c, o, run(c, o, 1));
+  }
+}
+
+TEST(Bf16Gemm, SameBitsForOneAndTwoThreadsAndEveryTile) {
+  REQUIRE_BF16();
+  uint32_t seed = 100;
+  for (const Case& c : cases()) {
+    Operands o = make(c, seed++);
+    const std::vector<float> one = run(c, o, 1);
+    EXPECT_EQ(run(c, o, 2), one) << name(c) << ": two threads";
+    for (int shape : {1, 2}) {
+      const int was = set_bf16_tile(shape);
+      EXPECT_EQ(run(c, o, 2), one) << name(c) << ": tile shape " << shape;
+      set_bf16_tile(was);
+    }
+  }
+}
+
+TEST(Bf16Gemm, DlGemmTakesItUnderTheMode) {
+  REQUIRE_BF16();
+  const Case c{false, true, 150, 200, 64, 0.f};  // large enough for dl::gemm's two panels
+  Operands o = make(c, 9);
+  std::vector<float> C(c.M * o.ldc, 0.f);
+  const Precision was = set_matmul_precision(Precision::bf16);
+  const int nt = omp_get_max_threads();
+  omp_set_num_threads(2);
+  gemm<float>(c.ta, c.tb, c.M, c.N, c.K, 1.f, o.A.data(), o.lda, o.B.data(), o.ldb, 0.f, C.data(), o.ldc);
+  omp_set_num_threads(nt);
+  set_matmul_precision(was);
+  std::vector<float> want = run(c, o, 1);
+  for (int64_t i = 0; i < c.M; i++)
+    for (int64_t j = 0; j < c.N; j++) ASSERT_EQ(C[i * o.ldc + j], want[i * o.ldc + j]) << "(" << i << ", " << j << ")";
+}
+
+TEST(Bf16Gemm, LinearAndMatmulRoundTheirOperands) {
+  REQUIRE_BF16();
+  Generator g(5);
+  Tensor x = randn({4, 9, 40}, g), w = randn({24, 40}, g), b = randn({24}, g);
+  const Precision was = set_matmul_precision(Precision::bf16);
+  Tensor y = linear(x, w, b), z = matmul(x, w.transpose(0, 1));
+  set_matmul_precision(was);
+  const float *px = x.data<float>(), *pw = w.data<float>(), *pb = b.data<float>(), *py = y.data<float>(), *pz = z.data<float>();
+  for (int64_t r = 0; r < 36; r++)
+    for (int64_t o = 0; o < 24; o++) {
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < 40; k++) {
+        const double p = (double)round_to_bf16(px[r * 40 + k]) * round_to_bf16(pw[o * 40 + k]);
+        ref += p, mag += std::abs(p);
+      }
+      const double tol = 2.0 * 41 * 1.19e-7 * (mag + std::abs(pb[o]));
+      ASSERT_NEAR(pz[r * 24 + o], ref, tol) << "matmul row " << r << " col " << o;
+      ASSERT_NEAR(py[r * 24 + o], ref + pb[o], tol) << "linear row " << r << " col " << o;
+    }
+}
