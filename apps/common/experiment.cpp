@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "apps/common/device.h"
+#include "apps/common/html_report.h"
 #include "apps/common/jobs.h"
 #include "apps/common/progress.h"
 #include "apps/common/signals.h"
@@ -91,6 +92,7 @@ Table write_reports(const Experiment& e, const Preset& p, const std::string& out
                     json{{"app", e.name}, {"preset", p.name}, {"table", t.to_json()}, {"cells", cells}}.dump(2) + "\n");
   write_text_atomic(out + "/results.md", t.markdown());
   write_run_metrics(out, rs);
+  write_html_report(out, e.name, p.name, t, rs);  // last: it shows the plots e.report drew
   return t;
 }
 
