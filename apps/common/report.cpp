@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 
 #include "apps/common/results.h"
+#include "apps/common/stats.h"
 
 namespace dl::harness {
 
@@ -174,6 +176,82 @@ void plot_bars(const Plot& p, const std::vector<std::string>& categories, const 
       << quoted(p.series[i].title);
   g << "\n";
   finish(path, d.str(), g.str());
+}
+
+// ---- learning curves ----
+
+std::vector<CurvePoint> cell_log(const std::string& out, const CellResult& r) {
+  std::vector<CurvePoint> rows = read_metrics_csv(cell_dir(out, r.cell) + "/metrics.csv");
+  return rows.empty() ? r.curve : rows;
+}
+
+std::vector<CurvePoint> phase_rows(const std::vector<CurvePoint>& log, const std::string& phase) {
+  std::vector<CurvePoint> rows;
+  for (auto& p : log)
+    if (p.phase == phase) rows.push_back(p);
+  return rows;
+}
+
+std::vector<CurvePoint> cached_pretraining_log(const CellResult& r) {
+  const json pre = r.extra.value("pretrained", json::object());
+  if (!pre.is_object() || !pre.contains("file") || !pre["file"].is_string()) return {};
+  return read_metrics_csv(std::filesystem::path(pre["file"].get<std::string>()).parent_path().string() + "/metrics.csv");
+}
+
+Series over_seeds(const std::map<double, std::vector<double>>& at, const std::string& title, int color) {
+  Series s;
+  s.title = title, s.color = color;
+  bool band = false;
+  for (auto& [x, v] : at) band |= v.size() > 1;
+  for (auto& [x, v] : at) {
+    MeanSE m = mean_se(v);
+    s.x.push_back(x), s.y.push_back(m.mean);
+    if (band) s.err.push_back(v.size() > 1 ? m.se : 0);
+  }
+  return s;
+}
+
+static int last_step(const std::vector<CurvePoint>& rows) {
+  int s = 0;
+  for (auto& p : rows) s = std::max(s, p.step);
+  return s;
+}
+
+void plot_learning_curves(const CurveText& text, const std::vector<CurveArm>& arms, const std::string& path) {
+  int boundary = 0;  // the training's step 0 on the axis
+  for (auto& a : arms)
+    for (auto& s : a.seeds) boundary = std::max(boundary, last_step(s.pretrain));
+  Plot loss, acc;
+  loss.title = "training loss", loss.ylabel = "mean over the steps since the previous point";
+  acc.title = "validation accuracy", acc.ylabel = "accuracy (%)";
+  loss.key = "top right", acc.key = boundary > 0 ? "top left" : "bottom right";  // where the lines are not
+  for (Plot* p : {&loss, &acc}) {
+    p->xlabel = boundary > 0 ? "step (" + text.pretrain + ": " + text.pretrain_loss + "; " + text.train + " from step " +
+                                   std::to_string(boundary) + ": " + text.train_loss + ")"
+                             : text.train + " step";
+    p->bands = true, p->height = 360;
+    if (boundary > 0) p->marks = {{(double)boundary, text.pretrain + " | " + text.train}};
+  }
+  for (size_t i = 0; i < arms.size(); i++) {
+    std::map<double, std::vector<double>> pre, train, val;
+    for (auto& s : arms[i].seeds) {
+      const int start = boundary - last_step(s.pretrain);  // a shorter pretraining ends at the boundary too
+      for (auto& p : s.pretrain)
+        if (std::isfinite(p.train_loss)) pre[start + p.step].push_back(p.train_loss);
+      for (auto& p : s.train) {
+        if (std::isfinite(p.train_loss)) train[boundary + p.step].push_back(p.train_loss);
+        if (p.accuracy >= 0) val[boundary + p.step].push_back(100 * p.accuracy);
+      }
+    }
+    const int color = (int)i + 1;
+    if (!pre.empty()) {
+      loss.series.push_back(over_seeds(pre, arms[i].title + " (pretraining)", color));
+      loss.series.back().in_key = false;  // the training segment carries the key entry
+    }
+    loss.series.push_back(over_seeds(train, arms[i].title, color));
+    if (!val.empty()) acc.series.push_back(over_seeds(val, arms[i].title, color));
+  }
+  plot_panels(text.title, {loss, acc}, path);
 }
 
 }  // namespace dl::harness

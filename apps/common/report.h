@@ -4,10 +4,13 @@
 // can rerun or restyle them; with no gnuplot installed the .dat and .gp files are still written. gnuplot-nox
 // may lack the cairo terminal: the script asks for pngcairo and falls back to png.
 #pragma once
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "apps/common/results.h"
 
 namespace dl::harness {
 
@@ -60,5 +63,38 @@ void plot_panels(const std::string& title, const std::vector<Plot>& panels, cons
 // error bars (padded by a tenth of their span), so a difference of a point is visible; where it does not start at
 // 0 the y label says so.
 void plot_bars(const Plot& p, const std::vector<std::string>& categories, const std::string& path);
+
+// ---- learning curves from the step-level log (metrics.csv; every app's plots/<task> draws them) ----
+// A cell's log: its metrics.csv (a row every few steps of every phase), or where the run folder has none, the
+// evaluations of its result.
+std::vector<CurvePoint> cell_log(const std::string& out, const CellResult& r);
+// The rows of one phase.
+std::vector<CurvePoint> phase_rows(const std::vector<CurvePoint>& log, const std::string& phase);
+// The log of the pretrained model a cell started from, where the app shares one pretraining between cells in a cache
+// folder (fpt, pretrained_convs): the metrics.csv beside the file its result names (extra.pretrained.file); empty
+// where the result names none or the cache no longer holds the log.
+std::vector<CurvePoint> cached_pretraining_log(const CellResult& r);
+// One value per seed at each x -> the mean, with a band of one standard error where more than one seed logged it.
+Series over_seeds(const std::map<double, std::vector<double>>& at, const std::string& title, int color);
+
+// One arm of a learning-curve plot (a model, a regime, ...): each seed's pretraining rows (empty: not pretrained)
+// and training rows (the fine-tuning, or the only phase).
+struct CurveArm {
+  struct Seed {
+    std::vector<CurvePoint> pretrain, train;
+  };
+  std::string title;
+  std::vector<Seed> seeds;
+};
+struct CurveText {
+  std::string title;  // the image's title
+  std::string pretrain = "pretraining", pretrain_loss = "denoising loss";  // the x label and the boundary's label
+  std::string train = "fine-tuning", train_loss = "classification loss";
+};
+// Training loss (top panel) and validation accuracy (bottom) of every arm against one step axis: pretraining first,
+// training from the step where the longest pretraining ends (a dashed line), so every arm's training starts at the
+// same x; a seed's pretraining is as long as its last row's step. Mean over seeds, band ± one standard error. Series
+// titles: "<arm>" and "<arm> (pretraining)" (drawn in the arm's colour, without a key entry of its own).
+void plot_learning_curves(const CurveText& text, const std::vector<CurveArm>& arms, const std::string& path);
 
 }  // namespace dl::harness

@@ -70,72 +70,24 @@ harness::MeanSE spt_gain(const Group& g, const Group& scratch) { return paired_t
 
 using dl::harness::fixed;  // apps/common/report.h
 
-// A cell's log: its metrics.csv (a row every few steps of every phase), or where the run folder has none, the
-// evaluations of its result.
-std::vector<harness::CurvePoint> cell_log(const std::string& out, const CellResult& r) {
-  std::vector<harness::CurvePoint> rows = harness::read_metrics_csv(harness::cell_dir(out, r.cell) + "/metrics.csv");
-  return rows.empty() ? r.curve : rows;
-}
-
-// One value per seed at each x -> the mean, with a band of one standard error where more than one seed logged it.
-harness::Series over_seeds(const std::map<double, std::vector<double>>& at, const std::string& title, int color) {
-  harness::Series s;
-  s.title = title, s.color = color;
-  bool band = false;
-  for (auto& [x, v] : at) band |= v.size() > 1;
-  for (auto& [x, v] : at) {
-    harness::MeanSE m = harness::mean_se(v);
-    s.x.push_back(x), s.y.push_back(m.mean);
-    if (band) s.err.push_back(v.size() > 1 ? m.se : 0);
-  }
-  return s;
-}
-
-// Per task: the training loss (top) and the validation accuracy (bottom) of every model and regime against one step
-// axis - self-pretraining first, fine-tuning from the step where the longest pretraining of the task ends (a dashed
-// line), so every arm's fine-tuning starts at the same x. Mean over seeds, band ± one standard error.
+// Per task: the training loss and the validation accuracy of every model and regime against one step axis -
+// self-pretraining first, fine-tuning from the step where the longest pretraining of the task ends, so every arm's
+// fine-tuning starts at the same x (apps/common/report.h: plot_learning_curves). Mean over seeds, band ± one standard
+// error.
 void write_curve_plots(const std::string& out, const std::vector<Group>& groups) {
-  std::map<std::string, std::vector<const Group*>> by_task;
-  for (auto& g : groups) by_task[g.task].push_back(&g);
-  for (auto& [task, gs] : by_task) {
-    int boundary = 0;  // the fine-tuning's step 0 on the axis
-    for (auto* g : gs)
-      for (auto* r : g->seeds) boundary = std::max(boundary, r->extra.value("pretrain_steps", 0));
-    harness::Plot loss, acc;
-    loss.title = "training loss", loss.ylabel = "mean over the steps since the previous point";
-    acc.title = "validation accuracy", acc.ylabel = "accuracy (%)";
-    loss.key = "top right", acc.key = boundary > 0 ? "top left" : "bottom right";  // where the lines are not
-    for (harness::Plot* p : {&loss, &acc}) {
-      p->xlabel = boundary > 0 ? "step (pretraining: denoising loss; fine-tuning from step " + std::to_string(boundary) +
-                                     ": classification loss)"
-                               : "fine-tuning step";
-      p->bands = true, p->height = 360;
-      if (boundary > 0) p->marks = {{(double)boundary, "pretraining | fine-tuning"}};
+  std::map<std::string, std::vector<harness::CurveArm>> by_task;
+  for (auto& g : groups) {
+    harness::CurveArm arm{g.model + " " + g.regime, {}};
+    for (auto* r : g.seeds) {
+      const std::vector<harness::CurvePoint> log = harness::cell_log(out, *r);
+      arm.seeds.push_back({harness::phase_rows(log, "pretrain"), harness::phase_rows(log, "finetune")});
     }
-    for (size_t i = 0; i < gs.size(); i++) {
-      const Group& g = *gs[i];
-      std::map<double, std::vector<double>> pre, ft, val;
-      for (auto* r : g.seeds) {
-        const int pretrain_steps = r->extra.value("pretrain_steps", 0);
-        for (auto& p : cell_log(out, *r)) {
-          if (p.phase == "pretrain" && std::isfinite(p.train_loss))
-            pre[boundary - pretrain_steps + p.step].push_back(p.train_loss);
-          if (p.phase != "finetune") continue;
-          if (std::isfinite(p.train_loss)) ft[boundary + p.step].push_back(p.train_loss);
-          if (p.accuracy >= 0) val[boundary + p.step].push_back(100 * p.accuracy);
-        }
-      }
-      const std::string arm = g.model + " " + g.regime;
-      const int color = (int)i + 1;
-      if (!pre.empty()) {
-        loss.series.push_back(over_seeds(pre, arm + " (pretraining)", color));
-        loss.series.back().in_key = false;  // the fine-tuning segment carries the key entry
-      }
-      loss.series.push_back(over_seeds(ft, arm, color));
-      acc.series.push_back(over_seeds(val, arm, color));
-    }
-    harness::plot_panels("LRA " + task + ": scratch vs. self-pretrained, mean over seeds (band: ± one standard error)",
-                         {loss, acc}, out + "/plots/" + task);
+    by_task[g.task].push_back(arm);
+  }
+  for (auto& [task, arms] : by_task) {
+    harness::CurveText text;
+    text.title = "LRA " + task + ": scratch vs. self-pretrained, mean over seeds (band: ± one standard error)";
+    harness::plot_learning_curves(text, arms, out + "/plots/" + task);
   }
 }
 
