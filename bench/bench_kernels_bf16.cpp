@@ -1,0 +1,86 @@
+// bench/bench_kernels_bf16.cpp - the bf16 GEMM (tensor/bf16_gemm.h) against the float32 one through dl::gemm, and
+// the machine's two ceilings, on the OpenMP threads (not a test).
+//   BM_Peak/<kind>/<threads>  register-only loops: 12 independent 512-bit FMAs (float32, 32 flops per instruction) or
+//                             VDPBF16PS (bf16 pairs into float32, 64 flops per instruction) per iteration, one loop
+//                             per thread; GFLOP/s summed over the threads. 0 where the instruction is missing.
+//   BM_Gemm/<bf16>/<tile>/M/K/N  C (M, N) = A (M, K) B (K, N) through dl::gemm with the precision switch set
+//                             (bf16 0/1), the bf16 tile shape (0 = 6x4, 1 = 12x2, 2 = 8x3; ignored for fp32);
+//                             the last case is a linear layer's x W^T (B transposed). Counters: GFLOP/s (2 M N K
+//                             over the wall clock) and GFLOP/s_cpu (over the process's CPU time times the OpenMP
+//                             threads: what the threads reach while they run, for a machine shared with other work;
+//                             on a quiet machine the two agree). The peaks are over each thread's CPU time.
+// Shapes: 2048x1024x1024 (PyTorch's oneDNN bf16 figure in issue 41), the Transformer/GPT linears (16384 rows, 128
+// in, 512 out) and a square 512.
+// Run (one command): OPENBLAS_CORETYPE=Haswell OMP_WAIT_POLICY=PASSIVE ./build/bench_kernels_bf16
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "tensor/bf16.h"
+#include "tensor/bf16_gemm.h"
+#include "tensor/ops.h"
+
+using namespace dl;
+
+// args: kind (0 = float32 FMA, 1 = VDPBF16PS), threads
+static void BM_Peak(benchmark::State& st) {
+  const int kind = (int)st.range(0), nt = (int)st.range(1);
+  const int64_t iters = 1 << 22;
+  double gflops = 0;
+  for (auto _ : st) {
+    double sum = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : sum)
+    sum += kind ? probe_dpbf16_gflops(iters) : probe_fma_gflops(iters);
+    gflops = sum;
+  }
+  st.counters["GFLOP/s"] = gflops;
+  st.SetLabel(cpu_info().name());
+}
+
+static double process_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// args: bf16 (0/1), tile shape, M, K, N, B transposed (0/1)
+static void BM_Gemm(benchmark::State& st) {
+  const bool bf16 = st.range(0) != 0, tb = st.range(5) != 0;
+  const int64_t M = st.range(2), K = st.range(3), N = st.range(4);
+  if (bf16 && !bf16_gemm_usable()) {
+    st.SkipWithError(("no bf16 arithmetic here: " + cpu_info().name()).c_str());
+    return;
+  }
+  Generator g(0);
+  Tensor a = randn({M, K}, g), b = tb ? randn({N, K}, g) : randn({K, N}, g), c = Tensor::empty({M, N});
+  const Precision was = set_matmul_precision(bf16 ? Precision::bf16 : Precision::fp32);
+  const int tile = set_bf16_tile((int)st.range(1));
+  const double c0 = process_seconds();
+  int64_t n = 0;
+  for (auto _ : st) {
+    gemm<float>(false, tb, M, N, K, 1.f, a.data<float>(), K, b.data<float>(), tb ? K : N, 0.f, c.data<float>(), N);
+    benchmark::ClobberMemory();
+    n++;
+  }
+  const double cpu = process_seconds() - c0;
+  set_bf16_tile(tile);
+  set_matmul_precision(was);
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  // The rate the threads reach while they run: flops over the process's CPU time, times the thread count.
+  st.counters["GFLOP/s_cpu"] = 2.0 * M * N * K * 1e-9 * (double)n * omp_get_max_threads() / cpu;
+}
+
+// clang-format off
+BENCHMARK(BM_Peak)->Args({0, 1})->Args({0, 2})->Args({1, 1})->Args({1, 2})->Iterations(1)->UseRealTime();
+BENCHMARK(BM_Gemm)
+    ->Args({0, 0, 2048, 1024, 1024, 0})->Args({1, 0, 2048, 1024, 1024, 0})->Args({1, 1, 2048, 1024, 1024, 0})
+    ->Args({1, 2, 2048, 1024, 1024, 0})
+    ->Args({0, 0, 16384, 128, 512, 1})->Args({1, 0, 16384, 128, 512, 1})->Args({1, 1, 16384, 128, 512, 1})
+    ->Args({1, 2, 16384, 128, 512, 1})
+    ->Args({0, 0, 512, 512, 512, 0})->Args({1, 0, 512, 512, 512, 0})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+// clang-format on
+
+BENCHMARK_MAIN();
