@@ -1,6 +1,8 @@
 // nn/residual_block.cpp - the residual block (nn/residual_block.h).
 #include "nn/residual_block.h"
 
+#include "nn/onnx/ops.h"
+
 namespace dl::nn {
 
 std::shared_ptr<Module> make_sequence_norm(const std::string& kind, int64_t d) {
@@ -67,6 +69,27 @@ Var ResidualBlock::step(const Var& x, StreamState& s) {
   }
   s.pos++;
   return y;
+}
+
+std::string ResidualBlock::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  auto mixer = [&](const std::string& v) {
+    onnx::Sequence s = in;
+    s.x = v;
+    return mixer_->export_onnx(g, s, p + "mixer.");
+  };
+  auto ffn = [&](const std::string& v) { return ox::feed_forward(g, *ffn_, v, p + "ffn."); };
+  auto norm1 = [&](const std::string& v) { return ox::sequence_norm(g, *norm1_, v, p + "norm1."); };
+  auto norm2 = [&](const std::string& v) { return ox::sequence_norm(g, *norm2_, v, p + "norm2."); };
+  std::string x = in.x;  // (B, L, H)
+  if (opt.prenorm) {
+    x = ox::add(g, x, mixer(norm1(x)));
+    if (ffn_) x = ox::add(g, x, ffn(norm2(x)));
+  } else {
+    x = norm1(ox::add(g, x, mixer(x)));
+    if (ffn_) x = norm2(ox::add(g, x, ffn(x)));
+  }
+  return x;
 }
 
 }  // namespace dl::nn

@@ -43,6 +43,8 @@ class ResidualBlock : public SequenceLayer {
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;  // (B, H) -> (B, H)
   bool streams_in_constant_memory() const override { return mixer_->streams_in_constant_memory(); }
+  // ONNX export: the mixer's own export between the norms and residual sums; the feed-forward as Linear-GELU-Linear.
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
   SequenceLayer& mixer() { return *mixer_; }
   const SequenceLayer& mixer() const { return *mixer_; }
   bool has_feed_forward() const { return ffn_ != nullptr; }

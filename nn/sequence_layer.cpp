@@ -33,6 +33,11 @@ void check_stream_state(const std::string& layer, const StreamState& s, size_t t
     fail("layer " + layer + ": the stream state does not come from start_stream(" + std::to_string(B) + ")");
 }
 
+std::string SequenceLayer::export_onnx(onnx::Graph&, const onnx::Sequence&, const std::string& prefix) {
+  std::string where = prefix.empty() ? "" : " (" + prefix.substr(0, prefix.size() - 1) + ")";
+  fail("layer '" + type_name() + "'" + where + " has no ONNX export yet (docs/onnx.md lists the layers that export)");
+}
+
 StreamState SequenceLayer::start_stream(int64_t batch) const {
   if (!is_causal())
     fail("layer " + type_name() + " looks at later positions (it is not causal), so it cannot run one position at a time");

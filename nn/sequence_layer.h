@@ -12,6 +12,8 @@
 //                          rate and no weight decay (the SSM's A, B, dt, as state-spaces/s4 registers them)
 //   learned_kernel(L)      the layer's learned convolution kernel K (channels, H, L) for plots, or undefined
 //   start_stream(B), step  a causal layer run as a recurrence, one position at a time (below)
+//   export_onnx            the layer as standard ONNX operators (nn/onnx/, docs/onnx.md); the default refuses,
+//                          naming the layer, so a model never exports as a silently wrong graph
 // Shape letters: B batch, L length, H channels (d_model).
 //
 // Streaming. A causal layer's output at position t depends on positions 0..t only, so it can run one position at a
@@ -29,6 +31,11 @@
 #include "nn/module.h"
 
 namespace dl::nn {
+
+namespace onnx {
+class Graph;
+struct Sequence;
+}  // namespace onnx
 
 using LayerConfig = nlohmann::json;
 
@@ -56,6 +63,11 @@ struct SequenceLayer : Module {
   // s and returns the last position of forward() over them.
   virtual Var step(const Var& x, StreamState& s);
   virtual bool streams_in_constant_memory() const { return false; }
+
+  // ONNX export (eval mode): adds this layer's nodes to g for in.x (batch, L, H) and the padding mask in.mask, with its
+  // weights as initializers named prefix + their state_dict names; returns the value name of the output (batch, L, H).
+  // The default throws "layer '<type>' has no ONNX export yet".
+  virtual std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix);
 };
 
 // The own-lr parameters of every SequenceLayer inside `root`, as full dotted names from the root

@@ -7,6 +7,7 @@
 #                nn/fused/ (hand-written kernels)   the base, fused, and the op contracts of the families (*_ops.h)
 #                a family (attention, ssm, ...)     the base, fused, and its own folder
 #                nn/models/                         the base, fused, every family
+#                nn/onnx/ (the ONNX graph writer)   the base only; every nn folder may include it (export_onnx)
 #   apps/common (the harness)                       everything below, tasks, and apps/common
 #   apps/<app>                                      everything below, tasks, apps/common and its own folder
 #   apps/explain                                    also the apps whose models it opens (lra_benchmark, fpt,
@@ -39,6 +40,7 @@ allowed_nn() {
   local f=$1 inc=$2
   [[ $inc == tensor/* || $inc == autograd/* ]] && return 0
   [[ $inc == nn/* ]] || return 1
+  [[ $inc == nn/onnx/* ]] && return 0  # the ONNX writer (base-level: it includes only the base), for every export_onnx
   local rest=${f#nn/} irest=${inc#nn/}
   local fam=base ifam=base
   [[ $rest == */* ]] && fam=${rest%%/*}

@@ -10,6 +10,7 @@
 #include "nn/fused/fused_attention.h"
 #include "nn/fused/qkv_attention.h"
 #include "nn/init.h"
+#include "nn/onnx/ops.h"
 
 namespace dl::nn {
 
@@ -277,6 +278,40 @@ Var MultiheadAttention::forward_prefix(const Var& x, const Tensor& key_mask, con
 
 Var MultiheadAttention::cross(const Var& x, const Var& memory, const Tensor& memory_mask, Var* weights) {
   return attend(x, memory, memory_mask, false, weights);
+}
+
+// ---- ONNX export: the composed path, in standard operators (docs/onnx.md) ----
+std::string MultiheadAttention::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  const int64_t T = in.length, C = d_model, NH = opt.heads, HS = C / NH;
+  if (opt.rotary) fail("layer 'MultiheadAttention' (" + p + "): rotary positions have no ONNX export yet");
+  std::string w_in = ox::transpose(g, g.add_initializer(p + "in_proj_weight", in_proj_weight.data()), {1, 0});  // (C, 3C)
+  std::string b_in = g.add_initializer(p + "in_proj_bias", in_proj_bias.data());
+  std::string qkv = ox::add(g, g.node("MatMul", {in.x, w_in}), b_in);  // (B, T, 3C)
+  std::string q = g.fresh("q"), k = g.fresh("k"), v = g.fresh("v");
+  g.add_node("Split", {qkv}, {q, k, v}, {ox::attr_int("axis", -1)});  // (B, T, C) each
+  auto heads = [&](const std::string& t, std::vector<int64_t> perm) {  // (B, T, C) -> (B, T, NH, HS) -> perm
+    return ox::transpose(g, ox::reshape(g, t, {0, T, NH, HS}), perm);
+  };
+  std::string scores = g.node("MatMul", {heads(q, {0, 2, 1, 3}), heads(k, {0, 2, 3, 1})});  // (B, NH, T, HS) x (B, NH, HS, T)
+  scores = ox::mul(g, scores, g.constant(float(1.0 / std::sqrt(double(HS)))));             // (B, NH, T, T)
+  // allowed (B or 1, 1, T, T) as 0/1 floats: the fixed causal/band part, times the key mask
+  std::string allowed;
+  if (opt.causal || opt.window > 0) {
+    Tensor band = attention_allowed(Tensor(), 1, T, T, opt.causal, opt.window, DType::f32, "MultiheadAttention export");
+    allowed = g.constant(band, p + "allowed");  // (1, 1, T, T)
+  }
+  if (!in.mask.empty()) {
+    std::string km = ox::unsqueeze(g, in.mask, {1, 2});  // (B, 1, 1, T)
+    allowed = allowed.empty() ? km : ox::mul(g, allowed, km);
+  }
+  if (!allowed.empty())
+    scores = g.node("Where", {g.node("Cast", {allowed}, {ox::attr_int("to", int64_t(ox::ElemType::boolean))}), scores,
+                              g.constant(-1e9f)});
+  std::string w = g.node("Softmax", {scores}, {ox::attr_int("axis", -1)});
+  std::string y = g.node("MatMul", {w, heads(v, {0, 2, 1, 3})});             // (B, NH, T, HS)
+  y = ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, T, C});       // (B, T, C)
+  return ox::linear(g, *out_proj, y, p + "out_proj.");
 }
 
 }  // namespace dl::nn

@@ -150,6 +150,9 @@ class MultiheadAttention : public SequenceLayer {
   // so far (B, NH, t, HS), rotated at their positions; a step projects the new position, appends its key and value,
   // and attends from its query to the cache (the last window + 1 keys with a window). O(t) per step, as it must be.
   Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
+  // ONNX export (nn/onnx/): the composed path as standard operators, scores = Where(allowed, q k^T / sqrt(HS), -1e9)
+  // with allowed = key mask x causal x band (window) as the composed path has them; rotary positions refuse for now.
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   Var in_proj_weight, in_proj_bias;
   std::shared_ptr<Linear> out_proj;

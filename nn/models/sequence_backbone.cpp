@@ -3,6 +3,7 @@
 
 #include "nn/attention/positions.h"
 #include "nn/init.h"
+#include "nn/onnx/ops.h"
 
 namespace dl::nn {
 
@@ -100,6 +101,49 @@ Var SequenceBackbone::pool(const Var& h, const Tensor& mask, const std::string& 
   // masked mean: sum_l m[b,l] h[b,l,:] / sum_l m[b,l] (a row with no real position divides by 1)
   Tensor count = clamp(sum(m, {1}, true), 1.0, 1e30);         // (B, 1)
   return div(sum(mul(h, Var(m.unsqueeze(2))), {1}), Var(count));  // (B, D)
+}
+
+// ---- ONNX export (docs/onnx.md) ----
+std::string SequenceBackbone::export_encode(onnx::Graph& g, const std::string& input, const std::string& mask, int64_t L,
+                                            const std::string& p) {
+  namespace ox = onnx;
+  if (L > opt_.max_len && (pos_.defined() || sinusoid_.defined()))
+    fail("SequenceBackbone export: length " + std::to_string(L) + " is longer than the positions table (" +
+         std::to_string(opt_.max_len) + ")");
+  std::string x = embed_ ? g.node("Gather", {g.add_initializer(p + "embed.weight", embed_->weight.data()), input})
+                         : ox::linear(g, *in_proj_, input, p + "in_proj.");  // (B, L, D)
+  if (pos_.defined())
+    x = ox::add(g, x, g.node("Slice", {g.add_initializer(p + "pos", pos_.data()), g.constant(std::vector<int64_t>{0}),
+                                       g.constant(std::vector<int64_t>{L}), g.constant(std::vector<int64_t>{0})}));
+  if (sinusoid_.defined()) x = ox::add(g, x, g.constant(sinusoid_.narrow(0, 0, L), p + "sinusoid"));
+  for (size_t i = 0; i < blocks_->size(); i++)
+    x = (*blocks_)[i].export_onnx(g, {x, mask, L, opt_.d_model}, p + "blocks." + std::to_string(i) + ".");
+  return ox::sequence_norm(g, *final_norm_, x, p + "final_norm.");
+}
+
+std::string SequenceBackbone::export_pool(onnx::Graph& g, const std::string& h, const std::string& mask, int64_t L,
+                                          const std::string& how) {
+  namespace ox = onnx;
+  auto sum_l = [&](const std::string& v, int64_t keep) {
+    return g.node("ReduceSum", {v, g.constant(std::vector<int64_t>{1})}, {ox::attr_int("keepdims", keep)});
+  };
+  if (how == "last") {
+    if (mask.empty())  // a scalar index drops the L dimension
+      return g.node("Gather", {h, g.constant(from_vector(std::vector<int64_t>{L - 1}, {}), "last")}, {ox::attr_int("axis", 1)});
+    // the last real position: argmax over l of mask[b, l] * (l + 1) (0 when a row has none, as pool())
+    std::vector<float> pos1(L);
+    for (int64_t l = 0; l < L; l++) pos1[l] = float(l + 1);
+    std::string idx = g.node("ArgMax", {ox::mul(g, mask, g.constant(from_vector(pos1, {L}), "positions"))},
+                             {ox::attr_int("axis", 1), ox::attr_int("keepdims", 1)});  // (B, 1) int64
+    std::string onehot = g.node("Cast", {g.node("Equal", {g.constant(arange(L), "arange"), idx})},
+                                {ox::attr_int("to", int64_t(ox::ElemType::f32))});  // (B, L)
+    return sum_l(ox::mul(g, h, ox::unsqueeze(g, onehot, {2})), 0);                    // (B, D)
+  }
+  if (how != "mean") fail("SequenceBackbone::export_pool: how must be \"mean\" or \"last\", found \"" + how + "\"");
+  if (mask.empty()) return g.node("ReduceMean", {h}, {ox::attr_ints("axes", {1}), ox::attr_int("keepdims", 0)});
+  // sum_l m h / max(sum_l m, 1)
+  std::string count = g.node("Max", {sum_l(mask, 1), g.constant(1.0f)});  // (B, 1)
+  return g.node("Div", {sum_l(ox::mul(g, h, ox::unsqueeze(g, mask, {2})), 0), count});
 }
 
 }  // namespace dl::nn

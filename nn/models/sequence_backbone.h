@@ -60,6 +60,15 @@ class SequenceBackbone : public Module {
   StreamState start_stream(int64_t batch) const;
   Var step(const Tensor& input, StreamState& s);
 
+  // ONNX export (nn/onnx/, docs/onnx.md) for sequences of length L: input names the graph value of the tokens (batch, L)
+  // int64 or the features (batch, L, F) float, mask the padding mask (batch, L) float or "" -> the value (batch, L, D)
+  // that encode returns. Every block's mixer must export; one that does not throws, naming it.
+  std::string export_encode(onnx::Graph& g, const std::string& input, const std::string& mask, int64_t L,
+                            const std::string& prefix = "");
+  // pool in ONNX: (batch, L, D) -> (batch, D), "mean" or "last" as pool() computes them.
+  static std::string export_pool(onnx::Graph& g, const std::string& h, const std::string& mask, int64_t L,
+                                 const std::string& how = "mean");
+
   ResidualBlock& block(size_t i) { return (*blocks_)[i]; }
   size_t num_blocks() const { return blocks_->size(); }
   Device device() const;  // where the parameters are

@@ -5,6 +5,7 @@
 
 #include "nn/ssm/ssm_ops.h"
 #include "nn/fused/glu.h"
+#include "nn/onnx/ops.h"
 
 namespace dl::nn {
 
@@ -105,6 +106,36 @@ Var SSMLayer::step(const Var& x, StreamState& s) {
     }
   s.pos++;
   return finish_step(y, x);
+}
+
+// ---- ONNX export: the convolution form (ssm_conv) as a depthwise Conv; ONNX's Conv is a cross-correlation,
+// out[t] = sum_j W[j] u[t + j - pad_left], so the causal taps K0[t - s] are written reversed: W[j] = K0[L-1-j]
+// (lag L-1-j), and the anticausal taps K1[s - t - 1] (lags 1..L) follow unreversed: W[L + j] = K1[j].
+static Tensor conv_weight(const Tensor& K, bool two_sided) {  // K (Cc, H, L) f32 -> W (H, 1, L or 2L)
+  const int64_t H = K.size(1), L = K.size(2), W = two_sided ? 2 * L : L;
+  Tensor w = zeros({H, 1, W});
+  const float* k = K.data<float>();
+  float* pw = w.data<float>();
+  for (int64_t h = 0; h < H; h++)
+    for (int64_t j = 0; j < L; j++) {
+      pw[h * W + j] = k[h * L + (L - 1 - j)];
+      if (two_sided) pw[h * W + L + j] = k[(H + h) * L + j];
+    }
+  return w;
+}
+
+std::string SSMLayer::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  const int64_t L = in.length;
+  const Tensor K = learned_kernel(L);  // (Cc, H, L), computed at export time for this length
+  const Tensor w = conv_weight(K, bidirectional);
+  std::string u = ox::apply_mask(g, in.x, in.mask);  // (B, L, H)
+  std::string y = g.node("Conv", {ox::transpose(g, u, {0, 2, 1}), g.constant(w, p + "kernel.conv_weight")},
+                         {ox::attr_int("group", H), ox::attr_ints("kernel_shape", {w.size(2)}),
+                          ox::attr_ints("pads", {L - 1, bidirectional ? L : 0})});  // (B, H, L)
+  y = ox::add(g, ox::transpose(g, y, {0, 2, 1}), ox::mul(g, u, g.add_initializer(p + "D", D.data())));  // K * u + D u
+  y = ox::linear(g, *output_linear, ox::gelu(g, y), p + "output_linear.");
+  return glu_ ? ox::glu(g, y) : y;
 }
 
 }  // namespace dl::nn

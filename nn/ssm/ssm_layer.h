@@ -65,6 +65,10 @@ class SSMLayer : public SequenceLayer {
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;
   bool streams_in_constant_memory() const override;
+  // ONNX export in the convolution form for the export length L (docs/onnx.md): K = kernel(L) computed now, then a
+  // depthwise Conv (group = H) with the flipped kernel and causal padding (L - 1, 0), or the two-sided kernel
+  // [flip(K0), K1] and padding (L - 1, L) when bidirectional, plus the D skip, GELU, output_linear and the GLU.
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   Var D;
   std::shared_ptr<Dropout> drop;

@@ -1,0 +1,84 @@
+// nn/onnx/ops.cpp - see ops.h.
+#include "nn/onnx/ops.h"
+
+#include <cmath>
+
+namespace dl::nn::onnx {
+
+std::string add(Graph& g, const std::string& a, const std::string& b) { return g.node("Add", {a, b}); }
+std::string mul(Graph& g, const std::string& a, const std::string& b) { return g.node("Mul", {a, b}); }
+std::string transpose(Graph& g, const std::string& x, const std::vector<int64_t>& perm) {
+  return g.node("Transpose", {x}, {attr_ints("perm", perm)});
+}
+std::string reshape(Graph& g, const std::string& x, const std::vector<int64_t>& shape) {
+  return g.node("Reshape", {x, g.constant(shape)});
+}
+std::string unsqueeze(Graph& g, const std::string& x, const std::vector<int64_t>& axes) {
+  return g.node("Unsqueeze", {x, g.constant(axes)});
+}
+
+std::string linear(Graph& g, const Linear& m, const std::string& x, const std::string& prefix) {
+  const std::string w = g.add_initializer(prefix + "weight", m.weight.data());  // (out, in)
+  std::string y = g.node("MatMul", {x, transpose(g, w, {1, 0})});               // (..., out)
+  if (m.bias.defined()) y = add(g, y, g.add_initializer(prefix + "bias", m.bias.data()));
+  return y;
+}
+
+std::string layer_norm(Graph& g, const LayerNorm& m, const std::string& x, const std::string& prefix) {
+  return g.node("LayerNormalization",
+                {x, g.add_initializer(prefix + "weight", m.weight.data()), g.add_initializer(prefix + "bias", m.bias.data())},
+                {attr_int("axis", -1), attr_float("epsilon", float(m.eps))});
+}
+
+std::string rms_norm(Graph& g, const RMSNorm& m, const std::string& x, const std::string& prefix) {
+  std::string ms = g.node("ReduceMean", {mul(g, x, x)}, {attr_ints("axes", {-1}), attr_int("keepdims", 1)});  // (..., 1)
+  std::string inv = g.node("Reciprocal", {g.node("Sqrt", {add(g, ms, g.constant(float(m.eps)))})});
+  return mul(g, mul(g, x, inv), g.add_initializer(prefix + "weight", m.weight.data()));
+}
+
+std::string batch_norm_sequence(Graph& g, const BatchNorm1d& m, const std::string& x, const std::string& prefix) {
+  auto sd = m.state_dict();
+  std::string y = g.node(
+      "BatchNormalization",
+      {transpose(g, x, {0, 2, 1}), g.add_initializer(prefix + "weight", sd.at("weight")),
+       g.add_initializer(prefix + "bias", sd.at("bias")), g.add_initializer(prefix + "running_mean", sd.at("running_mean")),
+       g.add_initializer(prefix + "running_var", sd.at("running_var"))},
+      {attr_float("epsilon", float(m.eps))});  // (B, C, L), eval: the running statistics
+  return transpose(g, y, {0, 2, 1});
+}
+
+std::string sequence_norm(Graph& g, const Module& norm, const std::string& x, const std::string& prefix) {
+  if (auto* ln = dynamic_cast<const LayerNorm*>(&norm)) return layer_norm(g, *ln, x, prefix);
+  if (auto* bn = dynamic_cast<const BatchNorm1d*>(&norm)) return batch_norm_sequence(g, *bn, x, prefix);
+  fail("onnx export: " + norm.type_name() + " (" + prefix + ") is not a sequence norm (LayerNorm or BatchNorm1d)");
+}
+
+std::string gelu(Graph& g, const std::string& x, bool tanh_approx) {
+  std::string inner;
+  if (tanh_approx) {  // tanh(sqrt(2/pi) (x + 0.044715 x^3))
+    std::string x3 = mul(g, mul(g, x, x), x);
+    std::string s = add(g, x, mul(g, x3, g.constant(0.044715f)));
+    inner = g.node("Tanh", {mul(g, s, g.constant(float(std::sqrt(2.0 / M_PI))))});
+  } else {  // erf(x / sqrt 2)
+    inner = g.node("Erf", {mul(g, x, g.constant(float(1.0 / std::sqrt(2.0))))});
+  }
+  std::string half_x = mul(g, x, g.constant(0.5f));
+  return mul(g, half_x, add(g, inner, g.constant(1.0f)));
+}
+
+std::string glu(Graph& g, const std::string& x) {
+  std::string a = g.fresh("glu_a"), b = g.fresh("glu_b");
+  g.add_node("Split", {x}, {a, b}, {attr_int("axis", -1)});  // two equal halves of the last dim
+  return mul(g, a, g.node("Sigmoid", {b}));
+}
+
+std::string feed_forward(Graph& g, const FeedForward& m, const std::string& x, const std::string& prefix) {
+  return linear(g, *m.fc2, gelu(g, linear(g, *m.fc1, x, prefix + "fc1.")), prefix + "fc2.");
+}
+
+std::string apply_mask(Graph& g, const std::string& x, const std::string& mask) {
+  if (mask.empty()) return x;
+  return mul(g, x, unsqueeze(g, mask, {2}));  // (B, L, C) * (B, L, 1)
+}
+
+}  // namespace dl::nn::onnx

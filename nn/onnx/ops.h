@@ -1,0 +1,39 @@
+// nn/onnx/ops.h - the pieces layers export with: the basic layers of nn/layers.h and a few compositions, each as
+// the standard ONNX operators (opset 17) that compute it. Shape letters: B batch (dynamic), L length, C channels.
+//
+//   linear        MatMul(x, Transpose(weight)) + bias      weight (out, in) kept as the state_dict has it
+//   layer_norm    LayerNormalization(x, weight, bias, axis -1, epsilon)
+//   rms_norm      x * Reciprocal(Sqrt(ReduceMean(x * x, -1) + eps)) * weight       (opset 17 has no RMSNorm)
+//   batch_norm    (B, L, C) -> Transpose (B, C, L) -> BatchNormalization with the running statistics -> back
+//   gelu          0.5 x (1 + Erf(x / sqrt 2)), or the tanh form          (opset 17 has no Gelu: it came in 20)
+//   glu           a * Sigmoid(b), (a, b) = Split(x, 2) on the last dim
+//   apply_mask    x * Unsqueeze(mask, 2): padded positions zeroed, as nn::apply_mask
+// Every weight becomes an initializer named prefix + its state_dict name ("blocks.0.norm1.weight"). Dropout is the
+// identity in eval mode and is not exported.
+#pragma once
+#include "nn/layers.h"
+#include "nn/onnx/graph.h"
+
+namespace dl::nn::onnx {
+
+std::string linear(Graph& g, const Linear& m, const std::string& x, const std::string& prefix);
+std::string layer_norm(Graph& g, const LayerNorm& m, const std::string& x, const std::string& prefix);
+std::string rms_norm(Graph& g, const RMSNorm& m, const std::string& x, const std::string& prefix);
+std::string batch_norm_sequence(Graph& g, const BatchNorm1d& m, const std::string& x, const std::string& prefix);
+// A norm made by nn::make_sequence_norm (LayerNorm or BatchNorm1d) on (B, L, C).
+std::string sequence_norm(Graph& g, const Module& norm, const std::string& x, const std::string& prefix);
+std::string gelu(Graph& g, const std::string& x, bool tanh_approx = false);
+std::string glu(Graph& g, const std::string& x);
+// fc2(gelu(fc1(x))), nn::FeedForward in eval mode
+std::string feed_forward(Graph& g, const FeedForward& m, const std::string& x, const std::string& prefix);
+std::string apply_mask(Graph& g, const std::string& x, const std::string& mask);
+
+// Small conveniences: Add, Mul, Transpose(perm), Reshape(to a constant shape; 0 copies the input's dim, so the
+// batch passes through), Unsqueeze(axes).
+std::string add(Graph& g, const std::string& a, const std::string& b);
+std::string mul(Graph& g, const std::string& a, const std::string& b);
+std::string transpose(Graph& g, const std::string& x, const std::vector<int64_t>& perm);
+std::string reshape(Graph& g, const std::string& x, const std::vector<int64_t>& shape);
+std::string unsqueeze(Graph& g, const std::string& x, const std::vector<int64_t>& axes);
+
+}  // namespace dl::nn::onnx

@@ -1,0 +1,93 @@
+// tests/onnx/ort_check.cpp - see ort_check.h.
+#include "ort_check.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "tensor/safetensors.h"
+
+namespace dl::test {
+
+namespace fs = std::filesystem;
+
+// Runs a shell command, capturing stdout and stderr; returns its exit status.
+static int run(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out->append(buf.data(), n);
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static std::string quote(const std::string& s) { return "'" + s + "'"; }  // the paths here are ours: no quotes inside
+
+ToolResult onnx_checker(const std::string& onnx_path) {
+  ToolResult r;
+  std::string out;
+  if (run("/usr/bin/python3 -c 'import onnx'", &out) != 0) {
+    r.available = false;
+    r.skip_reason = "/usr/bin/python3 cannot import onnx (scripts/setup.sh installs python3-onnx): " + out;
+    return r;
+  }
+  out.clear();
+  const std::string py = "import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)";
+  if (run("/usr/bin/python3 -c " + quote(py) + " " + quote(onnx_path), &out) != 0) r.error = out;
+  return r;
+}
+
+ToolResult run_onnx_runtime(const std::string& onnx_path, const std::string& inputs_path,
+                            std::map<std::string, Tensor>* outputs) {
+  ToolResult r;
+  std::string out;
+  if (run("node --version", &out) != 0) {
+    r.available = false;
+    r.skip_reason = "node is not installed";
+    return r;
+  }
+  const std::string script = std::string(DL_FIXTURE_DIR) + "/../onnx/run_ort.js";
+  const std::string result = inputs_path + ".ort.safetensors";
+  out.clear();
+  const int rc = run("node " + quote(script) + " " + quote(onnx_path) + " " + quote(inputs_path) + " " + quote(result), &out);
+  if (rc == 2) {
+    r.available = false;
+    r.skip_reason = out;
+  } else if (rc != 0) {
+    r.error = out;
+  } else {
+    *outputs = load_safetensors(result).tensors;
+  }
+  return r;
+}
+
+void expect_close(const std::string& what, const Tensor& actual, const Tensor& expected, Tol tol) {
+  ASSERT_EQ(shape_str(actual.shape()), shape_str(expected.shape())) << what;
+  Tensor a = actual.to(DType::f64).contiguous(), e = expected.to(DType::f64).contiguous();
+  const double* pa = a.data<double>();
+  const double* pe = e.data<double>();
+  int64_t worst = -1;
+  double worst_excess = 0;
+  for (int64_t i = 0; i < a.numel(); i++) {
+    const double excess = std::abs(pa[i] - pe[i]) - (tol.atol + tol.rtol * std::abs(pe[i]));
+    if (!(excess <= worst_excess)) worst = i, worst_excess = std::isnan(excess) ? INFINITY : excess;
+  }
+  if (worst >= 0)
+    ADD_FAILURE() << what << ": element " << worst << " is " << pa[worst] << ", expected " << pe[worst] << " (atol " << tol.atol
+                  << ", rtol " << tol.rtol << ")";
+}
+
+std::string fresh_temp_dir(const std::string& hint) {
+  std::random_device rd;
+  fs::path p = fs::temp_directory_path() / ("dl_onnx_" + hint + "_" + std::to_string(rd()));
+  fs::create_directories(p);
+  return p.string();
+}
+
+}  // namespace dl::test
