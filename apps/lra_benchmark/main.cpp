@@ -6,6 +6,7 @@
 //   lra_benchmark cell  --task listops --model s4d --regime spt-masked [--preset ..] [--set k=v]..
 //   lra_benchmark eval  --cell runs/lra_benchmark/cells/listops__s4d__scratch__seed0 [--split test]
 //   lra_benchmark list
+//   lra_benchmark export --cell DIR --onnx FILE [--batch 4]   (the model as ONNX with a check file, export.h)
 //   lra_benchmark speed [--preset ..] [--tasks ..] [--models ..] [--set k=v].. [--steps 5]   (steps/s, speed.h)
 //   lra_benchmark data-scale [--preset ..] [--fractions 1,0.5,0.25,0.1] [--seeds ..]   (SPT gain vs size, data_scale.h)
 // The harness (apps/common) runs the sweep; this app says what a cell is (cell.h), its model (model.h), its data
@@ -18,6 +19,7 @@
 #include "config.h"
 #include "data.h"
 #include "data_scale.h"
+#include "export.h"
 #include "speed.h"
 #include "tensor/safetensors.h"
 
@@ -39,15 +41,18 @@ int main(int argc, char** argv) {
   std::string cell_path, split = "test";
   std::unique_ptr<SpeedCommand> speed;
   std::unique_ptr<DataScaleCommand> data_scale;
+  std::unique_ptr<ExportCommand> export_cmd;
   e.commands = [&](CLI::App& app) {
     CLI::App* eval = app.add_subcommand("eval", "evaluate a finished cell's model.safetensors");
     eval->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
     eval->add_option("--split", split, "train, val or test")->capture_default_str();
     speed = std::make_unique<SpeedCommand>(app);            // training steps/s per cell (speed.h)
     data_scale = std::make_unique<DataScaleCommand>(app);  // the SPT gain against the training-set size (data_scale.h)
+    export_cmd = std::make_unique<ExportCommand>(app);     // the model as ONNX (export.h)
     return std::vector<harness::Command>{{eval, [&] { eval_cell(cell_path, split); }},
                                          {speed->command(), [&] { speed->run(); }},
-                                         {data_scale->command(), [&] { data_scale->run(e); }}};
+                                         {data_scale->command(), [&] { data_scale->run(e); }},
+                                         {export_cmd->command(), [&] { export_cmd->run(); }}};
   };
   return harness::run_main(e, argc, argv);
 }

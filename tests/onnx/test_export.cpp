@@ -26,6 +26,7 @@ struct Case {
   std::string norm = "layer", pool = "mean", positions = "none";
   bool prenorm = true, tokens = true;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // A classifier as the apps build it: the backbone, a pool and a linear head; its export has the graph inputs "tokens"
 // (or "features") and "mask" and the outputs "hidden" (B, L, D) and "logits" (B, classes).
