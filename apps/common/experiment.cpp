@@ -14,6 +14,7 @@
 #include "apps/common/progress.h"
 #include "apps/common/signals.h"
 #include "autograd/anomaly.h"
+#include "tensor/bf16.h"
 
 namespace dl::harness {
 
@@ -54,6 +55,19 @@ std::vector<int> parse_seeds(const std::string& text) {
 }
 
 void check_device(const std::string& device) { parse_device(device); }
+
+namespace {
+
+// --precision of a cell that ran before (its result's "precision", else the marker in its folder; neither: fp32) must
+// be this run's: a resumed cell does not change arithmetic halfway, and a table does not mix the two unseen.
+void check_cell_precision(const std::string& found, const std::string& label, const std::string& where) {
+  const std::string now = precision_name(matmul_precision());
+  if (found != now)
+    throw ConfigError(label + " ran with --precision " + found + " (" + where + "), this run asks for --precision " + now +
+                      ": resume with --precision " + found + " or write to another --out");
+}
+
+}  // namespace
 
 std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::vector<std::vector<std::string>>& values,
                                const std::vector<int>& seeds, const std::vector<std::string>& sets) {
@@ -126,11 +140,15 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     ctx.out = o.out, ctx.dir = cell_dir(o.out, c), ctx.label = "[" + c.label() + "]";
     ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet || !writer, ctx.stop_after = o.stop_after;
     ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.parallel.bucket_bytes = bucket_bytes, ctx.profile = o.profile;
+    const std::string marker = ctx.dir + "/precision";  // written only for bf16 cells; absent: fp32
     if (o.resume && fs::exists(result_path(o.out, c))) {
       if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
       done.push_back(read_result(o.out, c));
+      check_cell_precision(done.back().extra.value("precision", "fp32"), ctx.label, result_path(o.out, c));
       continue;
     }
+    if (o.resume && fs::is_directory(ctx.dir) && !fs::is_empty(ctx.dir))
+      check_cell_precision(fs::exists(marker) ? read_text(marker) : "fp32", ctx.label, ctx.dir);
     if (o.worker >= 0) {
       if (!claim_cell(o.out, c, o.worker)) continue;  // another worker runs it
       if (!ctx.quiet) std::cerr << ctx.label << " runs in job " << o.worker << "\n";  // the worker's log
@@ -139,6 +157,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     if (writer) {
       if (!o.resume) fs::remove_all(ctx.dir);  // a fresh run of this cell forgets earlier checkpoints and logs
       fs::create_directories(ctx.dir);
+      if (matmul_precision() != Precision::fp32) write_text_atomic(marker, precision_name(matmul_precision()));
     }
     comm.barrier();  // the folder is there (and empty) before any rank looks into it
     auto t0 = std::chrono::steady_clock::now();
@@ -146,6 +165,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     r.cell = c;
     if (r.wall_s == 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (comm.size() > 1) r.extra["ranks"] = comm.size();
+    if (matmul_precision() != Precision::fp32) r.extra["precision"] = precision_name(matmul_precision());
     if (writer) {
       write_result(o.out, r);
       if (o.worker >= 0) mark_cell_done(o.out, c);  // the parent rewrites the reports
@@ -160,7 +180,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
 namespace {
 
 struct Shared {
-  std::string preset, out, device = "cpu", seeds, comm = "auto";
+  std::string preset, out, device = "cpu", seeds, comm = "auto", precision = "fp32";
   std::vector<std::string> sets;
   int seed = -1, threads = 2, jobs = 1, worker = -1;
   bool resume = false, quiet = false, zero1 = false, anomaly = false, profile = false;
@@ -182,6 +202,11 @@ void add_shared(CLI::App* s, Shared& o) {
       ->check(CLI::PositiveNumber);
   s->add_option("--worker", o.worker, "internal: worker k of --jobs")->group("");
   s->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+  s->add_option("--precision", o.precision,
+                "fp32, or bf16: matrix products in bfloat16 with float32 sums where the CPU (AVX512_BF16) or GPU has "
+                "them; everything else stays float32 (tensor/bf16.h)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   s->add_option("--comm", o.comm,
                 "data-parallel communicator: auto (under mpirun: nccl for --device cuda when built with NCCL, else mpi), "
                 "single, mpi or nccl")
@@ -238,6 +263,8 @@ int run_main(const Experiment& e, int argc, char** argv) {
       return 0;
     }
     check_device(o.device);
+    set_matmul_precision(parse_precision(o.precision));  // before any cell builds a model
+    if (o.precision != "fp32" && !o.quiet) std::cerr << e.name << ": " << precision_note() << "\n";
     CLI::App* sweep = *run ? run : cell;
     const bool threads_given = sweep->count("--threads") > 0;
     if (o.jobs > 1 && !threads_given) o.threads = 1;  // one thread per job unless asked otherwise

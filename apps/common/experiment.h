@@ -6,7 +6,8 @@
 //   <app> cell  --<axis> value .. [--preset ..] [--set ..] [--seed k] [--resume] ...
 //   <app> list
 // plus the app's own subcommands. Shared options: --preset/--config, --set (repeatable), --out, --seed,
-// --seeds, --threads, --jobs N (cells side by side in N processes, jobs.h), --device cpu|cuda, --comm
+// --seeds, --threads, --jobs N (cells side by side in N processes, jobs.h), --device cpu|cuda, --precision fp32|bf16
+// (tensor/bf16.h; a bf16 cell records it, and --resume refuses to continue a cell in the other precision), --comm
 // auto|single|mpi|nccl (comm.h), --resume, --quiet, --zero1, --profile (one step op by op), --anomaly
 // (autograd/anomaly.h: name the first op and step that produce a NaN or an infinity).
 // Under mpirun every rank runs the same command and each cell trains data-parallel over the ranks (phase.h,
