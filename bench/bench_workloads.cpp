@@ -6,8 +6,9 @@
 //   bench_workloads kernels [--len 4096] [--batch 2] [--steps 5]   # the attention primitives alone, ms and GFLOP/s
 //   bench_workloads s4d --profile        # also one step op by op on stderr (autograd/profile.h): where the time goes
 //   bench_workloads transformer_listops --device cuda [--batch 64] [--len 1024]   # the step on the GPU
+//   bench_workloads gpt_char --precision bf16   # matrix products in bf16 (tensor/bf16.h); the line gains "precision"
 //
-// One step = zero_grad, forward, loss, backward, AdamW step (lr 1e-3, wd 0.01), fp32, fixed seed, timed after warm-up;
+// One step = zero_grad, forward, loss, backward, AdamW step (lr 1e-3, wd 0.01), fp32 (or --precision bf16), fixed seed, timed after warm-up;
 // the median is reported. Output: one JSON line with the same fields as torch_workloads.py plus
 //   model_gflop   model FLOPs per step (analytic, see flops_* below), gflops = model_gflop / median step time,
 //   minflt_per_step  minor page faults per timed step (getrusage ru_minflt deltas; 0 means no fresh pages were touched),
@@ -51,6 +52,7 @@
 #include "apps/common/device.h"
 #include "autograd/ops.h"
 #include "autograd/profile.h"
+#include "tensor/bf16.h"
 #include "nn/attention/attention.h"
 #include "nn/fused/flash_attention.h"
 #include "nn/fused/fused_attention.h"
@@ -93,7 +95,7 @@ void print_usage(std::FILE* f) {
   std::fprintf(f,
                "usage: bench_workloads WORKLOAD [--len L] [--steps N] [--warmup N] [--threads N]\n"
                "                       [--attention best|packed|composed|fused] [--profile] [--batch B]\n"
-               "                       [--device cpu|cuda]\n"
+               "                       [--device cpu|cuda] [--precision fp32|bf16]\n"
                "                       [--min-len L --max-len L --rounds N --kinds a,b (scaling, kernels)]\n"
                "workloads: %s\n"
                "kinds of scaling: %s\nkinds of kernels: %s\n",
@@ -394,7 +396,7 @@ int run_main(int argc, char** argv) {
   std::string name;
   int64_t len = 0, batch = 2, min_len = 256, max_len = 4096;
   bool batch_given = false;
-  std::string device_arg = "cpu";
+  std::string device_arg = "cpu", precision = "fp32";
   int rounds = 1;
   std::string kinds = "attention,fused_attention,qkv_attention,flash_attention,linear_attention,s4d";  // scaling's
   bool kinds_given = false;
@@ -414,6 +416,7 @@ int run_main(int argc, char** argv) {
     else if (a == "--threads") threads = next_int(1);
     else if (a == "--batch") batch = next_int(1), batch_given = true;
     else if (a == "--device") device_arg = next();
+    else if (a == "--precision") precision = next();
     else if (a == "--max-len") max_len = next_int(1);
     else if (a == "--min-len") min_len = next_int(1);
     else if (a == "--rounds") rounds = next_int(1);
@@ -449,6 +452,9 @@ int run_main(int argc, char** argv) {
   if (device != Device::cpu && (attn == Attn::packed || attn == Attn::fused))
     usage_error("--attention packed and fused are CPU kernels; on --device " + device_arg + " attention is composed");
   if (device != Device::cpu) attn = Attn::composed;  // what MultiheadAttention takes on a device (best included)
+  if (precision != "fp32" && precision != "bf16") usage_error("--precision must be fp32 or bf16, found '" + precision + "'");
+  set_matmul_precision(parse_precision(precision));
+  if (precision == "bf16") std::fprintf(stderr, "bench_workloads: %s\n", precision_note().c_str());
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
   if (name == "scaling") return run_scaling(steps == 5 ? 2 : steps, batch, min_len, max_len, rounds, split_commas(kinds));
@@ -462,8 +468,10 @@ int run_main(int argc, char** argv) {
   Workload w = build(name, len, attn, device, batch_given ? batch : 0);
   StepStats s = time_steps(*w.model, w.loss, warmup, steps, profile, device);
   const double gflop = w.flops / 1e9;
-  const std::string device_fields = device == Device::cpu ? std::string()
+  std::string device_fields = device == Device::cpu ? std::string()
       : ", \"device\": \"" + std::string(device_name(device)) + "\", \"batch\": " + std::to_string(w.tokens / len);
+  if (precision == "bf16")  // which arithmetic the products really ran in (float32 where the CPU has no bf16)
+    device_fields += std::string(", \"precision\": \"") + (bf16_products_active() ? "bf16" : "fp32 (bf16 unavailable)") + "\"";
   std::printf("{\"workload\": \"%s\", \"len\": %lld, \"params\": %lld, \"ms_per_step\": %.2f, \"tokens_per_s\": %.1f, "
               "\"peak_rss_mb\": %.1f, \"loss\": %.6f, \"model_gflop\": %.2f, \"gflops\": %.1f, \"minflt_per_step\": %.0f, "
               "\"alloc_peak_mb\": %.1f, \"cpu_ms_per_step\": %.1f, \"attention\": \"%s\", \"threads\": %d%s}\n",
