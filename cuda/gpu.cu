@@ -7,6 +7,7 @@
 #include "cuda/backend_libs.cuh"
 #include "cuda/check.cuh"
 #include "cuda/gpu.cuh"
+#include "tensor/bf16.h"  // matmul_precision
 
 namespace dl::cuda {
 
@@ -60,7 +61,14 @@ void Gpu::gemm(DType t, int m, int n, int k, const void* a, int lda, int64_t sa,
     if (void* ws = scratch(kBlasWorkspace)) DL_CUDA_CHECK(cublasSetWorkspace((cublasHandle_t)blas_, ws, kBlasWorkspace));
   }
   cublasHandle_t h = (cublasHandle_t)blas_;
-  if (t == DType::f32) {
+  if (t == DType::f32 && matmul_precision() == Precision::bf16) {
+    // --precision bf16: cuBLAS rounds the float32 operands to bf16 itself and sums in float32 on the tensor cores
+    // (CUBLAS_COMPUTE_32F_FAST_16BF), the GPU twin of tensor/bf16_gemm.h; no bf16 copy of A or B is made here.
+    const float one = 1, zero = 0;
+    DL_CUDA_CHECK(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_32F, lda, sa, b, CUDA_R_32F,
+                                             ldb, sb, &zero, c, CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F_FAST_16BF,
+                                             CUBLAS_GEMM_DEFAULT));
+  } else if (t == DType::f32) {
     const float one = 1, zero = 0;
     DL_CUDA_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, (const float*)a, lda, sa, (const float*)b,
                                             ldb, sb, &zero, (float*)c, ldc, sc, batch));
