@@ -6,6 +6,11 @@ Each workload is run in its own process (peak RSS is per process):
     /usr/bin/python3 bench/torch_workloads.py transformer_listops --len 512 --steps 5
 
 prints one JSON line: workload, params, ms_per_step (median after warm-up), tokens_per_s, peak_rss_mb.
+
+--precision bf16 wraps forward and loss in torch.autocast(device, dtype=torch.bfloat16), PyTorch's best CPU setting on a
+processor with AVX512_BF16 (oneDNN's bf16 GEMMs; the parameters, their gradients and AdamW stay float32, the ops on
+autocast's fp32 list - softmax, norms, losses - run in float32); the line then holds "precision": "bf16". A step that
+fails under it (an op without a bf16 kernel) prints a line with "error" and no timing.
 The models are built to have exactly the parameter counts the C++ side prints (same shapes).
 Debian's torch 1.13 has no scaled_dot_product_attention; nn.TransformerEncoderLayer is its own best path.
 
@@ -259,6 +264,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=0, help="batch size (default: the workload's own, 32 or 64)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: forward and loss under torch.autocast(dtype=torch.bfloat16)")
     a = ap.parse_args()
     cuda = a.device == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -281,10 +288,16 @@ def main():
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     times = []
+    bf16 = a.precision == "bf16"
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        try:
+            with torch.autocast(a.device, dtype=torch.bfloat16, enabled=bf16):
+                loss = loss_fn(model(x), y)
+        except RuntimeError as e:  # e.g. torch 1.13's FFT under bf16 autocast
+            print(json.dumps({"workload": a.workload, "len": L, "precision": a.precision, "error": str(e).splitlines()[0]}))
+            return
         loss.backward()
         opt.step()
         if cuda:
@@ -297,6 +310,8 @@ def main():
            "ms_per_step": round(ms, 2), "tokens_per_s": round(tokens / (ms / 1000), 1),
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
            "loss": float(loss)}
+    if bf16:
+        out["precision"] = "bf16"
     if cuda:
         gflop = model_flops(a.workload, model, L, B) / 1e9
         out.update({"device": "cuda", "batch": B, "model_gflop": round(gflop, 2), "gflops": round(gflop / (ms / 1000), 1),
