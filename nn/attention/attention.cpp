@@ -281,19 +281,37 @@ Var MultiheadAttention::cross(const Var& x, const Var& memory, const Tensor& mem
 }
 
 // ---- ONNX export: the composed path, in standard operators (docs/onnx.md) ----
+// RoPE as apply_rotary computes it (positions.h): the interleaved pairs (x[2i], x[2i+1]) of each head vector rotated
+// by t theta_i, with the cos and sin tables (T, HS/2, 1) computed here: x (B, NH, T, HS) -> (B, NH, T, HS).
+static std::string rotary_onnx(onnx::Graph& g, const std::string& x, int64_t T, int64_t HS, const std::string& p) {
+  namespace ox = onnx;
+  Tensor c = zeros({T, HS / 2, 1}), s = zeros({T, HS / 2, 1});
+  for (int64_t t = 0; t < T; t++)
+    for (int64_t i = 0; i < HS / 2; i++) {
+      const double a = double(t) * std::pow(10000.0, -2.0 * i / double(HS));
+      c.data<float>()[t * (HS / 2) + i] = float(std::cos(a));
+      s.data<float>()[t * (HS / 2) + i] = float(std::sin(a));
+    }
+  const std::string cv = g.constant(c, p + "rotary_cos"), sv = g.constant(s, p + "rotary_sin");
+  std::string xe = g.fresh("rope_even"), xo = g.fresh("rope_odd");
+  g.add_node("Split", {ox::reshape(g, x, {0, 0, T, HS / 2, 2})}, {xe, xo}, {ox::attr_int("axis", -1)});  // (B, NH, T, HS/2, 1)
+  std::string ye = g.node("Sub", {ox::mul(g, xe, cv), ox::mul(g, xo, sv)});  // xe cos - xo sin
+  std::string yo = ox::add(g, ox::mul(g, xe, sv), ox::mul(g, xo, cv));       // xe sin + xo cos
+  return ox::reshape(g, g.node("Concat", {ye, yo}, {ox::attr_int("axis", -1)}), {0, 0, T, HS});
+}
+
 std::string MultiheadAttention::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
   namespace ox = onnx;
   const int64_t T = in.length, C = d_model, NH = opt.heads, HS = C / NH;
-  if (opt.rotary) fail("layer 'MultiheadAttention' (" + p + "): rotary positions have no ONNX export yet");
   std::string w_in = ox::transpose(g, g.add_initializer(p + "in_proj_weight", in_proj_weight.data()), {1, 0});  // (C, 3C)
   std::string b_in = g.add_initializer(p + "in_proj_bias", in_proj_bias.data());
   std::string qkv = ox::add(g, g.node("MatMul", {in.x, w_in}), b_in);  // (B, T, 3C)
   std::string q = g.fresh("q"), k = g.fresh("k"), v = g.fresh("v");
   g.add_node("Split", {qkv}, {q, k, v}, {ox::attr_int("axis", -1)});  // (B, T, C) each
-  auto heads = [&](const std::string& t, std::vector<int64_t> perm) {  // (B, T, C) -> (B, T, NH, HS) -> perm
-    return ox::transpose(g, ox::reshape(g, t, {0, T, NH, HS}), perm);
-  };
-  std::string scores = g.node("MatMul", {heads(q, {0, 2, 1, 3}), heads(k, {0, 2, 3, 1})});  // (B, NH, T, HS) x (B, NH, HS, T)
+  auto heads = [&](const std::string& t) { return ox::transpose(g, ox::reshape(g, t, {0, T, NH, HS}), {0, 2, 1, 3}); };
+  std::string qh = heads(q), kh = heads(k);  // (B, NH, T, HS)
+  if (opt.rotary) qh = rotary_onnx(g, qh, T, HS, p), kh = rotary_onnx(g, kh, T, HS, p);
+  std::string scores = g.node("MatMul", {qh, ox::transpose(g, kh, {0, 1, 3, 2})});  // (B, NH, T, HS) x (B, NH, HS, T)
   scores = ox::mul(g, scores, g.constant(float(1.0 / std::sqrt(double(HS)))));             // (B, NH, T, T)
   // allowed (B or 1, 1, T, T) as 0/1 floats: the fixed causal/band part, times the key mask
   std::string allowed;
@@ -309,7 +327,7 @@ std::string MultiheadAttention::export_onnx(onnx::Graph& g, const onnx::Sequence
     scores = g.node("Where", {g.node("Cast", {allowed}, {ox::attr_int("to", int64_t(ox::ElemType::boolean))}), scores,
                               g.constant(-1e9f)});
   std::string w = g.node("Softmax", {scores}, {ox::attr_int("axis", -1)});
-  std::string y = g.node("MatMul", {w, heads(v, {0, 2, 1, 3})});             // (B, NH, T, HS)
+  std::string y = g.node("MatMul", {w, heads(v)});                         // (B, NH, T, HS)
   y = ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, T, C});       // (B, T, C)
   return ox::linear(g, *out_proj, y, p + "out_proj.");
 }

@@ -151,7 +151,7 @@ class MultiheadAttention : public SequenceLayer {
   // and attends from its query to the cache (the last window + 1 keys with a window). O(t) per step, as it must be.
   Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
   // ONNX export (nn/onnx/): the composed path as standard operators, scores = Where(allowed, q k^T / sqrt(HS), -1e9)
-  // with allowed = key mask x causal x band (window) as the composed path has them; rotary positions refuse for now.
+  // with allowed = key mask x causal x band (window) as the composed path has them; RoPE with tables for the length.
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   Var in_proj_weight, in_proj_bias;
