@@ -306,30 +306,18 @@ std::string MultiheadAttention::export_onnx(onnx::Graph& g, const onnx::Sequence
   std::string w_in = ox::transpose(g, g.add_initializer(p + "in_proj_weight", in_proj_weight.data()), {1, 0});  // (C, 3C)
   std::string b_in = g.add_initializer(p + "in_proj_bias", in_proj_bias.data());
   std::string qkv = ox::add(g, g.node("MatMul", {in.x, w_in}), b_in);  // (B, T, 3C)
-  std::string q = g.fresh("q"), k = g.fresh("k"), v = g.fresh("v");
-  g.add_node("Split", {qkv}, {q, k, v}, {ox::attr_int("axis", -1)});  // (B, T, C) each
-  auto heads = [&](const std::string& t) { return ox::transpose(g, ox::reshape(g, t, {0, T, NH, HS}), {0, 2, 1, 3}); };
-  std::string qh = heads(q), kh = heads(k);  // (B, NH, T, HS)
-  if (opt.rotary) qh = rotary_onnx(g, qh, T, HS, p), kh = rotary_onnx(g, kh, T, HS, p);
-  std::string scores = g.node("MatMul", {qh, ox::transpose(g, kh, {0, 1, 3, 2})});  // (B, NH, T, HS) x (B, NH, HS, T)
-  scores = ox::mul(g, scores, g.constant(float(1.0 / std::sqrt(double(HS)))));             // (B, NH, T, T)
   // allowed (B or 1, 1, T, T) as 0/1 floats: the fixed causal/band part, times the key mask
   std::string allowed;
-  if (opt.causal || opt.window > 0) {
-    Tensor band = attention_allowed(Tensor(), 1, T, T, opt.causal, opt.window, DType::f32, "MultiheadAttention export");
-    allowed = g.constant(band, p + "allowed");  // (1, 1, T, T)
-  }
+  if (opt.causal || opt.window > 0)
+    allowed = g.constant(attention_allowed(Tensor(), 1, T, T, opt.causal, opt.window, DType::f32, "MultiheadAttention export"),
+                         p + "allowed");
   if (!in.mask.empty()) {
     std::string km = ox::unsqueeze(g, in.mask, {1, 2});  // (B, 1, 1, T)
     allowed = allowed.empty() ? km : ox::mul(g, allowed, km);
   }
-  if (!allowed.empty())
-    scores = g.node("Where", {g.node("Cast", {allowed}, {ox::attr_int("to", int64_t(ox::ElemType::boolean))}), scores,
-                              g.constant(-1e9f)});
-  std::string w = g.node("Softmax", {scores}, {ox::attr_int("axis", -1)});
-  std::string y = g.node("MatMul", {w, heads(v)});                         // (B, NH, T, HS)
-  y = ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, T, C});       // (B, T, C)
-  return ox::linear(g, *out_proj, y, p + "out_proj.");
+  ox::Rotate rope;
+  if (opt.rotary) rope = [&](const std::string& x) { return rotary_onnx(g, x, T, HS, p); };
+  return ox::linear(g, *out_proj, ox::self_attention(g, qkv, T, C, NH, allowed, rope), p + "out_proj.");
 }
 
 }  // namespace dl::nn

@@ -7,6 +7,7 @@
 #include "nn/fused/fused_attention.h"
 #include "nn/fused/qkv_attention.h"
 #include "nn/init.h"
+#include "nn/onnx/ops.h"
 #include "tensor/safetensors.h"
 
 namespace dl::nn {
@@ -193,6 +194,41 @@ LoadReport load_gpt2_hf(GPT2Model& m, const std::string& path) {
   } catch (const CheckpointError& e) {
     throw CheckpointError(path + ": " + e.what());
   }
+}
+
+// ---- ONNX export (docs/onnx.md) ----
+// HF's Conv1D: x W + b with W (in, out), so no Transpose.
+static std::string conv1d_onnx(onnx::Graph& g, const Conv1D& m, const std::string& x, const std::string& p) {
+  return onnx::add(g, g.node("MatMul", {x, g.add_initializer(p + "weight", m.weight.data())}),
+                   g.add_initializer(p + "bias", m.bias.data()));
+}
+
+void GPT2Model::export_onnx(onnx::Graph& g, int64_t T) {
+  namespace ox = onnx;
+  if (T < 1 || T > cfg.n_positions)
+    fail("GPT2Model export: T must be in [1, n_positions = " + std::to_string(cfg.n_positions) + "], found " + std::to_string(T));
+  const int64_t C = cfg.n_embd, V = cfg.vocab_size;
+  const GPT2Transformer& tr = *transformer;
+  g.add_input("input_ids", ox::ElemType::i64, {ox::kBatch, T});
+  const std::string wte = g.add_initializer("transformer.wte.weight", tr.wte->weight.data());  // (V, C)
+  std::string pos = g.node("Slice", {g.add_initializer("transformer.wpe.weight", tr.wpe->weight.data()),
+                                     g.constant(std::vector<int64_t>{0}), g.constant(std::vector<int64_t>{T}),
+                                     g.constant(std::vector<int64_t>{0})});  // (T, C)
+  std::string x = ox::add(g, g.node("Gather", {wte, "input_ids"}), pos);      // (B, T, C)
+  const std::string causal =
+      g.constant(attention_allowed(Tensor(), 1, T, T, true, 0, DType::f32, "GPT2Model export"), "causal");  // (1, 1, T, T)
+  for (size_t i = 0; i < tr.h->size(); i++) {
+    GPT2Block& b = (*tr.h)[i];
+    const std::string p = "transformer.h." + std::to_string(i) + ".";
+    std::string qkv = conv1d_onnx(g, *b.attn->c_attn, ox::layer_norm(g, *b.ln_1, x, p + "ln_1."), p + "attn.c_attn.");
+    std::string a = ox::self_attention(g, qkv, T, C, cfg.n_head, causal);  // (B, T, C)
+    x = ox::add(g, x, conv1d_onnx(g, *b.attn->c_proj, a, p + "attn.c_proj."));
+    std::string h = ox::gelu(g, conv1d_onnx(g, *b.mlp->c_fc, ox::layer_norm(g, *b.ln_2, x, p + "ln_2."), p + "mlp.c_fc."), true);
+    x = ox::add(g, x, conv1d_onnx(g, *b.mlp->c_proj, h, p + "mlp.c_proj."));
+  }
+  x = ox::layer_norm(g, *tr.ln_f, x, "transformer.ln_f.");
+  g.add_node("MatMul", {x, ox::transpose(g, wte, {1, 0})}, {"logits"});  // the tied lm_head: (B, T, C) x (C, V)
+  g.add_output("logits", ox::ElemType::f32, {ox::kBatch, T, V});
 }
 
 }  // namespace dl::nn

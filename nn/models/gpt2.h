@@ -93,6 +93,10 @@ class GPT2Model : public Module {  // HF's GPT2LMHeadModel
   // token's logits (B, V). Past n_positions a step throws, naming the limit.
   StreamState start_stream(int64_t batch) const;
   Var step(const Tensor& ids, StreamState& s);
+  // ONNX export (nn/onnx/, docs/onnx.md) for T positions: adds the graph input "input_ids" (batch, T) int64 and the
+  // output "logits" (batch, T, V), as forward(); weights under the state_dict's (HF's) names, the tied lm_head as
+  // MatMul with wte transposed. T <= n_positions.
+  void export_onnx(onnx::Graph& g, int64_t T);
   std::shared_ptr<GPT2Transformer> transformer;
   GPT2Config cfg;
 };

@@ -8,9 +8,12 @@
 //   gelu          0.5 x (1 + Erf(x / sqrt 2)), or the tanh form          (opset 17 has no Gelu: it came in 20)
 //   glu           a * Sigmoid(b), (a, b) = Split(x, 2) on the last dim
 //   apply_mask    x * Unsqueeze(mask, 2): padded positions zeroed, as nn::apply_mask
+//   self_attention  the composed attention's core (nn/attention/attention.h) on a projected qkv
 // Every weight becomes an initializer named prefix + its state_dict name ("blocks.0.norm1.weight"). Dropout is the
 // identity in eval mode and is not exported.
 #pragma once
+#include <functional>
+
 #include "nn/layers.h"
 #include "nn/onnx/graph.h"
 
@@ -27,6 +30,12 @@ std::string glu(Graph& g, const std::string& x);
 // fc2(gelu(fc1(x))), nn::FeedForward in eval mode
 std::string feed_forward(Graph& g, const FeedForward& m, const std::string& x, const std::string& prefix);
 std::string apply_mask(Graph& g, const std::string& x, const std::string& mask);
+// Self-attention after the input projection: qkv (B, T, 3C) = [q | k | v] -> split into NH heads of HS = C / NH,
+// [rotate q and k (B, NH, T, HS)], scores = q k^T / sqrt(HS), Where(allowed, scores, -1e9), Softmax over the keys,
+// times v, heads merged -> (B, T, C). allowed: 0/1 floats broadcastable to (B, NH, T, T), or "" (every key).
+using Rotate = std::function<std::string(const std::string&)>;
+std::string self_attention(Graph& g, const std::string& qkv, int64_t T, int64_t C, int64_t NH, const std::string& allowed,
+                           const Rotate& rotate = {});
 
 // Small conveniences: Add, Mul, Transpose(perm), Reshape(to a constant shape; 0 copies the input's dim, so the
 // batch passes through), Unsqueeze(axes).
