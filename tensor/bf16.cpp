@@ -91,9 +91,9 @@ bool bf16_products_active() { return matmul_precision() == Precision::bf16 && bf
 std::string precision_note() {
   if (matmul_precision() == Precision::fp32) return "precision fp32: matrix products in float32";
   if (bf16_gemm_usable()) return "precision bf16: matrix products on " + bf16_gemm_path() + " (" + cpu_info().name() + ")";
-  std::string why = !env_allows_bf16()         ? "DL_BF16=off in the environment"
-                    : !bf16_gemm_compiled()    ? "this build has no bf16 kernel"
-                                               : "this CPU has no bf16 arithmetic (no AVX512_BF16: " + cpu_info().name() + ")";
+  std::string why = !env_allows_bf16()      ? "DL_BF16=off in the environment"
+                    : !bf16_gemm_compiled() ? "this build has no bf16 kernel"
+                                            : "this CPU has no bf16 arithmetic (no AVX512_BF16: " + cpu_info().name() + ")";
   return "precision bf16 requested, but " + why + ": matrix products run in float32 instead (not emulated)";
 }
 

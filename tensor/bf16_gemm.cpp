@@ -23,8 +23,8 @@ namespace dl {
 
 namespace {
 
-constexpr int64_t kKc = 128;   // pairs per k chunk (256 k): a 64-column Bp chunk is 32 KiB
-constexpr int64_t kMc = 96;    // rows per group: a multiple of the tiles' 6, 8 and 12 rows
+constexpr int64_t kKc = 128;    // pairs per k chunk (256 k): a 64-column Bp chunk is 32 KiB
+constexpr int64_t kMc = 96;     // rows per group: a multiple of the tiles' 6, 8 and 12 rows
 constexpr int64_t kPanel = 64;  // threads cut rows or columns at multiples of this (whole vectors)
 constexpr double kSplitWork = 1 << 20;
 
@@ -48,7 +48,8 @@ uint32_t pair(float lo, float hi) { return (uint32_t)float_to_bf16(lo) | (uint32
 }
 
 // Bp (Kp, Np) from op(B) (K, N), zero beyond column N; pairs [p0, p1) or, transposed, 16-column strips.
-[[maybe_unused]] void pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int64_t Np, uint32_t* Bp, int part, int parts) {
+[[maybe_unused]] void pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int64_t Np, uint32_t* Bp, int part,
+                             int parts) {
   const int64_t Kp = (K + 1) / 2;
   if (!tb) {
     for (int64_t p = Kp * part / parts; p < Kp * (part + 1) / parts; p++) {
@@ -200,8 +201,7 @@ double thread_seconds() {
 
 // Rate over the thread's CPU time, not the wall clock: on a machine shared with other work the loop's own cycles are
 // what it measures (on a quiet one the two agree).
-template <class F>
-double timed_gflops(F loop, int64_t iters, double flops_per_iter) {
+template <class F> double timed_gflops(F loop, int64_t iters, double flops_per_iter) {
   volatile double sink = loop(iters / 10 + 1);  // warm the clocks
   const double t0 = thread_seconds();
   sink = sink + loop(iters);

@@ -83,7 +83,7 @@ void check_against_f64(const Case& c, const Operands& o, const std::vector<float
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  const int64_t sizes[][3] = {{1, 1, 1},   {7, 5, 3},      {13, 17, 33},  {6, 64, 2},
+  const int64_t sizes[][3] = {{1, 1, 1},     {7, 5, 3},       {13, 17, 33},   {6, 64, 2},
                               {37, 70, 257}, {100, 130, 300}, {150, 200, 64}, {65, 300, 41}};
   for (int t = 0; t < 4; t++)
     for (auto& s : sizes)
