@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "nn/onnx/ops.h"
+
 namespace dl::nn {
 
 std::pair<Tensor, Tensor> dft_cos_sin(int64_t n, DType dtype) {
@@ -42,6 +44,18 @@ Var FNet::forward(const Var& x, const Tensor& mask) {
   auto& [CL, SL] = dft(L, x.dtype(), x.data().device());  // (L, L)
   Var p = matmul(u, Var(CH)), q = matmul(u, Var(SH));     // (B, L, H): X C_H, X S_H
   return matmul(Var(CL), p) - matmul(Var(SL), q);         // (B, L, H): C_L X C_H - S_L X S_H
+}
+
+std::string FNet::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  auto [CH, SH] = dft_cos_sin(H, DType::f32);          // (H, H)
+  auto [CL, SL] = dft_cos_sin(in.length, DType::f32);  // (L, L)
+  std::string u = ox::apply_mask(g, in.x, in.mask);    // (B, L, H), padded positions zeroed
+  std::string xc = g.node("MatMul", {u, g.constant(CH, p + "dft_cos_h")});  // X C_H
+  std::string xs = g.node("MatMul", {u, g.constant(SH, p + "dft_sin_h")});  // X S_H
+  std::string a = g.node("MatMul", {g.constant(CL, p + "dft_cos_l"), xc});  // C_L X C_H
+  std::string b = g.node("MatMul", {g.constant(SL, p + "dft_sin_l"), xs});  // S_L X S_H
+  return g.node("Sub", {a, b});                                             // (B, L, H)
 }
 
 }  // namespace dl::nn

@@ -38,6 +38,8 @@ class FNet : public SequenceLayer {
   static std::shared_ptr<FNet> from_config(int64_t d_model, const LayerConfig& cfg, Generator& g);
   static std::vector<std::string> config_keys() { return {}; }
   std::string type_name() const override { return "FNet"; }
+  // ONNX export: the same four matmuls against the DFT matrices of the export length, as constants.
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
   std::string extra_repr() const override { return "H=" + std::to_string(H); }
   Var forward(const Var& x, const Tensor& mask) override;  // (B, L, H) -> (B, L, H)
   // is_causal() stays false: every output position sees every input position.
