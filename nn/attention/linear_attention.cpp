@@ -7,6 +7,7 @@
 #include "autograd/shape_ops.h"
 #include "nn/attention/attention.h"
 #include "nn/init.h"
+#include "nn/onnx/ops.h"
 
 namespace dl::nn {
 
@@ -153,6 +154,37 @@ Var Performer::phi(const Var& x, bool is_query, const Tensor& mask) const {
   for (auto& [n, t] : named_buffers())
     if (n == "feature_projection") return favor_features(x, t, is_query, mask);
   fail("Performer: feature_projection buffer missing");
+}
+
+// ---- ONNX export: linear_attention() above in standard operators ----
+std::string LinearAttention::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  if (feature == "favor") fail("layer '" + type_name() + "' (" + p + "): FAVOR+ features have no ONNX export yet");
+  const int64_t T = in.length, C = q_proj->in_features, HS = C / heads;
+  auto heads_of = [&](const Linear& proj, const std::string& name) {  // (B, T, C) -> (B, NH, T, HS)
+    return ox::transpose(g, ox::reshape(g, ox::linear(g, proj, in.x, p + name + "."), {0, T, heads, HS}), {0, 2, 1, 3});
+  };
+  auto phi = [&](const std::string& x) {
+    return feature == "elu" ? ox::add(g, g.node("Elu", {x}), g.constant(1.0f)) : g.node("Relu", {x});
+  };
+  std::string pq = phi(heads_of(*q_proj, "q_proj")), pk = phi(heads_of(*k_proj, "k_proj")), v = heads_of(*v_proj, "v_proj");
+  if (!in.mask.empty()) pk = ox::mul(g, pk, ox::unsqueeze(g, in.mask, {1, 3}));  // (B, 1, T, 1): padded keys add nothing
+  std::string num, den;
+  if (causal) {
+    std::string time = g.constant(from_vector(std::vector<int64_t>{2}, {}), "time_axis");
+    std::string kv = ox::mul(g, ox::unsqueeze(g, pk, {-1}), ox::unsqueeze(g, v, {-2}));  // phi(k_s) v_s^T
+    std::string S = g.node("CumSum", {kv, time});                                         // (B, NH, T, F, HS)
+    num = g.node("ReduceSum", {ox::mul(g, ox::unsqueeze(g, pq, {-1}), S), g.constant(std::vector<int64_t>{-2})},
+                 {ox::attr_int("keepdims", 0)});  // (B, NH, T, HS)
+    den = g.node("ReduceSum", {ox::mul(g, pq, g.node("CumSum", {pk, time})), g.constant(std::vector<int64_t>{-1})},
+                 {ox::attr_int("keepdims", 1)});  // (B, NH, T, 1)
+  } else {
+    num = g.node("MatMul", {pq, g.node("MatMul", {ox::transpose(g, pk, {0, 1, 3, 2}), v})});  // phi(Q) (phi(K)^T V)
+    std::string z = g.node("ReduceSum", {pk, g.constant(std::vector<int64_t>{2})}, {ox::attr_int("keepdims", 0)});  // (B, NH, F)
+    den = g.node("MatMul", {pq, ox::unsqueeze(g, z, {-1})});  // (B, NH, T, 1)
+  }
+  std::string y = g.node("Div", {num, ox::add(g, den, g.constant(1e-6f))});  // (B, NH, T, HS)
+  return ox::linear(g, *out_proj, ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, T, C}), p + "out_proj.");
 }
 
 }  // namespace dl::nn

@@ -58,6 +58,9 @@ class LinearAttention : public SequenceLayer {
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
   bool streams_in_constant_memory() const override { return causal && feature != "favor"; }
+  // ONNX export (elu and relu features; FAVOR+ refuses, naming the Performer): the same sums as linear_attention(),
+  // the causal ones with CumSum over time.
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
   int64_t heads;
