@@ -8,6 +8,7 @@
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
 #include "nn/fused/glu.h"
+#include "nn/onnx/ops.h"
 
 namespace dl::nn {
 
@@ -130,6 +131,61 @@ Var GLUConvBlock::step(const Var& x, StreamState& s) {
   s.pos++;
   Var y = reshape(narrow(conv->forward(window), 1, R - 1, 1), {B, C});  // the window's last position
   return drop->forward(output_linear->forward(y));
+}
+
+// ---- ONNX export (docs/onnx.md) ----
+// (H, K) per-head kernels -> (C, K): head h(c) = c / (C/H), as repeat_interleave
+static std::string per_channel(onnx::Graph& g, const std::string& w, int64_t C, int64_t H, int64_t axis) {
+  std::vector<int64_t> head(C);
+  for (int64_t c = 0; c < C; c++) head[c] = c / (C / H);
+  return g.node("Gather", {w, g.constant(head)}, {onnx::attr_int("axis", axis)});
+}
+
+std::string LightweightConv::export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& p) {
+  namespace ox = onnx;
+  const int64_t K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
+  std::string w = g.node("Softmax", {ox::reshape(g, g.add_initializer(p + "weight", weight.data()), {H, K})},
+                         {ox::attr_int("axis", 1)});                      // (H, K)
+  w = ox::unsqueeze(g, per_channel(g, w, C, H, 0), {1});                  // (C, 1, K)
+  std::string y = g.node("Conv", {ox::transpose(g, x, {0, 2, 1}), w},
+                         {ox::attr_int("group", C), ox::attr_ints("kernel_shape", {K}), ox::attr_ints("pads", {pl, K - 1 - pl})});
+  return ox::transpose(g, y, {0, 2, 1});  // (B, L, C)
+}
+
+std::string DynamicConv::export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& p) {
+  namespace ox = onnx;
+  const int64_t K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
+  std::string w = ox::reshape(g, ox::linear(g, *weight_linear, x, p + "weight_linear."), {0, L, H, K});
+  w = per_channel(g, g.node("Softmax", {w}, {ox::attr_int("axis", 3)}), C, H, 2);  // (B, L, C, K)
+  std::string xp = g.node("Pad", {x, g.constant(std::vector<int64_t>{0, pl, 0, 0, K - 1 - pl, 0})});  // (B, L + K - 1, C)
+  std::string y;
+  for (int64_t k = 0; k < K; k++) {  // y[t] += w[t, k] x[t + k - pl]
+    std::string xk = g.node("Slice", {xp, g.constant(std::vector<int64_t>{k}), g.constant(std::vector<int64_t>{k + L}),
+                                      g.constant(std::vector<int64_t>{1})});
+    std::string tap = g.constant(from_vector(std::vector<int64_t>{k}, {}), "tap");
+    std::string wk = g.node("Gather", {w, tap}, {ox::attr_int("axis", 3)});  // (B, L, C)
+    std::string term = ox::mul(g, xk, wk);
+    y = k == 0 ? term : ox::add(g, y, term);
+  }
+  return y;  // (B, L, C)
+}
+
+std::string DilatedSeparableConv::export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& p) {
+  namespace ox = onnx;
+  const int64_t K = opt.kernel_size, d = opt.dilation, pl = left_pad(opt, d);
+  std::string y = g.node("Conv",
+                         {ox::transpose(g, x, {0, 2, 1}), g.add_initializer(p + "depthwise.weight", depthwise_weight.data()),
+                          g.add_initializer(p + "depthwise.bias", depthwise_bias.data())},
+                         {ox::attr_int("group", C), ox::attr_ints("kernel_shape", {K}), ox::attr_ints("dilations", {d}),
+                          ox::attr_ints("pads", {pl, (K - 1) * d - pl})});  // (B, C, L)
+  return ox::linear(g, *pointwise, ox::transpose(g, y, {0, 2, 1}), p + "pointwise.");
+}
+
+std::string GLUConvBlock::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  std::string h = ox::glu(g, ox::linear(g, *input_linear, in.x, p + "input_linear."));  // (B, L, C)
+  h = conv->export_onnx(g, ox::apply_mask(g, h, in.mask), in.length, p + "conv.");
+  return ox::linear(g, *output_linear, h, p + "output_linear.");
 }
 
 }  // namespace dl::nn

@@ -37,6 +37,8 @@ struct ConvSeqOptions {
 // A convolution over (B, L, C) -> (B, L, C).
 struct SeqConv : Module {
   virtual Var forward(const Var& x) = 0;
+  // ONNX export (eval mode): x (B, L, C) -> (B, L, C), weights under prefix + their state_dict names.
+  virtual std::string export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& prefix) = 0;
 };
 
 class LightweightConv : public SeqConv {
@@ -44,6 +46,7 @@ class LightweightConv : public SeqConv {
   LightweightConv(int64_t C, const ConvSeqOptions& opt, Generator& g);
   std::string type_name() const override { return "LightweightConv"; }
   Var forward(const Var& x) override;
+  std::string export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& prefix) override;
   Var weight;  // (H, 1, K)
   int64_t C;
   ConvSeqOptions opt;
@@ -55,6 +58,7 @@ class DynamicConv : public SeqConv {
   DynamicConv(int64_t C, const ConvSeqOptions& opt, Generator& g);
   std::string type_name() const override { return "DynamicConv"; }
   Var forward(const Var& x) override;
+  std::string export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& prefix) override;
   std::shared_ptr<Linear> weight_linear;  // C -> H K
   int64_t C;
   ConvSeqOptions opt;
@@ -69,6 +73,7 @@ class DilatedSeparableConv : public SeqConv {
   DilatedSeparableConv(int64_t C, const ConvSeqOptions& opt, Generator& g);
   std::string type_name() const override { return "DilatedSeparableConv"; }
   Var forward(const Var& x) override;
+  std::string export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& prefix) override;
   Var depthwise_weight, depthwise_bias;  // "depthwise.weight" (C, 1, K), "depthwise.bias" (C)
   std::shared_ptr<Linear> pointwise;
   int64_t C;
@@ -91,6 +96,9 @@ class GLUConvBlock : public SequenceLayer {
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
   bool streams_in_constant_memory() const override { return opt.causal; }
+  // ONNX export: the block's linears and GLU, the mask, then the convolution's own export (lightweight and dilated as a
+  // depthwise Conv, dynamic as K shifted products with its predicted kernels).
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   std::string kind;
   std::shared_ptr<Linear> input_linear, output_linear;
