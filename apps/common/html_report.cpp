@@ -264,9 +264,11 @@ std::string cells_table(const std::vector<CellResult>& rs) {
       << "</td><td class=\"num\">" << fixed(r.wall_s, 1) << "</td><td class=\"num\">" << fixed(r.steps_per_s, 2) << "</td>";
     for (auto& n : names) {
       auto it = r.metrics.find(n);
-      const std::string v = it == r.metrics.end()       ? "-"
-                            : std::isfinite(it->second) ? json(it->second).dump()
-                                                        : "null";  // results.json's NaN
+      if (it == r.metrics.end()) {  // a metric other cells have (e.g. pretraining's loss)
+        h << "<td class=\"num\">-</td>";
+        continue;
+      }
+      const std::string v = std::isfinite(it->second) ? json(it->second).dump() : "null";  // results.json's NaN
       h << "<td class=\"num\" data-metric=\"" << html_escape(n) << "\">" << html_escape(v) << "</td>";
     }
     h << "</tr>\n";
