@@ -127,6 +127,17 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
     names.push_back(key);
   }
   harness::plot_bars(bars, names, out + "/plots/test_accuracy");
+  std::map<std::string, std::vector<harness::CurveArm>> curves;  // per task, one arm per layer
+  for (auto& [key, seeds] : by_key) {
+    harness::CurveArm arm{seeds.front()->cell.value("layer"), {}};
+    for (auto* r : seeds) arm.seeds.push_back({{}, harness::phase_rows(harness::cell_log(out, *r), "train")});
+    curves[seeds.front()->cell.value("task")].push_back(arm);
+  }
+  for (auto& [task, arms] : curves) {  // training loss and validation accuracy against the step
+    harness::CurveText text;
+    text.title = "classify " + task + ": mean over seeds (band: ± one standard error)", text.train = "training";
+    harness::plot_learning_curves(text, arms, out + "/plots/" + task);
+  }
   return t;
 }
 

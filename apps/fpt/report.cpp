@@ -99,7 +99,7 @@ harness::Table fpt_report(const std::string& out, const harness::Preset& p, cons
   t.columns = {"task",          "arm",    "source", "seeds", "trained params", "val acc", "test acc", "paper (unverified)",
                "steps to best", "steps/s"};
   t.right = {false, false, false, true, true, true, true, true, true, true};
-  std::map<std::string, harness::Plot> curves;
+  std::map<std::string, std::vector<harness::CurveArm>> curves;  // per task
   harness::Plot bars;
   bars.title = "FPT test accuracy (mean ± standard error over seeds)", bars.ylabel = "test accuracy (%)",
   bars.key = "below horizontal";
@@ -120,18 +120,11 @@ harness::Table fpt_report(const std::string& out, const harness::Preset& p, cons
                       std::to_string(g.seeds.size()), std::to_string(f.extra.value("trainable_params", (int64_t)0)),
                       harness::format_mean_se(val), harness::format_mean_se(test), std::isnan(paper) ? "-" : fixed(paper, 1),
                       fixed(steps, 0), fixed(rate, 1)});
-    // the learning curve, averaged over seeds
-    std::map<int, std::vector<double>> at;
+    // the learning curve: the pretraining the transformer came from (in the cache folder), then this arm's training
+    harness::CurveArm arm{g.arm, {}};
     for (auto* r : g.seeds)
-      for (auto& pt : r->curve)
-        if (pt.accuracy >= 0) at[pt.step].push_back(100 * pt.accuracy);
-    harness::Series s;
-    s.title = g.arm;
-    for (auto& [step, v] : at)
-      s.x.push_back(step), s.y.push_back(harness::mean_se(v).mean), s.err.push_back(harness::mean_se(v).se);
-    harness::Plot& c = curves[g.task];
-    c.title = "FPT " + g.task + ": validation accuracy while training", c.xlabel = "step", c.ylabel = "accuracy (%)";
-    c.series.push_back(s);
+      arm.seeds.push_back({harness::cached_pretraining_log(*r), harness::phase_rows(harness::cell_log(out, *r), "train")});
+    curves[g.task].push_back(arm);
   }
   for (auto& arm : arms) {
     harness::Series s;
@@ -147,7 +140,13 @@ harness::Table fpt_report(const std::string& out, const harness::Preset& p, cons
   }
   std::filesystem::create_directories(out + "/plots");
   write_depth_study(out, by);
-  for (auto& [task, c] : curves) harness::plot_lines(c, out + "/plots/" + task);
+  for (auto& [task, arms] : curves) {
+    harness::CurveText text;
+    text.title = "FPT " + task + ": training loss and validation accuracy, mean over seeds (band: ± one standard error)";
+    text.pretrain = "pretraining", text.pretrain_loss = "the source's loss (language model or bit memory), shared by the seeds";
+    text.train = "training", text.train_loss = "the task's loss";
+    harness::plot_learning_curves(text, arms, out + "/plots/" + task);
+  }
   harness::plot_bars(bars, tasks, out + "/plots/test_accuracy");
   t.notes.push_back(
       "Accuracies in %: per bit for the bit tasks (the paper's sign agreement), per example otherwise, on the whole "

@@ -199,7 +199,7 @@ harness::Table pconv_report(const std::string& out, const harness::Preset& p, co
       "(apps/pretrained_convs/data.h says what each measures).");
   if (!p.description.empty()) t.notes.push_back("Preset " + p.name + ": " + p.description);
 
-  // ---- plots: test accuracy per task, one bar per model x regime; validation curves per task ----
+  // ---- plots: test accuracy per task, one bar per model x regime; learning curves per task ----
   std::filesystem::create_directories(out + "/plots");
   harness::Plot bars;
   bars.title = "Test accuracy (mean ± standard error over seeds)", bars.ylabel = "test accuracy (%)",
@@ -218,23 +218,20 @@ harness::Table pconv_report(const std::string& out, const harness::Preset& p, co
       if (any) bars.series.push_back(s);
     }
   harness::plot_bars(bars, tasks, out + "/plots/test_accuracy");
-  for (auto& task : tasks) {
-    harness::Plot c;
-    c.title = task + ": validation accuracy while fine-tuning", c.xlabel = "step", c.ylabel = "accuracy (%)";
+  for (auto& task : tasks) {  // per task: span-corruption pretraining (the cached model's log), then fine-tuning
+    std::vector<harness::CurveArm> arms;
     for (auto& k : order) {
       const Group& g = by[k];
       if (g.task != task) continue;
-      std::map<int, std::vector<double>> at;
+      harness::CurveArm arm{g.model + " " + g.regime, {}};
       for (auto* r : g.seeds)
-        for (auto& pt : r->curve)
-          if (pt.accuracy >= 0) at[pt.step].push_back(100 * pt.accuracy);
-      harness::Series s;
-      s.title = g.model + " " + g.regime;
-      for (auto& [step, v] : at)
-        s.x.push_back(step), s.y.push_back(harness::mean_se(v).mean), s.err.push_back(harness::mean_se(v).se);
-      c.series.push_back(s);
+        arm.seeds.push_back({harness::cached_pretraining_log(*r), harness::phase_rows(harness::cell_log(out, *r), "finetune")});
+      arms.push_back(arm);
     }
-    harness::plot_lines(c, out + "/plots/" + task);
+    harness::CurveText text;
+    text.title = task + ": training loss and validation accuracy, mean over seeds (band: ± one standard error)";
+    text.pretrain_loss = "span corruption, one pretraining per model shared by the seeds", text.train_loss = "the task's loss";
+    harness::plot_learning_curves(text, arms, out + "/plots/" + task);
   }
   return t;
 }

@@ -1,7 +1,8 @@
 // tests/apps/test_curves.cpp - the step-level log (apps/common/phase.h, results.h): a metrics.csv row every log_every
 // steps holding the mean training loss of the interval and the lr, evaluations in their steps' rows; a run stopped
 // mid-interval and resumed logs the same rows as one that never stopped; an app's pretraining is logged like its
-// fine-tuning, and the LRA learning-curve plot puts both on one step axis.
+// fine-tuning, and the LRA learning-curve plot puts both on one step axis; fpt, pretrained_convs and classify draw
+// the same step-level curves (apps/common/report.h: plot_learning_curves), with the pretraining their cache logged.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,11 +12,14 @@
 #include <sstream>
 
 #include "app_test_util.h"
+#include "apps/classify/classify.h"
 #include "apps/common/phase.h"
+#include "apps/fpt/report.h"
 #include "apps/lra_benchmark/app.h"
 #include "apps/lra_benchmark/config.h"
 #include "nn/layers.h"
 #include "optim/adam.h"
+#include "apps/pretrained_convs/report.h"
 
 using namespace dl;
 namespace harness = dl::harness;
@@ -57,6 +61,18 @@ std::vector<int> steps_of(const std::vector<harness::CurvePoint>& rows) {
   std::vector<int> s;
   for (auto& p : rows) s.push_back(p.step);
   return s;
+}
+
+// A plot's .dat (plot_panels): "<panel>: <series>" -> the x values of its block.
+std::map<std::string, std::vector<double>> x_values(const std::string& dat) {
+  std::istringstream in(dat);
+  std::string line, block;
+  std::map<std::string, std::vector<double>> xs;
+  while (std::getline(in, line)) {
+    if (line.rfind("# ", 0) == 0) block = line.substr(2);
+    else if (!line.empty()) xs[block].push_back(std::stod(line));
+  }
+  return xs;
 }
 
 // 20 steps, an evaluation every 10, a checkpoint every 4, a row every 3
@@ -173,15 +189,70 @@ TEST(Curves, PretrainingIsLoggedAndPlottedBeforeFineTuning) {
   // the plot's training-loss panel: pretraining at steps 1-4, fine-tuning continuing at 5-10 after it
   harness::write_reports(e, p, o.out);
   const std::string dat = harness::read_text(o.out + "/plots/listops.dat");
-  std::istringstream in(dat);
-  std::string line, block;
-  std::map<std::string, std::vector<double>> xs;  // "<block title>" -> x values
-  while (std::getline(in, line)) {
-    if (line.rfind("# ", 0) == 0) block = line.substr(2);
-    else if (!line.empty()) xs[block].push_back(std::stod(line));
-  }
+  std::map<std::string, std::vector<double>> xs = x_values(dat);
   EXPECT_EQ(xs["training loss: transformer spt-masked (pretraining)"], (std::vector<double>{1, 2, 3, 4})) << dat;
   EXPECT_EQ(xs["training loss: transformer spt-masked"], (std::vector<double>{5, 6, 7, 8, 9, 10})) << dat;
   EXPECT_EQ(xs["training loss: transformer scratch"], (std::vector<double>{5, 6, 7, 8, 9, 10})) << dat;
   EXPECT_EQ(xs["validation accuracy: transformer scratch"], (std::vector<double>{7, 10})) << dat;
+}
+
+// ---- fpt, pretrained_convs and classify: the same curves from finished cells (no training needed) ----
+
+// `steps` rows of `phase` in a metrics.csv, one per step, with an evaluation at the last.
+static void write_log(const std::string& path, const std::string& phase, int steps) {
+  for (int s = 1; s <= steps; s++) {
+    harness::CurvePoint p;
+    p.phase = phase, p.step = s, p.train_loss = 2.0 / s, p.lr = 1e-3, p.accuracy = s == steps ? 0.5 : -1;
+    harness::append_metrics_csv(path, "[x]", p);
+  }
+}
+
+// A finished cell whose log has `steps` rows of `phase`; `cache`: the pretrained model it names (extra.pretrained).
+static harness::CellResult finished(const std::string& out, std::vector<std::string> axes, std::vector<std::string> values,
+                                    int seed, const std::string& phase, int steps, const std::string& cache = "") {
+  harness::CellResult r;
+  r.cell = harness::Cell{axes, values, seed, {}};
+  r.metrics = {{"val_acc", 0.5}, {"test_acc", 0.5}, {"test_not_a_label", 0.0}};
+  r.test_examples = 100, r.extra["val_examples"] = 100;
+  if (!cache.empty()) r.extra["pretrained"] = {{"file", cache + "/model.safetensors"}, {"source", "language"}};
+  write_log(harness::cell_dir(out, r.cell) + "/metrics.csv", phase, steps);
+  return r;
+}
+
+TEST(Curves, EveryAppPlotsItsStepLevelLogAfterItsCachedPretraining) {
+  const std::string d = dl::test::app_temp_dir("curves_apps");
+  const std::string cache = d + "/cache";
+  write_log(cache + "/metrics.csv", "lm", 4);  // a shared pretraining of 4 logged steps
+  harness::Preset p;
+  p.name = "test";
+  {  // fpt: the language model's steps 1-4, then the arm's training at 5-10; an arm without a cache starts at 5
+    const std::string out = d + "/fpt";
+    std::vector<harness::CellResult> rs;
+    for (int seed : {0, 1}) rs.push_back(finished(out, {"task", "arm"}, {"bit_xor", "fpt"}, seed, "train", 6, cache));
+    rs.push_back(finished(out, {"task", "arm"}, {"bit_xor", "random"}, 0, "train", 6));
+    fpt::fpt_report(out, p, rs);
+    auto xs = x_values(harness::read_text(out + "/plots/bit_xor.dat"));
+    EXPECT_EQ(xs["training loss: fpt (pretraining)"], (std::vector<double>{1, 2, 3, 4}));
+    EXPECT_EQ(xs["training loss: fpt"], (std::vector<double>{5, 6, 7, 8, 9, 10}));
+    EXPECT_EQ(xs["training loss: random"], (std::vector<double>{5, 6, 7, 8, 9, 10}));
+    EXPECT_EQ(xs["validation accuracy: fpt"], (std::vector<double>{10}));
+  }
+  {  // pretrained_convs: span corruption (the cache's log), then fine-tuning
+    const std::string out = d + "/pconv";
+    std::vector<std::string> axes = {"task", "model", "regime"};
+    std::vector<harness::CellResult> rs = {finished(out, axes, {"sentiment", "lightconv", "pretrained"}, 0, "finetune", 3, cache),
+                                           finished(out, axes, {"sentiment", "lightconv", "scratch"}, 0, "finetune", 3)};
+    pconv::pconv_report(out, p, rs);
+    auto xs = x_values(harness::read_text(out + "/plots/sentiment.dat"));
+    EXPECT_EQ(xs["training loss: lightconv pretrained (pretraining)"], (std::vector<double>{1, 2, 3, 4}));
+    EXPECT_EQ(xs["training loss: lightconv pretrained"], (std::vector<double>{5, 6, 7}));
+    EXPECT_EQ(xs["training loss: lightconv scratch"], (std::vector<double>{5, 6, 7}));
+  }
+  {  // classify: training only, a point every logged step
+    const std::string out = d + "/classify";
+    std::vector<harness::CellResult> rs = {finished(out, {"task", "layer"}, {"listops", "s4d"}, 0, "train", 5)};
+    classify::experiment().report(out, p, rs);
+    auto xs = x_values(harness::read_text(out + "/plots/listops.dat"));
+    EXPECT_EQ(xs["training loss: s4d"], (std::vector<double>{1, 2, 3, 4, 5}));
+  }
 }
