@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "autograd/shape_ops.h"
+#include "nn/onnx/ops.h"
 
 namespace dl::nn {
 
@@ -39,6 +40,19 @@ Var MixerBlock::forward(const Var& x0, const Tensor& mask) {
   x = x + transpose(mlp_tokens->forward(transpose(n, 1, 2)), 1, 2);  // mixes along L
   x = x + mlp_channels->forward(norm2->forward(x));
   return T < seq_len ? narrow(x, 1, 0, T) : x;
+}
+
+std::string MixerBlock::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  if (in.length != seq_len)
+    fail("layer 'MixerBlock' (" + p + "): exports for its own length seq_len = " + std::to_string(seq_len) + " only, asked " +
+         std::to_string(in.length));
+  auto mlp = [&](const Mlp& m, const std::string& v, const std::string& name) {
+    return ox::linear(g, *m.fc2, ox::gelu(g, ox::linear(g, *m.fc1, v, p + name + ".fc1.")), p + name + ".fc2.");
+  };
+  std::string n = ox::apply_mask(g, ox::layer_norm(g, *norm1, in.x, p + "norm1."), in.mask);  // (B, L, C), padding zeroed
+  std::string x = ox::add(g, in.x, ox::transpose(g, mlp(*mlp_tokens, ox::transpose(g, n, {0, 2, 1}), "mlp_tokens"), {0, 2, 1}));
+  return ox::add(g, x, mlp(*mlp_channels, ox::layer_norm(g, *norm2, x, p + "norm2."), "mlp_channels"));
 }
 
 }  // namespace dl::nn

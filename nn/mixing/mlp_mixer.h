@@ -22,6 +22,8 @@ class MixerBlock : public SequenceLayer {
   std::string type_name() const override { return "MixerBlock"; }
   Var forward(const Var& x, const Tensor& mask) override;     // (B, T, C) with T <= seq_len
   bool wants_feed_forward() const override { return false; }  // mlp_channels is its feed-forward
+  // ONNX export for the export length L = seq_len (another length refuses, naming both).
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   std::shared_ptr<LayerNorm> norm1, norm2;
   std::shared_ptr<Mlp> mlp_tokens, mlp_channels;

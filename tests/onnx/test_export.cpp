@@ -127,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(
                       causal(make("transformer_rotary", "attention", {{"rotary", true}})), make("s4d_bidirectional", "s4d"),
                       causal(make("s4d_causal", "s4d")), causal(make("s4", "s4")), make("s4_bidirectional", "s4"),
                       make("s4d_minimal", "s4d_minimal"), make("dlr", "dlr"), causal(make("ema", "ema")), make("fnet", "fnet"),
-                      make("lightconv", "lightconv", {{"num_heads", 2}}),
+                      make("mlp_mixer", "mixer"), make("lightconv", "lightconv", {{"num_heads", 2}}),
                       causal(make("dynamicconv", "dynamicconv", {{"num_heads", 2}})),
                       make("dilatedconv", "dilatedconv", {{"dilation", 2}}), make("linear_attention", "linear_attention"),
                       causal(make("linear_attention_causal_relu", "linear_attention", {{"feature", "relu"}})),
