@@ -7,6 +7,7 @@
 
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
+#include "nn/onnx/ops.h"
 
 namespace dl::nn {
 
@@ -128,6 +129,34 @@ Var LSTM::step(const Var& x, StreamState& s) {
   }
   s.pos++;
   return in;
+}
+
+// ---- ONNX export ----
+std::string LSTM::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
+  namespace ox = onnx;
+  if (opt.layer_norm) fail("layer '" + type_name() + "' (" + p + "): the layer-norm LSTM has no ONNX export yet");
+  const int64_t Hd = hidden_size;
+  std::vector<int64_t> iofc;  // rows of PyTorch's (i, f, g, o) blocks in ONNX's order (i, o, f, c = g)
+  for (int64_t block : {0, 3, 1, 2})
+    for (int64_t r = 0; r < Hd; r++) iofc.push_back(block * Hd + r);
+  const std::string order = g.constant(iofc);
+  auto gates = [&](const Var& w, const std::string& name) {  // (4Hd, ...) -> ONNX's order
+    return g.node("Gather", {g.add_initializer(name, w.data()), order}, {ox::attr_int("axis", 0)});
+  };
+  std::string seq = ox::transpose(g, ox::apply_mask(g, in.x, in.mask), {1, 0, 2});  // (L, B, I): ONNX's layout 0
+  for (size_t k = 0; k < layers.size(); k++) {
+    const Layer& l = layers[k];
+    const std::string n = std::to_string(k);
+    std::string W = ox::unsqueeze(g, gates(l.w_ih, p + "weight_ih_l" + n), {0});  // (1, 4Hd, I)
+    std::string R = ox::unsqueeze(g, gates(l.w_hh, p + "weight_hh_l" + n), {0});  // (1, 4Hd, Hd)
+    std::string Bias = ox::unsqueeze(g, g.node("Concat", {gates(l.b_ih, p + "bias_ih_l" + n), gates(l.b_hh, p + "bias_hh_l" + n)},
+                                               {ox::attr_int("axis", 0)}),
+                                     {0});  // (1, 8Hd)
+    std::string Y = g.fresh("lstm_y");
+    g.add_node("LSTM", {seq, W, R, Bias}, {Y}, {ox::attr_int("hidden_size", Hd)});  // (L, 1, B, Hd)
+    seq = g.node("Squeeze", {Y, g.constant(std::vector<int64_t>{1})});             // (L, B, Hd)
+  }
+  return ox::transpose(g, seq, {1, 0, 2});  // (B, L, Hd)
 }
 
 }  // namespace dl::nn

@@ -59,6 +59,9 @@ class LSTM : public SequenceLayer {
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;  // (B, I) -> (B, Hd)
   bool streams_in_constant_memory() const override { return true; }
+  // ONNX export: one ONNX LSTM node per layer, its weights gathered from PyTorch's gate order (i, f, g, o) into ONNX's
+  // (i, o, f, c); the layer-norm variant refuses (ONNX's LSTM has no norms inside the cell).
+  std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   struct Layer {
     Var w_ih, w_hh, b_ih, b_hh;

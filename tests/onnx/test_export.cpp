@@ -127,7 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
                       causal(make("transformer_rotary", "attention", {{"rotary", true}})), make("s4d_bidirectional", "s4d"),
                       causal(make("s4d_causal", "s4d")), causal(make("s4", "s4")), make("s4_bidirectional", "s4"),
                       make("s4d_minimal", "s4d_minimal"), make("dlr", "dlr"), causal(make("ema", "ema")), make("fnet", "fnet"),
-                      make("mlp_mixer", "mixer"), make("lightconv", "lightconv", {{"num_heads", 2}}),
+                      causal(make("lstm", "lstm", {{"num_layers", 2}})), make("mlp_mixer", "mixer"),
+                      make("lightconv", "lightconv", {{"num_heads", 2}}),
                       causal(make("dynamicconv", "dynamicconv", {{"num_heads", 2}})),
                       make("dilatedconv", "dilatedconv", {{"dilation", 2}}), make("linear_attention", "linear_attention"),
                       causal(make("linear_attention_causal_relu", "linear_attention", {{"feature", "relu"}})),
@@ -139,13 +140,15 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 TEST(OnnxExport, LayerWithoutExportFailsWithItsName) {
-  Case c = make("lstm", "lstm");
+  Case c = make("performer", "performer");
   Classifier m(c);
   try {
     m.export_graph();
-    FAIL() << "lstm exported, but it has no export";
+    FAIL() << "performer exported, but it has no export";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("layer 'LSTM' (blocks.0.mixer) has no ONNX export yet"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layer 'Performer' (blocks.0.mixer.): FAVOR+ features have no ONNX export yet"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -162,6 +165,28 @@ TEST(OnnxExport, InitializersAreStateDictNamesOrMarkedDerived) {
   }
   for (auto& [n, t] : m.backbone->named_parameters())  // every weight the forward uses is in the file, bar the kernel's
     if (n.find(".kernel.") == std::string::npos) EXPECT_TRUE(used.count(n)) << "parameter '" << n << "' is not exported";
+}
+
+}  // namespace
+
+namespace {
+
+// A layer of a user's own that has not written its export: the default refuses, naming it and where it sits.
+struct NoExportLayer : SequenceLayer {
+  std::string type_name() const override { return "MyLayer"; }
+  Var forward(const Var& x, const Tensor&) override { return x; }
+};
+
+TEST(OnnxExport, DefaultExportRefusesNamingTheLayer) {
+  NoExportLayer layer;
+  onnx::Graph g("refuse");
+  try {
+    layer.export_onnx(g, {"x", "", 4, 8}, "blocks.3.mixer.");
+    FAIL() << "a layer without an export exported";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(e.what()).find("layer 'MyLayer' (blocks.3.mixer) has no ONNX export yet") == std::string::npos, false)
+        << e.what();
+  }
 }
 
 }  // namespace
