@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include "apps/common/config.h"  // join
+
 namespace dl::harness {
 
 namespace fs = std::filesystem;
@@ -206,7 +208,11 @@ std::string about(const std::string& out, const std::string& app, const std::str
   item("written", now_utc());
   item("machine",
        machine_description() + "; " + std::to_string(omp_get_max_threads()) + " OpenMP thread(s) in the writing process");
-  item("commit", source_commit() + " (git describe of the source tree when this page was written)");
+  std::set<std::string> ran;  // the commits the cells ran at (the harness records it in each result)
+  for (auto& r : rs)
+    if (r.extra.contains("commit") && r.extra["commit"].is_string()) ran.insert(r.extra["commit"].get<std::string>());
+  item("commit", (ran.empty() ? std::string("the cells did not record theirs") : "cells ran at " + join({ran.begin(), ran.end()})) +
+                     "; this page written at " + source_commit() + " (git describe --always --dirty of the source tree)");
   item("cells finished", std::to_string(rs.size()));
   item("wall time", fixed(wall, 1) + " s, summed over the cells (cells run side by side with --jobs overlap)");
   item("run folder", fs::absolute(out).lexically_normal().string());

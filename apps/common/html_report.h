@@ -4,8 +4,9 @@
 // can be watched by reloading it. One self-contained file: nothing is fetched when it is viewed and nothing beside it
 // is needed, so it can be mailed or copied off the machine alone. It holds, top to bottom:
 //   - what ran: the app, the preset, the date it was written (UTC), the machine (CPU model and family from
-//     /proc/cpuinfo, logical CPUs, OpenMP threads), the commit (`git describe --always --dirty` of the source tree,
-//     run when the page is written: the build embeds no hash; "unknown" where the tree is not a git checkout), the
+//     /proc/cpuinfo, logical CPUs, OpenMP threads), the commits (`git describe --always --dirty` of the source tree,
+//     read at run time - the build embeds no hash: the one each cell ran at, which the harness records in its result
+//     as extra.commit, and the one the page was written at; "unknown" where the tree is not a git checkout), the
 //     cells and their summed wall time;
 //   - the results table with its notes (the footer of results.md), its rows exactly as in results.json;
 //   - every plot in <out>/plots (*.png, inlined as base64 data URIs; *.svg inlined the same way);

@@ -161,7 +161,7 @@ TEST(HtmlReport, WrittenAfterEachCellSelfContained) {
     at++, srcs++;
   }
   EXPECT_GE(srcs, 3u + r.cells.size());  // three plots (curves, accuracy bars, SPT gain) and a curve per cell
-  EXPECT_NE(page.find(harness::source_commit()), std::string::npos);
+  EXPECT_NE(page.find("cells ran at " + harness::source_commit()), std::string::npos);  // recorded by each cell
   EXPECT_NE(page.find(harness::machine_description()), std::string::npos);
 }
 
