@@ -211,8 +211,9 @@ std::string about(const std::string& out, const std::string& app, const std::str
   std::set<std::string> ran;  // the commits the cells ran at (the harness records it in each result)
   for (auto& r : rs)
     if (r.extra.contains("commit") && r.extra["commit"].is_string()) ran.insert(r.extra["commit"].get<std::string>());
-  item("commit", (ran.empty() ? std::string("the cells did not record theirs") : "cells ran at " + join({ran.begin(), ran.end()})) +
-                     "; this page written at " + source_commit() + " (git describe --always --dirty of the source tree)");
+  item("commit",
+       (ran.empty() ? std::string("the cells did not record theirs") : "cells ran at " + join({ran.begin(), ran.end()})) +
+           "; this page written at " + source_commit() + " (git describe --always --dirty of the source tree)");
   item("cells finished", std::to_string(rs.size()));
   item("wall time", fixed(wall, 1) + " s, summed over the cells (cells run side by side with --jobs overlap)");
   item("run folder", fs::absolute(out).lexically_normal().string());
