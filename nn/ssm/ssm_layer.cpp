@@ -124,10 +124,24 @@ static Tensor conv_weight(const Tensor& K, bool two_sided) {  // K (Cc, H, L) f3
   return w;
 }
 
+// K (Cc, H, L) computed on the host whatever device the layer is on (and put back there after), so that an export
+// from either device writes the same file: a device's float32 kernel may differ from the host's in the last bits.
+static Tensor kernel_on_host(SSMLayer& layer, int64_t L) {
+  const Device d = layer.D.data().device();
+  auto place = [&](Device to) {
+    layer.move_buffers(to);
+    for (auto& [name, v] : layer.named_parameters()) v.mutable_data() = v.data().to(to);
+  };
+  if (d != Device::cpu) place(Device::cpu);
+  Tensor K = layer.learned_kernel(L);
+  if (d != Device::cpu) place(d);
+  return K;
+}
+
 std::string SSMLayer::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
   namespace ox = onnx;
   const int64_t L = in.length;
-  const Tensor K = learned_kernel(L);  // (Cc, H, L), computed at export time for this length
+  const Tensor K = kernel_on_host(*this, L);  // (Cc, H, L), computed at export time for this length
   const Tensor w = conv_weight(K, bidirectional);
   std::string u = ox::apply_mask(g, in.x, in.mask);  // (B, L, H)
   std::string y = g.node("Conv", {ox::transpose(g, u, {0, 2, 1}), g.constant(w, p + "kernel.conv_weight")},

@@ -5,11 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "nn/models/sequence_backbone.h"
 #include "nn/onnx/check_file.h"
 #include "nn/onnx/ops.h"
-#include <set>
+#include "tensor/backend.h"
 #include "ort_check.h"
 
 using namespace dl;
@@ -186,6 +187,26 @@ TEST(OnnxExport, DefaultExportRefusesNamingTheLayer) {
   } catch (const std::exception& e) {
     EXPECT_EQ(std::string(e.what()).find("layer 'MyLayer' (blocks.3.mixer) has no ONNX export yet") == std::string::npos, false)
         << e.what();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Export reads every tensor back to the host, so a model on the device gives the same bytes as on the CPU. Runs where
+// Device::cuda has a backend: the GPU, or the host twin under DL_TEST_DEVICE=twin (ctest's onnx_export_on_twin).
+TEST(OnnxExport, ModelOnTheDeviceGivesTheSameFile) {
+  Backend* b = device_backend(Device::cuda);
+  if (!b || !b->available()) GTEST_SKIP() << "no CUDA device (DL_TEST_DEVICE=twin runs this on the host twin)";
+  for (const Case& c : {make("transformer", "attention"), causal(make("s4d", "s4d")), make("s4", "s4")}) {
+    Classifier m(c);
+    const std::string on_cpu = m.export_graph().serialize();
+    for (Module* mod : std::vector<Module*>{m.backbone.get(), m.head.get()}) {
+      mod->move_buffers(Device::cuda);
+      for (auto& [name, v] : mod->named_parameters()) v.mutable_data() = v.data().to(Device::cuda);
+    }
+    EXPECT_TRUE(m.export_graph().serialize() == on_cpu) << c.name << ": the export from the device differs";
   }
 }
 
