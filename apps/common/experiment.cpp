@@ -163,7 +163,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     auto t0 = std::chrono::steady_clock::now();
     CellResult r = e.run_cell(c, ctx);
     r.cell = c;
-    r.extra["commit"] = source_commit();  // html_report.h: the commit the cell ran at, for report.html
+    if (writer) r.extra["commit"] = source_commit();  // the commit the cell ran at, for report.html (one git call)
     if (r.wall_s == 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (comm.size() > 1) r.extra["ranks"] = comm.size();
     if (matmul_precision() != Precision::fp32) r.extra["precision"] = precision_name(matmul_precision());
