@@ -265,7 +265,12 @@ int run_main(const Experiment& e, int argc, char** argv) {
     }
     check_device(o.device);
     set_matmul_precision(parse_precision(o.precision));  // before any cell builds a model
-    if (o.precision != "fp32" && !o.quiet) std::cerr << e.name << ": " << precision_note() << "\n";
+    if (o.precision != "fp32" && !o.quiet)  // on a GPU cuBLAS does the bf16 products (cuda/gpu.cu), whatever the CPU has
+      std::cerr << e.name << ": "
+                << (o.device == "cpu" ? precision_note()
+                                      : "precision bf16: matrix products on cuBLAS in bf16 with float32 sums "
+                                        "(CUBLAS_COMPUTE_32F_FAST_16BF)")
+                << "\n";
     CLI::App* sweep = *run ? run : cell;
     const bool threads_given = sweep->count("--threads") > 0;
     if (o.jobs > 1 && !threads_given) o.threads = 1;  // one thread per job unless asked otherwise
