@@ -16,10 +16,11 @@ using namespace dl;
 namespace ox = dl::nn::onnx;
 namespace harness = dl::harness;
 
-static std::shared_ptr<nn::Linear> child_linear(LraModel& m, const std::string& name) {
+// The model's head layers by their state_dict names (LraModel keeps them private; the names are its contract).
+static const nn::Linear& child_linear(LraModel& m, const std::string& name) {
   for (auto& [n, c] : m.named_children())
-    if (n == name) return std::dynamic_pointer_cast<nn::Linear>(c);
-  return nullptr;
+    if (auto l = std::dynamic_pointer_cast<nn::Linear>(c); n == name && l) return *l;
+  fail("export: the model has no Linear named '" + name + "'");
 }
 
 // One tower's inputs in the graph and as an example batch; suffix "" or "_b".
@@ -63,13 +64,13 @@ void export_onnx(LraModel& m, const std::string& onnx_path, int64_t batch, uint6
     pooled.push_back(nn::SequenceBackbone::export_pool(g, m.export_encode(g, w.input, w.mask, L), w.mask, L, m.cfg.pool));
   std::string logits;
   if (!t.two_tower) {
-    logits = ox::linear(g, *child_linear(m, "head"), pooled[0], "head.");
+    logits = ox::linear(g, child_linear(m, "head"), pooled[0], "head.");
   } else {  // [a, b, a*b, a-b] -> Linear(4D, D) -> GELU -> Linear(D, classes), as classify()
     const std::string& a = pooled[0];
     const std::string& b = pooled[1];
     std::string feats = g.node("Concat", {a, b, ox::mul(g, a, b), g.node("Sub", {a, b})}, {ox::attr_int("axis", 1)});
-    logits = ox::linear(g, *child_linear(m, "head"),
-                        ox::gelu(g, ox::linear(g, *child_linear(m, "head_hidden"), feats, "head_hidden.")), "head.");
+    logits = ox::linear(g, child_linear(m, "head"),
+                        ox::gelu(g, ox::linear(g, child_linear(m, "head_hidden"), feats, "head_hidden.")), "head.");
   }
   g.add_node("Identity", {logits}, {"logits"});
   g.add_output("logits", ox::ElemType::f32, {ox::kBatch, t.classes});
