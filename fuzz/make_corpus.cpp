@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
   // BPE tokenizer files
   tasks::BpeTokenizer::train("the cat sat on the mat; the cat ate the rat. 123 123", 12).save(tmp + "/bpe.json");
   seed("bpe", slurp(tmp + "/bpe.json"));
+  // GPT-2's tokenizer files (the test fixture's small vocab.json and merges.txt) and a text: NUL-separated
+  const std::string gpt2_dir = std::string(DL_SOURCE_DIR) + "/tests/fixtures/gpt2_bpe/";
+  seed("gpt2_bpe", slurp(gpt2_dir + "vocab.json") + '\0' + slurp(gpt2_dir + "merges.txt") + '\0' + "Hello  world, it's 2026!\n");
 
   // sentiment fixtures and a user's task files
   seed("sentiment", R"([{"text": "Great phone.", "class": 1}, {"text": "Broke in a day", "class": 0}, {"text": "", "class": null}])");
