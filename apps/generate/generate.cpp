@@ -1,84 +1,60 @@
-// apps/generate/generate.cpp - see generate.h.
+// apps/generate/generate.cpp - the sampling loop, the same for every model (see generate.h).
 #include "apps/generate/generate.h"
 
 #include <chrono>
-#include <functional>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
-#include "nn/models/gpt2.h"
+#include "apps/generate/language_model.h"
+#include "autograd/variable.h"
 
 namespace gen {
 
 using namespace dl;
-namespace fs = std::filesystem;
 
-// n_head is not in a safetensors file's shapes: --heads, or the FPT cache's info.json ("architecture": {"heads"}).
-static int64_t heads_of(const Options& o) {
-  if (o.heads > 0) return o.heads;
-  const fs::path info = fs::path(o.model).parent_path() / "info.json";
-  if (fs::exists(info)) {
-    std::ifstream in(info);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("architecture") && j["architecture"].contains("heads") &&
-        j["architecture"]["heads"].is_number_integer())
-      return j["architecture"]["heads"].get<int64_t>();
-    fail("generate: " + info.string() + " has no integer architecture.heads: give --heads");
-  }
-  fail("generate: the number of attention heads is not stored in " + o.model + " and no info.json lies beside it: give --heads");
-}
+static Tensor as_host_row(const Tensor& logits) { return logits.to(Device::cpu).to(DType::f32).contiguous(); }
 
-Result generate(const Options& o, const std::function<void(char)>& on_token) {
+Result generate(const Options& o, const std::function<void(const std::string&)>& on_text) {
   nn::check_sampling(o.sampling);
   if (o.tokens < 0) fail("generate: --tokens must be >= 0, found " + std::to_string(o.tokens));
-  if (!fs::exists(o.model)) fail("generate: no model file " + o.model);
-  nn::GPT2Config c = nn::gpt2_config_from_file(o.model, heads_of(o));
-  if (c.vocab_size > 256)
-    fail("generate: " + o.model + " has " + std::to_string(c.vocab_size) +
-         " tokens; only byte-level models (at most 256) can be used: GPT-2's BPE tokenizer is not built yet");
-  if (c.n_embd % c.n_head != 0)
-    fail("generate: n_embd " + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + " heads");
-  Generator init(0), draw(o.seed);
-  nn::GPT2Model m(c, init);
-  nn::load_gpt2_hf(m, o.model);
-  m.eval();
+  if (o.model.empty() == o.lra_cell.empty()) fail("generate: give one model: --model FILE (GPT-2) or --lra-cell DIR");
   NoGradGuard ng;
-  std::vector<int64_t> ids;
-  for (unsigned char ch : o.prompt) ids.push_back(ch);
-  if (ids.empty()) ids.push_back('\n');  // something to start from
+  LanguageModel lm = o.model.empty() ? open_lra_cell(o) : open_gpt2(o);
+  std::vector<int64_t> ids = lm.prompt;
+  if (lm.context > 0 && (int64_t)ids.size() >= lm.context)
+    fail("generate: the prompt has " + std::to_string(ids.size()) + " tokens; the model's context is " +
+         std::to_string(lm.context) + " positions");
+  Generator draw(o.seed);
   Result r;
   r.prompt_tokens = (int64_t)ids.size();
-  if ((int64_t)ids.size() >= c.n_positions)
-    fail("generate: the prompt has " + std::to_string(ids.size()) + " bytes; the model's context is " +
-         std::to_string(c.n_positions) + " positions");
+  r.model = lm.name + (o.recompute ? ", recomputing the prefix" : "");
+  const std::string full = "the context is full (" + std::to_string(lm.context) + " positions)";
+  for (int64_t id : ids) r.prompt_text += lm.text(id);
+  if (on_text) on_text(r.prompt_text);
   const auto t0 = std::chrono::steady_clock::now();
-  nn::StreamState s = m.start_stream(1);
-  Tensor logits;  // (1, V): the next token's
+  Tensor logits;    // (V): the next token's
+  int64_t fed = 0;  // positions in the streaming state
   if (!o.recompute)
-    for (int64_t id : ids) logits = m.step(from_vector(std::vector<int64_t>{id}, {1}), s).data();
-  const std::string full = "the context is full (" + std::to_string(c.n_positions) + " positions)";
+    for (int64_t id : ids) logits = lm.step(id), fed++;
   for (int64_t n = 0; n < o.tokens; n++) {
     if (o.recompute) {
-      const int64_t T = (int64_t)ids.size();
-      if (T > c.n_positions) {
+      if (lm.context > 0 && (int64_t)ids.size() > lm.context) {
         r.stopped = full;
         break;
       }
-      Tensor all = m.forward(from_vector(ids, {1, T})).data();  // (1, T, V): the whole prefix again
-      logits = all.narrow(1, T - 1, 1).reshape({1, c.vocab_size}).contiguous();
+      logits = lm.recompute(ids);  // the whole prefix again
     }
-    Tensor row = logits.to(Device::cpu).to(DType::f32).contiguous();
-    const int64_t next = nn::sample_token(row.data<float>(), c.vocab_size, o.sampling, draw);
+    const Tensor row = as_host_row(logits);
+    const int64_t next = nn::sample_token(row.data<float>(), lm.vocab, o.sampling, draw);
     ids.push_back(next);
-    r.text.push_back((char)next);
-    if (on_token) on_token((char)next);
+    r.ids.push_back(next);
+    const std::string piece = lm.text(next);
+    r.text += piece;
+    if (on_text) on_text(piece);
     if (!o.recompute && n + 1 < o.tokens) {
-      if (s.pos >= c.n_positions) {
+      if (lm.context > 0 && fed >= lm.context) {
         r.stopped = full;
         break;
       }
-      logits = m.step(from_vector(std::vector<int64_t>{next}, {1}), s).data();  // the cache grows by one position
+      logits = lm.step(next), fed++;  // the state grows (a cache) or is updated in place (a recurrence) by one position
     }
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

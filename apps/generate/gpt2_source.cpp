@@ -1,0 +1,87 @@
+// apps/generate/gpt2_source.cpp - a GPT-2 safetensors file as a LanguageModel (language_model.h): bytes as tokens when
+// its vocabulary has at most 256 entries, GPT-2's BPE (tasks/gpt2_bpe.h) from vocab.json + merges.txt otherwise.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "apps/generate/language_model.h"
+#include "nn/models/gpt2.h"
+#include "tasks/gpt2_bpe.h"
+
+namespace gen {
+
+using namespace dl;
+namespace fs = std::filesystem;
+
+// n_head is not in a safetensors file's shapes: --heads, or the FPT cache's info.json ("architecture": {"heads"}).
+static int64_t heads_of(const Options& o) {
+  if (o.heads > 0) return o.heads;
+  const fs::path info = fs::path(o.model).parent_path() / "info.json";
+  if (fs::exists(info)) {
+    std::ifstream in(info);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("architecture") && j["architecture"].contains("heads") &&
+        j["architecture"]["heads"].is_number_integer())
+      return j["architecture"]["heads"].get<int64_t>();
+    fail("generate: " + info.string() + " has no integer architecture.heads: give --heads");
+  }
+  fail("generate: the number of attention heads is not stored in " + o.model + " and no info.json lies beside it: give --heads");
+}
+
+// The tokenizer files the options name (--tokenizer DIR, or --vocab and --merges), or nothing when none is named.
+static std::shared_ptr<tasks::Gpt2Bpe> tokenizer_of(const Options& o) {
+  std::string vocab = o.vocab, merges = o.merges;
+  if (!o.tokenizer_dir.empty()) {
+    if (!vocab.empty() || !merges.empty()) fail("generate: give --tokenizer DIR or --vocab and --merges, not both");
+    vocab = (fs::path(o.tokenizer_dir) / "vocab.json").string(), merges = (fs::path(o.tokenizer_dir) / "merges.txt").string();
+  }
+  if (vocab.empty() != merges.empty())
+    fail("generate: GPT-2's tokenizer needs both files: --vocab vocab.json and --merges merges.txt");
+  if (vocab.empty()) return nullptr;
+  return std::make_shared<tasks::Gpt2Bpe>(tasks::Gpt2Bpe::load(vocab, merges));
+}
+
+LanguageModel open_gpt2(const Options& o) {
+  if (!fs::exists(o.model)) fail("generate: no model file " + o.model);
+  nn::GPT2Config c = nn::gpt2_config_from_file(o.model, heads_of(o));
+  if (c.n_embd % c.n_head != 0)
+    fail("generate: n_embd " + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + " heads");
+  const std::shared_ptr<tasks::Gpt2Bpe> bpe = tokenizer_of(o);
+  if (!bpe && c.vocab_size > 256)
+    fail("generate: " + o.model + " has " + std::to_string(c.vocab_size) +
+         " tokens, more than bytes: give its tokenizer files (--vocab vocab.json --merges merges.txt, or --tokenizer DIR)");
+  if (bpe && bpe->vocab_size() != c.vocab_size)
+    fail("generate: the tokenizer has " + std::to_string(bpe->vocab_size()) + " tokens and " + o.model + " has " +
+         std::to_string(c.vocab_size) + "; expected the same vocabulary");
+  Generator init(0);
+  auto m = std::make_shared<nn::GPT2Model>(c, init);
+  nn::load_gpt2_hf(*m, o.model);
+  m->eval();
+
+  LanguageModel lm;
+  lm.name = std::string("GPT-2, ") + (bpe ? "BPE tokens" : "bytes") + ", key/value cache";
+  lm.vocab = c.vocab_size, lm.context = c.n_positions;
+  if (bpe) {
+    for (int32_t id : bpe->encode(o.prompt)) lm.prompt.push_back(id);
+    if (lm.prompt.empty()) lm.prompt.push_back(bpe->find("<|endoftext|>").value_or(bpe->encode("\n")[0]));  // GPT-2's start
+    lm.text = [bpe](int64_t id) { return bpe->token_bytes((int32_t)id); };
+  } else {
+    for (unsigned char ch : o.prompt) lm.prompt.push_back(ch);
+    if (lm.prompt.empty()) lm.prompt.push_back('\n');  // something to start from
+    lm.text = [](int64_t id) { return std::string(1, (char)id); };
+  }
+  const int64_t V = c.vocab_size;
+  auto s = std::make_shared<nn::StreamState>(m->start_stream(1));
+  lm.step = [m, s, V](int64_t id) {
+    return m->step(from_vector(std::vector<int64_t>{id}, {1}), *s).data().reshape({V});  // (1, V) -> (V)
+  };
+  lm.recompute = [m, V](const std::vector<int64_t>& ids) {
+    const int64_t T = (int64_t)ids.size();
+    Tensor all = m->forward(from_vector(ids, {1, T})).data();  // (1, T, V)
+    return all.narrow(1, T - 1, 1).reshape({V}).contiguous();
+  };
+  return lm;
+}
+
+}  // namespace gen
