@@ -295,8 +295,8 @@ static std::string rotary_onnx(onnx::Graph& g, const std::string& x, int64_t T, 
   const std::string cv = g.constant(c, p + "rotary_cos"), sv = g.constant(s, p + "rotary_sin");
   std::string xe = g.fresh("rope_even"), xo = g.fresh("rope_odd");
   g.add_node("Split", {ox::reshape(g, x, {0, 0, T, HS / 2, 2})}, {xe, xo}, {ox::attr_int("axis", -1)});  // (B, NH, T, HS/2, 1)
-  std::string ye = g.node("Sub", {ox::mul(g, xe, cv), ox::mul(g, xo, sv)});  // xe cos - xo sin
-  std::string yo = ox::add(g, ox::mul(g, xe, sv), ox::mul(g, xo, cv));       // xe sin + xo cos
+  std::string ye = g.node("Sub", {ox::mul(g, xe, cv), ox::mul(g, xo, sv)});                              // xe cos - xo sin
+  std::string yo = ox::add(g, ox::mul(g, xe, sv), ox::mul(g, xo, cv));                                   // xe sin + xo cos
   return ox::reshape(g, g.node("Concat", {ye, yo}, {ox::attr_int("axis", -1)}), {0, 0, T, HS});
 }
 

@@ -173,7 +173,7 @@ std::string LinearAttention::export_onnx(onnx::Graph& g, const onnx::Sequence& i
   if (causal) {
     std::string time = g.constant(from_vector(std::vector<int64_t>{2}, {}), "time_axis");
     std::string kv = ox::mul(g, ox::unsqueeze(g, pk, {-1}), ox::unsqueeze(g, v, {-2}));  // phi(k_s) v_s^T
-    std::string S = g.node("CumSum", {kv, time});                                         // (B, NH, T, F, HS)
+    std::string S = g.node("CumSum", {kv, time});                                        // (B, NH, T, F, HS)
     num = g.node("ReduceSum", {ox::mul(g, ox::unsqueeze(g, pq, {-1}), S), g.constant(std::vector<int64_t>{-2})},
                  {ox::attr_int("keepdims", 0)});  // (B, NH, T, HS)
     den = g.node("ReduceSum", {ox::mul(g, pq, g.node("CumSum", {pk, time})), g.constant(std::vector<int64_t>{-1})},

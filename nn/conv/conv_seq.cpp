@@ -145,8 +145,8 @@ std::string LightweightConv::export_onnx(onnx::Graph& g, const std::string& x, i
   namespace ox = onnx;
   const int64_t K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
   std::string w = g.node("Softmax", {ox::reshape(g, g.add_initializer(p + "weight", weight.data()), {H, K})},
-                         {ox::attr_int("axis", 1)});                      // (H, K)
-  w = ox::unsqueeze(g, per_channel(g, w, C, H, 0), {1});                  // (C, 1, K)
+                         {ox::attr_int("axis", 1)});      // (H, K)
+  w = ox::unsqueeze(g, per_channel(g, w, C, H, 0), {1});  // (C, 1, K)
   std::string y = g.node("Conv", {ox::transpose(g, x, {0, 2, 1}), w},
                          {ox::attr_int("group", C), ox::attr_ints("kernel_shape", {K}), ox::attr_ints("pads", {pl, K - 1 - pl})});
   return ox::transpose(g, y, {0, 2, 1});  // (B, L, C)
@@ -156,7 +156,7 @@ std::string DynamicConv::export_onnx(onnx::Graph& g, const std::string& x, int64
   namespace ox = onnx;
   const int64_t K = opt.kernel_size, H = opt.num_heads, pl = left_pad(opt);
   std::string w = ox::reshape(g, ox::linear(g, *weight_linear, x, p + "weight_linear."), {0, L, H, K});
-  w = per_channel(g, g.node("Softmax", {w}, {ox::attr_int("axis", 3)}), C, H, 2);  // (B, L, C, K)
+  w = per_channel(g, g.node("Softmax", {w}, {ox::attr_int("axis", 3)}), C, H, 2);                     // (B, L, C, K)
   std::string xp = g.node("Pad", {x, g.constant(std::vector<int64_t>{0, pl, 0, 0, K - 1 - pl, 0})});  // (B, L + K - 1, C)
   std::string y;
   for (int64_t k = 0; k < K; k++) {  // y[t] += w[t, k] x[t + k - pl]

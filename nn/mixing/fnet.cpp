@@ -48,9 +48,9 @@ Var FNet::forward(const Var& x, const Tensor& mask) {
 
 std::string FNet::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
   namespace ox = onnx;
-  auto [CH, SH] = dft_cos_sin(H, DType::f32);          // (H, H)
-  auto [CL, SL] = dft_cos_sin(in.length, DType::f32);  // (L, L)
-  std::string u = ox::apply_mask(g, in.x, in.mask);    // (B, L, H), padded positions zeroed
+  auto [CH, SH] = dft_cos_sin(H, DType::f32);                               // (H, H)
+  auto [CL, SL] = dft_cos_sin(in.length, DType::f32);                       // (L, L)
+  std::string u = ox::apply_mask(g, in.x, in.mask);                         // (B, L, H), padded positions zeroed
   std::string xc = g.node("MatMul", {u, g.constant(CH, p + "dft_cos_h")});  // X C_H
   std::string xs = g.node("MatMul", {u, g.constant(SH, p + "dft_sin_h")});  // X S_H
   std::string a = g.node("MatMul", {g.constant(CL, p + "dft_cos_l"), xc});  // C_L X C_H

@@ -211,10 +211,10 @@ void GPT2Model::export_onnx(onnx::Graph& g, int64_t T) {
   const GPT2Transformer& tr = *transformer;
   g.add_input("input_ids", ox::ElemType::i64, {ox::kBatch, T});
   const std::string wte = g.add_initializer("transformer.wte.weight", tr.wte->weight.data());  // (V, C)
-  std::string pos = g.node("Slice", {g.add_initializer("transformer.wpe.weight", tr.wpe->weight.data()),
-                                     g.constant(std::vector<int64_t>{0}), g.constant(std::vector<int64_t>{T}),
-                                     g.constant(std::vector<int64_t>{0})});  // (T, C)
-  std::string x = ox::add(g, g.node("Gather", {wte, "input_ids"}), pos);      // (B, T, C)
+  std::string pos =
+      g.node("Slice", {g.add_initializer("transformer.wpe.weight", tr.wpe->weight.data()), g.constant(std::vector<int64_t>{0}),
+                       g.constant(std::vector<int64_t>{T}), g.constant(std::vector<int64_t>{0})});  // (T, C)
+  std::string x = ox::add(g, g.node("Gather", {wte, "input_ids"}), pos);                            // (B, T, C)
   const std::string causal =
       g.constant(attention_allowed(Tensor(), 1, T, T, true, 0, DType::f32, "GPT2Model export"), "causal");  // (1, 1, T, T)
   for (size_t i = 0; i < tr.h->size(); i++) {

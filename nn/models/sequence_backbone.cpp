@@ -113,8 +113,9 @@ std::string SequenceBackbone::export_encode(onnx::Graph& g, const std::string& i
   std::string x = embed_ ? g.node("Gather", {g.add_initializer(p + "embed.weight", embed_->weight.data()), input})
                          : ox::linear(g, *in_proj_, input, p + "in_proj.");  // (B, L, D)
   if (pos_.defined())
-    x = ox::add(g, x, g.node("Slice", {g.add_initializer(p + "pos", pos_.data()), g.constant(std::vector<int64_t>{0}),
-                                       g.constant(std::vector<int64_t>{L}), g.constant(std::vector<int64_t>{0})}));
+    x = ox::add(g, x,
+                g.node("Slice", {g.add_initializer(p + "pos", pos_.data()), g.constant(std::vector<int64_t>{0}),
+                                 g.constant(std::vector<int64_t>{L}), g.constant(std::vector<int64_t>{0})}));
   if (sinusoid_.defined()) x = ox::add(g, x, g.constant(sinusoid_.narrow(0, 0, L), p + "sinusoid"));
   for (size_t i = 0; i < blocks_->size(); i++)
     x = (*blocks_)[i].export_onnx(g, {x, mask, L, opt_.d_model}, p + "blocks." + std::to_string(i) + ".");
@@ -137,7 +138,7 @@ std::string SequenceBackbone::export_pool(onnx::Graph& g, const std::string& h, 
                              {ox::attr_int("axis", 1), ox::attr_int("keepdims", 1)});  // (B, 1) int64
     std::string onehot = g.node("Cast", {g.node("Equal", {g.constant(arange(L), "arange"), idx})},
                                 {ox::attr_int("to", int64_t(ox::ElemType::f32))});  // (B, L)
-    return sum_l(ox::mul(g, h, ox::unsqueeze(g, onehot, {2})), 0);                    // (B, D)
+    return sum_l(ox::mul(g, h, ox::unsqueeze(g, onehot, {2})), 0);                  // (B, D)
   }
   if (how != "mean") fail("SequenceBackbone::export_pool: how must be \"mean\" or \"last\", found \"" + how + "\"");
   if (mask.empty()) return g.node("ReduceMean", {h}, {ox::attr_ints("axes", {1}), ox::attr_int("keepdims", 0)});

@@ -149,12 +149,12 @@ std::string LSTM::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const st
     const std::string n = std::to_string(k);
     std::string W = ox::unsqueeze(g, gates(l.w_ih, p + "weight_ih_l" + n), {0});  // (1, 4Hd, I)
     std::string R = ox::unsqueeze(g, gates(l.w_hh, p + "weight_hh_l" + n), {0});  // (1, 4Hd, Hd)
-    std::string Bias = ox::unsqueeze(g, g.node("Concat", {gates(l.b_ih, p + "bias_ih_l" + n), gates(l.b_hh, p + "bias_hh_l" + n)},
-                                               {ox::attr_int("axis", 0)}),
-                                     {0});  // (1, 8Hd)
+    std::string Bias = ox::unsqueeze(
+        g, g.node("Concat", {gates(l.b_ih, p + "bias_ih_l" + n), gates(l.b_hh, p + "bias_hh_l" + n)}, {ox::attr_int("axis", 0)}),
+        {0});  // (1, 8Hd)
     std::string Y = g.fresh("lstm_y");
     g.add_node("LSTM", {seq, W, R, Bias}, {Y}, {ox::attr_int("hidden_size", Hd)});  // (L, 1, B, Hd)
-    seq = g.node("Squeeze", {Y, g.constant(std::vector<int64_t>{1})});             // (L, B, Hd)
+    seq = g.node("Squeeze", {Y, g.constant(std::vector<int64_t>{1})});              // (L, B, Hd)
   }
   return ox::transpose(g, seq, {1, 0, 2});  // (B, L, Hd)
 }

@@ -146,7 +146,7 @@ std::string SSMLayer::export_onnx(onnx::Graph& g, const onnx::Sequence& in, cons
   std::string u = ox::apply_mask(g, in.x, in.mask);  // (B, L, H)
   std::string y = g.node("Conv", {ox::transpose(g, u, {0, 2, 1}), g.constant(w, p + "kernel.conv_weight")},
                          {ox::attr_int("group", H), ox::attr_ints("kernel_shape", {w.size(2)}),
-                          ox::attr_ints("pads", {L - 1, bidirectional ? L : 0})});  // (B, H, L)
+                          ox::attr_ints("pads", {L - 1, bidirectional ? L : 0})});                      // (B, H, L)
   y = ox::add(g, ox::transpose(g, y, {0, 2, 1}), ox::mul(g, u, g.add_initializer(p + "D", D.data())));  // K * u + D u
   y = ox::linear(g, *output_linear, ox::gelu(g, y), p + "output_linear.");
   return glu_ ? ox::glu(g, y) : y;
