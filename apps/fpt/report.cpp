@@ -142,9 +142,8 @@ harness::Table fpt_report(const std::string& out, const harness::Preset& p, cons
   write_depth_study(out, by);
   for (auto& [task, arms] : curves) {
     harness::CurveText text;
-    text.title = "FPT " + task + ": training loss and validation accuracy, mean over seeds (band: ± one standard error)";
-    text.pretrain = "pretraining", text.pretrain_loss = "the source's loss (language model or bit memory), shared by the seeds";
-    text.train = "training", text.train_loss = "the task's loss";
+    text.title = "FPT " + task + ": mean over seeds (band: ± one standard error); pretraining shared by the seeds";
+    text.pretrain_loss = "the source's loss", text.train = "training", text.train_loss = "the task's loss";  // fits the width
     harness::plot_learning_curves(text, arms, out + "/plots/" + task);
   }
   harness::plot_bars(bars, tasks, out + "/plots/test_accuracy");

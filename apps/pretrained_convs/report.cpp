@@ -229,8 +229,8 @@ harness::Table pconv_report(const std::string& out, const harness::Preset& p, co
       arms.push_back(arm);
     }
     harness::CurveText text;
-    text.title = task + ": training loss and validation accuracy, mean over seeds (band: ± one standard error)";
-    text.pretrain_loss = "span corruption, one pretraining per model shared by the seeds", text.train_loss = "the task's loss";
+    text.title = task + ": mean over seeds (band: ± one standard error); one pretraining per model, shared by the seeds";
+    text.pretrain_loss = "span corruption", text.train_loss = "the task's loss";
     harness::plot_learning_curves(text, arms, out + "/plots/" + task);
   }
   return t;
