@@ -1,15 +1,42 @@
-// apps/studies/cli.h - what every study's subcommand shares: the list of studies and the parsing of
-// comma-separated lists ("16,64,256").
+// apps/studies/cli.h - what the studies share: the table of studies on the harness, the old command lines they still
+// read, and the parsing of comma-separated lists ("16,64,256") for the studies not yet on the harness.
 //
-// Adding a study: write apps/studies/<study>.{h,cpp} with `void add_<study>_command(CLI::App& app)` that adds the
-// subcommand, its options and a callback that runs it; declare it below and add one line to main.cpp's table.
+// A study on the harness (apps/common/experiment.h; mixers, positions, ...) is an Experiment: its arms and settings
+// are axes and a preset, its cells train on run_phase, and `studies <study> run|cell|list` goes to harness::run_main
+// (main.cpp's table). Its command line from before the harness (an option right after the study's name) is read as
+// `run` through a LegacyFlags table: each old flag says what it is now (mostly `--set field=value`).
+// A study not yet on the harness adds its own CLI11 subcommand: `void add_<study>_command(CLI::App& app)`, declared
+// below, one line in main.cpp.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "apps/common/experiment.h"
+
 namespace studies {
 
+// ---- studies on the harness: their old command lines ----
+// What one old flag with a value becomes (words of the harness's command line).
+using LegacyRule = std::function<std::vector<std::string>(const std::string& value)>;
+struct LegacyFlags {
+  std::map<std::string, LegacyRule> with_value;              // e.g. "--train-len" -> set_field("train_len")
+  std::map<std::string, std::vector<std::string>> switches;  // flags without a value, e.g. "--large" -> --preset large;
+                                                             // a first word without "--" replaces `run` (a subcommand)
+};
+LegacyRule set_field(const std::string& field);         // v -> --set field=v
+LegacyRule set_string_field(const std::string& field);  // v -> --set field="v" (a list "32,64" or one item "64")
+// The old command line as the harness's: `run` first; `--seeds N` (a count, as every study had it) -> --seeds 0-(N-1)
+// (a list stays a list); the flags in `legacy` as they say (`--flag value` or `--flag=value`); anything else as it is.
+// No arguments at all is `run` (the default preset). A command line that starts with a word (run, cell, list) or is
+// `--help` is the harness's, unchanged.
+std::vector<std::string> legacy_args(std::vector<std::string> args, const LegacyFlags& legacy);
+// `studies <study> ...` (argv[0] the study's name): the old command line read through `legacy`, then run_main.
+int harness_main(const dl::harness::Experiment& e, const LegacyFlags& legacy, int argc, char** argv);
+
+// ---- studies not yet on the harness ----
 // "16,64,256" -> {16, 64, 256}; a non-positive or non-integer item is a CLI::ValidationError naming `flag`.
 std::vector<int> parse_ints(const std::string& s, const std::string& flag);
 // "a,b" -> {"a", "b"}, each one of `known`; anything else is a CLI::ValidationError naming `flag` and the choices.
@@ -17,14 +44,12 @@ std::vector<std::string> parse_names(const std::string& s, const std::string& fl
 // The same for real numbers ("0.02,0.1"); items must be finite and > 0 unless allow_zero.
 std::vector<double> parse_reals(const std::string& s, const std::string& flag, bool allow_zero = false);
 
-// One line per study (defined in <study>.cpp).
+// One line per study (defined in <study>.cpp); the harness studies' only say so in `studies --help`.
 void add_attention_approx_command(CLI::App& app);
 void add_cosent_command(CLI::App& app);
-void add_init_warmup_command(CLI::App& app);
 void add_nsp_bert_command(CLI::App& app);
 void add_exact_command(CLI::App& app);
 void add_unilm_command(CLI::App& app);
 void add_mixers_command(CLI::App& app);
-void add_positions_command(CLI::App& app);
 
 }  // namespace studies

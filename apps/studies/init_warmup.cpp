@@ -1,7 +1,10 @@
 // apps/studies/init_warmup.cpp - see init_warmup.h.
 #include "init_warmup.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -10,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "apps/common/batch_tensors.h"
 #include "apps/common/experiment.h"
+#include "apps/common/phase.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -130,7 +135,61 @@ std::vector<double> layer_grad_norms(ByteLm& m, const LmBatch& b) {
   return norms;
 }
 
-// ---- the study ----------------------------------------------------------------------------------------------------
+// ---- the settings -------------------------------------------------------------------------------------------------
+
+static std::vector<std::string> items(const std::string& list) {
+  std::vector<std::string> v;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) v.push_back(item);
+  return v;
+}
+
+std::vector<int> InitWarmupConfig::depth_list() const {
+  std::vector<int> v;
+  for (const std::string& item : items(depths)) {
+    size_t used = 0;
+    int d = 0;
+    try {
+      d = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || d < 1)
+      throw harness::ConfigError("field 'depths': '" + item + "' in \"" + depths + "\" is not a positive integer");
+    v.push_back(d);
+  }
+  if (v.empty()) throw harness::ConfigError("field 'depths': no depth");
+  return v;
+}
+
+std::vector<std::string> InitWarmupConfig::init_list() const {
+  const std::vector<std::string> v = items(inits);
+  for (const std::string& i : v)
+    if (init_label(i) == i) throw harness::ConfigError("field 'inits': unknown init '" + i + "' (known: 0.02, lecun, xavier)");
+  if (v.empty()) throw harness::ConfigError("field 'inits': no init");
+  return v;
+}
+
+void InitWarmupConfig::validate() const {
+  const std::string key = norm + "/" + arm;
+  auto bad = [&](const std::string& m) { throw harness::ConfigError(key + ": " + m); };
+  for (auto [field, v] : std::vector<std::pair<const char*, double>>{
+           {"lr", lr}, {"lr_factor", lr_factor}, {"depth", depth}, {"steps", steps}, {"warmup", warmup},
+           {"eval_every", eval_every}, {"eval_batches", eval_batches}, {"d_model", d_model}, {"heads", heads},
+           {"batch", batch}, {"seq_len", seq_len}})
+    harness::require_positive(key, field, v);
+  if (measure != "training" && measure != "grad_norms") bad("field 'measure': '" + measure + "' is not training or grad_norms");
+  if (schedule != "warmup" && schedule != "constant") bad("field 'schedule': '" + schedule + "' is not warmup or constant");
+  if (init_label(init) == init) bad("field 'init': unknown init '" + init + "' (known: 0.02, lecun, xavier)");
+  if (objective != "causal" && objective != "mlm") bad("field 'objective': '" + objective + "' is not causal or mlm");
+  if (d_model % heads) bad("d_model " + std::to_string(d_model) + " is not a multiple of heads " + std::to_string(heads));
+  if (measure == "training" && warmup >= steps)
+    bad("field 'warmup' " + std::to_string(warmup) + " must be below steps " + std::to_string(steps));
+  if (seq_len < 2) bad("field 'seq_len' must be at least 2, found " + std::to_string(seq_len));
+  depth_list(), init_list();
+}
+
+// ---- one cell -----------------------------------------------------------------------------------------------------
 namespace {
 
 using dl::harness::fixed;  // apps/common/report.h
@@ -145,12 +204,12 @@ struct Data {
   double bigram = 0;   // conditional entropy H(x_{t+1} | x_t) of the training text
 };
 
-Data load_data(const InitWarmupOptions& o) {
+Data load_data(const InitWarmupConfig& o) {
   Data d;
-  std::string text = o.text_file.empty() ? tasks::brown_pretraining_text() : harness::read_text(o.text_file);
+  std::string text = o.text.empty() ? tasks::brown_pretraining_text() : harness::read_text(o.text);
   if ((int64_t)text.size() < 20 * (o.seq_len + 1))
-    throw std::invalid_argument("init-warmup: the text has " + std::to_string(text.size()) + " bytes; it needs at least " +
-                                std::to_string(20 * (o.seq_len + 1)) + " for --seq-len " + std::to_string(o.seq_len));
+    throw harness::ConfigError("init-warmup: the text has " + std::to_string(text.size()) + " bytes; it needs at least " +
+                               std::to_string(20 * (o.seq_len + 1)) + " for seq_len " + std::to_string(o.seq_len));
   const size_t cut = text.size() * 9 / 10;  // the last 10% is held out for the validation loss
   d.train = text.substr(0, cut), d.val = text.substr(cut);
   for (int i = 0; i < o.eval_batches; i++) d.val_batches.push_back(lm_batch(d.val, o.batch, o.seq_len, o.objective, 9000 + i));
@@ -169,323 +228,351 @@ Data load_data(const InitWarmupOptions& o) {
   return d;
 }
 
-ByteLmConfig model_config(const InitWarmupOptions& o, int depth, bool norm_first, const std::string& init, bool head) {
+ByteLmConfig model_config(const InitWarmupConfig& o, int depth, const std::string& init) {
   ByteLmConfig c;
   c.d_model = o.d_model, c.heads = o.heads, c.dim_ff = 4 * o.d_model, c.max_len = o.seq_len, c.depth = depth;
-  c.norm_first = norm_first, c.head_transform = head, c.init = init, c.causal = o.objective == "causal";
+  c.norm_first = o.norm == "pre", c.head_transform = o.head_transform, c.init = init, c.causal = o.objective == "causal";
   return c;
 }
 
-// One training run: AdamW (lr, betas 0.9/0.999, weight decay 0.01 on every parameter), linear warmup over
-// o.warmup steps then constant (or constant from step 0), no gradient clipping (clipping would hide the instability
-// the study looks for). The batches depend on the seed only, so every configuration sees the same data.
-struct RunResult {
-  std::vector<double> curve;  // mean training loss of each eval_every-step window
-  double val = NAN;           // validation loss after the last step (NaN when diverged)
-  bool diverged = false;      // a non-finite loss stopped the run
+// (a) the gradient norm of every layer at initialisation on one fixed batch, for every depth and init (this cell's
+// norm and seed): extra.grad_norms[depth][init] = the norms from the first layer to the last.
+nlohmann::json grad_norms(const InitWarmupConfig& o, const Data& d, const harness::RunContext& ctx) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int depth : o.depth_list())
+    for (const std::string& init : o.init_list()) {
+      Generator g(1000 + o.seed);
+      ByteLm m(model_config(o, depth, init), g);
+      j[std::to_string(depth)][init] = layer_grad_norms(m, d.grad_batch);
+      if (!ctx.quiet && ctx.writer()) std::cerr << ctx.label << " grad norms at depth " << depth << ", init " << init << "\n";
+    }
+  return j;
+}
+
+struct Diverged : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
-RunResult train_run(const ByteLmConfig& c, bool warmup, double lr, int seed, const Data& d, const InitWarmupOptions& o) {
-  Generator g(1000 + seed);
-  ByteLm m(c, g);
+// (b)-(d) one training run on run_phase: AdamW (lr x lr_factor, betas 0.9/0.999, weight decay 0.01 on every
+// parameter), linear warmup then constant (or constant from step 0), no gradient clipping (clipping would hide the
+// instability the study looks for). The training set is steps x batch windows drawn by (seed, step) (lm_batch), so
+// every configuration sees the same batches. Each eval_every steps the curve gets the mean training loss of those
+// steps and the validation loss; a non-finite training loss ends the run as diverged (the checkpoints stay).
+void train(const InitWarmupConfig& o, const Data& d, const harness::RunContext& ctx, harness::CellResult& r) {
+  Generator g(1000 + o.seed);
+  ByteLm m(model_config(o, o.depth, o.init), g);
   optim::AdamWOptions ao;
-  ao.lr = lr;
+  ao.lr = o.lr * o.lr_factor;
   optim::AdamW opt(m.parameters(), ao);
-  const optim::Schedule sched = warmup ? optim::linear_warmup(o.warmup) : optim::constant_schedule();
-  RunResult r;
-  double window = 0;
+  // The training set: step k's batch is lm_batch(seed 1000003 seed + k), row by row, for a Batcher that does not
+  // shuffle; the targets (which the inputs do not determine) kept beside it, row for row.
+  tasks::Dataset train;
+  train.name = "text/train", train.vocab_size = (int32_t)ByteLmConfig{}.vocab, train.max_len = o.seq_len;
+  std::vector<int64_t> targets;  // (steps B, T)
   for (int step = 0; step < o.steps; step++) {
-    optim::apply_schedule(opt, sched, step);
-    LmBatch b = lm_batch(d.train, o.batch, o.seq_len, o.objective, (uint64_t)seed * 1000003 + step);
-    opt.zero_grad();
-    Var loss = lm_loss(m, b);
-    const double l = loss.item();
-    if (!std::isfinite(l)) {
-      r.diverged = true;
-      return r;
+    const LmBatch b = lm_batch(d.train, o.batch, o.seq_len, o.objective, (uint64_t)o.seed * 1000003 + step);
+    const int64_t *x = b.inputs.data<int64_t>(), *y = b.targets.data<int64_t>();
+    targets.insert(targets.end(), y, y + o.batch * o.seq_len);
+    for (int64_t i = 0; i < o.batch; i++) {
+      tasks::Example e;
+      e.tokens.assign(x + i * o.seq_len, x + (i + 1) * o.seq_len);
+      train.examples.push_back(e);
     }
-    loss.backward();
-    opt.step();
-    window += l;
-    if ((step + 1) % o.eval_every == 0) r.curve.push_back(window / o.eval_every), window = 0;
   }
-  NoGradGuard ng;
-  double s = 0;
-  for (const LmBatch& b : d.val_batches) s += lm_loss(m, b).item();
-  r.val = s / d.val_batches.size();
-  if (!std::isfinite(r.val)) r.diverged = true;
+  tasks::BatcherConfig bc;
+  bc.batch_size = o.batch, bc.shuffle = false, bc.drop_last = true;
+  tasks::Batcher batches(train, bc);
+  harness::PhaseParts parts;
+  parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  parts.schedule = o.schedule == "warmup" ? optim::linear_warmup(o.warmup) : optim::constant_schedule();
+  parts.limits = {train.vocab_size, 0, o.seq_len, train.name};
+  parts.loss = [&](const tasks::Batch& b, const harness::Step& s) {
+    std::vector<int64_t> y;  // (B, T): the rows' targets, by their index in the training set
+    for (int64_t i : b.indices) y.insert(y.end(), &targets[i * o.seq_len], &targets[(i + 1) * o.seq_len]);
+    Var loss = lm_loss(m, LmBatch{harness::to_tensors(b).tokens, from_vector(y, {b.batch_size, o.seq_len})});
+    if (!std::isfinite(loss.item())) throw Diverged("step " + std::to_string(s.step));
+    return loss;
+  };
+  parts.eval = [&] {
+    NoGradGuard ng;
+    double s = 0;
+    for (const LmBatch& b : d.val_batches) s += lm_loss(m, b).item();
+    return harness::EvalPoint{s / d.val_batches.size(), -1};
+  };
+  harness::PhaseSpec spec{"train", o.steps, 1, 0.0, o.eval_every, o.eval_every};
+  spec.log_every = o.eval_every;  // a curve point per eval_every steps: the mean training loss of those steps
+  try {
+    const harness::PhaseResult ph = harness::run_phase(spec, parts, ctx, r.curve);
+    r.steps_per_s = ph.seconds > 0 ? ph.steps_run / ph.seconds : 0;
+    r.metrics["val_loss"] = r.curve.back().val_loss;
+  } catch (const Diverged& e) {
+    if (!ctx.quiet && ctx.writer()) std::cerr << ctx.label << " diverged: a non-finite loss at " << e.what() << "\n";
+  }
+  const bool diverged = !r.metrics.count("val_loss") || !std::isfinite(r.metrics["val_loss"]);
+  if (diverged) r.metrics.erase("val_loss");
+  r.metrics["diverged"] = diverged;
+  r.params = m.num_parameters();
+  if (ctx.writer()) std::filesystem::remove_all(ctx.dir + "/train");  // the checkpoints: --resume skips a finished cell
+}
+
+harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
+  const auto o = harness::config_from_json<InitWarmupConfig>(cell.config, cell.label());
+  const Data d = load_data(o);
+  harness::CellResult r;
+  r.extra = {{"unigram_entropy", d.unigram}, {"bigram_entropy", d.bigram}};
+  if (o.measure == "grad_norms") r.extra["grad_norms"] = grad_norms(o, d, ctx);
+  else train(o, d, ctx, r);
+  if (!ctx.quiet && ctx.writer() && r.metrics.count("val_loss"))
+    std::cerr << ctx.label << " val loss " << fixed(r.metric("val_loss"), 4) << "\n";
   return r;
 }
 
 }  // namespace
 
-void run_init_warmup(const InitWarmupOptions& o) {
-  for (const std::string& i : o.inits)
-    if (init_label(i) == i) throw std::invalid_argument("init-warmup: unknown init '" + i + "' (known: 0.02, lecun, xavier)");
-  if (o.d_model % o.heads != 0)
-    throw std::invalid_argument("init-warmup: --d-model " + std::to_string(o.d_model) + " is not a multiple of --heads " +
-                                std::to_string(o.heads));
-  if (o.lrs.empty()) throw std::invalid_argument("init-warmup: no learning rate (--lrs)");
-  if (o.warmup >= o.steps && o.train)
-    throw std::invalid_argument("init-warmup: --warmup " + std::to_string(o.warmup) + " must be below --steps " +
-                                std::to_string(o.steps));
-  if (o.objective != "causal" && o.objective != "mlm")
-    throw std::invalid_argument("init-warmup: unknown objective '" + o.objective + "' (causal, mlm)");
-  std::filesystem::create_directories(o.out + "/plots");
-  const Data d = load_data(o);
-  const std::string objective_name = o.objective == "mlm" ? "masked-byte (15% [MASK])" : "next-byte (causal)";
-  const std::string text_name = o.text_file.empty() ? "the Brown corpus" : o.text_file;
-  nlohmann::json j = {{"settings",
-                       {{"d_model", o.d_model}, {"heads", o.heads}, {"batch", o.batch}, {"seq_len", o.seq_len},
-                        {"seeds", o.seeds}, {"train_depth", o.train_depth}, {"steps", o.steps}, {"warmup", o.warmup},
-                        {"lrs", o.lrs}, {"objective", o.objective},
-                        {"unigram_entropy", d.unigram}, {"bigram_entropy", d.bigram}}},
-                      {"grad_norms", nlohmann::json::array()},
-                      {"runs", nlohmann::json::array()}};
-  std::string md;
+// ---- the report ---------------------------------------------------------------------------------------------------
+namespace {
 
-  // (a) gradient norm of every layer at initialisation, one fixed batch, a model per seed
+using Cells = std::vector<const harness::CellResult*>;
+InitWarmupConfig config_of(const harness::CellResult* r) {
+  return harness::config_from_json<InitWarmupConfig>(r->cell.config, r->cell.label());
+}
+
+// (a): per depth, norm and init (the order before the harness), mean ± SE over the seeds' cells; a plot per depth.
+harness::Table grad_table(const Cells& cells, const std::string& out, const std::string& setting) {
   harness::Table ta;
   ta.title = "(a) Gradient norm per layer at initialisation";
   ta.columns = {"depth", "LN", "init", "|g| first layer", "|g| last layer", "first / last"};
   ta.right = {true, false, false, true, true, true};
-  for (int depth : o.depths) {
+  const InitWarmupConfig o = config_of(cells.front());
+  for (int depth : o.depth_list()) {
     harness::Plot p;
     p.title = "Gradient norm of each layer at init, depth " + std::to_string(depth);
     p.xlabel = "layer (1 = next to the input)", p.ylabel = "|dL/dtheta_layer|", p.logy = true, p.key = "outside right";
-    for (bool nf : {false, true})
-      for (const std::string& init : o.inits) {
+    for (const char* norm : {"post", "pre"})
+      for (const std::string& init : o.init_list()) {
         std::vector<std::vector<double>> per_seed;
+        for (auto* r : cells)
+          if (r->cell.value("norm") == norm) per_seed.push_back(r->extra["grad_norms"][std::to_string(depth)][init]);
+        if (per_seed.empty()) continue;
         std::vector<double> first, last, ratio;
-        for (int s = 0; s < o.seeds; s++) {
-          Generator g(1000 + s);
-          ByteLm m(model_config(o, depth, nf, init, true), g);
-          per_seed.push_back(layer_grad_norms(m, d.grad_batch));
-          first.push_back(per_seed.back().front()), last.push_back(per_seed.back().back());
-          ratio.push_back(first.back() / last.back());
-        }
-        harness::Series se;
-        se.title = std::string(ln_name(nf)) + ", " + init_label(init);
-        nlohmann::json mean_by_layer = nlohmann::json::array(), se_by_layer = nlohmann::json::array();
+        for (auto& n : per_seed) first.push_back(n.front()), last.push_back(n.back()), ratio.push_back(n.front() / n.back());
+        harness::Series se{std::string(ln_name(norm == std::string("pre"))) + ", " + init_label(init), {}, {}, {}};
         for (int l = 0; l < depth; l++) {
           std::vector<double> v;
-          for (const auto& ps : per_seed) v.push_back(ps[l]);
-          harness::MeanSE e = harness::mean_se(v);
+          for (const auto& n : per_seed) v.push_back(n[l]);
+          const harness::MeanSE e = harness::mean_se(v);
           se.x.push_back(l + 1), se.y.push_back(e.mean), se.err.push_back(e.se);
-          mean_by_layer.push_back(e.mean), se_by_layer.push_back(e.se);
         }
         p.series.push_back(se);
-        ta.rows.push_back({std::to_string(depth), ln_name(nf), init_label(init), pm(harness::mean_se(first), 4),
-                           pm(harness::mean_se(last), 4), pm(harness::mean_se(ratio), 3)});
-        j["grad_norms"].push_back({{"depth", depth}, {"ln", ln_name(nf)}, {"init", init}, {"mean", mean_by_layer},
-                                   {"se", se_by_layer}, {"per_seed", per_seed}});
-        std::cerr << "[init-warmup] grad norms depth " << depth << " " << se.title << ": first/last "
-                  << harness::mean_se(ratio).mean << "\n";
+        ta.rows.push_back({std::to_string(depth), ln_name(norm == std::string("pre")), init_label(init),
+                           pm(harness::mean_se(first), 4), pm(harness::mean_se(last), 4), pm(harness::mean_se(ratio), 3)});
       }
-    harness::plot_lines(p, o.out + "/plots/grad_norms_depth" + std::to_string(depth));
+    harness::plot_lines(p, out + "/plots/grad_norms_depth" + std::to_string(depth));
   }
+  size_t seeds = 0;  // the cells of one norm
+  for (auto* r : cells) seeds += r->cell.value("norm") == cells.front()->cell.value("norm");
   ta.notes.push_back(
-      "|g| = the 2-norm of the gradient of the " + objective_name + " loss with respect to all parameters of one encoder "
-      "layer, at initialisation, on one fixed batch of " + std::to_string(o.batch) + " x " + std::to_string(o.seq_len) +
-      " bytes of " + text_name + "; d_model " + std::to_string(o.d_model) + ", " + std::to_string(o.heads) +
-      " heads, d_ff " + std::to_string(4 * o.d_model) + ", with BERT's head transform; mean ± SE over " +
-      std::to_string(o.seeds) + " init seeds. first / last < 1: the layers next to the input get smaller gradients.");
-  md += ta.markdown() + "\n";
+      "|g| = the 2-norm of the gradient of the " + setting + " loss with respect to all parameters of one encoder layer, "
+      "at initialisation, on one fixed batch of " + std::to_string(o.batch) + " x " + std::to_string(o.seq_len) +
+      " bytes of " + (o.text.empty() ? std::string("the Brown corpus") : o.text) + "; d_model " + std::to_string(o.d_model) +
+      ", " + std::to_string(o.heads) + " heads, d_ff " + std::to_string(4 * o.d_model) +
+      ", with BERT's head transform; mean ± SE over " + std::to_string(seeds) +
+      " init seeds. first / last < 1: the layers next to the input get smaller gradients.");
+  return ta;
+}
 
-  if (o.train) {
-    // (b)-(d): training runs, one cache so the cells the tables share are trained once
-    std::map<std::string, std::vector<RunResult>> cache;
-    auto runs = [&](bool nf, const std::string& init, bool head, bool warmup, double lr) -> const std::vector<RunResult>& {
-      const std::string key = std::string(ln_name(nf)) + "|" + init + "|" + (head ? "transform" : "plain") + "|" +
-                              (warmup ? "warmup" : "none") + "|lr " + fixed(lr, 4);
-      auto it = cache.find(key);
-      if (it != cache.end()) return it->second;
-      std::vector<RunResult> rs;
-      for (int s = 0; s < o.seeds; s++) {
-        rs.push_back(train_run(model_config(o, o.train_depth, nf, init, head), warmup, lr, s, d, o));
-        std::cerr << "[init-warmup] " << key << " seed " << s << ": val loss " << rs.back().val
-                  << (rs.back().diverged ? " (diverged)" : "") << "\n";
-        j["runs"].push_back({{"ln", ln_name(nf)}, {"init", init}, {"head", head ? "transform" : "plain"},
-                             {"warmup", warmup}, {"lr", lr}, {"seed", s}, {"val", rs.back().diverged ? nlohmann::json() : nlohmann::json(rs.back().val)},
-                             {"diverged", rs.back().diverged}, {"curve", rs.back().curve}});
-      }
-      return cache[key] = rs;
-    };
-    // A run "stalls" when its validation loss is no better than the unigram byte entropy minus 0.1 nats, i.e. it has
-    // learnt (almost) nothing from the context.
-    auto summary = [&](const std::vector<RunResult>& rs, std::vector<std::string>& row) {
-      std::vector<double> vals;
-      int diverged = 0, stalled = 0;
-      for (const RunResult& r : rs) {
-        if (r.diverged) diverged++;
-        else vals.push_back(r.val), stalled += r.val > d.unigram - 0.1;
-      }
-      row.push_back(vals.empty() ? "-" : pm(harness::mean_se(vals), 3));
-      row.push_back(std::to_string(stalled) + " / " + std::to_string(diverged) + " of " + std::to_string(rs.size()));
-    };
-    auto curve_series = [&](const std::vector<RunResult>& rs, const std::string& title) {
-      harness::Series s;
-      s.title = title;
-      for (size_t k = 0; k < (size_t)(o.steps / o.eval_every); k++) {
-        std::vector<double> v;
-        for (const RunResult& r : rs)
-          if (k < r.curve.size()) v.push_back(r.curve[k]);
-        if (v.size() < rs.size()) break;  // a seed diverged before this window: the mean would mislead
-        harness::MeanSE e = harness::mean_se(v);
-        s.x.push_back((k + 1) * o.eval_every), s.y.push_back(e.mean), s.err.push_back(e.se);
-      }
-      return s;
-    };
-    auto loss_plot = [&](const std::string& title) {
+// The seeds' cells of one training configuration: validation loss (mean ± SE) and stalled / diverged. A run "stalls"
+// when its validation loss is no better than the unigram byte entropy minus 0.1 nats (nothing learnt from context).
+void summary(const Cells& rs, double unigram, std::vector<std::string>& row) {
+  std::vector<double> vals;
+  int diverged = 0, stalled = 0;
+  for (auto* r : rs) {
+    if (r->metric("diverged") > 0) diverged++;
+    else vals.push_back(r->metric("val_loss")), stalled += r->metric("val_loss") > unigram - 0.1;
+  }
+  row.push_back(vals.empty() ? "-" : pm(harness::mean_se(vals), 3));
+  row.push_back(std::to_string(stalled) + " / " + std::to_string(diverged) + " of " + std::to_string(rs.size()));
+}
+
+// The mean training loss per curve point, mean ± SE over the seeds, up to the first point a diverged seed lacks.
+harness::Series curve_series(const Cells& rs, const std::string& title) {
+  harness::Series s{title, {}, {}, {}};
+  for (size_t k = 0;; k++) {
+    std::vector<double> v;
+    for (auto* r : rs)
+      if (k < r->curve.size()) v.push_back(r->curve[k].train_loss);
+    if (v.empty() || v.size() < rs.size()) break;  // a seed diverged before this point: the mean would mislead
+    const harness::MeanSE e = harness::mean_se(v);
+    s.x.push_back(rs.front()->curve[k].step), s.y.push_back(e.mean), s.err.push_back(e.se);
+  }
+  return s;
+}
+
+struct Group {  // one training configuration's cells (its seeds)
+  InitWarmupConfig cfg;
+  Cells cells;
+};
+
+// (b)-(d): each table's rows are the groups its filter keeps, in the order `order` gives; one loss plot per table.
+harness::Table loss_table(std::vector<Group> groups, const std::function<bool(const InitWarmupConfig&)>& keep,
+                          const std::function<std::tuple<double, int, int, int>(const InitWarmupConfig&)>& order,
+                          const std::function<std::vector<std::string>(const InitWarmupConfig&)>& label, harness::Table t,
+                          harness::Plot p, double unigram, const std::string& path) {
+  std::erase_if(groups, [&](const Group& g) { return !keep(g.cfg); });
+  std::stable_sort(groups.begin(), groups.end(), [&](auto& a, auto& b) { return order(a.cfg) < order(b.cfg); });
+  for (const Group& g : groups) {
+    std::vector<std::string> row = label(g.cfg);
+    summary(g.cells, unigram, row);
+    t.rows.push_back(row);
+    p.series.push_back(curve_series(g.cells, row[0] + ", " + row[1] + (row.size() > 4 ? ", " + row[2] : "")));
+  }
+  if (!t.rows.empty()) harness::plot_lines(p, path);
+  return t;
+}
+
+int init_rank(const std::string& init) { return init == "0.02" ? 0 : init == "lecun" ? 1 : 2; }
+
+harness::Table report(const std::string& out, const harness::Preset&, const std::vector<harness::CellResult>& rs) {
+  Cells grads;
+  std::map<std::string, Group> by_config;  // training cells by their config without the seed
+  for (const harness::CellResult& r : rs) {
+    if (config_of(&r).measure == "grad_norms") {
+      grads.push_back(&r);
+      continue;
+    }
+    nlohmann::json key = r.cell.config;
+    key.erase("seed"), key.erase("arm");
+    Group& g = by_config[key.dump()];
+    g.cfg = config_of(&r), g.cells.push_back(&r);
+  }
+  std::vector<Group> groups;
+  for (auto& [key, g] : by_config) groups.push_back(g);
+  const InitWarmupConfig o = rs.empty() ? InitWarmupConfig{} : config_of(&rs.front());
+  const std::string objective = o.objective == "mlm" ? "masked-byte (15% [MASK])" : "next-byte (causal)";
+  std::vector<harness::Table> tables;
+  if (!grads.empty()) tables.push_back(grad_table(grads, out, objective));
+  if (!groups.empty()) {
+    const InitWarmupConfig& c = groups.front().cfg;
+    const double unigram = groups.front().cells.front()->extra["unigram_entropy"];
+    const double bigram = groups.front().cells.front()->extra["bigram_entropy"];
+    size_t seeds = 0;
+    for (const Group& g : groups) seeds = std::max(seeds, g.cells.size());
+    const std::string note =
+        "validation loss: " + objective + " cross-entropy (nats per predicted byte) on " + std::to_string(c.eval_batches) +
+        " fixed held-out batches (the last 10% of the text) after the last step, mean ± SE over " + std::to_string(seeds) +
+        " seeds (seed = init and data order; every configuration sees the same batches). stalled: validation loss above "
+        "the unigram byte entropy " + fixed(unigram, 3) + " - 0.1 nats (nothing learnt from context; for reference the "
+        "bigram entropy H(next | current byte) of the training text is " + fixed(bigram, 3) + "); diverged: a non-finite "
+        "loss. Settings: depth " + std::to_string(c.depth) + ", d_model " + std::to_string(c.d_model) + ", " +
+        std::to_string(c.steps) + " steps of " + std::to_string(c.batch) + " x " + std::to_string(c.seq_len) +
+        " bytes, AdamW, warmup " + std::to_string(c.warmup) + " steps (linear, then constant) or none.";
+    auto plot = [&](const std::string& title) {
       harness::Plot p;
-      p.title = title, p.xlabel = "step", p.ylabel = "training loss (nats, mean of " + std::to_string(o.eval_every) + " steps)";
-      p.key = "top right";
+      p.title = title, p.xlabel = "step", p.key = "top right";
+      p.ylabel = "training loss (nats, mean of " + std::to_string(c.eval_every) + " steps)";
       return p;
     };
-    const std::string setting = "depth " + std::to_string(o.train_depth) + ", d_model " + std::to_string(o.d_model) + ", " +
-                                std::to_string(o.steps) + " steps of " + std::to_string(o.batch) + " x " +
-                                std::to_string(o.seq_len) + " bytes, AdamW, warmup " +
-                                std::to_string(o.warmup) + " steps (linear, then constant) or none";
-    const std::string columns_note =
-        "validation loss: " + objective_name + " cross-entropy (nats per predicted byte) on " + std::to_string(o.eval_batches) + " fixed held-out batches " +
-        "(the last 10% of the text) after the last step, mean ± SE over " + std::to_string(o.seeds) +
-        " seeds (seed = init and data order; every configuration sees the same batches). stalled: validation loss above " +
-        "the unigram byte entropy " + fixed(d.unigram, 3) + " - 0.1 nats (nothing learnt from context; for reference the " +
-        "bigram entropy H(next | current byte) of the training text is " + fixed(d.bigram, 3) + "); diverged: a " +
-        "non-finite loss. Settings: " + setting + ".";
-
-    harness::Table tb;
+    const double lr = c.lr;  // (c) and (d): lr_factor 1
+    auto ln = [](const InitWarmupConfig& g) { return std::string(ln_name(g.norm == "pre")); };
+    auto pre = [](const InitWarmupConfig& g) { return (int)(g.norm == "pre"); };
+    harness::Table tb, tc, td;
     tb.title = "(b) Warmup: post-LN vs pre-LN, init N(0, 0.02²), head transform";
     tb.columns = {"LN", "lr", "warmup", "validation loss (mean ± SE)", "stalled / diverged"};
     tb.right = {false, true, false, true, true};
-    harness::Plot pb = loss_plot("Training loss with and without warmup (depth " + std::to_string(o.train_depth) + ")");
-    for (double lr : o.lrs)
-      for (bool nf : {false, true})
-        for (bool w : {true, false}) {
-          const auto& rs = runs(nf, "0.02", true, w, lr);
-          std::vector<std::string> row = {ln_name(nf), fixed(lr, 4), w ? std::to_string(o.warmup) + " steps" : "none"};
-          summary(rs, row);
-          tb.rows.push_back(row);
-          pb.series.push_back(
-              curve_series(rs, std::string(ln_name(nf)) + ", lr " + fixed(lr, 4) + (w ? ", warmup" : ", no warmup")));
-        }
-    tb.notes.push_back(columns_note);
-    harness::plot_lines(pb, o.out + "/plots/warmup_loss");
-    md += tb.markdown() + "\n";
-
-    harness::Table tc;
-    tc.title = "(c) Init std after a fixed budget (lr " + fixed(o.lrs[0], 4) + " with warmup, head transform)";
+    tc.title = "(c) Init std after a fixed budget (lr " + fixed(lr, 4) + " with warmup, head transform)";
     tc.columns = {"LN", "init", "validation loss (mean ± SE)", "stalled / diverged"};
     tc.right = {false, false, true, true};
-    harness::Plot pc = loss_plot("Training loss by init (depth " + std::to_string(o.train_depth) + ", warmup)");
-    for (bool nf : {false, true})
-      for (const std::string& init : o.inits) {
-        const auto& rs = runs(nf, init, true, true, o.lrs[0]);
-        std::vector<std::string> row = {ln_name(nf), init_label(init)};
-        summary(rs, row);
-        tc.rows.push_back(row);
-        pc.series.push_back(curve_series(rs, std::string(ln_name(nf)) + ", " + init_label(init)));
-      }
-    tc.notes.push_back(columns_note);
-    harness::plot_lines(pc, o.out + "/plots/init_loss");
-    md += tc.markdown() + "\n";
-
-    harness::Table td;
     td.title = "(d) The output head: BERT's dense + gelu + LN transform before the tied projection, or none (init "
-               "N(0, 0.02²), lr " + fixed(o.lrs[0], 4) + " with warmup)";
+               "N(0, 0.02²), lr " + fixed(lr, 4) + " with warmup)";
     td.columns = {"LN", "head", "validation loss (mean ± SE)", "stalled / diverged"};
     td.right = {false, false, true, true};
-    harness::Plot pd = loss_plot("Training loss with and without the head transform (init N(0, 0.02²), warmup)");
-    for (bool nf : {false, true})
-      for (bool head : {true, false}) {
-        const auto& rs = runs(nf, "0.02", head, true, o.lrs[0]);
-        std::vector<std::string> row = {ln_name(nf), head ? "dense + gelu + LN, tied E" : "tied E only"};
-        summary(rs, row);
-        td.rows.push_back(row);
-        pd.series.push_back(curve_series(rs, std::string(ln_name(nf)) + (head ? ", transform" : ", no transform")));
-      }
-    td.notes.push_back(columns_note);
-    harness::plot_lines(pd, o.out + "/plots/head_loss");
-    md += td.markdown() + "\n";
+    for (harness::Table* t : {&tb, &tc, &td}) t->notes.push_back(note);
+    const std::string depth = std::to_string(c.depth);
+    tables.push_back(loss_table(
+        groups, [](auto& g) { return g.init == "0.02" && g.head_transform; },
+        [&](auto& g) { return std::tuple{g.lr * g.lr_factor, pre(g), (int)(g.schedule != "warmup"), 0}; },
+        [&](auto& g) {
+          return std::vector<std::string>{ln(g), fixed(g.lr * g.lr_factor, 4),
+                                          g.schedule == "warmup" ? std::to_string(g.warmup) + " steps" : "none"};
+        },
+        tb, plot("Training loss with and without warmup (depth " + depth + ")"), unigram, out + "/plots/warmup_loss"));
+    tables.push_back(loss_table(
+        groups, [](auto& g) { return g.schedule == "warmup" && g.lr_factor == 1 && g.head_transform; },
+        [&](auto& g) { return std::tuple{0.0, pre(g), init_rank(g.init), 0}; },
+        [&](auto& g) { return std::vector<std::string>{ln(g), init_label(g.init)}; }, tc,
+        plot("Training loss by init (depth " + depth + ", warmup)"), unigram, out + "/plots/init_loss"));
+    tables.push_back(loss_table(
+        groups, [](auto& g) { return g.schedule == "warmup" && g.lr_factor == 1 && g.init == "0.02"; },
+        [&](auto& g) { return std::tuple{0.0, pre(g), (int)!g.head_transform, 0}; },
+        [&](auto& g) {
+          return std::vector<std::string>{ln(g), g.head_transform ? "dense + gelu + LN, tied E" : "tied E only"};
+        },
+        td, plot("Training loss with and without the head transform (init N(0, 0.02²), warmup)"), unigram,
+        out + "/plots/head_loss"));
   }
-  harness::write_text_atomic(o.out + "/init_warmup.json", j.dump(1) + "\n");
-  harness::write_text_atomic(o.out + "/init_warmup.md", md);
-  std::cout << md;
+  std::erase_if(tables, [](const harness::Table& t) { return t.rows.empty(); });
+  if (tables.empty()) return harness::Table{};
+  harness::Table head = tables.front();  // the others follow as its notes, in the order before the harness
+  for (size_t i = 1; i < tables.size(); i++) head.notes.push_back(tables[i].markdown());
+  return head;
 }
 
-}  // namespace studies
+}  // namespace
 
-// ---- the subcommand ---------------------------------------------------------------------------------------------
-namespace studies {
+// ---- the experiment and its command line --------------------------------------------------------------------------
 
-InitWarmupOptions init_warmup_preset(const std::string& name) {
-  InitWarmupOptions o;  // "default": a few minutes on 2 cores
-  if (name == "large") {  // the setting of the first tables of docs/studies/init_warmup.md
-    o.steps = 300, o.warmup = 60;
-  } else if (name == "xl") {  // nearer the papers' widths and depths (not timed; far longer)
-    o.d_model = 128, o.train_depth = 12, o.steps = 2000, o.warmup = 200, o.eval_every = 50, o.seeds = 5, o.batch = 32;
-  } else if (name != "default") {
-    throw CLI::ValidationError("--preset", "'" + name + "' is not one of default, large, xl");
-  }
-  return o;
-}
-
-void add_init_warmup_command(CLI::App& app) {
-  auto o = std::make_shared<InitWarmupOptions>();
-  auto preset = std::make_shared<std::string>("default");
-  auto depths = std::make_shared<std::string>(), inits = std::make_shared<std::string>(), lrs = std::make_shared<std::string>();
-  auto no_train = std::make_shared<bool>(false), large = std::make_shared<bool>(false);
-  auto threads = std::make_shared<int>(2);
-  CLI::App* c = app.add_subcommand("init-warmup", "post-LN vs pre-LN: gradient norms at init, warmup, init std, MLM head");
-  c->add_option("--preset", *preset, "default (a few minutes), large (300 steps, warmup 60) or xl (as --large); flags win")
-      ->capture_default_str();
-  c->add_option("--out", o->out, "output folder")->capture_default_str();
-  c->add_option("--seeds", o->seeds, "seeds per cell")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--depths", *depths, "depths for the gradient norms at init, e.g. 2,4,8,12,24");
-  c->add_option("--inits", *inits, "inits among 0.02, lecun (N(0, 1/fan_in)), xavier");
-  c->add_option("--train-depth", o->train_depth, "depth of the trained models")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--steps", o->steps, "training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--warmup", o->warmup, "warmup steps (the warmup runs)")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--lrs", *lrs, "AdamW peak learning rates for the warmup runs, e.g. 1e-3,3e-3 (the first for the rest)");
-  c->add_option("--eval-every", o->eval_every, "steps per point of the loss curves")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--d-model", o->d_model, "model width")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--heads", o->heads, "attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--batch", o->batch, "windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--seq-len", o->seq_len, "bytes per window")->capture_default_str()->check(CLI::Range(2, 4096));
-  c->add_option("--objective", o->objective, "causal (next byte) or mlm (15% masked bytes)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"causal", "mlm"}));
-  c->add_option("--text", o->text_file, "a UTF-8 text file instead of the Brown corpus");
-  c->add_flag("--no-train", *no_train, "only the gradient norms at init");
-  c->add_flag("--large", *large, "the same as --preset xl: d_model 128, depth 12, 2000 steps (warmup 200), 5 seeds, batch 32");
-  c->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
-  c->callback([=] {
-    if (*large && c->count("--preset") > 0 && *preset != "xl")
-      throw CLI::ValidationError("--large", "is --preset xl and cannot go with --preset " + *preset);
-    const InitWarmupOptions p = init_warmup_preset(*large ? "xl" : *preset);  // an unknown preset fails here
-    InitWarmupOptions r = *o;  // the defaults and every flag given; then the preset, except where a flag was given
-    auto unset = [&](const char* flag) { return c->count(flag) == 0; };
-    if (unset("--d-model")) r.d_model = p.d_model;
-    if (unset("--train-depth")) r.train_depth = p.train_depth;
-    if (unset("--steps")) r.steps = p.steps;
-    if (unset("--warmup")) r.warmup = p.warmup;
-    if (unset("--eval-every")) r.eval_every = p.eval_every;
-    if (unset("--seeds")) r.seeds = p.seeds;
-    if (unset("--batch")) r.batch = p.batch;
-    if (!depths->empty()) r.depths = parse_ints(*depths, "--depths");
-    if (!lrs->empty()) r.lrs = parse_reals(*lrs, "--lrs");
-    if (!inits->empty()) {
-      r.inits.clear();
-      std::stringstream ss(*inits);
-      for (std::string item; std::getline(ss, item, ',');) {
-        if (init_label(item) == item) throw CLI::ValidationError("--inits", "'" + item + "' is not one of 0.02, lecun, xavier");
-        r.inits.push_back(item);
-      }
+harness::Experiment init_warmup_experiment() {
+  harness::Experiment e;
+  e.name = "studies/init_warmup";  // the default output folder: runs/studies/init_warmup, as before
+  e.command = {"init-warmup"};     // `studies init-warmup run ...`: the --jobs workers are started the same way
+  e.description = "studies init-warmup: post-LN vs pre-LN: gradient norms at init, warmup, init std, MLM head";
+  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/init_warmup";
+  e.default_preset = "default";
+  e.axes = {{{"norm", {"post", "pre"}}, "", "post (post-LN, BERT) or pre (pre-LN, GPT-2)"},
+            {{"arm", {}}, "", "a section of the preset's arms_cfg (studies init-warmup list)"}};
+  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    for (const std::string& s : sets)
+      if (s.starts_with("norm=") || s.starts_with("arm="))
+        throw harness::ConfigError("--set " + s + ": norm and arm are axes: --norms / --arms (run), --norm / --arm (cell)");
+    if (!p.raw.contains("arms_cfg") || !p.raw["arms_cfg"].contains(v[1])) {
+      std::vector<std::string> known;
+      for (auto& [arm, section] : p.raw.value("arms_cfg", nlohmann::json::object()).items()) known.push_back(arm);
+      throw harness::ConfigError("unknown arm '" + v[1] + "' (" + p.path + " arms_cfg has: " + harness::join(known) + ")");
     }
-    r.train = !*no_train;
-    harness::set_threads(*threads);
-    run_init_warmup(r);
-  });
+    InitWarmupConfig c = harness::resolve<InitWarmupConfig>(p, v, sets);
+    c.norm = v[0], c.arm = v[1];
+    c.validate();
+    return harness::config_to_json(c);
+  };
+  e.run_cell = run_cell;
+  e.report = report;
+  e.cost = [](const harness::Cell& c) {
+    return c.config["measure"] == "grad_norms" ? 1.0 : c.config["steps"].get<double>() * c.config["depth"].get<double>();
+  };
+  return e;
+}
+
+const LegacyFlags& init_warmup_legacy_flags() {
+  static const LegacyFlags f = {
+      {{"--depths", set_string_field("depths")}, {"--inits", set_string_field("inits")}, {"--train-depth", set_field("depth")},
+       {"--steps", set_field("steps")}, {"--warmup", set_field("warmup")}, {"--eval-every", set_field("eval_every")},
+       {"--d-model", set_field("d_model")}, {"--heads", set_field("heads")}, {"--batch", set_field("batch")},
+       {"--seq-len", set_field("seq_len")}, {"--objective", set_string_field("objective")},
+       {"--text", set_string_field("text")}, {"--lrs", [](const std::string& v) {
+          // lr a, and for two items the factor b / a of the 3x-lr arms; more items have no arms to run them
+          const std::vector<double> lrs = parse_reals(v, "--lrs");
+          if (lrs.size() > 2)
+            throw harness::ConfigError("--lrs " + v + ": the preset's arms run lr and lr x lr_factor; give at most two");
+          std::vector<std::string> w = {"--set", "lr=" + harness::json(lrs[0]).dump()};
+          if (lrs.size() == 2) w.insert(w.end(), {"--set", "lr_factor=" + harness::json(lrs[1] / lrs[0]).dump()});
+          return w;
+        }}},
+      {{"--large", {"--preset", "xl"}}, {"--no-train", {"--arms", "init-grads"}}}};
+  return f;
+}
+
+int init_warmup_main(int argc, char** argv) {
+  return harness_main(init_warmup_experiment(), init_warmup_legacy_flags(), argc, argv);
 }
 
 }  // namespace studies

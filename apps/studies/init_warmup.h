@@ -30,8 +30,18 @@
 // at the unigram entropy after 1500 steps on Brown, and a PyTorch twin of the model plateaus the same way on a
 // repetitive text), and a loss that does not move cannot compare warmups.
 //
-// Three settings (--preset): "default" (100 training steps: a few minutes on 2 cores), "large" (300 steps: the setting
-// of the first tables of docs/studies/init_warmup.md) and "xl" (wider, deeper, longer; --large is its old spelling).
+// The study is an experiment on the harness (apps/common/experiment.h), axes norm (post, pre) x arm, seeds:
+//   studies init-warmup run  [--preset default|large|xl|FILE] [--norms post,pre] [--arms warmup,no-warmup,..]
+//                            [--seeds 0,1,2] [--set steps=300].. [--resume] [--jobs 2] [--threads 2] [--quiet] [--out DIR]
+//   studies init-warmup cell --norm post --arm lecun [--seed 0] ...
+//   studies init-warmup list
+// An arm is a section of the preset's arms_cfg (InitWarmupConfig below): "init-grads" measures (a) for every init and
+// depth; the others train one configuration for (b)-(d): warmup / no-warmup at lr and at 3 lr (lr_factor), the lecun
+// and xavier inits, the plain head. The tables take their rows from the cells' configs: (b) the N(0, 0.02^2) cells
+// with the head transform, (c) and (d) those with warmup at lr_factor 1. Presets: "default" (100 training steps:
+// a few minutes on 2 cores), "large" (300 steps: the setting of the first tables of docs/studies/init_warmup.md) and
+// "xl" (wider, deeper, longer). The old form `studies init-warmup --seeds 3 --steps 300 --no-train` still runs: an
+// option first means `run`, --seeds N is a count, the other flags are `--set` (init_warmup_legacy_flags).
 //
 // What it is not: a BERT reproduction (d_model 64, a few hundred steps); its numbers say which way each effect
 // goes at this scale, the doc says where that may differ from BERT's.
@@ -39,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/experiment.h"
 #include "nn/models/transformer.h"
 
 namespace studies {
@@ -84,27 +95,36 @@ dl::Var lm_loss(const ByteLm& m, const LmBatch& b);  // mean cross-entropy over 
 // Clears the model's gradients first and leaves this batch's gradients in them.
 std::vector<double> layer_grad_norms(ByteLm& m, const LmBatch& b);
 
-// The defaults are the "default" preset.
-struct InitWarmupOptions {
-  // (a) gradient norms at initialisation
-  std::vector<int> depths = {2, 4, 8, 12, 24};
-  std::vector<std::string> inits = {"0.02", "lecun", "xavier"};
-  // (b)-(d) training
-  int train_depth = 6, steps = 100, warmup = 20, eval_every = 25, eval_batches = 4;
-  std::vector<double> lrs = {1e-3, 3e-3};  // (b) runs at each; (c) and (d) at the first
-  bool train = true;
+// One cell's settings: the preset's defaults, the arm's section, then --set. The axes fill norm and arm.
+struct InitWarmupConfig {
+  std::string norm = "post", arm = "warmup";  // post-LN or pre-LN; the preset's arm
+  std::string measure = "training";           // "training" (b)-(d), or "grad_norms" (a)
+  int seed = 0;
+  // (a) gradient norms at initialisation: every depth x init
+  std::string depths = "2,4,8,12,24", inits = "0.02,lecun,xavier";
+  // (b)-(d) one training run: AdamW at lr x lr_factor, warmup steps then constant ("warmup") or constant ("constant")
+  std::string init = "0.02", schedule = "warmup";
+  bool head_transform = true;
+  double lr = 1e-3, lr_factor = 1;
+  int depth = 6, steps = 100, warmup = 20, eval_every = 25, eval_batches = 4;
   // shared
-  std::string objective = "causal";  // or "mlm"
-  int seeds = 3, d_model = 64, heads = 4, batch = 16, seq_len = 64;
-  std::string text_file;  // empty: the Brown corpus (tasks/text_classification.h brown_pretraining_text)
-  std::string out = "runs/studies/init_warmup";
+  std::string objective = "causal", text;  // text: a UTF-8 file instead of the Brown corpus ("")
+  int d_model = 64, heads = 4, batch = 16, seq_len = 64;
+  template <class C, class F> static void fields(C& c, F&& f) {
+    f("norm", c.norm), f("arm", c.arm), f("measure", c.measure), f("seed", c.seed), f("depths", c.depths);
+    f("inits", c.inits), f("init", c.init), f("schedule", c.schedule), f("head_transform", c.head_transform);
+    f("lr", c.lr), f("lr_factor", c.lr_factor), f("depth", c.depth), f("steps", c.steps), f("warmup", c.warmup);
+    f("eval_every", c.eval_every), f("eval_batches", c.eval_batches), f("objective", c.objective), f("text", c.text);
+    f("d_model", c.d_model), f("heads", c.heads), f("batch", c.batch), f("seq_len", c.seq_len);
+  }
+  std::vector<int> depth_list() const;         // `depths` parsed (a ConfigError names a bad item)
+  std::vector<std::string> init_list() const;  // `inits` parsed, each a known init
+  void validate() const;                       // a ConfigError naming the field
 };
-// The options of a preset: "default" (= InitWarmupOptions{}: 100 steps, warmup 20), "large" (300 steps, warmup 60:
-// the setting of the first tables of docs/studies/init_warmup.md) or "xl" (d_model 128, depth 12, 2000 steps, warmup
-// 200, curve points every 50, 5 seeds, batch 32; the old --large flag); any other name is a CLI::ValidationError on
-// --preset naming the three.
-InitWarmupOptions init_warmup_preset(const std::string& name);
 
-void run_init_warmup(const InitWarmupOptions& o);
+dl::harness::Experiment init_warmup_experiment();
+struct LegacyFlags;
+const LegacyFlags& init_warmup_legacy_flags();  // the flags of the command line before the harness (cli.h)
+int init_warmup_main(int argc, char** argv);     // `studies init-warmup ...`: argv[0] is "init-warmup"
 
 }  // namespace studies

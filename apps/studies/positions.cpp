@@ -8,12 +8,16 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
+#include <omp.h>
+
+#include "apps/common/batch_tensors.h"
 #include "apps/common/experiment.h"
-#include "apps/common/progress.h"
+#include "apps/common/phase.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
@@ -29,19 +33,31 @@ namespace harness = dl::harness;
 
 // ---- the task -------------------------------------------------------------------------------------------------------
 
-SeqBatch task_batch(const std::string& task, int64_t B, int64_t T, int64_t vocab, int64_t offset, uint64_t seed) {
-  if (task != "lookback" && task != "first")
-    throw std::invalid_argument("task_batch: unknown task '" + task + "' (lookback, first)");
+static void check_task(const std::string& task, int64_t offset, int64_t T) {
+  if (task != "lookback" && task != "first") throw std::invalid_argument("unknown task '" + task + "' (lookback, first)");
   if (offset < 1 || offset >= T)
-    throw std::invalid_argument("task_batch: offset " + std::to_string(offset) + " must be in [1, T = " +
-                                std::to_string(T) + ")");
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> x(B * T), y(B * T, tasks::kIgnoreIndex);
-  for (auto& v : x) v = (int64_t)(rng() % (uint64_t)vocab);
+    throw std::invalid_argument("offset " + std::to_string(offset) + " must be in [1, T = " + std::to_string(T) + ")");
+}
+
+Tensor task_targets(const std::string& task, const Tensor& inputs, int64_t offset) {
+  const int64_t B = inputs.size(0), T = inputs.size(1);
+  check_task(task, offset, T);
+  const Tensor in = inputs.contiguous();
+  const int64_t* x = in.data<int64_t>();
+  std::vector<int64_t> y(B * T, tasks::kIgnoreIndex);
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = task == "lookback" ? offset : 1; t < T; t++)
       y[b * T + t] = task == "lookback" ? x[b * T + t - offset] : x[b * T];  // x_{t - offset} or x_0
-  return {from_vector(x, {B, T}), from_vector(y, {B, T})};
+  return from_vector(y, {B, T});
+}
+
+SeqBatch task_batch(const std::string& task, int64_t B, int64_t T, int64_t vocab, int64_t offset, uint64_t seed) {
+  check_task(task, offset, T);
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> x(B * T);
+  for (auto& v : x) v = (int64_t)(rng() % (uint64_t)vocab);
+  Tensor inputs = from_vector(x, {B, T});
+  return {inputs, task_targets(task, inputs, offset)};
 }
 
 // ---- the model ------------------------------------------------------------------------------------------------------
@@ -132,10 +148,143 @@ double table_score(const Tensor& pe, int64_t t, int64_t s, const std::vector<dou
   return d;
 }
 
-// ---- the study ------------------------------------------------------------------------------------------------------
+// ---- the settings ---------------------------------------------------------------------------------------------------
+
+std::vector<int> PositionsConfig::test_lengths() const {
+  std::vector<int> v;
+  std::stringstream ss(lengths);
+  for (std::string item; std::getline(ss, item, ',');) {
+    size_t used = 0;
+    int L = 0;
+    try {
+      L = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || L < 1)
+      throw harness::ConfigError("field 'lengths': '" + item + "' in \"" + lengths + "\" is not a positive integer");
+    v.push_back(L);
+  }
+  if (v.empty()) throw harness::ConfigError("field 'lengths': no test length");
+  return v;
+}
+
+void PositionsConfig::validate() const {
+  const std::string key = task + "/" + pos;
+  auto bad = [&](const std::string& m) { throw harness::ConfigError(key + ": " + m); };
+  for (auto [field, v] : std::vector<std::pair<const char*, double>>{
+           {"steps", steps}, {"eval_every", eval_every}, {"batch", batch}, {"val_examples", val_examples},
+           {"test_examples", test_examples}, {"lr", lr}, {"d_model", d_model}, {"heads", heads}, {"depth", depth}})
+    harness::require_positive(key, field, v);
+  if (warmup < 0) bad("field 'warmup' must be >= 0, found " + std::to_string(warmup));
+  if (vocab < 2) bad("field 'vocab' must be at least 2, found " + std::to_string(vocab));
+  if (offset < 1 || offset >= train_len)
+    bad("field 'offset' " + std::to_string(offset) + " must be in [1, train_len " + std::to_string(train_len) + ")");
+  for (int L : test_lengths())
+    if (L < train_len) bad("field 'lengths': " + std::to_string(L) + " is below train_len " + std::to_string(train_len));
+  if (d_model % heads) bad("d_model " + std::to_string(d_model) + " is not a multiple of heads " + std::to_string(heads));
+  if ((d_model / heads) % 2) bad("the head size d_model / heads = " + std::to_string(d_model / heads) + " must be even (rotary)");
+}
+
+// ---- one cell -------------------------------------------------------------------------------------------------------
 namespace {
 
 using dl::harness::fixed;  // apps/common/report.h
+
+const std::vector<std::string> kTasks = {"lookback", "first"}, kPositions = {"none", "sinusoidal", "learned", "rotary"};
+
+// Evaluation sets in batches of at most 64 sequences, seeded apart from training (seed 7 000 000 + ...), the same for
+// every model and seed.
+std::vector<SeqBatch> eval_set(const PositionsConfig& o, int examples, int T, uint64_t seed) {
+  std::vector<SeqBatch> v;
+  for (int done = 0, i = 0; done < examples; done += 64, i++)
+    v.push_back(task_batch(o.task, std::min(64, examples - done), T, o.vocab, o.offset, seed + i));
+  return v;
+}
+
+// The training set: step k's batch is task_batch(seed 1000003 seed + k), row by row, so a Batcher that does not
+// shuffle hands out the batches of the loop before the harness, and every position type sees the same ones.
+tasks::Dataset train_set(const PositionsConfig& o) {
+  tasks::Dataset d;
+  d.name = o.task + "/train", d.vocab_size = o.vocab, d.max_len = o.train_len;
+  for (int step = 0; step < o.steps; step++) {
+    const Tensor x = task_batch(o.task, o.batch, o.train_len, o.vocab, o.offset, (uint64_t)o.seed * 1000003 + step).inputs;
+    for (int64_t b = 0; b < o.batch; b++) {
+      tasks::Example e;
+      for (int64_t t = 0; t < o.train_len; t++) e.tokens.push_back((int32_t)x.data<int64_t>()[b * o.train_len + t]);
+      d.examples.push_back(e);
+    }
+  }
+  return d;
+}
+
+nlohmann::json to_json(const LengthAccuracy& a) {
+  return {{"length", a.length}, {"acc", a.all}, {"acc_beyond", std::isnan(a.beyond) ? nlohmann::json() : nlohmann::json(a.beyond)},
+          {"counted", a.counted}, {"beyond_counted", a.beyond_counted}, {"per_position", a.per_position}};
+}
+
+// Adam (no weight decay, so the learned table's unused rows stay at init), linear warmup then constant lr; an
+// evaluation that beats every earlier one (the first of equals; those restored from a checkpoint count too) saves the
+// model, which is then tested at every length.
+harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
+  const auto o = harness::config_from_json<PositionsConfig>(cell.config, cell.label());
+  const std::vector<int> lengths = o.test_lengths();
+  PosModelConfig c;
+  c.pos = o.pos, c.vocab = o.vocab, c.d_model = o.d_model, c.heads = o.heads, c.depth = o.depth, c.dim_ff = 2 * o.d_model;
+  c.max_len = *std::max_element(lengths.begin(), lengths.end());
+  Generator g(1000 + o.seed);
+  PosModel m(c, g);
+  optim::AdamOptions ao;
+  ao.lr = o.lr;
+  optim::Adam opt(m.parameters(), ao);
+  const tasks::Dataset train = train_set(o);
+  tasks::BatcherConfig bc;
+  bc.batch_size = o.batch, bc.shuffle = false, bc.drop_last = true;
+  tasks::Batcher batches(train, bc);
+  const std::vector<SeqBatch> val = eval_set(o, o.val_examples, o.train_len, 7000000);
+  harness::PhaseParts parts;
+  parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.rngs = {{"dropout", &g}};
+  parts.schedule = optim::linear_warmup(o.warmup);
+  parts.limits = {o.vocab, 0, o.train_len, train.name};
+  parts.loss = [&](const tasks::Batch& b, const harness::Step&) {
+    const Tensor x = harness::to_tensors(b).tokens, y = task_targets(o.task, x, o.offset);  // (B, T) each
+    return cross_entropy(reshape(m.forward(x), {x.numel(), o.vocab}), y.reshape({x.numel()}));
+  };
+  harness::CellResult r;
+  auto best = [&] {  // the first evaluation with the best validation accuracy
+    const harness::CurvePoint* b = nullptr;
+    for (const harness::CurvePoint& p : r.curve)
+      if (!b || p.accuracy > b->accuracy) b = &p;
+    return b;
+  };
+  const std::string model_file = ctx.dir + "/model.safetensors";
+  parts.eval = [&] {
+    const double v = task_accuracy(m, val, o.train_len).all;
+    if (!best() || v > best()->accuracy)
+      harness::save_backbone(m, model_file, {}, {{"dl.study", "positions"}, {"dl.config", cell.config.dump()}}, *ctx.comm);
+    return harness::EvalPoint{std::numeric_limits<double>::quiet_NaN(), v};
+  };
+  const harness::PhaseResult ph = harness::run_phase({"train", o.steps, 1, 0.0, o.eval_every, o.eval_every}, parts, ctx, r.curve);
+  harness::load_backbone(m, model_file, {});
+  nlohmann::json tests = nlohmann::json::array();
+  r.metrics = {{"val_acc", best()->accuracy}, {"best_step", best()->step}};
+  for (size_t i = 0; i < lengths.size(); i++) {
+    const LengthAccuracy a = task_accuracy(m, eval_set(o, o.test_examples, lengths[i], 8000000 + 1000 * i), o.train_len);
+    tests.push_back(to_json(a));
+    r.metrics["acc_T" + std::to_string(a.length)] = a.all;
+  }
+  r.params = m.num_parameters(), r.test_examples = o.test_examples;
+  r.steps_per_s = ph.seconds > 0 ? ph.steps_run / ph.seconds : 0;
+  r.extra = {{"tests", tests}, {"threads", omp_get_max_threads()}, {"train_seconds", ph.seconds}};
+  if (ctx.writer()) std::filesystem::remove_all(ctx.dir + "/train");  // the checkpoints: --resume skips a finished cell
+  if (!ctx.quiet && ctx.writer())
+    std::cerr << ctx.label << " val " << fixed(100 * best()->accuracy, 1) << "% (step " << best()->step << "), test "
+              << fixed(100 * tests.back()["acc"].get<double>(), 1) << "% at T = " << lengths.back() << "\n";
+  return r;
+}
+
+// ---- the report -----------------------------------------------------------------------------------------------------
+
 std::string sci(double x) {
   std::ostringstream s;
   s << std::scientific << std::setprecision(1) << x;
@@ -150,94 +299,6 @@ const char* pos_label(const std::string& p) {
   return "rotary (RoPE)";
 }
 
-struct Data {
-  std::vector<SeqBatch> val;                   // at train_len
-  std::vector<std::vector<SeqBatch>> tests;    // per test length
-};
-
-// Evaluation sets in batches of at most 64 sequences, seeded apart from training (seed 7 000 000 + ...), the same for
-// every model and seed.
-std::vector<SeqBatch> eval_set(const std::string& task, int examples, int T, const PositionsOptions& o, uint64_t seed) {
-  std::vector<SeqBatch> v;
-  for (int done = 0, i = 0; done < examples; done += 64, i++)
-    v.push_back(task_batch(task, std::min(64, examples - done), T, o.vocab, o.offset, seed + i));
-  return v;
-}
-
-// One training run: Adam (no weight decay, so the learned table's unused rows stay at init), linear warmup then
-// constant lr, batches seeded by (seed, step) so every position type sees the same data; the parameters of the
-// evaluation with the best validation accuracy (at train_len) are kept and tested at every length.
-struct RunResult {
-  double val = 0;
-  int best_step = 0;
-  std::vector<LengthAccuracy> tests;
-};
-
-using Snapshot = std::map<std::string, Tensor>;
-Snapshot snapshot(const PosModel& m) {
-  Snapshot s;
-  for (auto& [n, p] : m.named_parameters()) s[n] = p.data().clone();
-  return s;
-}
-void restore(PosModel& m, const Snapshot& s) {
-  for (auto& [n, p] : m.named_parameters()) p.mutable_data() = s.at(n).clone();
-}
-
-RunResult train_run(const std::string& task, const std::string& pos, int seed, const Data& d, const PositionsOptions& o) {
-  PosModelConfig c;
-  c.pos = pos, c.vocab = o.vocab, c.d_model = o.d_model, c.heads = o.heads, c.depth = o.depth, c.dim_ff = 2 * o.d_model;
-  c.max_len = *std::max_element(o.lengths.begin(), o.lengths.end());
-  Generator g(1000 + seed);
-  PosModel m(c, g);
-  optim::AdamOptions ao;
-  ao.lr = o.lr;
-  optim::Adam opt(m.parameters(), ao);
-  const optim::Schedule sched = optim::linear_warmup(o.warmup);
-  RunResult r;
-  r.val = -1;
-  Snapshot best;
-  harness::Progress bar("[positions] " + task + ", " + pos + " seed " + std::to_string(seed), o.steps);
-  for (int step = 0; step < o.steps; step++) {
-    optim::apply_schedule(opt, sched, step);
-    SeqBatch b = task_batch(task, o.batch, o.train_len, o.vocab, o.offset, (uint64_t)seed * 1000003 + step);
-    opt.zero_grad();
-    Var logits = m.forward(b.inputs);  // (B, T, V)
-    Var loss = cross_entropy(reshape(logits, {b.inputs.numel(), o.vocab}), b.targets.reshape({b.inputs.numel()}));
-    loss.backward();
-    opt.step();
-    if ((step + 1) % o.eval_every == 0 || step + 1 == o.steps) {
-      const double v = task_accuracy(m, d.val, o.train_len).all;
-      if (v > r.val) r.val = v, r.best_step = step + 1, best = snapshot(m);
-      bar.update(step + 1, loss.item(), v);
-    }
-  }
-  bar.finish();
-  restore(m, best);
-  for (const auto& set : d.tests) r.tests.push_back(task_accuracy(m, set, o.train_len));
-  return r;
-}
-
-void check_options(const PositionsOptions& o) {
-  auto bad = [](const std::string& m) { throw std::invalid_argument("positions: " + m); };
-  for (const std::string& t : o.tasks)
-    if (t != "lookback" && t != "first") bad("unknown task '" + t + "' (lookback, first)");
-  if (o.tasks.empty()) bad("no task");
-  for (const std::string& p : o.positions)
-    if (p != "none" && p != "sinusoidal" && p != "learned" && p != "rotary")
-      bad("unknown position type '" + p + "' (none, sinusoidal, learned, rotary)");
-  if (o.positions.empty()) bad("no position type");
-  if (o.lengths.empty()) bad("no test length");
-  for (int L : o.lengths)
-    if (L < o.train_len) bad("test length " + std::to_string(L) + " is below the training length " + std::to_string(o.train_len));
-  if (o.offset < 1 || o.offset >= o.train_len)
-    bad("offset " + std::to_string(o.offset) + " must be in [1, train length " + std::to_string(o.train_len) + ")");
-  if (o.vocab < 2) bad("vocab " + std::to_string(o.vocab) + " must be at least 2");
-  if (o.d_model % o.heads) bad("d_model " + std::to_string(o.d_model) + " is not a multiple of heads " + std::to_string(o.heads));
-  if ((o.d_model / o.heads) % 2) bad("the head size d_model / heads = " + std::to_string(o.d_model / o.heads) + " must be even (rotary)");
-  if (o.seeds < 1 || o.steps < 1 || o.eval_every < 1 || o.batch < 1 || o.val_examples < 1 || o.test_examples < 1)
-    bad("seeds, steps, eval_every, batch, val_examples and test_examples must be positive");
-}
-
 // ---- the analytic part: the score as a function of the offset t - s at several absolute starts ----------------------
 
 struct Analytic {
@@ -245,7 +306,7 @@ struct Analytic {
   nlohmann::json json;
 };
 
-Analytic analytic_part(const PositionsOptions& o) {
+Analytic analytic_part(const std::string& out) {
   const int64_t HS = 64, C = 64, D = 128;  // head size / table width; offsets -D .. D
   const std::vector<int64_t> starts = {0, 100, 1000, 10000};
   std::mt19937_64 rng(20210320);
@@ -305,8 +366,8 @@ Analytic analytic_part(const PositionsOptions& o) {
       "starts s = 128, 228, 1128, 10128; the spread is max - min over the starts, and the column its largest value over "
       "the offsets (0 up to rounding: a function of t - s alone). q, k, A ~ N(0, 1) (A scaled by 1/sqrt(C)), seed "
       "20210320. RoPE through nn::apply_rotary's offset, the table through nn::sinusoidal_table, both in float64.");
-  harness::plot_lines(rope_plot, o.out + "/plots/rope_score_vs_offset");
-  harness::plot_lines(sin_plot, o.out + "/plots/sinusoidal_score_vs_offset");
+  harness::plot_lines(rope_plot, out + "/plots/rope_score_vs_offset");
+  harness::plot_lines(sin_plot, out + "/plots/sinusoidal_score_vs_offset");
   return a;
 }
 
@@ -314,21 +375,30 @@ std::string task_rule(const std::string& task, int offset) {
   return task == "lookback" ? "y_t = x_{t-" + std::to_string(offset) + "}" : "y_t = x_0";
 }
 
-// Every position type on one task, `seeds` runs each: the two accuracy tables and the two plots; the runs go into
-// j["runs"] and the tables into j["tables"].
-std::string task_section(const std::string& task, const PositionsOptions& o, nlohmann::json& j) {
-  std::string md;
-  Data d;
-  d.val = eval_set(task, o.val_examples, o.train_len, o, 7000000);
-  for (size_t i = 0; i < o.lengths.size(); i++)
-    d.tests.push_back(eval_set(task, o.test_examples, o.lengths[i], o, 8000000 + 1000 * i));
+size_t position(const std::vector<std::string>& order, const std::string& v) {
+  return std::find(order.begin(), order.end(), v) - order.begin();
+}
+
+// One test length of a cell's result: its "tests" entry (null in the JSON is NaN: no target there).
+double test_value(const harness::CellResult* r, size_t i, const char* key) {
+  const nlohmann::json& v = r->extra["tests"][i][key];
+  return v.is_null() ? NAN : v.get<double>();
+}
+
+// One task: the cells of every position type (the preset's order), their two accuracy tables and two plots.
+std::vector<harness::Table> task_tables(const std::string& task, const std::vector<const harness::CellResult*>& cells,
+                                        const harness::Preset& p, const std::string& out) {
+  std::map<std::pair<size_t, std::string>, std::vector<const harness::CellResult*>> by_pos;
+  for (auto* r : cells) by_pos[{position(p.values[1], r->cell.value("position")), r->cell.value("position")}].push_back(r);
+  const auto o = harness::config_from_json<PositionsConfig>(cells.front()->cell.config, cells.front()->cell.label());
+  const std::vector<int> lengths = o.test_lengths();
   harness::Table ta, tb;
   ta.title = "Task " + task + " (" + task_rule(task, o.offset) + "): accuracy (%) at each test length, all positions (trained at T = " +
              std::to_string(o.train_len) + ")";
   tb.title = "Task " + task + ": the same, only the positions t >= " + std::to_string(o.train_len) + " (never seen in training)";
   ta.columns = {"positions", "val (T = " + std::to_string(o.train_len) + ")"};
   tb.columns = {"positions"};
-  for (int L : o.lengths) {
+  for (int L : lengths) {
     ta.columns.push_back("T = " + std::to_string(L));
     if (L > o.train_len) tb.columns.push_back("T = " + std::to_string(L));
   }
@@ -338,152 +408,124 @@ std::string task_section(const std::string& task, const PositionsOptions& o, nlo
   pa.title = task + " (" + task_rule(task, o.offset) + "), trained at T = " + std::to_string(o.train_len);
   pa.xlabel = "test length T", pa.ylabel = "accuracy (%), mean ± SE over seeds", pa.logx = true, pa.key = "outside right";
   pa.width = 900;
-  const int longest = o.lengths.back();
+  const int longest = lengths.back();
   pp.title = "Task " + task + ": accuracy at each position, test length " + std::to_string(longest) + " (trained at " +
              std::to_string(o.train_len) + ")";
   pp.xlabel = "position t", pp.ylabel = "accuracy (%), mean over seeds", pp.key = "outside right";
-  for (const std::string& pos : o.positions) {
-    std::vector<RunResult> rs;
-    for (int s = 0; s < o.seeds; s++) {
-      rs.push_back(train_run(task, pos, s, d, o));
-      nlohmann::json tests = nlohmann::json::array();
-      for (const LengthAccuracy& a : rs.back().tests)
-        tests.push_back({{"length", a.length}, {"acc", a.all}, {"acc_beyond", std::isnan(a.beyond) ? nlohmann::json() : nlohmann::json(a.beyond)},
-                         {"counted", a.counted}, {"beyond_counted", a.beyond_counted}, {"per_position", a.per_position}});
-      j["runs"].push_back({{"task", task}, {"positions", pos}, {"seed", s}, {"val", rs.back().val}, {"best_step", rs.back().best_step},
-                           {"tests", tests}});
-      std::cerr << "[positions] " << task << ", " << pos << " seed " << s << ": val " << fixed(100 * rs.back().val, 1) << "% (step "
-                << rs.back().best_step << "), test " << fixed(100 * rs.back().tests.back().all, 1) << "% at T = "
-                << rs.back().tests.back().length << "\n";
-    }
+  size_t seeds = 0;
+  for (auto& item : by_pos) {
+    const std::vector<const harness::CellResult*>& rs = item.second;  // (named: clang 14 cannot capture a binding)
+    const char* label = pos_label(item.first.second);
+    seeds = std::max(seeds, rs.size());
     auto over_seeds = [&](auto get) {
       std::vector<double> v;
-      for (const RunResult& r : rs) v.push_back(get(r));
+      for (auto* r : rs) v.push_back(get(r));
       return harness::mean_se(v);
     };
-    std::vector<std::string> ra = {pos_label(pos), pct(over_seeds([](const RunResult& r) { return r.val; }))};
-    std::vector<std::string> rb = {pos_label(pos)};
-    harness::Series sa;
-    sa.title = pos_label(pos);
-    for (size_t i = 0; i < o.lengths.size(); i++) {
-      const harness::MeanSE e = over_seeds([&](const RunResult& r) { return r.tests[i].all; });
+    std::vector<std::string> ra = {label, pct(over_seeds([](auto* r) { return r->metric("val_acc"); }))}, rb = {label};
+    harness::Series sa{label, {}, {}, {}}, sp{label, {}, {}, {}};
+    for (size_t i = 0; i < lengths.size(); i++) {
+      const harness::MeanSE e = over_seeds([&](auto* r) { return test_value(r, i, "acc"); });
       ra.push_back(pct(e));
-      sa.x.push_back(o.lengths[i]), sa.y.push_back(100 * e.mean), sa.err.push_back(100 * e.se);
-      if (o.lengths[i] > o.train_len) rb.push_back(pct(over_seeds([&](const RunResult& r) { return r.tests[i].beyond; })));
+      sa.x.push_back(lengths[i]), sa.y.push_back(100 * e.mean), sa.err.push_back(100 * e.se);
+      if (lengths[i] > o.train_len) rb.push_back(pct(over_seeds([&](auto* r) { return test_value(r, i, "acc_beyond"); })));
     }
-    ta.rows.push_back(ra), tb.rows.push_back(rb), pa.series.push_back(sa);
-    harness::Series sp;
-    sp.title = pos_label(pos);
     for (int t = 0; t < longest; t++) {
-      const double a = over_seeds([&](const RunResult& r) { return r.tests.back().per_position[t]; }).mean;
+      const double a = over_seeds([&](auto* r) {
+        const nlohmann::json& v = r->extra["tests"][lengths.size() - 1]["per_position"][t];
+        return v.is_null() ? NAN : v.get<double>();
+      }).mean;
       if (!std::isnan(a)) sp.x.push_back(t), sp.y.push_back(100 * a);  // NaN: no target at t
     }
-    pp.series.push_back(sp);
+    ta.rows.push_back(ra), tb.rows.push_back(rb), pa.series.push_back(sa), pp.series.push_back(sp);
   }
-  const std::string setting =
-      "Task " + task + ": " + task_rule(task, o.offset) + " over " + std::to_string(o.vocab) +
-      " symbols (chance " + fixed(100.0 / o.vocab, 1) + "%), accuracy over every position with a target. Model: depth " +
-      std::to_string(o.depth) + ", pre-LN, d_model " + std::to_string(o.d_model) + ", " + std::to_string(o.heads) +
-      " heads, d_ff " + std::to_string(2 * o.d_model) + ", bidirectional attention; Adam lr " + fixed(o.lr, 4) +
-      " (warmup " + std::to_string(o.warmup) + "), " + std::to_string(o.steps) + " steps of " + std::to_string(o.batch) +
+  ta.notes.push_back(
+      "Task " + task + ": " + task_rule(task, o.offset) + " over " + std::to_string(o.vocab) + " symbols (chance " +
+      fixed(100.0 / o.vocab, 1) + "%), accuracy over every position with a target. Model: depth " + std::to_string(o.depth) +
+      ", pre-LN, d_model " + std::to_string(o.d_model) + ", " + std::to_string(o.heads) + " heads, d_ff " +
+      std::to_string(2 * o.d_model) + ", bidirectional attention; Adam lr " + fixed(o.lr, 4) + " (warmup " +
+      std::to_string(o.warmup) + "), " + std::to_string(o.steps) + " steps of " + std::to_string(o.batch) +
       " sequences of length " + std::to_string(o.train_len) + ". The checkpoint with the best validation accuracy (" +
       std::to_string(o.val_examples) + " sequences at the training length, every " + std::to_string(o.eval_every) +
       " steps) is tested on " + std::to_string(o.test_examples) + " fresh sequences at each length. Mean ± SE over " +
-      std::to_string(o.seeds) + " seeds (seed = init and data order; every position type sees the same batches).";
-  ta.notes.push_back(setting);
+      std::to_string(seeds) + " seeds (seed = init and data order; every position type sees the same batches).");
   ta.notes.push_back(
       "learned: the table has " + std::to_string(longest) + " rows (the longest test length); the rows t >= " +
       std::to_string(o.train_len) + " never enter a training forward pass, get no gradient and stay exactly at their "
       "N(0, 0.02²) init (Adam without weight decay), so at T > " + std::to_string(o.train_len) +
       " the model sees near-zero position vectors there.");
-  md += ta.markdown() + "\n" + tb.markdown() + "\n";
-  harness::plot_lines(pa, o.out + "/plots/" + task + "_accuracy_vs_length");
-  harness::plot_lines(pp, o.out + "/plots/" + task + "_accuracy_by_position");
-  j["tables"].push_back(ta.to_json()), j["tables"].push_back(tb.to_json());
-  return md;
+  harness::plot_lines(pa, out + "/plots/" + task + "_accuracy_vs_length");
+  harness::plot_lines(pp, out + "/plots/" + task + "_accuracy_by_position");
+  return {ta, tb};
+}
+
+// The first task's table heads results.md; the other tables (the tasks', then the analytic one) follow as its notes,
+// in the order of the report before the harness (results.json keeps them as markdown in the table's notes).
+harness::Table report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
+  std::map<std::pair<size_t, std::string>, std::vector<const harness::CellResult*>> by_task;
+  for (const harness::CellResult& r : rs) by_task[{position(p.values[0], r.cell.value("task")), r.cell.value("task")}].push_back(&r);
+  std::vector<harness::Table> tables;
+  for (auto& [key, cells] : by_task)
+    for (const harness::Table& t : task_tables(key.second, cells, p, out)) tables.push_back(t);
+  tables.push_back(analytic_part(out).table);
+  harness::Table head = tables.front();
+  for (size_t i = 1; i < tables.size(); i++) head.notes.push_back(tables[i].markdown());
+  return head;
 }
 
 }  // namespace
 
-void run_positions(const PositionsOptions& o) {
-  check_options(o);
-  std::filesystem::create_directories(o.out + "/plots");
-  nlohmann::json j = {{"settings",
-                       {{"tasks", o.tasks}, {"positions", o.positions}, {"train_len", o.train_len},
-                        {"lengths", o.lengths}, {"offset", o.offset}, {"vocab", o.vocab}, {"steps", o.steps},
-                        {"eval_every", o.eval_every}, {"batch", o.batch}, {"lr", o.lr}, {"warmup", o.warmup},
-                        {"d_model", o.d_model}, {"heads", o.heads}, {"depth", o.depth}, {"seeds", o.seeds},
-                        {"val_examples", o.val_examples}, {"test_examples", o.test_examples}}},
-                      {"runs", nlohmann::json::array()}, {"tables", nlohmann::json::array()}};
-  std::string md;
-  if (o.train)
-    for (const std::string& task : o.tasks) md += task_section(task, o, j);
-  Analytic an = analytic_part(o);
-  md += an.table.markdown();
-  j["analytic"] = an.json;
-  harness::write_text_atomic(o.out + "/positions.json", j.dump(1) + "\n");
-  harness::write_text_atomic(o.out + "/positions.md", md);
-  std::cout << md;
+// ---- the experiment and its command line ----------------------------------------------------------------------------
+
+harness::Experiment positions_experiment() {
+  harness::Experiment e;
+  e.name = "studies/positions";  // the default output folder: runs/studies/positions, as before
+  e.command = {"positions"};     // `studies positions run ...`: the --jobs workers are started the same way
+  e.description = "studies positions: sinusoidal vs learned vs rotary positions, trained short, tested long";
+  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/positions";
+  e.default_preset = "default";
+  e.axes = {{{"task", kTasks}, "", "lookback (y_t = x_{t - offset}) or first (y_t = x_0)"},
+            {{"position", kPositions}, "", "none, sinusoidal, learned or rotary"}};
+  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    for (const std::string& s : sets)
+      if (s.starts_with("task=") || s.starts_with("pos="))
+        throw harness::ConfigError("--set " + s + ": task and position are axes: --tasks / --positions (run), --task / "
+                                   "--position (cell)");
+    PositionsConfig c = harness::resolve<PositionsConfig>(p, v, sets);
+    c.task = v[0], c.pos = v[1];
+    c.validate();
+    return harness::config_to_json(c);
+  };
+  e.run_cell = run_cell;
+  e.report = report;
+  e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["train_len"].get<double>(); };
+  e.commands = [](CLI::App& app) {
+    auto out = std::make_shared<std::string>("runs/studies/positions");
+    auto threads = std::make_shared<int>(1);
+    CLI::App* a = app.add_subcommand("analytic", "only the analytic part (no training, seconds): its table and two plots");
+    a->add_option("--out", *out, "output folder")->capture_default_str();
+    a->add_option("--threads", *threads, "CPU threads")->capture_default_str();
+    return std::vector<harness::Command>{{a, [out, threads] {
+                                            harness::set_threads(*threads);
+                                            const harness::Table t = analytic_part(*out).table;
+                                            harness::write_text_atomic(*out + "/analytic.md", t.markdown());
+                                            std::cout << t.markdown();
+                                          }}};
+  };
+  return e;
 }
 
-// ---- the subcommand -------------------------------------------------------------------------------------------------
-
-void add_positions_command(CLI::App& app) {
-  auto o = std::make_shared<PositionsOptions>();
-  auto positions = std::make_shared<std::string>(), lengths = std::make_shared<std::string>();
-  auto tasks = std::make_shared<std::string>();
-  auto large = std::make_shared<bool>(false), no_train = std::make_shared<bool>(false);
-  auto preset = std::make_shared<std::string>("default");
-  auto threads = std::make_shared<int>(1);
-  CLI::App* c = app.add_subcommand("positions", "sinusoidal vs learned vs rotary positions, trained short, tested long");
-  c->add_option("--out", o->out, "output folder")->capture_default_str();
-  c->add_option("--tasks", *tasks, "tasks among lookback (y_t = x_{t - offset}), first (y_t = x_0) (default both)");
-  c->add_option("--positions", *positions, "position types among none, sinusoidal, learned, rotary (default all)");
-  c->add_option("--train-len", o->train_len, "training sequence length")->capture_default_str()->check(CLI::Range(2, 100000));
-  c->add_option("--lengths", *lengths, "test lengths, each >= --train-len (default 32,64,128)");
-  c->add_option("--offset", o->offset, "the task's lookback: y_t = x_{t - offset}")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--vocab", o->vocab, "symbols")->capture_default_str()->check(CLI::Range(2, 100000));
-  c->add_option("--steps", o->steps, "training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--eval-every", o->eval_every, "steps between validations")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--batch", o->batch, "sequences per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--lr", o->lr, "Adam learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--warmup", o->warmup, "linear warmup steps")->capture_default_str()->check(CLI::NonNegativeNumber);
-  c->add_option("--d-model", o->d_model, "model width")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--heads", o->heads, "attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--depth", o->depth, "layers")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--seeds", o->seeds, "seeds per position type")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--test-examples", o->test_examples, "test sequences per length")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_flag("--no-train", *no_train, "only the analytic part");
-  c->add_option("--preset", *preset,
-                "default (about 3 min) or large: train at 64, test at 64,128,256,512, d_model 64, 4 heads, 2000 steps, "
-                "5 seeds (flags given beside it win)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"default", "large"}));
-  c->add_flag("--large,--preset-large", *large, "the same as --preset large");
-  c->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
-  c->callback([=] {
-    PositionsOptions r = *o;
-    if (*large || *preset == "large") {  // the preset, except where a flag was given as well
-      auto unset = [&](const char* flag) { return c->count(flag) == 0; };
-      if (unset("--train-len")) r.train_len = 64;
-      if (lengths->empty()) r.lengths = {64, 128, 256, 512};
-      if (unset("--d-model")) r.d_model = 64;
-      if (unset("--heads")) r.heads = 4;
-      if (unset("--steps")) r.steps = 2000;
-      if (unset("--seeds")) r.seeds = 5;
-    }
-    if (!lengths->empty()) r.lengths = parse_ints(*lengths, "--lengths");
-    for (int L : r.lengths)
-      if (L < r.train_len)
-        throw CLI::ValidationError("--lengths", std::to_string(L) + " is below --train-len " + std::to_string(r.train_len));
-    if (r.offset >= r.train_len)
-      throw CLI::ValidationError("--offset", std::to_string(r.offset) + " must be below --train-len " + std::to_string(r.train_len));
-    if (!tasks->empty()) r.tasks = parse_names(*tasks, "--tasks", {"lookback", "first"});
-    if (!positions->empty()) r.positions = parse_names(*positions, "--positions", {"none", "sinusoidal", "learned", "rotary"});
-    r.train = !*no_train;
-    harness::set_threads(*threads);
-    run_positions(r);
-  });
+const LegacyFlags& positions_legacy_flags() {
+  static const LegacyFlags f = {
+      {{"--train-len", set_field("train_len")}, {"--lengths", set_string_field("lengths")}, {"--offset", set_field("offset")},
+       {"--vocab", set_field("vocab")}, {"--steps", set_field("steps")}, {"--eval-every", set_field("eval_every")},
+       {"--batch", set_field("batch")}, {"--lr", set_field("lr")}, {"--warmup", set_field("warmup")},
+       {"--d-model", set_field("d_model")}, {"--heads", set_field("heads")}, {"--depth", set_field("depth")},
+       {"--test-examples", set_field("test_examples")}},
+      {{"--large", {"--preset", "large"}}, {"--preset-large", {"--preset", "large"}}, {"--no-train", {"analytic"}}}};
+  return f;
 }
+
+int positions_main(int argc, char** argv) { return harness_main(positions_experiment(), positions_legacy_flags(), argc, argv); }
 
 }  // namespace studies

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/experiment.h"
 #include "nn/attention/positions.h"
 #include "nn/models/transformer.h"
 
@@ -48,6 +49,8 @@ struct SeqBatch {
 // B sequences of T symbols from [0, vocab) with the targets of `task` ("lookback", "first"); the same seed gives
 // the same batch.
 SeqBatch task_batch(const std::string& task, int64_t B, int64_t T, int64_t vocab, int64_t offset, uint64_t seed);
+// The targets (B, T) of inputs (B, T) i64 under `task`: x_{t - offset}, or x_0; kIgnoreIndex where there is none.
+dl::Tensor task_targets(const std::string& task, const dl::Tensor& inputs, int64_t offset);
 
 // ---- the model ------------------------------------------------------------------------------------------------------
 
@@ -91,22 +94,41 @@ double rope_score(const std::vector<double>& q, const std::vector<double>& k, in
 // nn::sinusoidal_table.
 double table_score(const dl::Tensor& pe, int64_t t, int64_t s, const std::vector<double>& A = {});
 
-// ---- the study ------------------------------------------------------------------------------------------------------
-
-struct PositionsOptions {
-  std::vector<std::string> tasks = {"lookback", "first"};
-  std::vector<std::string> positions = {"none", "sinusoidal", "learned", "rotary"};
+// ---- the study: an experiment on the harness (apps/common/experiment.h), axes task x position, seeds ----------------
+//   studies positions run  [--preset default|large|FILE] [--tasks lookback,first] [--positions none,..,rotary]
+//                          [--seeds 0,1,2] [--set steps=300].. [--resume] [--jobs 2] [--threads 1] [--quiet] [--out DIR]
+//   studies positions cell --task lookback --position rotary [--seed 0] ...
+//   studies positions list | analytic [--out DIR]                  (analytic: the no-training part alone, seconds)
+// The old form `studies positions --seeds 3 --train-len 32 --lengths 32,64,128 --no-train` still runs: an option
+// first means `run`, --seeds N is a count, the other flags are `--set` of the field of the same name, --large is
+// --preset large and --no-train is `analytic` (positions_legacy_flags).
+// One cell (task, position type, seed): `steps` Adam steps on run_phase (checkpoints every eval_every steps), the
+// training set being steps x batch fresh sequences drawn by (seed, step) (task_batch), so every position type sees
+// the same batches; the parameters of the best validation accuracy are kept (<cell>/model.safetensors) and tested at
+// every length. The report: per task, the accuracy table over all positions and over t >= train_len (mean ± SE over
+// seeds), two plots, and the analytic table.
+struct PositionsConfig {
+  std::string task = "lookback", pos = "rotary";
+  int seed = 0;
   int train_len = 32;
-  std::vector<int> lengths = {32, 64, 128};  // test lengths, each >= train_len
+  std::string lengths = "32,64,128";  // test lengths, each >= train_len
   int offset = 2, vocab = 16;
-  int steps = 600, eval_every = 50, batch = 32, val_examples = 256, test_examples = 256;
+  int steps = 600, eval_every = 50, batch = 32, val_examples = 256, test_examples = 256, warmup = 50;
   double lr = 3e-3;
-  int warmup = 50;
   int d_model = 32, heads = 2, depth = 2;
-  int seeds = 3;
-  bool train = true;  // false: the analytic part only
-  std::string out = "runs/studies/positions";
+  template <class C, class F> static void fields(C& c, F&& f) {
+    f("task", c.task), f("pos", c.pos), f("seed", c.seed), f("train_len", c.train_len), f("lengths", c.lengths);
+    f("offset", c.offset), f("vocab", c.vocab), f("steps", c.steps), f("eval_every", c.eval_every), f("batch", c.batch);
+    f("val_examples", c.val_examples), f("test_examples", c.test_examples), f("warmup", c.warmup), f("lr", c.lr);
+    f("d_model", c.d_model), f("heads", c.heads), f("depth", c.depth);
+  }
+  std::vector<int> test_lengths() const;  // `lengths` parsed; a ConfigError names a bad item
+  void validate() const;                  // a ConfigError naming the field
 };
-void run_positions(const PositionsOptions& o);
+
+dl::harness::Experiment positions_experiment();
+struct LegacyFlags;
+const LegacyFlags& positions_legacy_flags();  // the flags of the command line before the harness (cli.h)
+int positions_main(int argc, char** argv);     // `studies positions ...`: argv[0] is "positions"
 
 }  // namespace studies

@@ -1,7 +1,8 @@
 // tests/apps/test_studies_init_warmup.cpp - `studies init-warmup` (apps/studies/init_warmup.h): the per-layer gradient
 // norm it reports is the norm of the true gradient (central differences on a float64 2-layer post-LN model), the
 // layer placement it compares behaves as the study says (pre-LN's input-side layers get the larger share of the
-// gradient, post-LN's do not), bad settings are refused by name, and a miniature run writes its tables and plots.
+// gradient, post-LN's do not); as an experiment on the harness: bad settings are named, the old command line is read
+// as before, a miniature run writes its tables and plots, and a run killed twice resumes to the uninterrupted one's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,6 +101,35 @@ TEST(StudiesInitWarmup, PostLnGradientShrinksTowardTheInputComparedWithPreLn) {
   EXPECT_GT(pre, 2.5 * post);
 }
 
+// ---- the study on the harness -------------------------------------------------------------------------------------
+namespace {
+
+namespace harness = dl::harness;
+using json = nlohmann::json;
+
+// A miniature preset on a small English text: (a) at depths 2, 3 and inits 0.02, xavier; (b)-(d) depth 2, 4 steps
+// (warmup 2), a curve point every 2; the default preset's arms; 2 seeds.
+harness::Preset mini_preset(const std::string& dir, const std::vector<std::string>& arms) {
+  harness::write_text_atomic(dir + "/text.txt", english_text(20));
+  const harness::Experiment e = init_warmup_experiment();
+  const harness::Preset d = harness::load_preset("default", e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+  json p = {{"description", "test"}, {"norms", {"post", "pre"}}, {"arms", arms}, {"seeds", {0, 1}},
+            {"defaults", {{"depths", "2,3"}, {"inits", "0.02,xavier"}, {"depth", 2}, {"steps", 4}, {"warmup", 2},
+                          {"eval_every", 2}, {"eval_batches", 1}, {"d_model", 16}, {"heads", 2}, {"batch", 2},
+                          {"seq_len", 16}, {"text", dir + "/text.txt"}}},
+            {"arms_cfg", d.raw["arms_cfg"]}};
+  harness::write_text_atomic(dir + "/mini.json", p.dump(2));
+  return harness::load_preset(dir + "/mini.json", e.presets_dir, d.axes);
+}
+
+harness::SweepOptions quiet_in(const std::string& out) {
+  harness::SweepOptions o;
+  o.out = out, o.quiet = true;
+  return o;
+}
+
+}  // namespace
+
 TEST(StudiesInitWarmup, RefusesBadSettingsByName) {
   Generator g(1);
   nn::Linear lin(3, 3, g);
@@ -107,58 +137,91 @@ TEST(StudiesInitWarmup, RefusesBadSettingsByName) {
   EXPECT_NE(test::error_of([&] { lm_batch(english_text(2), 1, 16, "span", 0); }).find("unknown objective 'span'"),
             std::string::npos);
   EXPECT_NE(test::error_of([&] { lm_batch("short", 1, 16, "causal", 0); }).find("fewer than T + 2"), std::string::npos);
-  InitWarmupOptions o;
-  o.out = dl::test::app_temp_dir("studies_iw_bad");
-  o.text_file = o.out + "/missing.txt";
-  EXPECT_NE(test::error_of([&] { run_init_warmup(o); }).find("missing.txt"), std::string::npos);
-  o.text_file.clear(), o.inits = {"0.02", "kaiming"};
-  EXPECT_NE(test::error_of([&] { run_init_warmup(o); }).find("unknown init 'kaiming'"), std::string::npos);
+  const harness::Experiment e = init_warmup_experiment();
+  const harness::Preset p = harness::load_preset("default", e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+  auto error = [&](const std::string& arm, const std::vector<std::string>& sets) {
+    return test::error_of([&] { harness::expand_cells(e, p, {{"post"}, {arm}}, {0}, sets); });
+  };
+  EXPECT_EQ(error("warmup", {}), "") << "the default preset is valid";
+  EXPECT_NE(error("warmup", {"inits=0.02,kaiming"}).find("unknown init 'kaiming'"), std::string::npos);
+  EXPECT_NE(error("warmup", {"init=he"}).find("unknown init 'he'"), std::string::npos);
+  EXPECT_NE(error("warmup", {"depths=2,x"}).find("'depths'"), std::string::npos);
+  EXPECT_NE(error("warmup", {"warmup=100"}).find("must be below steps 100"), std::string::npos);
+  EXPECT_NE(error("warmup", {"schedule=cosine"}).find("'schedule'"), std::string::npos);
+  EXPECT_NE(error("warmup", {"heads=3"}).find("not a multiple of heads 3"), std::string::npos);
+  EXPECT_NE(error("warmup", {"norm=pre"}).find("--norms"), std::string::npos) << "an axis";
+  EXPECT_NE(error("kaiming", {}).find("unknown arm 'kaiming'"), std::string::npos);
+  for (const char* name : {"default", "large", "xl"}) EXPECT_NO_THROW(harness::load_preset(name, e.presets_dir, p.axes)) << name;
+  const std::string d = dl::test::app_temp_dir("studies_iw_bad");
+  const std::vector<harness::Cell> cells =
+      harness::expand_cells(e, p, {{"post"}, {"init-grads"}}, {0}, {"text=\"" + d + "/missing.txt\""});
+  EXPECT_NE(test::error_of([&] { harness::run_cells(e, p, cells, quiet_in(d + "/out")); }).find("missing.txt"),
+            std::string::npos);
+}
+
+TEST(StudiesInitWarmup, TheOldCommandLineIsReadAsBefore) {
+  using V = std::vector<std::string>;
+  const LegacyFlags& f = init_warmup_legacy_flags();
+  EXPECT_EQ(legacy_args({"--seeds", "2", "--train-depth", "4", "--depths", "2,4", "--lrs", "0.001", "--large"}, f),
+            (V{"run", "--seeds", "0-1", "--set", "depth=4", "--set", "depths=\"2,4\"", "--set", "lr=0.001", "--preset", "xl"}));
+  EXPECT_EQ(legacy_args({"--no-train", "--objective=mlm"}, f), (V{"run", "--arms", "init-grads", "--set", "objective=\"mlm\""}));
+  EXPECT_EQ(legacy_args({"--lrs", "0.002,0.004"}, f), (V{"run", "--set", "lr=0.002", "--set", "lr_factor=2.0"}));
+  EXPECT_THROW(legacy_args({"--lrs", "1,2,3"}, f), harness::ConfigError);
 }
 
 TEST(StudiesInitWarmup, MiniatureRunWritesItsTables) {
-  InitWarmupOptions o;
-  o.out = dl::test::app_temp_dir("studies_iw");
-  o.text_file = o.out + "/text.txt";
-  dl::harness::write_text_atomic(o.text_file, english_text(20));
-  o.depths = {2, 3}, o.inits = {"0.02", "xavier"}, o.seeds = 2;
-  o.train_depth = 2, o.steps = 4, o.warmup = 2, o.eval_every = 2, o.eval_batches = 1;
-  o.d_model = 16, o.heads = 2, o.batch = 2, o.seq_len = 16, o.lrs = {1e-3};
-  run_init_warmup(o);
-  const std::string md = dl::harness::read_text(o.out + "/init_warmup.md");
+  const std::string d = dl::test::app_temp_dir("studies_iw");
+  const harness::Experiment e = init_warmup_experiment();
+  const harness::Preset p = mini_preset(d, harness::load_preset("default", e.presets_dir, {{"norm", {}}, {"arm", {}}}).values[1]);
+  harness::run_cells(e, p, harness::expand_cells(e, p, p.values, p.seeds, {}), quiet_in(d + "/out"));
+  harness::write_reports(e, p, d + "/out");
+  const std::string md = harness::read_text(d + "/out/results.md");
   EXPECT_NE(md.find("| 3 | pre-LN | Xavier uniform |"), std::string::npos) << md;
   EXPECT_NE(md.find("| post-LN | 0.0010 | none |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| post-LN | 0.0030 | 2 steps |"), std::string::npos) << md;
   EXPECT_NE(md.find("| pre-LN | N(0, 0.02²) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| post-LN | tied E only |"), std::string::npos) << md;
   EXPECT_NE(md.find(" of 2 |"), std::string::npos) << "the stalled / diverged counts over 2 seeds\n" << md;
-  const auto j = nlohmann::json::parse(dl::harness::read_text(o.out + "/init_warmup.json"));
-  EXPECT_EQ(j["grad_norms"].size(), 2u * 2 * 2);            // depths x LN x inits
-  EXPECT_EQ(j["grad_norms"][1]["mean"].size(), 2u);         // one norm per layer
-  EXPECT_EQ(j["runs"].size(), 2u * (4 + 2 + 2));            // seeds x (warmup 4 cells, +2 inits, +2 heads)
-  EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/grad_norms_depth3.dat"));
-  EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/warmup_loss.dat"));
+  const json j = json::parse(harness::read_text(d + "/out/results.json"));
+  ASSERT_EQ(j["cells"].size(), 2u * 2 * 8);  // seeds x norms x arms
+  for (const json& c : j["cells"]) {
+    if (c["axes"]["arm"] != "init-grads") {
+      EXPECT_EQ(c["curve"].size(), 2u) << "a point per eval_every steps";
+      continue;
+    }
+    EXPECT_EQ(c["extra"]["grad_norms"].size(), 2u) << "depths";
+    EXPECT_EQ(c["extra"]["grad_norms"]["3"]["xavier"].size(), 3u) << "one norm per layer";
+  }
+  EXPECT_TRUE(std::filesystem::exists(d + "/out/plots/grad_norms_depth3.dat"));
+  EXPECT_TRUE(std::filesystem::exists(d + "/out/plots/warmup_loss.dat"));
 }
 
-// The settings of --preset: "default" is the struct's defaults (a few minutes); "large" is the setting of the docs'
-// large tables; "xl" the old --large flag, which still means it. An unknown preset names the choices.
-TEST(StudiesInitWarmup, PresetsSelectTheDocumentedSettings) {
-  const InitWarmupOptions d = init_warmup_preset("default"), l = init_warmup_preset("large"),
-                          x = init_warmup_preset("xl"), plain;
-  EXPECT_TRUE(d.steps == 100 && d.warmup == 20);
-  EXPECT_TRUE(l.steps == 300 && l.warmup == 60);
-  EXPECT_TRUE(plain.steps == d.steps && plain.warmup == d.warmup);
-  for (const InitWarmupOptions* o : {&d, &l})  // the rest is shared
-    EXPECT_TRUE(o->d_model == 64 && o->train_depth == 6 && o->seeds == 3 && o->batch == 16 && o->eval_every == 25 &&
-                o->depths == (std::vector<int>{2, 4, 8, 12, 24}) && o->lrs == (std::vector<double>{1e-3, 3e-3}));
-  EXPECT_TRUE(x.d_model == 128 && x.train_depth == 12 && x.steps == 2000 && x.warmup == 200 && x.eval_every == 50 &&
-              x.seeds == 5 && x.batch == 32);
-  const std::string e = dl::test::error_of([] { init_warmup_preset("huge"); });
-  for (const char* word : {"--preset", "'huge'", "default, large, xl"}) EXPECT_NE(e.find(word), std::string::npos) << e;
-  CLI::App app;
-  add_init_warmup_command(app);
-  EXPECT_NE(dl::test::error_of([&] { app.parse("init-warmup --preset huge", false); }).find("not one of default"),
-            std::string::npos);
-  CLI::App app2;
-  add_init_warmup_command(app2);
-  EXPECT_NE(dl::test::error_of([&] { app2.parse("init-warmup --large --preset large", false); }).find("--preset xl"),
-            std::string::npos);
+// Killed (as a SIGKILL would, no checkpoint at the kill) inside the first cell and again inside the third, resumed
+// each time: every cell's validation loss and curve equal the uninterrupted run's, and so do the tables.
+TEST(StudiesInitWarmup, AKilledRunResumesToTheUninterruptedResultsAndTables) {
+  const std::string d = dl::test::app_temp_dir("studies_iw_resume");
+  const harness::Experiment e = init_warmup_experiment();
+  const harness::Preset p = mini_preset(d, {"warmup", "no-warmup"});
+  const std::vector<harness::Cell> cells =
+      harness::expand_cells(e, p, {{"post"}, {"warmup", "no-warmup"}}, p.seeds, {"steps=8", "eval_every=1"});
+  harness::run_cells(e, p, cells, quiet_in(d + "/whole"));
+  harness::write_reports(e, p, d + "/whole");
+  harness::SweepOptions part = quiet_in(d + "/part");
+  part.stop_after = 5;  // the first cell: stopped at step 5, its last checkpoint at step 4
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.resume = true;  // the first cell finishes from step 4, the second runs whole, the third is stopped at step 5
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.stop_after = -1;
+  harness::run_cells(e, p, cells, part);
+  harness::write_reports(e, p, d + "/part");
+  const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
+  const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
+  ASSERT_EQ(whole["cells"].size(), 4u);
+  ASSERT_EQ(resumed["cells"].size(), 4u);
+  for (size_t i = 0; i < 4; i++) {
+    SCOPED_TRACE(whole["cells"][i]["cell"].get<std::string>());
+    EXPECT_EQ(whole["cells"][i]["metrics"], resumed["cells"][i]["metrics"]);
+    EXPECT_EQ(whole["cells"][i]["curve"], resumed["cells"][i]["curve"]);
+  }
+  EXPECT_EQ(whole["table"], resumed["table"]);
 }

@@ -1,12 +1,14 @@
 // tests/apps/test_studies_positions.cpp - `studies positions` (apps/studies/positions.h): the RoPE score it measures
 // is the rotation formula by hand and depends on t - s only, the sinusoidal table and its dot product are the
 // closed forms, the tasks' targets and the accuracy (overall, beyond the training length) are what they say, the
-// extrapolation test really runs the model at the longer length, the learned table's unseen rows stay at their init,
-// bad flags are refused by name, and a miniature run writes its tables and plots.
+// extrapolation test really runs the model at the longer length, the learned table's unseen rows stay at their init;
+// as an experiment on the harness: bad settings are named, the old command line is read as before, a miniature run
+// writes its tables and plots, and a run killed twice resumes to the uninterrupted one's results and tables.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "app_test_util.h"
 #include "apps/common/results.h"
@@ -138,50 +140,123 @@ TEST(StudiesPositions, LearnedRowsBeyondTheTrainingLengthStayAtInit) {
   }
 }
 
-TEST(StudiesPositions, BadFlagsNameTheProblem) {
-  auto parse_error = [](const std::string& args) {
-    CLI::App app;
-    add_positions_command(app);
-    return test::error_of([&] { app.parse(args, false); });
+// ---- the study on the harness ---------------------------------------------------------------------------------------
+namespace {
+
+namespace harness = dl::harness;
+using json = nlohmann::json;
+
+// A miniature preset: trained at 8 for 4 steps (an evaluation every 2), tested at 8, 16 and 32; 2 seeds.
+harness::Preset mini_preset(const std::string& dir, const std::vector<std::string>& tasks,
+                            const std::vector<std::string>& positions) {
+  json p = {{"description", "test"}, {"tasks", tasks}, {"positions", positions}, {"seeds", {0, 1}},
+            {"defaults", {{"train_len", 8}, {"lengths", "8,16,32"}, {"offset", 2}, {"vocab", 5}, {"steps", 4},
+                          {"eval_every", 2}, {"warmup", 1}, {"batch", 4}, {"val_examples", 4}, {"test_examples", 3},
+                          {"d_model", 8}, {"heads", 2}, {"depth", 1}}}};
+  const std::string path = dir + "/mini.json";
+  std::ofstream(path) << p.dump(2);
+  const harness::Experiment e = positions_experiment();
+  return harness::load_preset(path, e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+}
+
+harness::SweepOptions quiet_in(const std::string& out) {
+  harness::SweepOptions o;
+  o.out = out, o.quiet = true;
+  return o;
+}
+
+}  // namespace
+
+TEST(StudiesPositions, BadSettingsAreNamed) {
+  const harness::Experiment e = positions_experiment();
+  const harness::Preset p =
+      harness::load_preset("default", e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+  auto error = [&](const std::vector<std::string>& values, const std::vector<std::string>& sets) {
+    return test::error_of([&] { harness::expand_cells(e, p, {{values[0]}, {values[1]}}, {0}, sets); });
   };
-  EXPECT_NE(parse_error("positions --positions rotary,alibi").find("'alibi' is not one of"), std::string::npos);
-  EXPECT_NE(parse_error("positions --tasks lookback,copy").find("'copy' is not one of"), std::string::npos);
-  EXPECT_NE(parse_error("positions --lengths 64,16").find("16 is below --train-len 32"), std::string::npos);
-  EXPECT_NE(parse_error("positions --lengths 32,x").find("--lengths"), std::string::npos);
-  EXPECT_NE(parse_error("positions --offset 32").find("--offset"), std::string::npos);
-  EXPECT_NE(parse_error("positions --steps 0").find("--steps"), std::string::npos);
-  EXPECT_NE(parse_error("positions --preset huge").find("--preset"), std::string::npos);
-  PositionsOptions o;
-  o.out = test::app_temp_dir("studies_positions_bad");
-  o.d_model = 30;
-  EXPECT_NE(test::error_of([&] { run_positions(o); }).find("head size d_model / heads = 15 must be even"), std::string::npos);
-  o.d_model = 32, o.positions = {"alibi"};
-  EXPECT_NE(test::error_of([&] { run_positions(o); }).find("unknown position type 'alibi'"), std::string::npos);
+  EXPECT_EQ(error({"lookback", "rotary"}, {}), "") << "the default preset is valid";
+  EXPECT_NE(error({"lookback", "rotary"}, {"lengths=64,16"}).find("16 is below train_len 32"), std::string::npos);
+  EXPECT_NE(error({"lookback", "rotary"}, {"lengths=32,x"}).find("'x' in \"32,x\""), std::string::npos);
+  EXPECT_NE(error({"lookback", "rotary"}, {"offset=32"}).find("'offset'"), std::string::npos);
+  EXPECT_NE(error({"lookback", "rotary"}, {"steps=0"}).find("'steps'"), std::string::npos);
+  EXPECT_NE(error({"lookback", "rotary"}, {"d_model=30"}).find("head size d_model / heads = 15 must be even"),
+            std::string::npos);
+  EXPECT_NE(error({"lookback", "rotary"}, {"pos=alibi"}).find("--positions"), std::string::npos) << "an axis";
+  EXPECT_NE(error({"lookback", "rotary"}, {"width=3"}).find("unknown field 'width'"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { harness::load_preset("huge", e.presets_dir, p.axes); }).find("huge"), std::string::npos);
+  const std::string d = test::app_temp_dir("studies_positions_bad");
+  std::ofstream(d + "/bad.json") << json{{"tasks", {"lookback"}}, {"positions", {"rotary", "alibi"}}}.dump();
+  EXPECT_NE(test::error_of([&] { harness::load_preset(d + "/bad.json", e.presets_dir, p.axes); }).find("alibi"),
+            std::string::npos);
+}
+
+TEST(StudiesPositions, TheOldCommandLineIsReadAsBefore) {
+  using V = std::vector<std::string>;
+  const LegacyFlags& f = positions_legacy_flags();
+  EXPECT_EQ(legacy_args({"run", "--seeds", "3"}, f), (V{"run", "--seeds", "3"})) << "with run: the harness's flags";
+  EXPECT_EQ(legacy_args({}, f), (V{"run"})) << "`studies positions` alone: the default";
+  EXPECT_EQ(legacy_args({"--positions", "rotary", "--seeds", "3", "--train-len", "16", "--lengths", "16,256", "--large"}, f),
+            (V{"run", "--positions", "rotary", "--seeds", "0-2", "--set", "train_len=16", "--set", "lengths=\"16,256\"",
+               "--preset", "large"}));
+  EXPECT_EQ(legacy_args({"--lengths=64", "--d-model=64"}, f), (V{"run", "--set", "lengths=\"64\"", "--set", "d_model=64"}));
+  EXPECT_EQ(legacy_args({"--no-train", "--out", "x"}, f), (V{"analytic", "--out", "x"}));
 }
 
 TEST(StudiesPositions, MiniatureRunWritesItsTablesAndPlots) {
-  PositionsOptions o;
-  o.out = test::app_temp_dir("studies_positions");
-  o.train_len = 8, o.lengths = {8, 16, 32}, o.offset = 2, o.vocab = 5;
-  o.steps = 4, o.eval_every = 2, o.warmup = 1, o.batch = 4, o.val_examples = 4, o.test_examples = 3;
-  o.d_model = 8, o.heads = 2, o.depth = 1, o.seeds = 2;
-  run_positions(o);
-  const std::string md = harness::read_text(o.out + "/positions.md");
+  const std::string d = test::app_temp_dir("studies_positions");
+  const harness::Experiment e = positions_experiment();
+  const harness::Preset p = mini_preset(d, {"lookback", "first"}, {"none", "sinusoidal", "learned", "rotary"});
+  harness::run_cells(e, p, harness::expand_cells(e, p, p.values, p.seeds, {}), quiet_in(d + "/out"));
+  harness::write_reports(e, p, d + "/out");
+  const std::string md = harness::read_text(d + "/out/results.md");
   EXPECT_NE(md.find("| positions | val (T = 8) | T = 8 | T = 16 | T = 32 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| learned (added) |"), std::string::npos) << md;
   EXPECT_NE(md.find("Task first (y_t = x_0)"), std::string::npos) << md;
   EXPECT_NE(md.find("| sinusoidal pe[t]^T A pe[s], random A |"), std::string::npos) << md;
-  const auto j = nlohmann::json::parse(harness::read_text(o.out + "/positions.json"));
-  ASSERT_EQ(j["runs"].size(), 2u * 4 * 2);  // tasks x position types x seeds
-  const auto& last = j["runs"][0]["tests"][2];
+  const json j = json::parse(harness::read_text(d + "/out/results.json"));
+  ASSERT_EQ(j["cells"].size(), 2u * 4 * 2);  // tasks x position types x seeds
+  const json& last = j["cells"][0]["extra"]["tests"][2];
   EXPECT_EQ(last["length"], 32);
-  EXPECT_EQ(last["counted"], 3 * (32 - 2));       // lookback: every position from the offset on
   EXPECT_EQ(last["beyond_counted"], 3 * (32 - 8));
-  EXPECT_EQ(j["tables"].size(), 4u);
-  EXPECT_EQ(j["analytic"].size(), 4u);
-  EXPECT_LT(j["analytic"][0]["max_spread"].get<double>(), 1e-9) << "RoPE: a function of t - s";
-  EXPECT_GT(j["analytic"][3]["max_spread"].get<double>(), 1.0) << "random bilinear form on the table: not";
+  for (const json& c : j["cells"])
+    EXPECT_EQ(c["extra"]["tests"][2]["counted"], c["axes"]["task"] == "lookback" ? 3 * (32 - 2) : 3 * (32 - 1))
+        << "lookback: every position from the offset on; first: from 1";
+  EXPECT_EQ(j["table"]["rows"].size(), 4u) << "the position types of the first task";
   for (const char* plot : {"lookback_accuracy_vs_length", "first_accuracy_by_position", "rope_score_vs_offset",
                            "sinusoidal_score_vs_offset"})
-    EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/" + plot + ".dat")) << plot;
+    EXPECT_TRUE(std::filesystem::exists(d + "/out/plots/" + std::string(plot) + ".dat")) << plot;
+}
+
+// Killed (as a SIGKILL would, no checkpoint at the kill) inside the first cell and again inside the third, resumed
+// each time: every cell's accuracies, curve and validation-selected model equal the uninterrupted run's, and so do
+// the tables.
+TEST(StudiesPositions, AKilledRunResumesToTheUninterruptedResultsAndTables) {
+  const std::string d = test::app_temp_dir("studies_positions_resume");
+  const harness::Experiment e = positions_experiment();
+  const harness::Preset p = mini_preset(d, {"lookback"}, {"learned", "rotary"});
+  const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {"steps=8", "eval_every=1"});
+  harness::run_cells(e, p, cells, quiet_in(d + "/whole"));
+  harness::write_reports(e, p, d + "/whole");
+  harness::SweepOptions part = quiet_in(d + "/part");
+  part.stop_after = 5;  // the first cell: stopped at step 5, its last checkpoint at step 4
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.resume = true;  // the first cell finishes from step 4, the second runs whole, the third is stopped at step 5
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.stop_after = -1;
+  harness::run_cells(e, p, cells, part);
+  harness::write_reports(e, p, d + "/part");
+  const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
+  const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
+  ASSERT_EQ(whole["cells"].size(), 4u);
+  ASSERT_EQ(resumed["cells"].size(), 4u);
+  for (size_t i = 0; i < 4; i++) {
+    const json &a = whole["cells"][i], &b = resumed["cells"][i];
+    SCOPED_TRACE(a["cell"].get<std::string>());
+    EXPECT_EQ(a["metrics"], b["metrics"]);
+    EXPECT_EQ(a["curve"], b["curve"]);
+    EXPECT_EQ(a["extra"]["tests"], b["extra"]["tests"]);
+    test::expect_identical_weights(d + "/whole/cells/" + a["cell"].get<std::string>() + "/model.safetensors",
+                                   d + "/part/cells/" + b["cell"].get<std::string>() + "/model.safetensors");
+  }
+  EXPECT_EQ(whole["table"], resumed["table"]);
 }
