@@ -34,6 +34,16 @@ using harness::fixed;
 
 const std::vector<std::string> kMixers = {"attention", "mixer", "fnet", "s4d", "lightconv", "dynamicconv"};
 
+// Every registry layer (nn/registry.h); "mixer" is MLP-Mixer's token half (TokenMlp below), the block adding its FFN.
+const std::vector<std::string>& mixer_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (auto& e : nn::layer_registry()) v.push_back(e.name);
+    return v;
+  }();
+  return names;
+}
+
 // ---- the mixers ---------------------------------------------------------------------------------------------------
 
 TokenMlp::TokenMlp(int64_t L, int64_t hidden, Generator& g) : max_len(L) {
@@ -68,16 +78,15 @@ class WithFeedForward : public nn::SequenceLayer {
 
 std::shared_ptr<nn::SequenceLayer> make_mixer(const MixerNetConfig& c, Generator& g) {
   if (c.mixer == "mixer") return std::make_shared<TokenMlp>(c.max_len, c.token_hidden, g);
-  if (std::find(kMixers.begin(), kMixers.end(), c.mixer) == kMixers.end()) {
-    std::string known;
-    for (auto& m : kMixers) known += (known.empty() ? "" : ", ") + m;
-    throw std::invalid_argument("unknown mixer '" + c.mixer + "' (known: " + known + ")");
-  }
+  const auto& known = mixer_names();
+  if (std::find(known.begin(), known.end(), c.mixer) == known.end())
+    throw std::invalid_argument("unknown mixer '" + c.mixer + "' (known: " + harness::join(known) + ")");
   const nn::LayerEntry& e = nn::find_layer(c.mixer);
   nn::BackboneOptions bo;  // what every backbone passes (non-causal: every mixer looks both ways)
   bo.max_len = c.max_len, bo.d_state = c.d_state, bo.heads = c.heads;
   nn::LayerConfig l = nn::backbone_config(e, bo);
-  if (e.takes("kernel_size")) l["kernel_size"] = c.kernel_size, l["num_heads"] = c.heads;
+  if (e.takes("kernel_size")) l["kernel_size"] = c.kernel_size;
+  if (e.takes("num_heads")) l["num_heads"] = c.heads;  // the convolutions' kernel heads (dilatedconv has none)
   auto layer = e.make(c.d_model, l, g);
   if (!layer->wants_feed_forward()) return std::make_shared<WithFeedForward>(layer);
   return layer;
@@ -471,7 +480,7 @@ harness::Experiment mixers_experiment() {
   e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/mixers";
   e.default_preset = "default";
   e.axes = {{{"task", tasks::task_names()}, "", "a single-sequence token classification task"},
-            {{"mixer", kMixers}, "", "the token mixer"},
+            {{"mixer", mixer_names()}, "", "the token mixer: any registry layer"},
             {{"lr", {}}, "", "the learning rate, e.g. 0.002 (the preset's when it has one)"}};
   e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
     for (const std::string& s : sets)

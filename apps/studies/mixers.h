@@ -58,7 +58,10 @@
 
 namespace studies {
 
-extern const std::vector<std::string> kMixers;  // attention, mixer, fnet, s4d, lightconv, dynamicconv
+// The six the presets compare: attention, mixer, fnet, s4d, lightconv, dynamicconv.
+extern const std::vector<std::string> kMixers;
+// What the mixer axis takes: every registry layer (a new one works here with no change to the study).
+const std::vector<std::string>& mixer_names();
 
 struct MixerNetConfig {
   std::string mixer = "attention";
@@ -80,7 +83,7 @@ class TokenMlp : public dl::nn::SequenceLayer {
   int64_t max_len;
 };
 
-// The mixer of one block, by name (kMixers); an unknown name throws naming the known ones.
+// The mixer of one block, by name (mixer_names()); an unknown name throws naming the known ones.
 std::shared_ptr<dl::nn::SequenceLayer> make_mixer(const MixerNetConfig& c, dl::Generator& g);
 
 // The framework's sequence backbone (nn/models/sequence_backbone.h: learned positions, pre-norm LayerNorm blocks,

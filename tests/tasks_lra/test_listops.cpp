@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tasks/listops.h"
+#include "tasks/registry.h"
 #include "test_util.h"
 
 namespace dl::tasks {
@@ -267,6 +268,20 @@ TEST(ListOpsEvaluator, MalformedExpressionsAreDataErrors) {
   EXPECT_NE(data_error_message([] { evaluate_listops("1 ]", "e"); }).find("without an open operator"), std::string::npos);
   EXPECT_NE(data_error_message([] { evaluate_listops("1 2", "e"); }).find("2 top-level values"), std::string::npos);
   EXPECT_NE(data_error_message([] { evaluate_listops("[MIN ]", "e"); }).find("no arguments"), std::string::npos);
+}
+
+// A model is sized from the training split's max_len; with 16 training examples of random length a test example is
+// longer than every training one (seed 0 here), and the task must say so in every split.
+TEST(ListOpsTask, EverySplitStatesTheLongestSequenceOfAllThree) {
+  const TaskData t = make_task("listops", {32, 16, 8, 8, 0, ""});
+  int32_t longest = 0, longest_train = 0;
+  for (const Dataset* d : {&t.train, &t.val, &t.test})
+    for (auto& e : d->examples) longest = std::max<int32_t>(longest, (int32_t)e.tokens.size());
+  for (auto& e : t.train.examples) longest_train = std::max<int32_t>(longest_train, (int32_t)e.tokens.size());
+  EXPECT_LT(longest_train, longest) << "the case this test is about: a longer sequence outside the training split";
+  EXPECT_EQ(t.train.max_len, longest);
+  EXPECT_EQ(t.val.max_len, longest);
+  EXPECT_EQ(t.test.max_len, longest);
 }
 
 }  // namespace
