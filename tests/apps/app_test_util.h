@@ -91,4 +91,24 @@ inline void expect_killed_cell_resumes(const harness::Experiment& e, const harne
                            harness::cell_dir(o.out, cell) + "/model.safetensors");
 }
 
+// Options that run a sweep into `out` and print nothing.
+inline harness::SweepOptions quiet_in(const std::string& out) {
+  harness::SweepOptions o;
+  o.out = out, o.quiet = true;
+  return o;
+}
+
+// Runs `cells` into `out` as a sweep stopped twice and resumed: inside the first cell at step `stop_after` (its last
+// checkpoint before it), then, resumed, inside the third, then resumed to the end.
+inline void run_sweep_stopped_twice(const harness::Experiment& e, const harness::Preset& p,
+                                    const std::vector<harness::Cell>& cells, const std::string& out, int stop_after = 5) {
+  harness::SweepOptions part = quiet_in(out);
+  part.stop_after = stop_after;
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.resume = true;  // the first cell finishes from its checkpoint, the second runs whole, the third is stopped
+  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
+  part.stop_after = -1;
+  harness::run_cells(e, p, cells, part);
+}
+
 }  // namespace dl::test

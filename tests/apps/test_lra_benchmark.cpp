@@ -24,6 +24,7 @@
 using namespace lra;
 namespace fs = std::filesystem;
 namespace harness = dl::harness;
+using dl::test::quiet_in;
 
 // A preset file small enough for a unit test: ListOps with 64 examples of length <= 64, 2 layers of width 16.
 static std::string write_mini_preset(const std::string& dir) {
@@ -110,13 +111,6 @@ TEST(LraConfig, ResolutionOrderLaterWins) {
 TEST(LraConfig, ShippedPresetsLoad) {
   for (auto& name : harness::preset_names(presets_dir())) EXPECT_NO_THROW(load_preset(name)) << name;
   EXPECT_FALSE(harness::preset_names(presets_dir()).empty());
-}
-
-static harness::SweepOptions quiet_in(const std::string& out) {
-  harness::SweepOptions o;
-  o.out = out;
-  o.quiet = true;
-  return o;
 }
 
 TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {

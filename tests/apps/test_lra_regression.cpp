@@ -21,6 +21,8 @@ namespace harness = dl::harness;
 
 namespace {
 
+using dl::test::quiet_in;
+
 // The respiratory-rate stand-in at 256 steps (8 Hz over 32 s: above twice the highest heart rate, 2.2 Hz; at 128
 // steps the pulse aliases into the respiratory band and 300 steps learned nothing), one S4D model of width 32.
 std::string write_regression_preset(const std::string& dir, int steps) {
@@ -33,13 +35,6 @@ std::string write_regression_preset(const std::string& dir, int steps) {
                  "ssm_lr": 0.004, "seq_len": 256, "train_size": 2000, "val_size": 200, "test_size": 200}
   })";
   return path;
-}
-
-harness::SweepOptions quiet_in(const std::string& out) {
-  harness::SweepOptions o;
-  o.out = out;
-  o.quiet = true;
-  return o;
 }
 
 // The RMSE of predicting the training split's mean target on the validation split: what a model that learned

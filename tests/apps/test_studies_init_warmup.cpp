@@ -19,6 +19,8 @@ using namespace dl;
 
 namespace {
 
+using dl::test::quiet_in;
+
 // A few hundred bytes of English, repeated with a counter so no two windows are identical.
 std::string english_text(int repeats) {
   std::string s;
@@ -122,12 +124,6 @@ harness::Preset mini_preset(const std::string& dir, const std::vector<std::strin
   return harness::load_preset(dir + "/mini.json", e.presets_dir, d.axes);
 }
 
-harness::SweepOptions quiet_in(const std::string& out) {
-  harness::SweepOptions o;
-  o.out = out, o.quiet = true;
-  return o;
-}
-
 }  // namespace
 
 TEST(StudiesInitWarmup, RefusesBadSettingsByName) {
@@ -206,13 +202,7 @@ TEST(StudiesInitWarmup, AKilledRunResumesToTheUninterruptedResultsAndTables) {
       harness::expand_cells(e, p, {{"post"}, {"warmup", "no-warmup"}}, p.seeds, {"steps=8", "eval_every=1"});
   harness::run_cells(e, p, cells, quiet_in(d + "/whole"));
   harness::write_reports(e, p, d + "/whole");
-  harness::SweepOptions part = quiet_in(d + "/part");
-  part.stop_after = 5;  // the first cell: stopped at step 5, its last checkpoint at step 4
-  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
-  part.resume = true;  // the first cell finishes from step 4, the second runs whole, the third is stopped at step 5
-  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
-  part.stop_after = -1;
-  harness::run_cells(e, p, cells, part);
+  dl::test::run_sweep_stopped_twice(e, p, cells, d + "/part");  // stopped at step 5 (checkpoint 4), then in the third cell
   harness::write_reports(e, p, d + "/part");
   const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
   const json resumed = json::parse(harness::read_text(d + "/part/results.json"));

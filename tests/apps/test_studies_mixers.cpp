@@ -20,6 +20,8 @@ using json = nlohmann::json;
 
 namespace {
 
+using dl::test::quiet_in;
+
 // A tiny config: V 11, classes 3, max_len 8, D 8, 2 layers, F 12, 2 heads, N 4 (2 modes), K 3, token width 5.
 MixerNetConfig tiny(const std::string& mixer) {
   MixerNetConfig c;
@@ -112,12 +114,6 @@ std::string mini_preset(const std::string& dir, const std::vector<std::string>& 
   return path;
 }
 
-harness::SweepOptions quiet_in(const std::string& out) {
-  harness::SweepOptions o;
-  o.out = out, o.quiet = true;
-  return o;
-}
-
 json results(const std::string& out) { return json::parse(harness::read_text(out + "/results.json")); }
 
 }  // namespace
@@ -164,13 +160,7 @@ TEST(StudiesMixers, AKilledSweepResumesToTheUninterruptedResultsAndTable) {
                                                  std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
   const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {"eval_every=1"});
   harness::run_cells(e, p, cells, quiet_in(d + "/whole"));
-  harness::SweepOptions part = quiet_in(d + "/part");
-  part.stop_after = 5;  // the first cell: stopped at step 5, its last checkpoint at step 4
-  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
-  part.resume = true;  // the first cell finishes from step 4, the second runs whole, the third is stopped at step 5
-  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
-  part.stop_after = -1;
-  harness::run_cells(e, p, cells, part);
+  dl::test::run_sweep_stopped_twice(e, p, cells, d + "/part");  // stopped at step 5 (checkpoint 4), then in the third cell
   const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
   const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
   ASSERT_EQ(whole["cells"].size(), 4u);

@@ -143,6 +143,8 @@ TEST(StudiesPositions, LearnedRowsBeyondTheTrainingLengthStayAtInit) {
 // ---- the study on the harness ---------------------------------------------------------------------------------------
 namespace {
 
+using dl::test::quiet_in;
+
 namespace harness = dl::harness;
 using json = nlohmann::json;
 
@@ -157,12 +159,6 @@ harness::Preset mini_preset(const std::string& dir, const std::vector<std::strin
   std::ofstream(path) << p.dump(2);
   const harness::Experiment e = positions_experiment();
   return harness::load_preset(path, e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
-}
-
-harness::SweepOptions quiet_in(const std::string& out) {
-  harness::SweepOptions o;
-  o.out = out, o.quiet = true;
-  return o;
 }
 
 }  // namespace
@@ -237,13 +233,7 @@ TEST(StudiesPositions, AKilledRunResumesToTheUninterruptedResultsAndTables) {
   const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {"steps=8", "eval_every=1"});
   harness::run_cells(e, p, cells, quiet_in(d + "/whole"));
   harness::write_reports(e, p, d + "/whole");
-  harness::SweepOptions part = quiet_in(d + "/part");
-  part.stop_after = 5;  // the first cell: stopped at step 5, its last checkpoint at step 4
-  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
-  part.resume = true;  // the first cell finishes from step 4, the second runs whole, the third is stopped at step 5
-  EXPECT_THROW(harness::run_cells(e, p, cells, part), harness::Interrupted);
-  part.stop_after = -1;
-  harness::run_cells(e, p, cells, part);
+  dl::test::run_sweep_stopped_twice(e, p, cells, d + "/part");  // stopped at step 5 (checkpoint 4), then in the third cell
   harness::write_reports(e, p, d + "/part");
   const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
   const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
