@@ -16,6 +16,28 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   return s;
 }
 
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field) {
+  std::vector<int64_t> v;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    size_t used = 0;
+    long long x = 0;
+    try {
+      x = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || x < 1)
+      throw ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not a positive integer");
+    v.push_back(x);
+    at = end + 1;
+  }
+  return v;
+}
+
 [[noreturn]] static void bad_type(const json& v, const std::string& key, const std::string& where, const char* want) {
   // (dump with replacement: a value's bytes need not be valid UTF-8 when they came from the command line)
   throw ConfigError(where + ": field '" + key + "' must be " + want + ", found " + v.type_name() + " (" +

@@ -55,28 +55,6 @@ CellConfig CellConfig::from_json(const json& j, const std::string& where) {
   return harness::config_from_json<CellConfig>(j, where);
 }
 
-std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field) {
-  std::vector<int64_t> v;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(at, end - at);
-    size_t used = 0;
-    long long x = 0;
-    try {
-      x = std::stoll(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || x < 1)
-      throw ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not a positive integer");
-    v.push_back(x);
-    at = end + 1;
-  }
-  return v;
-}
-
 void CellConfig::validate() const {
   auto positive = [&](const char* name, double v) { harness::require_positive(key(), name, v); };
   positive("d_model", d_model), positive("d_ff", d_ff), positive("layers", layers), positive("decoder_layers", decoder_layers);

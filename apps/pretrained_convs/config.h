@@ -72,8 +72,7 @@ dl::harness::Preset load_preset(const std::string& name_or_path);  // and valida
 CellConfig resolve_cell(const dl::harness::Preset& p, const std::vector<std::string>& values,
                         const std::vector<std::string>& overrides);
 
-// "3,7,15" -> {3, 7, 15}; a ConfigError names the field and the bad item.
-std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field);
+using dl::harness::parse_int_list;  // "3,7,15" -> {3, 7, 15} (apps/common/config.h)
 // The model of a cell (d_ff as given: model.h applies match_params).
 dl::nn::Seq2SeqConfig seq2seq_config(const CellConfig& c, const std::string& mixer, bool pair_attention);
 

@@ -151,21 +151,12 @@ double table_score(const Tensor& pe, int64_t t, int64_t s, const std::vector<dou
 // ---- the settings ---------------------------------------------------------------------------------------------------
 
 std::vector<int> PositionsConfig::test_lengths() const {
+  if (lengths.empty()) throw harness::ConfigError("field 'lengths': no test length");
   std::vector<int> v;
-  std::stringstream ss(lengths);
-  for (std::string item; std::getline(ss, item, ',');) {
-    size_t used = 0;
-    int L = 0;
-    try {
-      L = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || L < 1)
-      throw harness::ConfigError("field 'lengths': '" + item + "' in \"" + lengths + "\" is not a positive integer");
-    v.push_back(L);
+  for (int64_t L : harness::parse_int_list(lengths, "lengths")) {
+    if (L > INT32_MAX) throw harness::ConfigError("field 'lengths': " + std::to_string(L) + " is too long a test length");
+    v.push_back((int)L);
   }
-  if (v.empty()) throw harness::ConfigError("field 'lengths': no test length");
   return v;
 }
 
