@@ -203,30 +203,35 @@ static std::string conv1d_onnx(onnx::Graph& g, const Conv1D& m, const std::strin
                    g.add_initializer(p + "bias", m.bias.data()));
 }
 
-void GPT2Model::export_onnx(onnx::Graph& g, int64_t T) {
+std::string GPT2Transformer::export_embeds(onnx::Graph& g, const std::string& embeds, int64_t T, const std::string& p) const {
   namespace ox = onnx;
   if (T < 1 || T > cfg.n_positions)
-    fail("GPT2Model export: T must be in [1, n_positions = " + std::to_string(cfg.n_positions) + "], found " + std::to_string(T));
-  const int64_t C = cfg.n_embd, V = cfg.vocab_size;
-  const GPT2Transformer& tr = *transformer;
-  g.add_input("input_ids", ox::ElemType::i64, {ox::kBatch, T});
-  const std::string wte = g.add_initializer("transformer.wte.weight", tr.wte->weight.data());  // (V, C)
-  std::string pos =
-      g.node("Slice", {g.add_initializer("transformer.wpe.weight", tr.wpe->weight.data()), g.constant(std::vector<int64_t>{0}),
-                       g.constant(std::vector<int64_t>{T}), g.constant(std::vector<int64_t>{0})});  // (T, C)
-  std::string x = ox::add(g, g.node("Gather", {wte, "input_ids"}), pos);                            // (B, T, C)
+    fail("GPT2 export: T must be in [1, n_positions = " + std::to_string(cfg.n_positions) + "], found " + std::to_string(T));
+  const int64_t C = cfg.n_embd;
+  std::string pos = g.node("Slice", {g.add_initializer(p + "wpe.weight", wpe->weight.data()), g.constant(std::vector<int64_t>{0}),
+                                     g.constant(std::vector<int64_t>{T}), g.constant(std::vector<int64_t>{0})});  // (T, C)
+  std::string x = ox::add(g, embeds, pos);                                                                        // (B, T, C)
   const std::string causal =
-      g.constant(attention_allowed(Tensor(), 1, T, T, true, 0, DType::f32, "GPT2Model export"), "causal");  // (1, 1, T, T)
-  for (size_t i = 0; i < tr.h->size(); i++) {
-    GPT2Block& b = (*tr.h)[i];
-    const std::string p = "transformer.h." + std::to_string(i) + ".";
-    std::string qkv = conv1d_onnx(g, *b.attn->c_attn, ox::layer_norm(g, *b.ln_1, x, p + "ln_1."), p + "attn.c_attn.");
+      g.constant(attention_allowed(Tensor(), 1, T, T, true, 0, DType::f32, "GPT2 export"), "causal");  // (1, 1, T, T)
+  for (size_t i = 0; i < h->size(); i++) {
+    const GPT2Block& b = (*h)[i];
+    const std::string bp = p + "h." + std::to_string(i) + ".";
+    std::string qkv = conv1d_onnx(g, *b.attn->c_attn, ox::layer_norm(g, *b.ln_1, x, bp + "ln_1."), bp + "attn.c_attn.");
     std::string a = ox::self_attention(g, qkv, T, C, cfg.n_head, causal);  // (B, T, C)
-    x = ox::add(g, x, conv1d_onnx(g, *b.attn->c_proj, a, p + "attn.c_proj."));
-    std::string h = ox::gelu(g, conv1d_onnx(g, *b.mlp->c_fc, ox::layer_norm(g, *b.ln_2, x, p + "ln_2."), p + "mlp.c_fc."), true);
-    x = ox::add(g, x, conv1d_onnx(g, *b.mlp->c_proj, h, p + "mlp.c_proj."));
+    x = ox::add(g, x, conv1d_onnx(g, *b.attn->c_proj, a, bp + "attn.c_proj."));
+    std::string m =
+        ox::gelu(g, conv1d_onnx(g, *b.mlp->c_fc, ox::layer_norm(g, *b.ln_2, x, bp + "ln_2."), bp + "mlp.c_fc."), true);
+    x = ox::add(g, x, conv1d_onnx(g, *b.mlp->c_proj, m, bp + "mlp.c_proj."));
   }
-  x = ox::layer_norm(g, *tr.ln_f, x, "transformer.ln_f.");
+  return ox::layer_norm(g, *ln_f, x, p + "ln_f.");
+}
+
+void GPT2Model::export_onnx(onnx::Graph& g, int64_t T) {
+  namespace ox = onnx;
+  const int64_t V = cfg.vocab_size;
+  g.add_input("input_ids", ox::ElemType::i64, {ox::kBatch, T});
+  const std::string wte = g.add_initializer("transformer.wte.weight", transformer->wte->weight.data());    // (V, C)
+  std::string x = transformer->export_embeds(g, g.node("Gather", {wte, "input_ids"}), T, "transformer.");  // (B, T, C)
   g.add_node("MatMul", {x, ox::transpose(g, wte, {1, 0})}, {"logits"});  // the tied lm_head: (B, T, C) x (C, V)
   g.add_output("logits", ox::ElemType::f32, {ox::kBatch, T, V});
 }

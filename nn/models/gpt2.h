@@ -76,6 +76,9 @@ class GPT2Transformer : public Module {  // HF's GPT2Model: the "transformer." p
   // HF's inputs_embeds: embeddings (B, T, C) instead of token ids (wte unused), as FPT feeds GPT-2; attention, if
   // given, receives each block's softmax weights (B, NH, T, T)
   Var forward_embeds(const Var& embeds, std::vector<Var>* attention = nullptr);
+  // ONNX export of forward_embeds for T positions (docs/onnx.md): the graph value `embeds` (batch, T, C) -> the
+  // ln_f output's value (batch, T, C); weights under prefix + the state_dict's names ("transformer." in GPT2Model).
+  std::string export_embeds(onnx::Graph& g, const std::string& embeds, int64_t T, const std::string& prefix) const;
   std::shared_ptr<Embedding> wte, wpe;
   std::shared_ptr<ModuleList<GPT2Block>> h;
   std::shared_ptr<LayerNorm> ln_f;

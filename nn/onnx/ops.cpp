@@ -81,22 +81,31 @@ std::string apply_mask(Graph& g, const std::string& x, const std::string& mask) 
   return mul(g, x, unsqueeze(g, mask, {2}));  // (B, L, C) * (B, L, 1)
 }
 
+std::string attention(Graph& g, const std::string& q, const std::string& k, const std::string& v, const AttentionShape& a) {
+  const int64_t C = a.NH * a.HS;
+  auto heads = [&](const std::string& t, int64_t T) { return transpose(g, reshape(g, t, {0, T, a.NH, a.HS}), {0, 2, 1, 3}); };
+  std::string qh = heads(q, a.Tq), kh = heads(k, a.Tk);  // (B, NH, Tq, HS), (B, NH, Tk, HS)
+  if (a.rotate) qh = a.rotate(qh), kh = a.rotate(kh);
+  std::string scores = g.node("MatMul", {qh, transpose(g, kh, {0, 1, 3, 2})});  // (B, NH, Tq, Tk)
+  if (a.scale) scores = mul(g, scores, g.constant(float(1.0 / std::sqrt(double(a.HS)))));
+  if (!a.bias.empty()) scores = add(g, scores, a.bias);
+  if (!a.allowed.empty())  // a large finite value, as the framework's, so a row with no allowed key stays finite
+    scores =
+        g.node("Where", {g.node("Cast", {a.allowed}, {attr_int("to", int64_t(ElemType::boolean))}), scores, g.constant(-1e9f)});
+  std::string w = g.node("Softmax", {scores}, {attr_int("axis", -1)});
+  std::string y = g.node("MatMul", {w, heads(v, a.Tk)});           // (B, NH, Tq, HS)
+  return reshape(g, transpose(g, y, {0, 2, 1, 3}), {0, a.Tq, C});  // (B, Tq, C)
+}
+
 std::string self_attention(Graph& g, const std::string& qkv, int64_t T, int64_t C, int64_t NH, const std::string& allowed,
                            const Rotate& rotate) {
-  const int64_t HS = C / NH;
   std::string q = g.fresh("q"), k = g.fresh("k"), v = g.fresh("v");
   g.add_node("Split", {qkv}, {q, k, v}, {attr_int("axis", -1)});  // (B, T, C) each
-  auto heads = [&](const std::string& t) { return transpose(g, reshape(g, t, {0, T, NH, HS}), {0, 2, 1, 3}); };
-  std::string qh = heads(q), kh = heads(k);  // (B, NH, T, HS)
-  if (rotate) qh = rotate(qh), kh = rotate(kh);
-  std::string scores = g.node("MatMul", {qh, transpose(g, kh, {0, 1, 3, 2})});  // (B, NH, T, HS) x (B, NH, HS, T)
-  scores = mul(g, scores, g.constant(float(1.0 / std::sqrt(double(HS)))));      // (B, NH, T, T)
-  if (!allowed.empty())  // a large finite value, as the framework's, so a row with no allowed key stays finite
-    scores =
-        g.node("Where", {g.node("Cast", {allowed}, {attr_int("to", int64_t(ElemType::boolean))}), scores, g.constant(-1e9f)});
-  std::string w = g.node("Softmax", {scores}, {attr_int("axis", -1)});
-  std::string y = g.node("MatMul", {w, heads(v)});              // (B, NH, T, HS)
-  return reshape(g, transpose(g, y, {0, 2, 1, 3}), {0, T, C});  // (B, T, C)
+  AttentionShape a;
+  a.Tq = T, a.Tk = T, a.NH = NH, a.HS = C / NH, a.allowed = allowed, a.rotate = rotate;
+  return attention(g, q, k, v, a);
 }
+
+std::string key_mask_allowed(Graph& g, const std::string& mask) { return unsqueeze(g, mask, {1, 2}); }
 
 }  // namespace dl::nn::onnx
