@@ -7,12 +7,14 @@
 //   fpt pretrain [--preset ..] [--set k=v]..     rebuild the cached language-pretrained transformer (pretrain.h)
 //   fpt sweep-lr [--tasks ..] [--arms ..] [--lrs 1e-4,1e-3] [--seeds ..]    (sweep.h)
 //   fpt attention --cell DIR [--example 0]      attention maps of a finished cell (attention.h)
+//   fpt export   --cell DIR --onnx FILE [--batch 4] [--seed 0]   the cell's model as ONNX + check file (export.h)
 //   fpt list
 #include <iostream>
 
 #include "app.h"
 #include "attention.h"
 #include "config.h"
+#include "export.h"
 #include "pretrain.h"
 #include "sweep.h"
 
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   int example = 0;
   std::unique_ptr<SweepCommand> sweep;
+  std::unique_ptr<ExportCommand> exporter;
   e.commands = [&](CLI::App& app) {
     CLI::App* pre = app.add_subcommand("pretrain", "rebuild the language-pretrained transformer of a preset (cached)");
     pre->add_option("--preset,--config", preset, "preset name or JSON file")->capture_default_str();
@@ -34,6 +37,7 @@ int main(int argc, char** argv) {
     att->add_option("--cell", cell_dir, "the cell folder")->required();
     att->add_option("--example", example, "test example")->capture_default_str();
     sweep = std::make_unique<SweepCommand>(app, e);
+    exporter = std::make_unique<ExportCommand>(app);
     return std::vector<harness::Command>{{pre,
                                           [&] {
                                             harness::Preset p = load_preset(preset);
@@ -45,7 +49,8 @@ int main(int argc, char** argv) {
                                             std::cout << info.path << "\n" << info.info.dump(2) << "\n";
                                           }},
                                          {att, [&] { write_attention_maps(cell_dir, example); }},
-                                         {sweep->command(), [&] { sweep->run(); }}};
+                                         {sweep->command(), [&] { sweep->run(); }},
+                                         {exporter->command(), [&] { exporter->run(); }}};
   };
   return harness::run_main(e, argc, argv);
 }

@@ -60,7 +60,8 @@ class LSTM : public SequenceLayer {
   Var step(const Var& x, StreamState& s) override;  // (B, I) -> (B, Hd)
   bool streams_in_constant_memory() const override { return true; }
   // ONNX export: one ONNX LSTM node per layer, its weights gathered from PyTorch's gate order (i, f, g, o) into ONNX's
-  // (i, o, f, c); the layer-norm variant refuses (ONNX's LSTM has no norms inside the cell).
+  // (i, o, f, c); the layer-norm variant unrolled over the export length in standard operators (ONNX's LSTM has no
+  // norms inside the cell), so its file grows with L (about 15 nodes per step and layer).
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   struct Layer {
