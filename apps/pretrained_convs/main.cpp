@@ -7,6 +7,7 @@
 //   pretrained_convs finetune --task sentiment --model lightconv ..   (= cell --regime pretrained)
 //   pretrained_convs pretrain --model lightconv [--preset ..] [--set k=v]..   rebuild the cached pretraining
 //   pretrained_convs eval     --cell DIR [--split val|test|ood]
+//   pretrained_convs export   --cell DIR --onnx FILE [--batch 4] [--seed 0]   the model as ONNX + check file (export.h)
 //   pretrained_convs speed    [--preset ..] [--lengths 64,..,4096] [--models ..] [--tokens 8192] [--out DIR]
 //   pretrained_convs list
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "cell.h"
 #include "config.h"
 #include "data.h"
+#include "export.h"
 #include "model.h"
 #include "pretrain.h"
 #include "speed.h"
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
   SpeedOptions so;
   int threads = 2;
   bool quiet = false;
+  std::unique_ptr<ExportCommand> exporter;
   // outlives e.commands: the subcommands run after it returns
   auto base = [&] {
     harness::Preset p = load_preset(preset);
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
     CLI::App* ev = app.add_subcommand("eval", "greedy-decoding accuracy of a finished cell's model.safetensors");
     ev->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
     ev->add_option("--split", split, "val, test or ood (compositional)")->capture_default_str();
+    exporter = std::make_unique<ExportCommand>(app);
     CLI::App* sp = app.add_subcommand("speed", "training steps/s and FLOPs of each model against the input length");
     sp->add_option("--preset,--config", preset, "the preset whose model sizes are timed")->capture_default_str();
     sp->add_option("--set", sets, "override a config field (repeatable)");
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
                                                       << p.info.value("seconds", 0.0) << " s)\n";
                                           }},
                                          {ev, [&] { eval_cell(cell_path, split); }},
+                                         {exporter->command(), [&] { exporter->run(); }},
                                          {sp, [&] {
                                             harness::set_threads(threads);
                                             if (!lengths.empty()) {

@@ -6,6 +6,7 @@
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
 #include "nn/init.h"
+#include "nn/onnx/ops.h"
 #include "nn/registry.h"
 
 namespace dl::nn {
@@ -26,6 +27,8 @@ static void init_t5_attention(T5Attention& a, const T5Config& c, Generator& g) {
   a.v->weight.mutable_data().copy_(init::normal(a.v->weight.shape(), std::pow((double)c.d_model, -0.5), g));
   a.o->weight.mutable_data().copy_(init::normal(a.o->weight.shape(), std::pow(c.num_heads * dk, -0.5), g));
 }
+
+struct BlockValues;
 
 // One block: the mixer sub-layer ("attention" for the transformer and the pair block, "mixer" for a registry layer),
 // [decoder: "cross"], the feed-forward; each with its norm.
@@ -71,6 +74,9 @@ struct Seq2SeqModel::Block : Module {
     if (cross) h = h + cross->forward(norm_cross->forward(h), enc, Var(), enc_mask, false);
     return h + wo->forward(relu(wi->forward(norm_ff->forward(h))));
   }
+
+  // The same block as ONNX operators (see "ONNX export" below); the values as forward's arguments.
+  std::string export_onnx(onnx::Graph& g, std::string h, const BlockValues& in, const std::string& prefix) const;
 
   Kind kind;
   std::shared_ptr<RMSNorm> norm_mix, norm_cross, norm_ff;
@@ -184,6 +190,99 @@ Tensor Seq2SeqModel::greedy(const Tensor& ids, const Tensor& mask, int64_t steps
   for (int64_t b = 0; b < B; b++)
     for (int64_t s = 0; s < n; s++) out.data<int64_t>()[b * n + s] = seq[b][s + 1];
   return out;
+}
+
+// ---- ONNX export (docs/onnx.md) ----
+// The graph values a block reads besides its input h: this stack's length L and padding mask ("" in the decoder,
+// whose mixers see no mask, as forward), the self-attention's bias and allowed-mask, and the encoder's output and
+// its allowed-mask for the cross-attention.
+struct BlockValues {
+  int64_t L = 0, S = 0;  // this stack's length, the encoder's
+  std::string mask, bias, allowed, enc, enc_allowed;
+};
+
+// T5Attention::forward: q from x (B, Tq, C), k and v from kv (B, Tk, C), no 1/sqrt(HS), bias added, then masked.
+static std::string t5_attention_onnx(onnx::Graph& g, const T5Attention& a, const std::string& x, const std::string& kv,
+                                     int64_t Tq, int64_t Tk, const std::string& bias, const std::string& allowed,
+                                     const std::string& p) {
+  onnx::AttentionShape s;
+  s.Tq = Tq, s.Tk = Tk, s.NH = a.cfg.num_heads, s.HS = a.cfg.d_kv, s.scale = false, s.bias = bias, s.allowed = allowed;
+  std::string y = onnx::attention(g, onnx::linear(g, *a.q, x, p + "q."), onnx::linear(g, *a.k, kv, p + "k."),
+                                  onnx::linear(g, *a.v, kv, p + "v."), s);  // (B, Tq, NH HS)
+  return onnx::linear(g, *a.o, y, p + "o.");
+}
+
+// T5Attention::position_bias(T, S): the buckets of s - t are fixed for the export length, so they are a constant
+// (T, S) int64, and the table a Gather from the initializer <p>relative_attention_bias.weight -> (1, NH, T, S).
+static std::string position_bias_onnx(onnx::Graph& g, const T5Attention& a, int64_t T, int64_t S, const std::string& p) {
+  Tensor buckets = zeros({T, S}, DType::i64);
+  for (int64_t t = 0; t < T; t++)
+    for (int64_t s = 0; s < S; s++)
+      buckets.data<int64_t>()[t * S + s] = t5_relative_bucket(s - t, a.bidirectional, a.cfg.num_buckets, a.cfg.max_distance);
+  std::string table = g.add_initializer(p + "relative_attention_bias.weight", a.relative_attention_bias->weight.data());
+  std::string b = g.node("Gather", {table, g.constant(buckets, "relative_buckets")});  // (T, S, NH)
+  return onnx::unsqueeze(g, onnx::transpose(g, b, {2, 0, 1}), {0});                    // (1, NH, T, S)
+}
+
+// pair_bias: 0 where query and key lie in different segments and the key is real, -1e9 elsewhere -> (B, 1, S, S).
+static std::string pair_bias_onnx(onnx::Graph& g, const std::string& segments, const std::string& mask) {
+  namespace ox = onnx;
+  std::string same = g.node("Equal", {ox::unsqueeze(g, segments, {2}), ox::unsqueeze(g, segments, {1})});  // (B, S, S)
+  std::string real_key = g.node("Cast", {ox::unsqueeze(g, mask, {1})}, {ox::attr_int("to", int64_t(ox::ElemType::boolean))});
+  std::string ok = g.node("And", {g.node("Not", {same}), real_key});  // (B, S, S)
+  return ox::unsqueeze(g, g.node("Where", {ok, g.constant(0.0f), g.constant(-1e9f)}), {1});
+}
+
+std::string Seq2SeqModel::Block::export_onnx(onnx::Graph& g, std::string h, const BlockValues& in, const std::string& p) const {
+  namespace ox = onnx;
+  const int64_t C = wi->weight.size(1);
+  std::string n = ox::rms_norm(g, *norm_mix, h, p + "norm_mix.");
+  if (attention) h = ox::add(g, h, t5_attention_onnx(g, *attention, n, n, in.L, in.L, in.bias, in.allowed, p + "attention."));
+  else h = ox::add(g, h, mixer->export_onnx(g, {n, in.mask, in.L, C}, p + "mixer."));
+  if (cross) {
+    std::string nc = ox::rms_norm(g, *norm_cross, h, p + "norm_cross.");
+    h = ox::add(g, h, t5_attention_onnx(g, *cross, nc, in.enc, in.L, in.S, "", in.enc_allowed, p + "cross."));
+  }
+  std::string ff = ox::linear(g, *wi, ox::rms_norm(g, *norm_ff, h, p + "norm_ff."), p + "wi.");
+  return ox::add(g, h, ox::linear(g, *wo, g.node("Relu", {ff}), p + "wo."));
+}
+
+void Seq2SeqModel::export_onnx(onnx::Graph& g, int64_t S, int64_t T) {
+  namespace ox = onnx;
+  if (S < 1 || T < 1)
+    fail("Seq2SeqModel export: the source and target lengths must be positive, found S " + std::to_string(S) + ", T " +
+         std::to_string(T));
+  const int64_t C = cfg.d_model, V = cfg.vocab_size;
+  g.add_input("input_ids", ox::ElemType::i64, {ox::kBatch, S});
+  g.add_input("attention_mask", ox::ElemType::f32, {ox::kBatch, S});
+  if (pair_block) g.add_input("segments", ox::ElemType::i64, {ox::kBatch, S});
+  g.add_input("decoder_input_ids", ox::ElemType::i64, {ox::kBatch, T});
+  const std::string emb = g.add_initializer("shared.weight", shared->weight.data());  // (V, C)
+
+  // encode(): blocks, [pair block], final norm -> (B, S, C)
+  BlockValues e{S, S, "attention_mask", "", ox::key_mask_allowed(g, "attention_mask"), "", ""};
+  const T5Attention* first = encoder->items()[0]->attention.get();
+  if (first) e.bias = position_bias_onnx(g, *first, S, S, "encoder.0.attention.");
+  std::string h = g.node("Gather", {emb, "input_ids"});  // (B, S, C)
+  for (size_t i = 0; i < encoder->size(); i++) h = (*encoder)[i].export_onnx(g, h, e, "encoder." + std::to_string(i) + ".");
+  if (pair_block) {
+    BlockValues pv{S, S, "attention_mask", pair_bias_onnx(g, "segments", "attention_mask"), "", "", ""};
+    h = pair_block->export_onnx(g, h, pv, "pair_block.");
+  }
+  const std::string enc = ox::rms_norm(g, *encoder_norm, h, "encoder_norm.");
+
+  // decode_logits(): causal self-attention (or causal mixers, no mask), cross-attention to enc, tied head
+  BlockValues d{T, S, "", "", "", enc, e.allowed};
+  first = decoder->items()[0]->attention.get();
+  if (first) {
+    d.bias = position_bias_onnx(g, *first, T, T, "decoder.0.attention.");
+    d.allowed = g.constant(attention_allowed(Tensor(), 1, T, T, true, 0, DType::f32, "Seq2SeqModel export"), "causal");
+  }
+  h = g.node("Gather", {emb, "decoder_input_ids"});  // (B, T, C)
+  for (size_t i = 0; i < decoder->size(); i++) h = (*decoder)[i].export_onnx(g, h, d, "decoder." + std::to_string(i) + ".");
+  h = ox::mul(g, ox::rms_norm(g, *decoder_norm, h, "decoder_norm."), g.constant(float(std::pow((double)C, -0.5))));
+  g.add_node("MatMul", {h, ox::transpose(g, emb, {1, 0})}, {"logits"});  // (B, T, C) x (C, V)
+  g.add_output("logits", ox::ElemType::f32, {ox::kBatch, T, V});
 }
 
 }  // namespace dl::nn

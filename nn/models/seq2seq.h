@@ -54,6 +54,12 @@ class Seq2SeqModel : public Module {
   Output forward(const Tensor& ids, const Tensor& mask, const Tensor& labels, const Tensor& segments = Tensor());
   // Greedy decoding for up to `steps` tokens (no grad); a row stops at stop_id (kept) and is padded with it.
   Tensor greedy(const Tensor& ids, const Tensor& mask, int64_t steps, int64_t stop_id, const Tensor& segments = Tensor());
+  // ONNX export (nn/onnx/, docs/onnx.md) of teacher forcing at source length S and target length T, eval mode:
+  // graph inputs input_ids (batch, S) int64, attention_mask (batch, S) float (1 = real), [segments (batch, S) int64
+  // with pair_attention], decoder_input_ids (batch, T) int64 (shift_right of the labels) -> output logits
+  // (batch, T, V), as decode_logits(dec_in, encode(ids, mask, segments), mask). Weights under the state_dict's names;
+  // a mixer without an export refuses, naming itself. Greedy decoding loops outside the graph (one run per token).
+  void export_onnx(onnx::Graph& g, int64_t S, int64_t T);
 
   Seq2SeqConfig cfg;
   struct Block;
