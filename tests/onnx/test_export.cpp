@@ -129,6 +129,7 @@ INSTANTIATE_TEST_SUITE_P(
                       causal(make("s4d_causal", "s4d")), causal(make("s4", "s4")), make("s4_bidirectional", "s4"),
                       make("s4d_minimal", "s4d_minimal"), make("dlr", "dlr"), causal(make("ema", "ema")), make("fnet", "fnet"),
                       causal(make("lstm", "lstm", {{"num_layers", 2}})), make("mlp_mixer", "mixer"),
+                      causal(make("lstm_layer_norm", "lstm", {{"num_layers", 2}, {"layer_norm", true}})),
                       make("lightconv", "lightconv", {{"num_heads", 2}}),
                       causal(make("dynamicconv", "dynamicconv", {{"num_heads", 2}})),
                       make("dilatedconv", "dilatedconv", {{"dilation", 2}}), make("linear_attention", "linear_attention"),
