@@ -21,15 +21,15 @@ namespace dl::nn {
 namespace {
 
 // An entry for a layer class with the registry's two statics: from_config(d_model, cfg, gen) and config_keys().
-template <class L> LayerEntry entry(std::string name, std::string summary) {
+template <class L> LayerEntry entry(LayerFamily f, std::string name, std::string summary) {
   return {
-      std::move(name), std::move(summary), L::config_keys(),
+      std::move(name), std::move(summary), f, L::config_keys(),
       [](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> { return L::from_config(d, c, g); }};
 }
 
 // The three convolution blocks are one class with a kind.
 LayerEntry conv_entry(std::string kind, std::string summary) {
-  return {kind, std::move(summary), GLUConvBlock::config_keys(kind),
+  return {kind, std::move(summary), LayerFamily::convolution, GLUConvBlock::config_keys(kind),
           [kind](int64_t d, const LayerConfig& c, Generator& g) -> std::shared_ptr<SequenceLayer> {
             return GLUConvBlock::from_config(kind, d, c, g);
           }};
@@ -41,27 +41,38 @@ const std::vector<LayerEntry>& layer_registry() {
   // clang-format off
   static const std::vector<LayerEntry> entries = {
       // attention family (nn/attention/)
-      entry<MultiheadAttention>("attention",     "multi-head softmax attention; heads, dropout, rotary, causal, window, fused"),
-      entry<LinearAttention>("linear_attention", "linear attention, phi = elu+1 or relu, causal by prefix sums (Katharopoulos et al. 2020)"),
-      entry<Performer>("performer",              "Performer FAVOR+ positive orthogonal random features, m = features (Choromanski et al. 2021)"),
+      entry<MultiheadAttention>(LayerFamily::attention, "attention",     "multi-head softmax attention; heads, dropout, rotary, causal, window, fused"),
+      entry<LinearAttention>(LayerFamily::attention, "linear_attention", "linear attention, phi = elu+1 or relu, causal by prefix sums (Katharopoulos et al. 2020)"),
+      entry<Performer>(LayerFamily::attention, "performer",              "Performer FAVOR+ positive orthogonal random features, m = features (Choromanski et al. 2021)"),
       // convolution family (nn/conv/)
-      conv_entry("lightconv",                    "lightweight convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)"),
-      conv_entry("dynamicconv",                  "dynamic convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)"),
-      conv_entry("dilatedconv",                  "dilated depthwise-separable convolution in a GLU block (Tay et al. 2021)"),
+      conv_entry("lightconv",                                            "lightweight convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)"),
+      conv_entry("dynamicconv",                                          "dynamic convolution in a GLU block (Wu et al. 2019; Tay et al. 2021)"),
+      conv_entry("dilatedconv",                                          "dilated depthwise-separable convolution in a GLU block (Tay et al. 2021)"),
       // token mixing without attention (nn/mixing/)
-      entry<FNet>("fnet",                        "FNet token mixing y = Re(FFT2(x)) over (L, H), no parameters (Lee-Thorp et al. 2021)"),
-      entry<MixerBlock>("mixer",                 "MLP-Mixer token-mixing block over max_len positions (Tolstikhin et al. 2021)"),
+      entry<FNet>(LayerFamily::mixing, "fnet",                           "FNet token mixing y = Re(FFT2(x)) over (L, H), no parameters (Lee-Thorp et al. 2021)"),
+      entry<MixerBlock>(LayerFamily::mixing, "mixer",                    "MLP-Mixer token-mixing block over max_len positions (Tolstikhin et al. 2021)"),
       // recurrent family (nn/recurrent/)
-      entry<LSTM>("lstm",                        "LSTM as torch.nn.LSTM (fused cell), optional layer norm"),
+      entry<LSTM>(LayerFamily::recurrent, "lstm",                        "LSTM as torch.nn.LSTM (fused cell), optional layer norm"),
       // state-space family (nn/ssm/)
-      entry<S4>("s4",                            "S4 with a DPLR (HiPPO-LegS) state matrix, Cauchy kernel (Gu et al. 2022)"),
-      entry<S4D>("s4d",                          "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real/random init (Gu et al. 2022)"),
-      entry<S4DMinimal>("s4d_minimal",           "minimal teaching S4D (S4D-Lin, ZOH, composed kernel)"),
-      entry<DLR>("dlr",                          "diagonal linear RNN, omega init (Gupta et al. 2022)"),
-      entry<EMA>("ema",                          "MEGA's multi-dimensional damped EMA as a real diagonal SSM (Ma et al. 2023)"),
+      entry<S4>(LayerFamily::state_space, "s4",                          "S4 with a DPLR (HiPPO-LegS) state matrix, Cauchy kernel (Gu et al. 2022)"),
+      entry<S4D>(LayerFamily::state_space, "s4d",                        "S4D: diagonal SSM, ZOH/bilinear, lin/inv/legs/real/random init (Gu et al. 2022)"),
+      entry<S4DMinimal>(LayerFamily::state_space, "s4d_minimal",         "minimal teaching S4D (S4D-Lin, ZOH, composed kernel)"),
+      entry<DLR>(LayerFamily::state_space, "dlr",                        "diagonal linear RNN, omega init (Gupta et al. 2022)"),
+      entry<EMA>(LayerFamily::state_space, "ema",                        "MEGA's multi-dimensional damped EMA as a real diagonal SSM (Ma et al. 2023)"),
   };
   // clang-format on
   return entries;
+}
+
+const char* family_name(LayerFamily f) {
+  switch (f) {
+    case LayerFamily::attention: return "attention";
+    case LayerFamily::convolution: return "convolution";
+    case LayerFamily::mixing: return "mixing";
+    case LayerFamily::recurrent: return "recurrent";
+    case LayerFamily::state_space: return "state-space";
+  }
+  return "?";
 }
 
 bool LayerEntry::takes(const std::string& key) const {

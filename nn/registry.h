@@ -16,9 +16,15 @@ namespace dl::nn {
 
 using LayerFactory = std::function<std::shared_ptr<SequenceLayer>(int64_t d_model, const LayerConfig& cfg, Generator& gen)>;
 
+// The family a layer belongs to: what apps and reports ask of a layer instead of its name (the LRA report sets every
+// state-space model beside the Transformer, whichever it is).
+enum class LayerFamily { attention, convolution, mixing, recurrent, state_space };
+const char* family_name(LayerFamily f);  // "attention", "convolution", "mixing", "recurrent", "state-space"
+
 struct LayerEntry {
   std::string name;                      // e.g. "attention", "s4d"
   std::string summary;                   // one line for `list`
+  LayerFamily family;
   std::vector<std::string> config_keys;  // every field the layer's config takes (its from_config's own list)
   LayerFactory make;
   bool takes(const std::string& key) const;

@@ -3,6 +3,7 @@
 
 #include "cell.h"
 #include "config.h"
+#include "nn/models/model_registry.h"
 #include "nn/registry.h"
 #include "report.h"
 #include "tasks/registry.h"
@@ -30,10 +31,10 @@ harness::Experiment experiment() {
   e.list = [](std::ostream& os) {
     os << "the paper's models: " << harness::join(kPaperModels) << " (any registry layer works as a model)\ntasks:\n";
     for (auto& t : dl::tasks::task_registry()) os << "  " << t.name << "  - " << t.description << "\n";
-    os << "layers (nn/registry.cpp):\n";
-    for (auto& l : dl::nn::layer_registry()) os << "  " << l.name << "  - " << l.summary << "\n";
-    os << "model variants (a layer with options fixed, apps/lra_benchmark/config.cpp):\n";
-    for (auto& v : kModelVariants) os << "  " << v.name << "  - " << v.what << " = " << v.layer << " " << v.layer_cfg << "\n";
+    os << "models (nn/models/model_registry.cpp; each a registry layer in the backbone):\n";
+    for (auto& m : dl::nn::model_registry())
+      os << "  " << m.name << "  - " << m.summary << " [" << dl::nn::family_name(m.family) << (m.name != m.layer ? ", layer " + m.layer : "")
+         << (m.layer_cfg.empty() ? "" : " " + m.layer_cfg) << "]\n";
   };
   return e;
 }

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "nn/registry.h"
+#include "nn/models/model_registry.h"
 #include "tasks/registry.h"
 
 namespace lra {
@@ -13,33 +13,12 @@ namespace harness = dl::harness;
 const std::vector<std::string> kPaperModels = {"transformer", "s4", "s4d", "dlr"};
 const std::vector<std::string> kRegimes = {"scratch", "spt-causal", "spt-masked", "text-masked"};
 
-// The paper's Section 3.3 asks whether SPT makes the structured initialisation redundant; its control is S4D whose
-// A is not derived from HiPPO at all (nn/ssm/s4d.h, init "random").
-const std::vector<ModelVariant> kModelVariants = {
-    {"s4d-random", "s4d", R"({"init": "random"})", "S4D with A drawn at random: Re A ~ -U(0,1], Im A = exp(N(0,1)) (no HiPPO)"},
-};
-
-const ModelVariant* find_model_variant(const std::string& model) {
-  for (auto& v : kModelVariants)
-    if (v.name == model) return &v;
-  return nullptr;
-}
-
-// Every registry layer is a model too ("transformer" is the registry's "attention" plus a feed-forward block).
-std::vector<std::string> model_names() {
-  std::vector<std::string> names = {"transformer"};
-  for (auto& e : dl::nn::layer_registry())
-    if (e.name != "attention") names.push_back(e.name);
-  for (auto& v : kModelVariants) names.push_back(v.name);
-  return names;
-}
-
 std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/lra_benchmark/presets"; }
 
 std::vector<harness::Axis> axes() {
   std::vector<std::string> tasks;
   for (auto& t : dl::tasks::task_registry()) tasks.push_back(t.name);
-  return {{"task", tasks}, {"model", model_names()}, {"regime", kRegimes}};
+  return {{"task", tasks}, {"model", dl::nn::model_names()}, {"regime", kRegimes}};
 }
 
 CellConfig CellConfig::from_json(const json& j, const std::string& where) {
@@ -74,7 +53,7 @@ void CellConfig::validate() const {
       throw ConfigError(key() + ": layer_cfg must be a JSON object in a string, e.g. \"{\\\"kernel_size\\\": 7}\", found " +
                         layer_cfg);
   }
-  if (model == "transformer" && d_model % heads != 0)
+  if (dl::nn::find_layer(dl::nn::find_model(model).layer).takes("heads") && d_model % heads != 0)
     throw ConfigError(key() + ": d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads));
 }
 

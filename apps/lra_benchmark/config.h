@@ -74,15 +74,7 @@ struct CellConfig {
 
 extern const std::vector<std::string> kPaperModels;  // transformer, s4, s4d, dlr: the models the paper compares
 
-// A model that is a registry layer with some of its options fixed, so that two settings of one layer can be two
-// values of the model axis in one sweep (cells_cfg and layer_cfg set a field per model, not a second model).
-// The variant's layer_cfg goes over the backbone's defaults, and a cell's own layer_cfg over it.
-struct ModelVariant {
-  std::string name, layer, layer_cfg, what;
-};
-extern const std::vector<ModelVariant> kModelVariants;  // s4d-random: S4D with A drawn at random (no HiPPO)
-const ModelVariant* find_model_variant(const std::string& model);  // nullptr for a plain layer or "transformer"
-std::vector<std::string> model_names();  // kPaperModels' transformer + every registry layer + the variants
+// The model axis: nn/models/model_registry.h (transformer, every registry layer, the variants such as s4d-random).
 extern const std::vector<std::string> kRegimes;      // scratch, spt-causal, spt-masked, text-masked (data.h)
 std::string presets_dir();                           // apps/lra_benchmark/presets in the source tree
 std::vector<dl::harness::Axis> axes();               // task, model, regime with their known values

@@ -1,27 +1,27 @@
 // apps/lra_benchmark/model.cpp - see model.h for the architecture.
 #include "model.h"
 
-#include "nn/registry.h"
+#include "nn/models/model_registry.h"
 
 namespace lra {
 
 using namespace dl;
 using nn::LayerConfig;
 
-// The mixer of one block: the registry layer the model names ("transformer" is the registry's "attention"; a
-// variant names its layer, config.h), built with what the backbone knows for every layer, the Transformer's position
-// and window options, the variant's options, and the cell's layer_cfg last.
+// The mixer of one block: the model's registry layer (nn/models/model_registry.h: "transformer" is the registry's
+// "attention"; a variant fixes some of its layer's options), built with what the backbone knows for every layer, the
+// position and window options of a model that takes them, the variant's options, and the cell's layer_cfg last.
 static std::shared_ptr<nn::SequenceLayer> make_mixer(const CellConfig& c, const TaskShape& t, bool causal, Generator& g) {
-  const ModelVariant* variant = find_model_variant(c.model);
-  const nn::LayerEntry& e = nn::find_layer(c.model == "transformer" ? "attention" : variant ? variant->layer : c.model);
+  const nn::ModelEntry& m = nn::find_model(c.model);
+  const nn::LayerEntry& e = nn::find_layer(m.layer);
   nn::BackboneOptions bo;
   bo.dropout = c.dropout, bo.causal = causal, bo.max_len = t.max_len, bo.d_state = c.d_state, bo.heads = c.heads;
   LayerConfig l = nn::backbone_config(e, bo);
-  if (c.model == "transformer") {
+  if (m.positions) {
     l["rotary"] = c.pos == "rotary";
     if (c.window > 0) l["window"] = c.window;
   }
-  if (variant) l.update(LayerConfig::parse(variant->layer_cfg));
+  if (!m.layer_cfg.empty()) l.update(LayerConfig::parse(m.layer_cfg));
   if (!c.layer_cfg.empty()) l.update(LayerConfig::parse(c.layer_cfg));
   auto mixer = e.make(c.d_model, l, g);
   if (causal && !mixer->is_causal())
@@ -35,7 +35,7 @@ static nn::SequenceBackboneOptions backbone_options(const CellConfig& c, const T
   o.vocab = t.vocab > 0 ? t.vocab + 1 : 0;  // + the [mask] id of masked SPT
   o.features = t.vocab > 0 ? 0 : t.features + 1;  // + the mask channel of masked SPT
   o.d_model = c.d_model, o.max_len = t.max_len, o.layers = c.layers;
-  o.positions = c.model == "transformer" && (c.pos == "learned" || c.pos == "sinusoidal") ? c.pos : "none";
+  o.positions = nn::find_model(c.model).positions && (c.pos == "learned" || c.pos == "sinusoidal") ? c.pos : "none";
   o.input_dropout = true, o.final_norm = c.norm;
   o.block.norm = c.norm, o.block.prenorm = c.prenorm, o.block.dropout = c.dropout;
   o.block.ffn_hidden = (int64_t)c.d_model * c.ffn_mult;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "apps/common/stats.h"
+#include "nn/models/model_registry.h"
 
 namespace lra {
 
@@ -16,6 +17,14 @@ namespace harness = dl::harness;
 using harness::CellResult;
 
 namespace {
+
+// A model of the state-space family (nn/models/model_registry.h); false for a name the registry does not know (a
+// results file from another build).
+bool is_state_space(const std::string& model) {
+  for (auto& m : dl::nn::model_registry())
+    if (m.name == model) return m.family == dl::nn::LayerFamily::state_space;
+  return false;
+}
 
 // The seeds of one task/model/regime, in seed order.
 struct Group {
@@ -253,9 +262,12 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
       if (g.task == task && g.model == model && g.regime == regime) return &g;
     return nullptr;
   };
+  std::vector<std::string> ssms;  // the run's state-space models (nn/models/model_registry.h), in the table's order
+  for (auto& g : groups)
+    if (is_state_space(g.model) && std::find(ssms.begin(), ssms.end(), g.model) == ssms.end()) ssms.push_back(g.model);
   for (auto& g : groups) {
     if (g.model != "transformer" || g.regime != "scratch") continue;
-    for (const char* ssm : {"s4", "s4d", "dlr"}) {
+    for (const std::string& ssm : ssms) {
       std::string line;
       for (const char* regime : {"scratch", "spt-masked", "spt-causal", "text-masked"}) {
         const Group *a = find(g.task, "transformer", regime), *b = find(g.task, ssm, regime);
@@ -299,10 +311,10 @@ harness::Table lra_report(const std::string& out, const harness::Preset& p, cons
                       ". The paper reports self-pretraining as good as or better than pretraining on a text corpus "
                       "(UNVERIFIED: not checked against the paper here).");
   // the parameterisations side by side: per task and regime, the best model minus the worst (by mean test accuracy,
-  // the difference paired by seed) among the models other than the Transformer - does SPT bring them together?
+  // the difference paired by seed) among the state-space models - does SPT bring them together?
   std::map<std::pair<std::string, std::string>, std::vector<const Group*>> by_regime;
   for (auto& g : groups)
-    if (g.model != "transformer") by_regime[{g.task, g.regime}].push_back(&g);
+    if (is_state_space(g.model)) by_regime[{g.task, g.regime}].push_back(&g);
   std::vector<std::string> spreads;
   for (auto& [k, gs] : by_regime) {
     if (gs.size() < 2) continue;

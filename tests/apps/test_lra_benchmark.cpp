@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "apps/lra_benchmark/app.h"
+#include "nn/models/model_registry.h"
 #include "app_test_util.h"
 #include "apps/common/experiment.h"
 #include "apps/lra_benchmark/cell.h"
@@ -111,6 +112,23 @@ TEST(LraConfig, ResolutionOrderLaterWins) {
 TEST(LraConfig, ShippedPresetsLoad) {
   for (auto& name : harness::preset_names(presets_dir())) EXPECT_NO_THROW(load_preset(name)) << name;
   EXPECT_FALSE(harness::preset_names(presets_dir()).empty());
+}
+
+// The report asks the model registry which models are state-space ones (nn/models/model_registry.h), not a list of
+// names: EMA and the minimal S4D are set beside the Transformer and against each other; a convolution is not.
+TEST(LraSweep, ReportSetsEveryStateSpaceModelBesideTheTransformer) {
+  std::string d = dl::test::app_temp_dir("ssm_gap");
+  harness::Experiment e = experiment();
+  harness::Preset p = load_preset(write_mini_preset(d));
+  harness::SweepOptions o = quiet_in(d + "/out");
+  const std::vector<std::string> few = {"steps=2", "eval_every=0", "checkpoint_every=0", "seq_len=32"};
+  auto cells = harness::expand_cells(e, p, {{"listops"}, {"transformer", "ema", "s4d_minimal", "lightconv"}, {"scratch"}}, {0}, few);
+  harness::run_cells(e, p, cells, o);
+  std::string md = harness::read_text(o.out + "/results.md");
+  EXPECT_NE(md.find("SSM minus the Transformer's (paired by seed): listops ema: scratch "), std::string::npos) << md;
+  EXPECT_NE(md.find("listops s4d_minimal: scratch "), std::string::npos) << md;
+  EXPECT_EQ(md.find("listops lightconv: scratch"), std::string::npos) << md;
+  EXPECT_NE(md.find("(of 2 models)"), std::string::npos) << md;  // best minus worst among the two state-space models
 }
 
 TEST(LraSweep, MiniSweepWritesTableJsonAndSkipsFinishedCells) {
@@ -226,7 +244,7 @@ TEST(LraSweep, EveryRegistryLayerIsAModel) {
   harness::Preset p = load_preset(write_mini_preset(d));
   harness::SweepOptions o = quiet_in(d + "/out");
   const std::vector<std::string> few = {"steps=2", "pretrain_steps=2", "eval_every=0", "checkpoint_every=0", "seq_len=32"};
-  for (auto& model : model_names()) {
+  for (auto& model : dl::nn::model_names()) {
     SCOPED_TRACE(model);
     auto cells = harness::expand_cells(e, p, {{"listops"}, {model}, {"spt-masked"}}, {0}, few);
     harness::CellResult r = harness::run_cells(e, p, cells, o).at(0);
@@ -305,7 +323,7 @@ TEST(LraModel, VariantIsItsLayerWithItsOptions) {
   EXPECT_EQ(init_of(c), "inv");
   c.model = "s4d", c.layer_cfg = "";
   EXPECT_EQ(init_of(c), "lin");
-  const auto names = model_names();
+  const auto names = dl::nn::model_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "s4d-random"), names.end());
 }
 

@@ -2,6 +2,7 @@
 // and the error messages (bad config field, wrong channel count).
 #include <gtest/gtest.h>
 
+#include "nn/models/model_registry.h"
 #include "nn/registry.h"
 #include "nn/ssm/s4.h"
 #include "nn/ssm/s4d.h"
@@ -104,4 +105,45 @@ TEST(Registry, OwnLrParameterNamesAreParameters) {
   check(s4, s4.own_lr_parameters());
   EXPECT_EQ(s4d.own_lr_parameters(),
             (std::vector<std::string>{"kernel.log_dt", "kernel.inv_A_real", "kernel.A_imag", "kernel.B"}));
+}
+
+// The model registry: "transformer" first (the registry's attention with positions), every other layer under its own
+// name, then the variants; what apps ask (family, positions) comes with the entry, and a wrong name lists the known.
+TEST(ModelRegistry, EveryLayerIsAModelAndTheTransformerIsAttention) {
+  const std::vector<ModelEntry>& models = model_registry();
+  ASSERT_FALSE(models.empty());
+  EXPECT_EQ(models.front().name, "transformer");
+  EXPECT_EQ(models.front().layer, "attention");
+  EXPECT_TRUE(models.front().positions);
+  for (const LayerEntry& e : layer_registry()) {
+    if (e.name == "attention") {
+      EXPECT_THROW(find_model("attention"), std::exception);
+      continue;
+    }
+    const ModelEntry& m = find_model(e.name);
+    EXPECT_EQ(m.layer, e.name);
+    EXPECT_EQ(m.family, e.family) << e.name;
+    EXPECT_FALSE(m.positions) << e.name;
+  }
+  const ModelEntry& r = find_model("s4d-random");
+  EXPECT_EQ(r.layer, "s4d");
+  EXPECT_EQ(r.family, LayerFamily::state_space);
+  EXPECT_EQ(LayerConfig::parse(r.layer_cfg).at("init").get<std::string>(), "random");
+  EXPECT_EQ(model_names().size(), layer_registry().size() + 1);  // - attention + transformer + s4d-random
+}
+
+TEST(ModelRegistry, FamiliesAreTheLayersFolders) {
+  for (std::string n : {"s4", "s4d", "s4d_minimal", "dlr", "ema"}) EXPECT_EQ(find_layer(n).family, LayerFamily::state_space) << n;
+  for (std::string n : {"attention", "linear_attention", "performer"}) EXPECT_EQ(find_layer(n).family, LayerFamily::attention) << n;
+  for (std::string n : {"lightconv", "dynamicconv", "dilatedconv"}) EXPECT_EQ(find_layer(n).family, LayerFamily::convolution) << n;
+  EXPECT_EQ(find_layer("lstm").family, LayerFamily::recurrent);
+  EXPECT_EQ(find_layer("fnet").family, LayerFamily::mixing);
+  EXPECT_STREQ(family_name(LayerFamily::state_space), "state-space");
+}
+
+TEST(ModelRegistry, UnknownModelListsTheKnownOnes) {
+  std::string msg = error_of([] { find_model("s5"); });
+  EXPECT_NE(msg.find("unknown model 's5'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("transformer"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("s4d-random"), std::string::npos) << msg;
 }
