@@ -2,6 +2,8 @@
 #include "nn/models/seq2seq.h"
 
 #include <cmath>
+#include <functional>
+#include <tuple>
 
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
@@ -72,6 +74,15 @@ struct Seq2SeqModel::Block : Module {
     if (attention) h = h + attention->forward(n, n, bias, kind == pair ? Tensor() : mask, kind == decoder_block);
     else h = h + mixer->forward(n, mask);
     if (cross) h = h + cross->forward(norm_cross->forward(h), enc, Var(), enc_mask, false);
+    return h + wo->forward(relu(wi->forward(norm_ff->forward(h))));
+  }
+
+  // One target position (decoder blocks; Seq2SeqModel::decode_step): h (B, C) -> (B, C), as forward's row t.
+  Var step(Var h, DecodeState::Block& s, const Var& bias, const Tensor& enc_mask) {
+    Var n = norm_mix->forward(h);
+    if (attention) h = h + attention->step(n, s.self_k, s.self_v, bias);
+    else h = h + mixer->step(n, s.mixer);
+    h = h + cross->attend_cached(norm_cross->forward(h), s.cross_k, s.cross_v, Var(), enc_mask);
     return h + wo->forward(relu(wi->forward(norm_ff->forward(h))));
   }
 
@@ -162,19 +173,57 @@ Seq2SeqModel::Output Seq2SeqModel::forward(const Tensor& ids, const Tensor& mask
   return out;
 }
 
-Tensor Seq2SeqModel::greedy(const Tensor& ids, const Tensor& mask, int64_t steps, int64_t stop_id, const Tensor& segments) {
-  NoGradGuard ng;
-  const int64_t B = ids.size(0);
-  Var enc = encode(ids, mask, segments);
+// ---- decoding as a recurrence (nn/models/seq2seq.h) ----
+DecodeState Seq2SeqModel::start_decode(const Var& enc, const Tensor& enc_mask) {
+  if (enc.dim() != 3 || enc.size(2) != cfg.d_model)
+    fail("Seq2SeqModel: start_decode expects the encoder output (B, S, " + std::to_string(cfg.d_model) + "), found " +
+         shape_str(enc.shape()));
+  const int64_t B = enc.size(0), S = enc.size(1);
+  if (enc_mask.defined() && enc_mask.shape() != Shape{B, S})
+    fail("Seq2SeqModel: start_decode's encoder mask must be (B, S) = " + shape_str({B, S}) + ", found " +
+         shape_str(enc_mask.shape()));
+  DecodeState s;
+  s.enc_mask = enc_mask, s.batch = B;
+  for (size_t i = 0; i < decoder->size(); i++) {
+    Block& b = (*decoder)[i];
+    DecodeState::Block bs;
+    std::tie(bs.cross_k, bs.cross_v) = b.cross->keys_values(enc);  // (B, NH, S, HS) each, once per source
+    if (b.mixer) try {
+        bs.mixer = b.mixer->start_stream(B);
+      } catch (const std::exception& e) {
+        fail("Seq2SeqModel: decoder block " + std::to_string(i) + "'s mixer '" + cfg.mixer +
+             "' cannot decode one position at a time: " + e.what());
+      }
+    s.blocks.push_back(std::move(bs));
+  }
+  return s;
+}
+
+Var Seq2SeqModel::decode_step(const Tensor& token_ids, DecodeState& s) {
+  if (token_ids.dim() != 1 || token_ids.dtype() != DType::i64)
+    fail("Seq2SeqModel: decode_step takes one token id per sequence (B) i64, found " + shape_str(token_ids.shape()) + " " +
+         dtype_name(token_ids.dtype()));
+  if (s.blocks.size() != decoder->size() || token_ids.size(0) != s.batch)
+    fail("Seq2SeqModel: the decode state does not come from start_decode for this model and a batch of " +
+         std::to_string(token_ids.size(0)));
+  const T5Attention* first = decoder->items()[0]->attention.get();
+  Var bias = first ? first->position_bias_row(s.pos) : Var();  // (1, NH, 1, pos + 1), shared by every block
+  Var h = shared->forward(token_ids);                          // (B, C)
+  for (size_t i = 0; i < decoder->size(); i++) h = (*decoder)[i].step(h, s.blocks[i], bias, s.enc_mask);
+  s.pos++;
+  h = decoder_norm->forward(h);
+  return matmul(h * std::pow((double)cfg.d_model, -0.5), transpose(shared->weight, 0, 1));  // (B, V)
+}
+
+// Greedy's bookkeeping, however the logits are computed: next(seq) gives (B, V) for the position after each row's
+// last token (seq[b] starts with the start id 0). A finished row keeps being fed stop_id, so both twins see the same.
+using NextLogits = std::function<Tensor(const std::vector<std::vector<int64_t>>&)>;
+static Tensor greedy_loop(int64_t B, int64_t steps, int64_t stop_id, const NextLogits& next_logits) {
   std::vector<std::vector<int64_t>> seq(B, std::vector<int64_t>{0});
   std::vector<bool> done(B, false);
   int64_t n = 0;
   for (; n < steps; n++) {
-    const int64_t T = n + 1;
-    Tensor dec_in = zeros({B, T}, DType::i64);
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t t = 0; t < T; t++) dec_in.data<int64_t>()[b * T + t] = seq[b][t];
-    Tensor next = argmax(decode_logits(dec_in, enc, mask).data().select(1, T - 1), -1).to(Device::cpu);  // (B), read here
+    Tensor next = argmax(next_logits(seq), -1).to(Device::cpu);  // (B), read here
     bool all = true;
     for (int64_t b = 0; b < B; b++) {
       seq[b].push_back(done[b] ? stop_id : (int64_t)next.at({b}));
@@ -190,6 +239,31 @@ Tensor Seq2SeqModel::greedy(const Tensor& ids, const Tensor& mask, int64_t steps
   for (int64_t b = 0; b < B; b++)
     for (int64_t s = 0; s < n; s++) out.data<int64_t>()[b * n + s] = seq[b][s + 1];
   return out;
+}
+
+Tensor Seq2SeqModel::greedy(const Tensor& ids, const Tensor& mask, int64_t steps, int64_t stop_id, const Tensor& segments) {
+  NoGradGuard ng;
+  const int64_t B = ids.size(0);
+  DecodeState st = start_decode(encode(ids, mask, segments), mask);
+  return greedy_loop(B, steps, stop_id, [&](const std::vector<std::vector<int64_t>>& seq) {
+    Tensor last = Tensor::empty({B}, DType::i64);  // each row's newest token: the decoder's input at st.pos
+    for (int64_t b = 0; b < B; b++) last.data<int64_t>()[b] = seq[b].back();
+    return decode_step(last, st).data();  // (B, V)
+  });
+}
+
+Tensor Seq2SeqModel::greedy_by_recompute(const Tensor& ids, const Tensor& mask, int64_t steps, int64_t stop_id,
+                                         const Tensor& segments) {
+  NoGradGuard ng;
+  const int64_t B = ids.size(0);
+  Var enc = encode(ids, mask, segments);
+  return greedy_loop(B, steps, stop_id, [&](const std::vector<std::vector<int64_t>>& seq) {
+    const int64_t T = (int64_t)seq[0].size();
+    Tensor dec_in = zeros({B, T}, DType::i64);  // the whole prefix, every time
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t t = 0; t < T; t++) dec_in.data<int64_t>()[b * T + t] = seq[b][t];
+    return decode_logits(dec_in, enc, mask).data().select(1, T - 1);  // (B, V)
+  });
 }
 
 // ---- ONNX export (docs/onnx.md) ----

@@ -20,7 +20,17 @@
 // Initialisation: embeddings N(0, 1); q N(0, (C d_kv)^-1/2), k and v N(0, C^-1/2), o N(0, (NH d_kv)^-1/2);
 // wi N(0, C^-1/2), wo N(0, d_ff^-1/2) (HF T5PreTrainedModel._init_weights, factor 1); convolution blocks keep
 // their own (conv_seq.h). Teacher forcing and the loss as T5Model: decoder input = labels shifted right with start
-// id 0, label -100 ignored. What it is not: dropout (the released configs train without it), a decoding cache.
+// id 0, label -100 ignored. What it is not: dropout (the released configs train without it).
+//
+// Decoding as a recurrence (start_decode / decode_step): the decoder runs one target position at a time, each block
+// keeping what later positions need, so token t costs O(t) attention work (transformer) or O(K) (a convolution's
+// window) instead of decode_logits' whole prefix again (O(t^2) and O(t K) per token):
+//   cross-attention   its keys and values of the encoder output, (B, NH, S, HS), computed once in start_decode
+//   transformer       a key/value cache (B, NH, t, HS) and the relative position bias of query t against keys 0..t
+//   registry mixer    the layer's own stream (SequenceLayer::start_stream / step: a convolution's last K inputs, an
+//                     SSM's state, an LSTM's h and c); a mixer that cannot stream refuses in start_decode, naming it
+// greedy runs on it; greedy_by_recompute is its plain twin (decode_logits over the whole prefix for every token),
+// kept so a test can check that the two pick the same tokens.
 #pragma once
 #include <string>
 #include <vector>
@@ -41,6 +51,18 @@ struct Seq2SeqConfig {
   T5Config t5() const;  // the attention's settings (d_kv = d_model / num_heads)
 };
 
+// What the decoder carries from one target position to the next (see "Decoding as a recurrence" above).
+struct DecodeState {
+  struct Block {
+    Tensor cross_k, cross_v;  // (B, NH, S, HS): the cross-attention's keys and values of the encoder output
+    Tensor self_k, self_v;    // transformer: (B, NH, t, HS), the self-attention's cache (undefined before position 0)
+    StreamState mixer;        // a registry mixer's own stream state
+  };
+  std::vector<Block> blocks;   // one per decoder block
+  Tensor enc_mask;             // (B, S) f32, the encoder's padding (1 = real), or undefined
+  int64_t batch = 0, pos = 0;  // B, and the target positions consumed so far
+};
+
 class Seq2SeqModel : public Module {
  public:
   Seq2SeqModel(const Seq2SeqConfig& c, Generator& g);
@@ -52,8 +74,16 @@ class Seq2SeqModel : public Module {
     Var logits, loss;
   };
   Output forward(const Tensor& ids, const Tensor& mask, const Tensor& labels, const Tensor& segments = Tensor());
+  // Decoding one target position at a time (eval mode, no grad): enc = encode(...) (B, S, C) and its mask (B, S);
+  // then token_ids (B) i64, the decoder's input at position pos (0 = the start id) -> logits (B, V), equal to
+  // decode_logits(dec_in, enc, enc_mask)[:, pos] for the dec_in whose positions 0..pos were fed.
+  DecodeState start_decode(const Var& enc, const Tensor& enc_mask);
+  Var decode_step(const Tensor& token_ids, DecodeState& s);
   // Greedy decoding for up to `steps` tokens (no grad); a row stops at stop_id (kept) and is padded with it.
+  // On the decoder's stream (decode_step); greedy_by_recompute gives the same tokens by decode_logits over the prefix.
   Tensor greedy(const Tensor& ids, const Tensor& mask, int64_t steps, int64_t stop_id, const Tensor& segments = Tensor());
+  Tensor greedy_by_recompute(const Tensor& ids, const Tensor& mask, int64_t steps, int64_t stop_id,
+                             const Tensor& segments = Tensor());
   // ONNX export (nn/onnx/, docs/onnx.md) of teacher forcing at source length S and target length T, eval mode:
   // graph inputs input_ids (batch, S) int64, attention_mask (batch, S) float (1 = real), [segments (batch, S) int64
   // with pair_attention], decoder_input_ids (batch, T) int64 (shift_right of the labels) -> output logits

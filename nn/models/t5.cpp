@@ -60,6 +60,40 @@ Var T5Attention::forward(const Var& x, const Var& kv, const Var& bias, const Ten
   return o->forward(merge_heads(y));
 }
 
+Var T5Attention::position_bias_row(int64_t t) const {
+  if (!relative_attention_bias) fail("T5Attention: this block has no relative_attention_bias table");
+  if (t < 0) fail("T5Attention: position_bias_row needs a position >= 0, found " + std::to_string(t));
+  Tensor buckets = zeros({1, t + 1}, DType::i64);  // bucket(s - t) for the keys s = 0..t
+  for (int64_t s = 0; s <= t; s++)
+    buckets.data<int64_t>()[s] = t5_relative_bucket(s - t, bidirectional, cfg.num_buckets, cfg.max_distance);
+  return unsqueeze(permute(relative_attention_bias->forward(buckets), {2, 0, 1}), 0);  // (1, t+1, NH) -> (1, NH, 1, t+1)
+}
+
+std::pair<Tensor, Tensor> T5Attention::keys_values(const Var& kv) const {
+  if (kv.dim() != 3 || kv.size(2) != cfg.d_model)
+    fail("T5Attention: keys_values expects (B, S, " + std::to_string(cfg.d_model) + "), found " + shape_str(kv.shape()));
+  return {split_heads(k->forward(kv), cfg.num_heads).data(), split_heads(v->forward(kv), cfg.num_heads).data()};
+}
+
+Var T5Attention::attend_cached(const Var& x, const Tensor& K, const Tensor& V, const Var& bias, const Tensor& key_mask) const {
+  if (x.dim() != 2 || x.size(1) != cfg.d_model)
+    fail("T5Attention: a step takes one position (B, " + std::to_string(cfg.d_model) + "), found " + shape_str(x.shape()));
+  SDPAOptions opt;
+  opt.key_mask = key_mask;
+  opt.bias = bias;
+  opt.scale = false;
+  Var qh = split_heads(q->forward(unsqueeze(x, 1)), cfg.num_heads);      // (B, NH, 1, HS)
+  Var y = scaled_dot_product_attention(qh, Var(K), Var(V), opt);         // (B, NH, 1, HS)
+  return reshape(o->forward(merge_heads(y)), {x.size(0), cfg.d_model});  // (B, C)
+}
+
+Var T5Attention::step(const Var& x, Tensor& K, Tensor& V, const Var& bias) const {
+  auto [kt, vt] = keys_values(unsqueeze(x, 1));             // (B, NH, 1, HS) each
+  K = K.defined() ? cat({Var(K), Var(kt)}, 2).data() : kt;  // (B, NH, t + 1, HS)
+  V = V.defined() ? cat({Var(V), Var(vt)}, 2).data() : vt;
+  return attend_cached(x, K, V, bias, Tensor());  // every cached key is at or before the query: no mask
+}
+
 namespace {
 
 struct DenseReluDense : Module {

@@ -15,7 +15,8 @@
 // ...layer.0.SelfAttention.relative_attention_bias.weight (block 0), ...layer.<j>.DenseReluDense.{wi,wo}.weight,
 // ...layer.<j>.layer_norm.weight, {encoder,decoder}.final_layer_norm.weight.
 // Teacher forcing: decoder input = labels shifted right with start token 0 (-100 -> 0); loss = mean cross
-// entropy over labels != -100. What it is not: dropout, caching for decoding (greedy recomputes the prefix).
+// entropy over labels != -100. What it is not: dropout, caching for decoding in T5Model (greedy recomputes the
+// prefix; T5Attention's step and attend_cached are the parts Seq2SeqModel's decoding cache is built from).
 #pragma once
 #include "nn/attention/attention.h"
 
@@ -41,6 +42,18 @@ class T5Attention : public Module {
   T5Config cfg;
   bool bidirectional;
   std::vector<Var>* record_weights = nullptr;  // when set, forward appends its weights (B, NH, T, S) (apps/explain)
+
+  // Decoding one position at a time (Seq2SeqModel::decode_step; eval mode, no grad). The same scores as forward's
+  // row t: q_t K^T + bias, no 1/sqrt(HS), softmax over the allowed keys, times V.
+  // position_bias_row(t): query t against keys 0..t, (1, NH, 1, t + 1) = position_bias(t + 1, t + 1)'s last row.
+  Var position_bias_row(int64_t t) const;
+  // The keys and values of kv (B, S, C), each (B, NH, S, HS): cross-attention's, computed once per source.
+  std::pair<Tensor, Tensor> keys_values(const Var& kv) const;
+  // x (B, C) attends to the cache K, V (B, NH, S, HS) with key_mask (B, S) or undefined, bias or undefined -> (B, C).
+  Var attend_cached(const Var& x, const Tensor& K, const Tensor& V, const Var& bias, const Tensor& key_mask) const;
+  // Causal self-attention's step: x's own key and value join the cache K, V (undefined before the first position),
+  // then x attends to every cached position with bias = position_bias_row(t) -> (B, C).
+  Var step(const Var& x, Tensor& K, Tensor& V, const Var& bias) const;
 };
 
 class T5Model : public Module {
