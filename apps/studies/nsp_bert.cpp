@@ -1,5 +1,5 @@
-// apps/studies/nsp_bert.cpp - the data, the BERT, its pretraining and the zero-shot scorer (see nsp_bert.h); the study
-// itself and its subcommand are in nsp_bert_study.cpp.
+// apps/studies/nsp_bert.cpp - the data, the BERT's pretraining and the zero-shot scorer (see nsp_bert.h; the model is
+// nn/models/bert.h); the study itself, its cells and its report are in nsp_bert_study.cpp.
 //
 // Shape letters: B batch, T padded length, C d_model, V vocabulary (261 bytes + specials), M masked positions.
 #include "nsp_bert.h"
@@ -12,10 +12,13 @@
 #include <iostream>
 #include <set>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include "apps/common/results.h"
 #include "apps/common/signals.h"
 #include "autograd/ops.h"
-#include "nn/init.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
 #include "tasks/brown.h"
@@ -145,115 +148,7 @@ std::vector<int32_t> encode_pair(std::string_view a, std::string_view b, int max
   return out;
 }
 
-BertBatch bert_batch(const std::vector<std::vector<int32_t>>& seqs) {
-  BertBatch b;
-  b.B = (int64_t)seqs.size();
-  for (auto& s : seqs) b.T = std::max<int64_t>(b.T, (int64_t)s.size());
-  b.ids = zeros({b.B, b.T}, DType::i64), b.types = zeros({b.B, b.T}, DType::i64), b.mask = zeros({b.B, b.T});
-  int64_t *id = b.ids.data<int64_t>(), *ty = b.types.data<int64_t>();
-  float* mk = b.mask.data<float>();
-  for (int64_t i = 0; i < b.B; i++) {
-    int seg = 0;
-    for (size_t t = 0; t < seqs[i].size(); t++) {
-      id[i * b.T + t] = seqs[i][t], ty[i * b.T + t] = seg, mk[i * b.T + t] = 1;
-      if (seqs[i][t] == kSep) seg = 1;  // the first [SEP] still belongs to segment 0
-    }
-  }
-  return b;
-}
-
-// ---- model ----------------------------------------------------------------------------------------------------------
-
-// A named container, so the tree has Hugging Face's paths (bert.embeddings.LayerNorm, cls.predictions.transform, ...).
-namespace {
-struct Node : nn::Module {
-  explicit Node(std::string t) : type(std::move(t)) {}
-  std::string type;
-  std::string type_name() const override { return type; }
-  template <class M> std::shared_ptr<M> add(const std::string& name, std::shared_ptr<M> m) { return register_module(name, m); }
-  Var param(const std::string& name, Tensor init) { return register_parameter(name, std::move(init)); }
-};
-template <class M> std::shared_ptr<M> add_to(const std::shared_ptr<nn::Module>& parent, const std::string& name, std::shared_ptr<M> m) {
-  return static_cast<Node&>(*parent).add(name, std::move(m));
-}
-
-// BERT's initialisation: matrices N(0, 0.02), biases 0, LayerNorm weights 1; optionally sinusoidal positions
-// PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(...), times 0.02 sqrt(2) (so their std is 0.02 too).
-void bert_init(nn::Module& m, BertModel& bert, Generator& g) {
-  for (auto& [name, p] : m.named_parameters()) {
-    if (p.data().dim() == 2) p.mutable_data().copy_(nn::init::normal(p.shape(), 0.02, g));
-    else if (name.ends_with("bias")) p.mutable_data().zero_();
-  }
-  if (!bert.cfg.sinusoidal_positions) return;
-  Tensor pe = bert.position->weight.mutable_data();  // (max_len, C), contiguous
-  const int64_t C = pe.size(1);
-  for (int64_t t = 0; t < pe.size(0); t++)
-    for (int64_t i = 0; i < C; i++) {
-      const double angle = t / std::pow(10000.0, (double)(i - i % 2) / C);
-      pe.data<float>()[t * C + i] = (float)(0.02 * std::sqrt(2.0) * (i % 2 ? std::cos(angle) : std::sin(angle)));
-    }
-}
-}  // namespace
-
-BertModel::BertModel(const BertConfig& c, Generator& g) : cfg(c) {
-  if (c.d_model % c.heads) throw std::invalid_argument("BERT: d_model " + std::to_string(c.d_model) + " is not a multiple of heads " + std::to_string(c.heads));
-  embeddings = register_module("embeddings", std::make_shared<Node>("BertEmbeddings"));
-  word = add_to(embeddings, "word_embeddings", std::make_shared<nn::Embedding>(c.vocab, c.d_model, g));
-  position = add_to(embeddings, "position_embeddings", std::make_shared<nn::Embedding>(c.max_len, c.d_model, g));
-  token_type = add_to(embeddings, "token_type_embeddings", std::make_shared<nn::Embedding>(2, c.d_model, g));
-  emb_norm = add_to(embeddings, "LayerNorm", std::make_shared<nn::LayerNorm>(c.d_model, 1e-12));
-  drop = add_to(embeddings, "dropout", std::make_shared<nn::Dropout>(c.dropout, g));
-  encoder = register_module("encoder", std::make_shared<Node>("BertEncoder"));
-  layer = add_to(encoder, "layer", std::make_shared<nn::ModuleList<nn::TransformerEncoderLayer>>());
-  for (int64_t i = 0; i < c.layers; i++)
-    layer->push_back(std::make_shared<nn::TransformerEncoderLayer>(c.d_model, c.heads, c.dim_ff, c.dropout, c.norm_first, g));
-  if (c.norm_first) final_norm = add_to(encoder, "LayerNorm", std::make_shared<nn::LayerNorm>(c.d_model));
-  pooler = register_module("pooler", std::make_shared<Node>("BertPooler"));
-  pool_dense = add_to(pooler, "dense", std::make_shared<nn::Linear>(c.d_model, c.d_model, g));
-}
-
-Var BertModel::forward(const BertBatch& b) {
-  if (b.T > cfg.max_len)
-    throw std::invalid_argument("BERT: a sequence of " + std::to_string(b.T) + " tokens is longer than max_len " + std::to_string(cfg.max_len));
-  Tensor pos = Tensor::empty({1, b.T}, DType::i64);
-  for (int64_t t = 0; t < b.T; t++) pos.data<int64_t>()[t] = t;
-  Var x = word->forward(b.ids) + position->forward(pos) + token_type->forward(b.types);  // (B, T, C)
-  x = drop->forward(emb_norm->forward(x));
-  for (auto& l : layer->items()) x = l->forward(x, b.mask);
-  return cfg.norm_first ? final_norm->forward(x) : x;
-}
-
-Var BertModel::pooled(const Var& hidden) { return tanh(pool_dense->forward(select(hidden, 1, 0))); }  // (B, C)
-
-BertForPreTraining::BertForPreTraining(const BertConfig& c, Generator& g) {
-  bert = register_module("bert", std::make_shared<BertModel>(c, g));
-  cls = register_module("cls", std::make_shared<Node>("BertPreTrainingHeads"));
-  predictions = add_to(cls, "predictions", std::make_shared<Node>("BertLMPredictionHead"));
-  transform = add_to(predictions, "transform", std::make_shared<Node>("BertPredictionHeadTransform"));
-  transform_dense = add_to(transform, "dense", std::make_shared<nn::Linear>(c.d_model, c.d_model, g));
-  transform_norm = add_to(transform, "LayerNorm", std::make_shared<nn::LayerNorm>(c.d_model, 1e-12));
-  mlm_bias = static_cast<Node&>(*predictions).param("bias", zeros({c.vocab}));
-  seq_relationship = add_to(cls, "seq_relationship", std::make_shared<nn::Linear>(c.d_model, 2, g));
-  bert_init(*this, *bert, g);
-}
-
-Var BertForPreTraining::mlm_logits(const Var& hidden, const Tensor& at) {
-  const int64_t C = hidden.size(-1);
-  Var h = index_select(reshape(hidden, {-1, C}), 0, at);                          // (M, C)
-  h = transform_norm->forward(gelu(transform_dense->forward(h)));                 // (M, C)
-  return matmul(h, transpose(bert->word->weight, 0, 1)) + mlm_bias;               // (M, V), decoder tied
-}
-
-Var BertForPreTraining::nsp_logits(const Var& hidden) { return seq_relationship->forward(bert->pooled(hidden)); }
-
-BertClassifier::BertClassifier(const BertConfig& c, int64_t classes, Generator& g) {
-  bert = register_module("bert", std::make_shared<BertModel>(c, g));
-  drop = register_module("dropout", std::make_shared<nn::Dropout>(0.1, g));
-  classifier = register_module("classifier", std::make_shared<nn::Linear>(c.d_model, classes, g));
-  bert_init(*this, *bert, g);
-}
-
-Var BertClassifier::forward(const BertBatch& b) { return classifier->forward(drop->forward(bert->pooled(bert->forward(b)))); }
+BertBatch bert_batch(const std::vector<std::vector<int32_t>>& seqs) { return nn::bert_batch(seqs, kSep); }
 
 // ---- pretraining ----------------------------------------------------------------------------------------------------
 
@@ -408,34 +303,56 @@ std::string pretrain_key(const PretrainOptions& o) {
          "-a" + std::to_string(o.max_a) + "-b" + std::to_string(o.max_b) + "-T" + std::to_string(c.max_len) + "-seed" + std::to_string(o.seed);
 }
 
-Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& cache_dir, bool quiet) {
+namespace {
+// An exclusive lock on <path> held while it lives (flock: released by the kernel if the process dies).
+struct FileLock {
+  explicit FileLock(const std::string& path) : fd(::open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("nsp-bert: cannot lock " + path);
+  }
+  ~FileLock() { ::close(fd); }  // closing releases the lock
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  int fd;
+};
+
+bool load_cached(Pretrained& p, const std::string& dir) {
+  if (!fs::exists(dir + "/info.json")) return false;
+  nn::LoadReport rep = p.model->load(p.path);
+  if (!rep.ok()) throw nn::CheckpointError(p.path + ": " + rep.str());
+  p.info = harness::read_cache_info(dir);
+  return true;
+}
+}  // namespace
+
+Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& cache_dir, const harness::RunContext* cell) {
   check_lengths(o);
   const std::string dir = (cache_dir.empty() ? tasks::data_cache_dir() + "/studies/nsp_bert" : cache_dir) + "/" + pretrain_key(o);
   Pretrained p;
   p.gen = std::make_shared<Generator>(o.seed);
   p.model = std::make_shared<BertForPreTraining>(o.bert, *p.gen);
   p.path = dir + "/bert.safetensors";
-  if (fs::exists(dir + "/info.json")) {
-    nn::LoadReport rep = p.model->load(p.path);
-    if (!rep.ok()) throw nn::CheckpointError(p.path + ": " + rep.str());
-    p.info = harness::read_cache_info(dir);
-    return p;
-  }
-  if (!quiet) std::cerr << "[nsp-bert] pretraining the BERT once (cached in " << dir << ")\n";
-  harness::install_stop_handlers();  // Ctrl-C / SIGTERM: checkpoint after the current step, then stop
+  if (load_cached(p, dir)) return p;
+  harness::RunContext ctx;
+  if (cell) ctx.comm = cell->comm, ctx.quiet = cell->quiet, ctx.profile = cell->profile, ctx.stop_after = cell->stop_after;
   fs::create_directories(dir);
+  std::unique_ptr<FileLock> lock;  // one process: wait for another that builds it (--jobs), then read its model
+  if (ctx.comm->size() == 1) lock = std::make_unique<FileLock>(dir + ".lock");
+  if (load_cached(p, dir)) return p;
+  if (!ctx.quiet && ctx.writer()) std::cerr << "[nsp-bert] pretraining the BERT once (cached in " << dir << ")\n";
+  harness::install_stop_handlers();  // Ctrl-C / SIGTERM: checkpoint after the current step, then stop
   auto t0 = std::chrono::steady_clock::now();
   tasks::EnglishCorpus corpus = tasks::english_corpus();
   auto [train_docs, val_docs] = split_documents(sentence_documents(corpus.text), 0.05, o.seed + 7);
-  harness::RunContext ctx;
-  ctx.out = ctx.dir = dir, ctx.resume = true, ctx.quiet = quiet, ctx.label = "[nsp-bert pretraining]";
+  ctx.out = ctx.dir = dir, ctx.resume = true, ctx.label = "[nsp-bert pretraining]";
   pretrain_bert(*p.model, *p.gen, train_docs, val_docs, o, ctx, p.info);
   p.info["corpus"] = {{"brown_documents", corpus.brown_documents}, {"fortune_files", corpus.fortune_files},
                       {"bytes", corpus.text.size()}};
   p.info["seconds_this_process"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   p.info["key"] = pretrain_key(o);
-  p.model->save(p.path, {{"format", "pt"}, {"dl.study", "nsp_bert"}, {"dl.key", pretrain_key(o)}});
-  harness::write_text_atomic(dir + "/info.json", p.info.dump(2) + "\n");  // last: its presence means "built"
+  if (ctx.writer()) {
+    p.model->save(p.path, {{"format", "pt"}, {"dl.study", "nsp_bert"}, {"dl.key", pretrain_key(o)}});
+    harness::write_text_atomic(dir + "/info.json", p.info.dump(2) + "\n");  // last: its presence means "built"
+  }
   return p;
 }
 

@@ -6,34 +6,39 @@
 // continuation - the highest P(IsNext) of the NSP head - wins. No label is seen and no weight changes.
 //
 // What is built here (byte-level, tokenizer.h's layout: pad 0, [SEP] = eos 1, [CLS] = bos 3, [MASK] 4, byte b -> b+5):
-//   input      [CLS] A [SEP] B [SEP]; segment 0 up to and including the first [SEP], 1 after; learned positions.
-//              A keeps its last max_a bytes and B its first max_b (the bytes that meet at the sentence boundary).
-//   BERT       x = LayerNorm(word[ids] + position[t] + token_type[seg]); dropout; L TransformerEncoderLayers
-//              (nn/models/transformer.h, gelu) - post-LN as BERT by default, pre-LN (plus a final LayerNorm) by flag.
-//   MLM head   logits = LayerNorm(gelu(dense(h))) word^T + bias, only at the masked positions; decoder tied to the
-//              word embeddings (BERT's cls.predictions).
-//   NSP head   pooled = tanh(pooler.dense(h[:, 0])); logits = seq_relationship(pooled) (B, 2); index 0 = IsNext
-//              (Hugging Face's next_sentence_label 0 = "B continues A"). Loss = MLM CE + NSP CE.
-//   Names      Hugging Face BertForPreTraining's where natural: bert.embeddings.{word,position,token_type}_embeddings,
-//              bert.embeddings.LayerNorm, bert.pooler.dense, cls.predictions.{transform.dense, transform.LayerNorm,
-//              bias}, cls.seq_relationship; the encoder layers keep torch.nn's names inside
-//              bert.encoder.layer.<i> (self_attn.in_proj_weight, linear1, norm1, ...) since they are torch's layer.
+//   input      [CLS] A [SEP] B [SEP]; A keeps its last max_a bytes and B its first max_b (the bytes that meet at the
+//              sentence boundary).
+//   BERT       nn/models/bert.h (Hugging Face BertForPreTraining's names): MLM + NSP heads, loss = MLM CE + NSP CE;
+//              post-LN as BERT by default, pre-LN by --set pre_ln=true.
 //   Data       tasks/english.h (Brown + Debian fortunes) cut into documents at blank lines and into sentences here;
 //              documents split 95 / 5 into train / validation BEFORE pairs are made; a pair (s_i, B) has B = s_{i+1}
 //              with probability 1/2, else a sentence of another document of the same split. Masking: 15% of the
 //              byte positions (never [CLS] / [SEP]) by tasks::mask_tokens, drawn afresh every step (BERT's dynamic
 //              masking; deviation: every masked byte becomes [MASK], no 80/10/10 split, as mask_tokens does).
-//   Cache      <data cache>/studies/nsp_bert/<key of every setting>/: the phase checkpoints (a killed pretraining
-//              resumes, apps/common/phase.h), then bert.safetensors and info.json (written last).
+//   Cache      <data cache>/studies/nsp_bert/<key of every setting>/ (or the field `cache`): the phase checkpoints (a
+//              killed pretraining resumes, apps/common/phase.h), then bert.safetensors and info.json (written last).
+//              Built once and shared by every cell; --jobs workers take turns on a file lock.
 //
 // The study: zero-shot on two stand-ins - sentiment (UCI sentences, tasks::sentiment_sentences) and topic (Brown
 // 5-class genre chunks; Brown is also pretraining text, so the topic task is transductive: the model has seen these
 // very bytes, though never their labels) - scored as the mean P(IsNext) over a label's templates and as the single
 // best template chosen on validation; against chance, the majority class and a supervised fine-tune ([CLS] pooled ->
 // Linear) of the same pretrained model and of a fresh one, at a few label budgets, over seeds (mean +- SE).
-// Output: <out>/nsp_bert.{md,json}, <out>/plots/*, <out>/nsp_bert_pretrained.safetensors (for apps/unargmaxable).
-// Two settings (--preset): "default" (400 pretraining steps, 50 fine-tuning steps, 300 evaluation texts per task: a few
-// minutes on 2 cores) and "large" (1500, 150 and 600: the setting of the first tables of docs/studies/nsp_bert.md).
+// It is an experiment on the harness (apps/common/experiment.h), axes task x arm, seeds = the fine-tuning seeds:
+//   studies nsp-bert run  [--preset default|large|FILE] [--tasks sentiment,topic] [--arms zero-shot,pretrained,scratch]
+//                         [--seeds 0,1,2] [--set budgets="16,64,all"].. [--resume] [--jobs 2] [--quiet] [--out DIR]
+//   studies nsp-bert cell --task sentiment --arm pretrained [--seed 0] ...
+//   studies nsp-bert list
+// An arm: "zero-shot" (the pretrained and the untrained NSP heads on the task's validation and test texts; it does
+// not depend on the seed: scored once, kept in the cache beside the model, read by the other seeds' cells; the report
+// reads the lowest seed's), "pretrained" and "scratch" (a fine-tune at each of
+// the budgets, each a run_phase "finetune_<budget>", from the pretrained weights or fresh). The old form
+// `studies nsp-bert --steps 1500 --seeds 3 --pre-ln` still runs: an option first means `run`, --seeds N is a count,
+// the other flags are --set (nsp_bert_legacy_flags).
+// Output: <out>/results.{md,json} and cells/ (the harness's), <out>/nsp_bert.{md,json} (the three tables, as before the
+// harness), <out>/plots/*, <out>/nsp_bert_pretrained.safetensors (for apps/unargmaxable).
+// Two presets: "default" (400 pretraining steps, 50 fine-tuning steps, 300 evaluation texts per task: a few minutes
+// on 2 cores) and "large" (1500, 150 and 600: the setting of the first tables of docs/studies/nsp_bert.md).
 // What it is not: a 110M BERT on Wikipedia; byte-level at a few minutes of CPU the NSP signal is weak, and the study
 // reports what it finds.
 #pragma once
@@ -46,8 +51,9 @@
 #include <string_view>
 #include <vector>
 
+#include "apps/common/experiment.h"
 #include "apps/common/phase.h"
-#include "nn/models/transformer.h"
+#include "nn/models/bert.h"
 #include "tasks/text.h"
 
 namespace studies {
@@ -78,61 +84,10 @@ std::vector<NspPair> make_nsp_pairs(const std::vector<SentenceDoc>& docs, uint64
 std::vector<int32_t> encode_pair(std::string_view a, std::string_view b, int max_a, int max_b);
 std::vector<int32_t> encode_single(std::string_view a, int max_a);  // [CLS] tail(a) [SEP], for fine-tuning
 
-// ---- model ----------------------------------------------------------------------------------------------------------
-struct BertConfig {
-  int64_t vocab = 261, max_len = 131, d_model = 128, layers = 2, heads = 4, dim_ff = 512;
-  double dropout = 0.0;     // BERT's 0.1 by flag; at this budget (under one epoch of pairs) none is needed
-  bool norm_first = false;  // false: post-LN as BERT; true: pre-LN with a final LayerNorm (bert.encoder.LayerNorm)
-  // true: the learned position table starts as sinusoids (Vaswani et al. 2017) scaled to the 0.02 std of the other
-  // embeddings, instead of BERT's N(0, 0.02): offsets t +- k are then linear maps of t from the first step
-  bool sinusoidal_positions = false;
-};
-
-// Token ids (B, T) i64, segment ids (B, T) i64 and the key mask (B, T) f32 (1 = real) of a padded batch.
-struct BertBatch {
-  dl::Tensor ids, types, mask;
-  int64_t B = 0, T = 0;
-};
+// ---- model: nn/models/bert.h ------------------------------------------------------------------------------------
+using dl::nn::BertBatch, dl::nn::BertClassifier, dl::nn::BertConfig, dl::nn::BertForPreTraining, dl::nn::BertModel;
+// The byte sequences as a BertBatch: segment 1 after the first [SEP] (nn::bert_batch with this study's [SEP] id).
 BertBatch bert_batch(const std::vector<std::vector<int32_t>>& seqs);
-
-class BertModel : public dl::nn::Module {  // HF BertModel: embeddings, encoder, pooler
- public:
-  BertModel(const BertConfig& c, dl::Generator& g);
-  std::string type_name() const override { return "BertModel"; }
-  dl::Var forward(const BertBatch& b);      // hidden states (B, T, C)
-  dl::Var pooled(const dl::Var& hidden);  // tanh(pooler.dense(h[:, 0])) (B, C)
-  std::shared_ptr<dl::nn::Module> embeddings, encoder, pooler;
-  std::shared_ptr<dl::nn::Embedding> word, position, token_type;
-  std::shared_ptr<dl::nn::LayerNorm> emb_norm, final_norm;  // final_norm only when norm_first
-  std::shared_ptr<dl::nn::Dropout> drop;
-  std::shared_ptr<dl::nn::ModuleList<dl::nn::TransformerEncoderLayer>> layer;
-  std::shared_ptr<dl::nn::Linear> pool_dense;
-  BertConfig cfg;
-};
-
-class BertForPreTraining : public dl::nn::Module {  // bert + cls.{predictions, seq_relationship}
- public:
-  BertForPreTraining(const BertConfig& c, dl::Generator& g);
-  std::string type_name() const override { return "BertForPreTraining"; }
-  // MLM logits (M, V) at the flat positions `at` (indices into B*T) of hidden (B, T, C).
-  dl::Var mlm_logits(const dl::Var& hidden, const dl::Tensor& at);
-  dl::Var nsp_logits(const dl::Var& hidden);  // (B, 2), index 0 = IsNext
-  std::shared_ptr<BertModel> bert;
-  std::shared_ptr<dl::nn::Module> cls, predictions, transform;
-  std::shared_ptr<dl::nn::Linear> transform_dense, seq_relationship;
-  std::shared_ptr<dl::nn::LayerNorm> transform_norm;
-  dl::Var mlm_bias;  // cls.predictions.bias (V)
-};
-
-class BertClassifier : public dl::nn::Module {  // HF BertForSequenceClassification: bert + dropout + classifier
- public:
-  BertClassifier(const BertConfig& c, int64_t classes, dl::Generator& g);
-  std::string type_name() const override { return "BertClassifier"; }
-  dl::Var forward(const BertBatch& b);  // logits (B, classes)
-  std::shared_ptr<BertModel> bert;
-  std::shared_ptr<dl::nn::Dropout> drop;
-  std::shared_ptr<dl::nn::Linear> classifier;
-};
 
 // ---- pretraining ----------------------------------------------------------------------------------------------------
 struct PretrainOptions {
@@ -169,14 +124,16 @@ void pretrain_bert(BertForPreTraining& m, dl::Generator& g, const std::vector<Se
                    const std::vector<SentenceDoc>& val_docs, const PretrainOptions& o, const dl::harness::RunContext& ctx,
                    nlohmann::json& info);
 
-// The cached pretrained model on the packaged English text: built once (resumable), then read back.
+// The cached pretrained model on the packaged English text: built once (resumable), then read back. `cell` (may be
+// null) lends the pretraining its ranks, quietness, profiling and (tests) stop_after; a single process builds it under
+// a file lock (<dir>.lock), so --jobs workers that ask at once build it once.
 struct Pretrained {
   std::shared_ptr<dl::Generator> gen;  // the model's dropout draws from it
   std::shared_ptr<BertForPreTraining> model;
   std::string path;  // bert.safetensors
   nlohmann::json info;
 };
-Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& cache_dir, bool quiet);
+Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& cache_dir, const dl::harness::RunContext* cell);
 std::string pretrain_key(const PretrainOptions& o);
 
 // ---- zero-shot ------------------------------------------------------------------------------------------------------
@@ -192,20 +149,36 @@ PromptScores score_prompts(const std::vector<std::string>& texts, const std::vec
 int zero_shot_label(const std::vector<std::vector<double>>& scores_of_one_example, int template_index = -1);
 double zero_shot_accuracy(const PromptScores& p, const std::vector<int32_t>& labels, int template_index = -1);
 
-// ---- the study --------------------------------------------------------------------------------------------------------
-// The defaults are the "default" preset (a few minutes on 2 cores, pretraining included).
-struct NspStudyOptions {
-  PretrainOptions pretrain;
-  std::vector<int> budgets = {16, 64, 0};  // labelled examples for fine-tuning; 0 = the whole training split
-  int seeds = 3;
+// ---- the study on the harness -----------------------------------------------------------------------------------
+// One cell's settings: the preset's defaults, then --set; the axes fill task and arm. The defaults are the "default"
+// preset's.
+struct NspBertConfig {
+  std::string task = "sentiment", arm = "zero-shot";  // the axes
+  int seed = 0;                                       // the fine-tuning seed (label draw, head init, batches)
+  std::string budgets = "16,64,all";  // labelled examples per fine-tune; "all" = the whole training split
   int finetune_steps = 50, finetune_batch = 16;  // "large": 150 steps
   double finetune_lr = 3e-4;
   int max_eval = 300;     // cap on validation and test examples per task ("large": 600)
   int topic_chunk = 160;  // bytes per Brown genre chunk
-  std::vector<std::string> tasks = {"sentiment", "topic"};
-  std::string out = "runs/studies/nsp_bert";
-  std::string cache_dir;  // empty: <data cache>/studies/nsp_bert
-  bool quiet = false;
+  int checkpoint_every = 25;  // fine-tuning checkpoints (the pretraining's: every steps / 5)
+  std::string cache;      // the pretrained model's cache folder ("": <data cache>/studies/nsp_bert)
+  // the pretraining (one model for every cell; its seed is pretrain_seed, not the cell's)
+  int steps = 400, batch = 32, max_a = 80, max_b = 48, val_pairs = 1000, pretrain_seed = 0;
+  double lr = 1e-3;
+  int layers = 2, d_model = 128, heads = 4, dim_ff = 512;
+  double dropout = 0.0;
+  bool pre_ln = false, sinusoidal_positions = false;
+  template <class C, class F> static void fields(C& c, F&& f) {
+    f("task", c.task), f("arm", c.arm), f("seed", c.seed), f("budgets", c.budgets), f("finetune_steps", c.finetune_steps);
+    f("finetune_batch", c.finetune_batch), f("finetune_lr", c.finetune_lr), f("max_eval", c.max_eval);
+    f("topic_chunk", c.topic_chunk), f("checkpoint_every", c.checkpoint_every), f("cache", c.cache), f("steps", c.steps);
+    f("batch", c.batch), f("max_a", c.max_a), f("max_b", c.max_b), f("val_pairs", c.val_pairs);
+    f("pretrain_seed", c.pretrain_seed), f("lr", c.lr), f("layers", c.layers), f("d_model", c.d_model), f("heads", c.heads);
+    f("dim_ff", c.dim_ff), f("dropout", c.dropout), f("pre_ln", c.pre_ln), f("sinusoidal_positions", c.sinusoidal_positions);
+  }
+  PretrainOptions pretrain() const;  // the pretraining's options (max_len = max_a + max_b + 3)
+  std::vector<int> budget_list() const;  // `budgets` parsed, "all" -> 0 (a ConfigError names a bad item)
+  void validate() const;                 // a ConfigError naming the field
 };
 
 // A labelled text task with its prompt templates per label.
@@ -216,18 +189,17 @@ struct ZeroShotTask {
   std::vector<dl::tasks::LabeledText> train, val, test;
   std::string note;
 };
-ZeroShotTask zero_shot_task(const std::string& name, const NspStudyOptions& o);
+ZeroShotTask zero_shot_task(const std::string& name, const NspBertConfig& o);
 
 // Fine-tunes a classifier (from the pretrained weights when `init` is given, else fresh) on `budget` labelled
-// examples (class-balanced draw; 0 = all) and returns its test accuracy.
-double finetune_accuracy(const ZeroShotTask& t, const BertConfig& c, const std::string* init, int budget, int seed,
-                         const NspStudyOptions& o);
+// examples (class-balanced draw; 0 = all) for o.finetune_steps in the phase <ctx.dir>/<phase> (resumable) and
+// returns its test accuracy.
+double finetune_accuracy(const ZeroShotTask& t, const NspBertConfig& o, const std::string* init, int budget,
+                         const std::string& phase, const dl::harness::RunContext& ctx);
 
-// The options of a preset: "default" (= NspStudyOptions{}: 400 pretraining steps, 50 fine-tuning steps, 300
-// validation and test texts per task) or "large" (1500, 150 and 600: the setting of the first tables of
-// docs/studies/nsp_bert.md); any other name is a CLI::ValidationError on --preset naming both.
-NspStudyOptions nsp_bert_preset(const std::string& name);
-
-void run_nsp_bert(const NspStudyOptions& o);
+dl::harness::Experiment nsp_bert_experiment();
+struct LegacyFlags;
+const LegacyFlags& nsp_bert_legacy_flags();  // the flags of the command line before the harness (cli.h)
+int nsp_bert_main(int argc, char** argv);     // `studies nsp-bert ...`: argv[0] is "nsp-bert"
 
 }  // namespace studies

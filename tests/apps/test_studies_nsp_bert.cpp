@@ -1,8 +1,10 @@
-// tests/apps/test_studies_nsp_bert.cpp - the NSP-BERT study (apps/studies/nsp_bert.h): sentences and documents, the
-// NSP pair builder (half true next, a random B never from A's document, documents split before pairs are made), the
-// byte encoding and its segments, the zero-shot scorer (on NSP logits set by hand, and through a real model whose NSP
-// head is set by hand), a tiny pretraining that must lower the MLM loss and lift NSP above chance, its exact resume
-// after a kill, and a miniature run of the whole study.
+// tests/apps/test_studies_nsp_bert.cpp - the NSP-BERT study (apps/studies/nsp_bert.h; the BERT itself is tested in
+// tests/nn/models/test_bert.cpp): sentences and documents, the NSP pair builder (half true next, a random B never from
+// A's document, documents split before pairs are made), the byte encoding and its segments, the zero-shot scorer (on
+// NSP logits set by hand, and through a real model whose NSP head is set by hand), a tiny pretraining that must lower
+// the MLM loss and lift NSP above chance, its exact resume after a kill; as an experiment on the harness: a miniature
+// run writing its tables and the head for unargmaxable, the presets, bad settings named, the old command line read as
+// before, and a sweep killed twice that resumes to the uninterrupted one's numbers and tables.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -192,53 +194,143 @@ TEST(StudiesNspBert, AKilledPretrainingResumesExactly) {
   dl::test::expect_identical_weights(dir + "/whole/bert.safetensors", dir + "/part/bert.safetensors");
 }
 
+// ---- the study on the harness -------------------------------------------------------------------------------------
+namespace {
+
+namespace harness = dl::harness;
+using json = nlohmann::json;
+
+harness::Preset load(const std::string& name_or_path) {
+  const harness::Experiment e = nsp_bert_experiment();
+  return harness::load_preset(name_or_path, e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+}
+
+// A miniature preset: the tiny BERT pretrained `steps` steps (cached in <dir>/cache), sentiment only, budget 4,
+// `finetune_steps` fine-tuning steps (a checkpoint every 2), 20 validation and test texts, seed 0.
+harness::Preset mini_preset(const std::string& dir, int steps, int finetune_steps) {
+  json p = {{"description", "test"}, {"tasks", {"sentiment"}}, {"arms", {"zero-shot", "pretrained", "scratch"}}, {"seeds", {0}},
+            {"defaults", {{"d_model", 32}, {"layers", 1}, {"heads", 2}, {"dim_ff", 64}, {"max_a", 16}, {"max_b", 16},
+                          {"batch", 32}, {"lr", 3e-3}, {"steps", steps}, {"val_pairs", 40}, {"budgets", "4"},
+                          {"finetune_steps", finetune_steps}, {"checkpoint_every", 2}, {"max_eval", 20},
+                          {"cache", dir + "/cache"}}}};
+  harness::write_text_atomic(dir + "/mini.json", p.dump(2));
+  return load(dir + "/mini.json");
+}
+
+}  // namespace
+
 TEST(StudiesNspBert, AMiniatureRunWritesItsTablesAndAHeadForUnargmaxable) {
-  NspStudyOptions o;
-  o.pretrain = tiny_options();
-  o.pretrain.bert.max_len = 35, o.pretrain.steps = 3, o.pretrain.val_pairs = 40;
-  o.tasks = {"sentiment"}, o.budgets = {4}, o.seeds = 1, o.finetune_steps = 2, o.max_eval = 20, o.quiet = true;
   const std::string dir = dl::test::app_temp_dir("nsp_bert_run");
-  o.out = dir + "/out", o.cache_dir = dir + "/cache";
-  run_nsp_bert(o);
-  const std::string md = dl::harness::read_text(o.out + "/nsp_bert.md");
+  const harness::Experiment e = nsp_bert_experiment();
+  const harness::Preset p = mini_preset(dir, 3, 2);
+  const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {});
+  ASSERT_EQ(cells.size(), 3u);
+  harness::run_cells(e, p, cells, dl::test::quiet_in(dir + "/out"));
+  harness::write_reports(e, p, dir + "/out");
+  const std::string md = dl::harness::read_text(dir + "/out/nsp_bert.md");
   EXPECT_NE(md.find("| NSP accuracy (%) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| sentiment | chance (1 / 2) | 0 | 50.0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| sentiment | zero-shot NSP, mean over templates | 0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| sentiment | fine-tune, pretrained | 4 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| sentiment | fine-tune, from scratch | 4 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| sentiment | It was terrible. / It was great. |"), std::string::npos) << md;
-  const nlohmann::json j = nlohmann::json::parse(dl::harness::read_text(o.out + "/nsp_bert.json"));
+  EXPECT_NE(md.find("Zero-shot label wins on test: negative "), std::string::npos) << md;
+  EXPECT_NE(dl::harness::read_text(dir + "/out/results.md").find("| NSP accuracy (%) |"), std::string::npos);
+  const json j = json::parse(dl::harness::read_text(dir + "/out/nsp_bert.json"));
   EXPECT_EQ(j["tasks"]["sentiment"]["finetune"].size(), 2u);
-  EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/accuracy_vs_labels_sentiment.dat"));
+  EXPECT_EQ(j["tasks"]["sentiment"]["zero_shot"]["per_template_test"].size(), 3u);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/plots/accuracy_vs_labels_sentiment.dat"));
+  EXPECT_FALSE(std::filesystem::exists(harness::cell_dir(dir + "/out", cells[1]) + "/finetune_4"))
+      << "a finished cell's checkpoints are removed";
   // the MLM head unargmaxable reads: the tied decoder (the word embeddings) and its bias
-  dl::TensorFile f = dl::load_safetensors(o.out + "/nsp_bert_pretrained.safetensors");
+  dl::TensorFile f = dl::load_safetensors(dir + "/out/nsp_bert_pretrained.safetensors");
   EXPECT_EQ(f.at("bert.embeddings.word_embeddings.weight").shape(), (dl::Shape{261, 32}));
   EXPECT_EQ(f.at("cls.predictions.bias").shape(), (dl::Shape{261}));
   EXPECT_EQ(f.at("cls.seq_relationship.weight").shape(), (dl::Shape{2, 32}));
   // a second run reads the cached model instead of pretraining again
-  const auto stamp = std::filesystem::last_write_time(o.cache_dir + "/" + pretrain_key(o.pretrain) + "/bert.safetensors");
-  run_nsp_bert(o);
-  EXPECT_EQ(stamp, std::filesystem::last_write_time(o.cache_dir + "/" + pretrain_key(o.pretrain) + "/bert.safetensors"));
-  o.tasks = {"sentiment"}, o.pretrain.max_a = 40;  // longer than max_len allows
-  EXPECT_THROW(run_nsp_bert(o), std::invalid_argument);
+  const NspBertConfig o = harness::config_from_json<NspBertConfig>(cells[0].config, "test");
+  const std::string cached = dir + "/cache/" + pretrain_key(o.pretrain()) + "/bert.safetensors";
+  const auto stamp = std::filesystem::last_write_time(cached);
+  harness::run_cells(e, p, {cells[0]}, dl::test::quiet_in(dir + "/again"));
+  EXPECT_EQ(stamp, std::filesystem::last_write_time(cached));
 }
 
-// The two settings of --preset: "default" is the struct's defaults (a few minutes, pretraining included); "large" is
-// the setting of the docs' large tables. An unknown preset names the choices, from the function and the subcommand.
+// The presets: "default" is the command line of before the harness with no option (400 pretraining steps, 50
+// fine-tuning steps, 300 texts); "large" the docs' large tables (1500, 150, 600); the rest is shared, and the two
+// pretrained models are cached apart.
 TEST(StudiesNspBert, PresetsSelectTheDocumentedSettings) {
-  const NspStudyOptions d = nsp_bert_preset("default"), l = nsp_bert_preset("large"), plain;
-  EXPECT_TRUE(d.pretrain.steps == 400 && d.finetune_steps == 50 && d.max_eval == 300);
-  EXPECT_TRUE(l.pretrain.steps == 1500 && l.finetune_steps == 150 && l.max_eval == 600);
-  EXPECT_TRUE(plain.pretrain.steps == d.pretrain.steps && plain.finetune_steps == d.finetune_steps &&
-              plain.max_eval == d.max_eval);
-  for (const NspStudyOptions* o : {&d, &l})  // the rest is shared: the model, the tasks, the budgets, the seeds
-    EXPECT_TRUE(o->seeds == 3 && o->budgets == (std::vector<int>{16, 64, 0}) && o->pretrain.bert.layers == 2 &&
-                o->pretrain.bert.d_model == 128 && o->pretrain.batch == 32 && o->finetune_batch == 16);
-  EXPECT_NE(pretrain_key(d.pretrain), pretrain_key(l.pretrain));  // two cached models, not one overwritten
-  const std::string e = dl::test::error_of([] { nsp_bert_preset("huge"); });
-  for (const char* word : {"--preset", "'huge'", "default, large"}) EXPECT_NE(e.find(word), std::string::npos) << e;
-  CLI::App app;
-  add_nsp_bert_command(app);
-  EXPECT_NE(dl::test::error_of([&] { app.parse("nsp-bert --preset huge", false); }).find("not one of default, large"),
-            std::string::npos);
+  const harness::Experiment e = nsp_bert_experiment();
+  auto config = [&](const std::string& preset) {
+    const harness::Preset p = load(preset);
+    const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {});
+    EXPECT_EQ(cells.size(), 2u * 3 * 3) << preset << ": tasks x arms x seeds";
+    return harness::config_from_json<NspBertConfig>(cells.front().config, preset);
+  };
+  const NspBertConfig d = config("default"), l = config("large"), plain;
+  EXPECT_TRUE(d.steps == 400 && d.finetune_steps == 50 && d.max_eval == 300);
+  EXPECT_TRUE(l.steps == 1500 && l.finetune_steps == 150 && l.max_eval == 600);
+  EXPECT_EQ(harness::config_to_json(d), harness::config_to_json(plain)) << "the default preset is the struct's defaults";
+  for (const NspBertConfig* o : {&d, &l})  // the rest is shared: the model, the budgets
+    EXPECT_TRUE(o->budget_list() == (std::vector<int>{16, 64, 0}) && o->layers == 2 && o->d_model == 128 && o->batch == 32 &&
+                o->finetune_batch == 16 && o->pretrain().bert.max_len == 131);
+  EXPECT_NE(pretrain_key(d.pretrain()), pretrain_key(l.pretrain()));  // two cached models, not one overwritten
+}
+
+TEST(StudiesNspBert, RefusesBadSettingsByName) {
+  const harness::Experiment e = nsp_bert_experiment();
+  const harness::Preset p = load("default");
+  auto error = [&](const std::vector<std::string>& sets) {
+    return dl::test::error_of([&] { harness::expand_cells(e, p, {{"sentiment"}, {"pretrained"}}, {0}, sets); });
+  };
+  EXPECT_EQ(error({}), "");
+  EXPECT_NE(error({"heads=3"}).find("not a multiple of 3 heads"), std::string::npos);
+  EXPECT_NE(error({"budgets=\"16,x\""}).find("'budgets'"), std::string::npos);
+  EXPECT_NE(error({"finetune_steps=0"}).find("'finetune_steps'"), std::string::npos);
+  EXPECT_NE(error({"dropout=0.95"}).find("'dropout'"), std::string::npos);
+  EXPECT_NE(error({"arm=scratch"}).find("--arms"), std::string::npos) << "an axis";
+  EXPECT_NE(error({"max_len=10"}).find("unknown field 'max_len'"), std::string::npos);
+  EXPECT_THROW(zero_shot_task("weather", NspBertConfig{}), std::invalid_argument);
+}
+
+TEST(StudiesNspBert, TheOldCommandLineIsReadAsBefore) {
+  using V = std::vector<std::string>;
+  const LegacyFlags& f = nsp_bert_legacy_flags();
+  EXPECT_EQ(legacy_args({"--steps", "1500", "--seeds", "3", "--pre-ln", "--budgets", "16,all", "--seed=2", "--ff", "256"}, f),
+            (V{"run", "--set", "steps=1500", "--seeds", "0-2", "--set", "pre_ln=true", "--set", "budgets=\"16,all\"", "--set",
+               "pretrain_seed=2", "--set", "dim_ff=256"}));
+  EXPECT_EQ(legacy_args({"--tasks", "topic", "--preset", "large", "--cache", "/tmp/c"}, f),
+            (V{"run", "--tasks", "topic", "--preset", "large", "--set", "cache=\"/tmp/c\""}));
+  EXPECT_EQ(legacy_args({}, f), (V{"run"})) << "no option: the default preset";
+}
+
+// Killed (as a SIGKILL would, no checkpoint at the kill) inside the shared pretraining and again inside a fine-tune,
+// resumed each time: the pretrained model, every cell's numbers and the tables equal the uninterrupted run's.
+TEST(StudiesNspBert, AKilledSweepResumesToTheUninterruptedResultsAndTables) {
+  const std::string dir = dl::test::app_temp_dir("nsp_bert_sweep_resume");
+  const harness::Experiment e = nsp_bert_experiment();
+  const harness::Preset p = mini_preset(dir, 8, 8);  // pretraining: a checkpoint every step; fine-tunes: every 2
+  auto cells_in = [&](const std::string& cache) {
+    return harness::expand_cells(e, p, p.values, p.seeds, {"cache=\"" + dir + "/" + cache + "\""});
+  };
+  harness::run_cells(e, p, cells_in("cache_whole"), dl::test::quiet_in(dir + "/whole"));
+  harness::write_reports(e, p, dir + "/whole");
+  // stopped at pretraining step 5; resumed, the pretraining ends and the pretrained arm's fine-tune stops at step 5
+  // (its checkpoint at 4); resumed to the end
+  dl::test::run_sweep_stopped_twice(e, p, cells_in("cache_part"), dir + "/part");
+  harness::write_reports(e, p, dir + "/part");
+  const NspBertConfig o = harness::config_from_json<NspBertConfig>(cells_in("x")[0].config, "test");
+  dl::test::expect_identical_weights(dir + "/cache_whole/" + pretrain_key(o.pretrain()) + "/bert.safetensors",
+                                     dir + "/cache_part/" + pretrain_key(o.pretrain()) + "/bert.safetensors");
+  const json whole = json::parse(harness::read_text(dir + "/whole/results.json"));
+  const json resumed = json::parse(harness::read_text(dir + "/part/results.json"));
+  ASSERT_EQ(whole["cells"].size(), 3u);
+  ASSERT_EQ(resumed["cells"].size(), 3u);
+  for (size_t i = 0; i < 3; i++) {
+    SCOPED_TRACE(whole["cells"][i]["cell"].get<std::string>());
+    EXPECT_EQ(whole["cells"][i]["metrics"], resumed["cells"][i]["metrics"]);
+  }
+  const json jw = json::parse(harness::read_text(dir + "/whole/nsp_bert.json"));
+  const json jp = json::parse(harness::read_text(dir + "/part/nsp_bert.json"));
+  for (const char* t : {"table", "templates_table", "pretraining_table"}) EXPECT_EQ(jw[t], jp[t]) << t;
+  EXPECT_EQ(jw["pretraining"]["curve"], jp["pretraining"]["curve"]);
 }

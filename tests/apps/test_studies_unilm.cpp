@@ -1,6 +1,8 @@
 // tests/apps/test_studies_unilm.cpp - `studies unilm` (apps/studies/unilm.h): the pair rewrite, the batches, the
 // SimBERT property that [CLS] of "[CLS] A [SEP] B [SEP]" is A's vector alone, a learning test in which generation
-// through the prefix mask learns to copy while the leaky (full) mask does not, and a miniature run writing its table.
+// through the prefix mask learns to copy while the leaky (full) mask does not; as an experiment on the harness: a
+// miniature run writing its table, the lr chosen on validation, the presets, bad settings named, the old command line
+// read as before, and a sweep killed twice that resumes to the uninterrupted one's numbers, curves and table.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -85,24 +87,28 @@ UnilmData copy_pairs() {
   return d;
 }
 
-UnilmOptions tiny() {
-  UnilmOptions o;
-  o.steps = 300, o.batch = 32, o.eval_every = 0, o.lrs = {1e-2};
-  o.model.d_model = 32, o.model.layers = 2, o.model.heads = 2, o.model.mlp = 64;
+UnilmConfig tiny(const std::string& arm) {
+  UnilmConfig o;
+  o.arm = arm, o.lr = 1e-2, o.steps = 300, o.batch = 32, o.eval_every = 300;
+  o.d_model = 32, o.layers = 2, o.heads = 2, o.mlp = 64;
   o.val_pairs = 20, o.test_pairs = 100, o.decode_pairs = 100;
   return o;
 }
 
+dl::harness::RunContext quiet_ctx(const std::string& name) {
+  dl::harness::RunContext ctx;
+  ctx.out = ctx.dir = dl::test::app_temp_dir(name), ctx.quiet = true;
+  return ctx;
+}
 }  // namespace
 
 // Generation through the prefix mask learns to copy B = A within the budget; the same training with the full mask (B
 // sees its own future, so the next byte can be read instead of predicted) decodes badly once the future is gone.
 TEST(StudiesUnilm, PrefixMaskLearnsToCopyAndLeakyMaskFails) {
   const UnilmData d = copy_pairs();
-  const UnilmOptions o = tiny();
-  UnilmRun good = train_unilm(d, "gen", o.lrs[0], 0, o);
+  UnilmRun good = train_unilm(d, tiny("gen"), quiet_ctx("unilm_copy_prefix"));
   const UnilmMask full = UnilmMask::full;
-  UnilmRun leaky = train_unilm(d, "gen", o.lrs[0], 0, o, &full);
+  UnilmRun leaky = train_unilm(d, tiny("gen"), quiet_ctx("unilm_copy_full"), &full);
   EXPECT_GT(good.test.char_acc, 0.9) << "prefix mask: greedy char accuracy on held-out copies";
   EXPECT_GT(good.test.exact, 0.8) << "prefix mask: exact copies";
   EXPECT_LT(leaky.test.char_acc, 0.5) << "full mask: trained on its own future, it cannot decode";
@@ -128,52 +134,144 @@ std::string tiny_brown(const std::string& dir) {
 
 }  // namespace
 
+namespace {
+
+namespace harness = dl::harness;
+using json = nlohmann::json;
+
+harness::Preset load(const std::string& name_or_path) {
+  const harness::Experiment e = unilm_experiment();
+  return harness::load_preset(name_or_path, e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+}
+
+// A miniature preset on the tiny Brown folder: a 1-layer encoder (d 16), 4 steps of 8 pairs (a validation point and a
+// checkpoint every 2 unless `sets` say otherwise), 6 validation and 8 test pairs, 3 decoded.
+harness::Preset mini_preset(const std::string& dir, const std::vector<std::string>& arms, const std::vector<std::string>& lrs,
+                            const std::vector<int>& seeds) {
+  json p = {{"description", "test"}, {"arms", arms}, {"lrs", lrs}, {"seeds", seeds},
+            {"defaults", {{"steps", 4}, {"batch", 8}, {"eval_every", 2}, {"checkpoint_every", 2}, {"d_model", 16},
+                          {"layers", 1}, {"heads", 2}, {"mlp", 32}, {"val_pairs", 6}, {"test_pairs", 8}, {"decode_pairs", 3},
+                          {"data_dir", tiny_brown(dl::test::app_temp_dir("studies_unilm_brown"))}}}};
+  harness::write_text_atomic(dir + "/mini.json", p.dump(2));
+  return load(dir + "/mini.json");
+}
+
+}  // namespace
+
 TEST(StudiesUnilm, MiniatureRunWritesItsTable) {
-  UnilmOptions o;
-  o.out = dl::test::app_temp_dir("studies_unilm");
-  o.data.data_dir = tiny_brown(dl::test::app_temp_dir("studies_unilm_brown"));
-  o.arms = {"untrained", "joint", "con"};
-  o.seeds = 2, o.steps = 4, o.batch = 8, o.eval_every = 2;
-  o.model.d_model = 16, o.model.layers = 1, o.model.heads = 2, o.model.mlp = 32;
-  o.val_pairs = 6, o.test_pairs = 8, o.decode_pairs = 3;
-  run_unilm(o);
-  const std::string md = dl::harness::read_text(o.out + "/unilm.md");
+  const std::string dir = dl::test::app_temp_dir("studies_unilm");
+  const harness::Experiment e = unilm_experiment();
+  const harness::Preset p = mini_preset(dir, {"untrained", "joint", "con"}, {"0.01"}, {0, 1});
+  harness::run_cells(e, p, harness::expand_cells(e, p, p.values, p.seeds, {}), dl::test::quiet_in(dir + "/out"));
+  harness::write_reports(e, p, dir + "/out");
+  const std::string md = harness::read_text(dir + "/out/unilm.md");
   EXPECT_NE(md.find("| joint | prefix | seq2seq + contrastive | 2 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| untrained | prefix | none (initialisation) | 2 |"), std::string::npos) << md;
   EXPECT_NE(md.find("Paired difference joint - con in recall@1"), std::string::npos) << md;
   EXPECT_NE(md.find("Decoded test examples"), std::string::npos) << md;
-  ASSERT_TRUE(std::filesystem::exists(o.out + "/unilm.json"));
+  EXPECT_NE(harness::read_text(dir + "/out/results.md").find("| joint | prefix | seq2seq + contrastive | 2 |"), std::string::npos);
   // the paired difference is joint minus con, seed by seed
-  const nlohmann::json j = nlohmann::json::parse(dl::harness::read_text(o.out + "/unilm.json"));
+  const json j = json::parse(harness::read_text(dir + "/out/unilm.json"));
   double diff = 0;
   for (int s = 0; s < 2; s++)
     diff += (j["arms"]["joint"][s]["recall1"].get<double>() - j["arms"]["con"][s]["recall1"].get<double>()) / 2;
   EXPECT_NEAR(j["paired"]["joint-con"]["recall@1"]["mean"].get<double>(), diff, 1e-12);
-  EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/val_token_acc.dat"));
-  o.arms = {"joint", "bogus"};
-  EXPECT_NE(dl::test::error_of([&] { run_unilm(o); }).find("unknown arm 'bogus'"), std::string::npos);
+  EXPECT_EQ(j["arms"]["joint"][0]["curve_steps"], json::array({0, 2, 4})) << "step 0, then every eval_every";
+  EXPECT_EQ(j["arms"]["untrained"][0]["curve_steps"], json::array({0}));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/plots/val_token_acc.dat"));
   UnilmDataConfig bad;
   bad.max_a = 4;
   EXPECT_NE(dl::test::error_of([&] { make_unilm_pairs(bad); }).find("max_a must be at least 8"), std::string::npos);
 }
 
-// The two settings of --preset: "default" is the struct's defaults (a few minutes); "large" is the setting of the docs'
-// large tables. An unknown preset names the choices, from the function and through the subcommand.
+// With two lrs every arm runs at both; the report takes the lr whose joint seed-0 cell scores best on validation (the
+// mean of its last token accuracy and recall@1), lists both, and reports the arms at it.
+TEST(StudiesUnilm, TheReportChoosesTheLrOnValidation) {
+  const std::string dir = dl::test::app_temp_dir("studies_unilm_lrs");
+  const harness::Experiment e = unilm_experiment();
+  const harness::Preset p = mini_preset(dir, {"joint", "gen"}, {"0.003", "0.01"}, {0});
+  harness::run_cells(e, p, harness::expand_cells(e, p, p.values, p.seeds, {}), dl::test::quiet_in(dir + "/out"));
+  harness::write_reports(e, p, dir + "/out");
+  const json j = json::parse(harness::read_text(dir + "/out/unilm.json"));
+  ASSERT_EQ(j["lr_search"].size(), 2u);
+  auto score = [&](int i) { return j["lr_search"][i]["val_token_acc"].get<double>() + j["lr_search"][i]["val_recall1"].get<double>(); };
+  const double chosen = score(1) > score(0) ? 0.01 : 0.003;
+  const std::string md = harness::read_text(dir + "/out/unilm.md");
+  EXPECT_NE(md.find("Learning rates tried"), std::string::npos) << md;
+  EXPECT_NE(md.find("lr " + harness::fixed(chosen, 4) + " (warmup + cosine)"), std::string::npos) << md;
+  const json cell = json::parse(harness::read_text(dir + "/out/cells/joint__" + (chosen == 0.01 ? "0.01" : "0.003") +
+                                                   "__seed0/result.json"));
+  EXPECT_EQ(j["arms"]["joint"][0]["token_acc"], cell["metrics"]["token_acc"]) << "the arms at the chosen lr";
+}
+
+// The presets: "default" is the command line of before the harness with no option (200 steps at lr 0.01, validation
+// every 50, 50 decoded); "large" 600 steps, lrs 0.003 and 0.01, every 100, 150 decoded; the rest is shared.
 TEST(StudiesUnilm, PresetsSelectTheDocumentedSettings) {
-  const UnilmOptions d = unilm_preset("default"), l = unilm_preset("large"), plain;
-  EXPECT_TRUE(d.steps == 200 && d.eval_every == 50 && d.decode_pairs == 50);
-  EXPECT_EQ(d.lrs, (std::vector<double>{1e-2}));
-  EXPECT_TRUE(l.steps == 600 && l.eval_every == 100 && l.decode_pairs == 150);
-  EXPECT_EQ(l.lrs, (std::vector<double>{3e-3, 1e-2}));
-  EXPECT_TRUE(plain.steps == d.steps && plain.eval_every == d.eval_every && plain.lrs == d.lrs &&
-              plain.decode_pairs == d.decode_pairs);
-  for (const UnilmOptions* o : {&d, &l})  // the rest is shared: arms, seeds, model, evaluation pairs
-    EXPECT_TRUE(o->arms.size() == 5 && o->seeds == 3 && o->batch == 32 && o->model.d_model == 64 &&
-                o->model.layers == 2 && o->test_pairs == 2000 && o->val_pairs == 200 && o->data.respell);
-  const std::string e = dl::test::error_of([] { unilm_preset("huge"); });
-  for (const char* word : {"--preset", "'huge'", "default, large"}) EXPECT_NE(e.find(word), std::string::npos) << e;
-  CLI::App app;
-  add_unilm_command(app);
-  EXPECT_NE(dl::test::error_of([&] { app.parse("unilm --preset huge", false); }).find("not one of default, large"),
-            std::string::npos);
+  const harness::Experiment e = unilm_experiment();
+  const harness::Preset d = load("default"), l = load("large");
+  EXPECT_EQ(d.values[0], (std::vector<std::string>{"untrained", "joint", "gen", "con", "gen_causal"}));
+  EXPECT_EQ(d.values[1], (std::vector<std::string>{"0.01"}));
+  EXPECT_EQ(l.values[1], (std::vector<std::string>{"0.003", "0.01"}));
+  EXPECT_EQ(d.seeds, (std::vector<int>{0, 1, 2}));
+  auto config = [&](const harness::Preset& p) {
+    return harness::config_from_json<UnilmConfig>(harness::expand_cells(e, p, p.values, p.seeds, {}).back().config, p.name);
+  };
+  const UnilmConfig dc = config(d), lc = config(l);
+  UnilmConfig plain;
+  plain.arm = "gen_causal", plain.seed = 2;  // the last cell of the default sweep
+  EXPECT_EQ(harness::config_to_json(dc), harness::config_to_json(plain)) << "the default preset is the struct's defaults";
+  EXPECT_TRUE(lc.steps == 600 && lc.eval_every == 100 && lc.decode_pairs == 150);
+  for (const UnilmConfig* o : {&dc, &lc})  // the rest is shared: model, batch, evaluation pairs
+    EXPECT_TRUE(o->batch == 32 && o->d_model == 64 && o->layers == 2 && o->test_pairs == 2000 && o->val_pairs == 200 &&
+                o->data().respell);
+}
+
+TEST(StudiesUnilm, RefusesBadSettingsByName) {
+  const harness::Experiment e = unilm_experiment();
+  const harness::Preset p = load("default");
+  auto error = [&](const std::vector<std::string>& arms, const std::vector<std::string>& lrs, const std::vector<std::string>& sets) {
+    return dl::test::error_of([&] { harness::expand_cells(e, p, {arms, lrs}, {0}, sets); });
+  };
+  EXPECT_EQ(error({"joint"}, {"0.01"}, {}), "");
+  EXPECT_NE(error({"bogus"}, {"0.01"}, {}).find("unknown arm 'bogus'"), std::string::npos);
+  EXPECT_NE(error({"joint"}, {"fast"}, {}).find("lr 'fast'"), std::string::npos);
+  EXPECT_NE(error({"joint"}, {"0.01"}, {"heads=3"}).find("heads of even size"), std::string::npos);
+  EXPECT_NE(error({"joint"}, {"0.01"}, {"pairs=\"rot\""}).find("'pairs'"), std::string::npos);
+  EXPECT_NE(error({"joint"}, {"0.01"}, {"batch=1"}).find("'batch'"), std::string::npos);
+  EXPECT_NE(error({"joint"}, {"0.01"}, {"lr=0.1"}).find("--lrs"), std::string::npos) << "an axis";
+}
+
+TEST(StudiesUnilm, TheOldCommandLineIsReadAsBefore) {
+  using V = std::vector<std::string>;
+  const LegacyFlags& f = unilm_legacy_flags();
+  EXPECT_EQ(legacy_args({"--arms", "joint,gen", "--seeds", "2", "--steps", "600", "--lrs", "3e-3,1e-2", "--pairs", "normalised"}, f),
+            (V{"run", "--arms", "joint,gen", "--seeds", "0-1", "--set", "steps=600", "--lrs", "3e-3,1e-2", "--set",
+               "pairs=\"normalised\""}));
+  EXPECT_EQ(legacy_args({"--d-model=32", "--data-dir", "/b", "--decode-pairs", "0"}, f),
+            (V{"run", "--set", "d_model=32", "--set", "data_dir=\"/b\"", "--set", "decode_pairs=0"}));
+}
+
+// Killed (as a SIGKILL would, no checkpoint at the kill) inside the first cell and again inside the second, resumed
+// each time: every cell's numbers and validation curve, and the table, equal the uninterrupted run's.
+TEST(StudiesUnilm, AKilledSweepResumesToTheUninterruptedResultsAndTable) {
+  const std::string dir = dl::test::app_temp_dir("studies_unilm_resume");
+  const harness::Experiment e = unilm_experiment();
+  const harness::Preset p = mini_preset(dir, {"joint", "gen", "con"}, {"0.01"}, {0});
+  const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {"steps=8", "eval_every=1"});
+  harness::run_cells(e, p, cells, dl::test::quiet_in(dir + "/whole"));
+  harness::write_reports(e, p, dir + "/whole");
+  dl::test::run_sweep_stopped_twice(e, p, cells, dir + "/part");  // at step 5 (checkpoint 4), then in the second cell
+  harness::write_reports(e, p, dir + "/part");
+  const json whole = json::parse(harness::read_text(dir + "/whole/results.json"));
+  const json resumed = json::parse(harness::read_text(dir + "/part/results.json"));
+  ASSERT_EQ(whole["cells"].size(), 3u);
+  ASSERT_EQ(resumed["cells"].size(), 3u);
+  for (size_t i = 0; i < 3; i++) {
+    SCOPED_TRACE(whole["cells"][i]["cell"].get<std::string>());
+    EXPECT_EQ(whole["cells"][i]["metrics"], resumed["cells"][i]["metrics"]);
+    EXPECT_EQ(whole["cells"][i]["curve"], resumed["cells"][i]["curve"]);
+    EXPECT_EQ(whole["cells"][i]["extra"]["curve_recall1"], resumed["cells"][i]["extra"]["curve_recall1"]);
+    EXPECT_EQ(whole["cells"][i]["extra"]["curve_steps"].size(), 9u);
+  }
+  EXPECT_EQ(whole["table"], resumed["table"]);
 }
