@@ -188,12 +188,14 @@ DecodeState Seq2SeqModel::start_decode(const Var& enc, const Tensor& enc_mask) {
     Block& b = (*decoder)[i];
     DecodeState::Block bs;
     std::tie(bs.cross_k, bs.cross_v) = b.cross->keys_values(enc);  // (B, NH, S, HS) each, once per source
-    if (b.mixer) try {
-        bs.mixer = b.mixer->start_stream(B);
+    if (b.mixer) {
+      try {
+        bs.mixer = b.mixer->start_stream(B);  // the layer's own state (its refusal names it)
       } catch (const std::exception& e) {
         fail("Seq2SeqModel: decoder block " + std::to_string(i) + "'s mixer '" + cfg.mixer +
              "' cannot decode one position at a time: " + e.what());
       }
+    }
     s.blocks.push_back(std::move(bs));
   }
   return s;
