@@ -1,6 +1,6 @@
 // tests/nn/models/test_seq2seq_decode.cpp - the encoder-decoder's decoder as a recurrence (nn/models/seq2seq.h,
 // "Decoding as a recurrence"): for the Transformer (key/value cache and the relative position bias row), the three
-// convolutions and S4D (their own streams), and the pair-attention model, decode_step at every target position gives
+// convolutions, S4D, the LSTM and registry attention (their own streams), and the pair-attention model, decode_step at every target position gives
 // decode_logits' row for a padded encoder batch; greedy on the stream picks the same tokens as greedy by recompute,
 // stopping rows included; a mixer that cannot stream refuses in start_decode, naming itself; bad steps are named.
 #include "nn/conv/conv_seq.h"
@@ -74,7 +74,8 @@ std::shared_ptr<Module> child(const Module& m, const std::string& name) {
 }  // namespace
 
 TEST(Seq2SeqDecode, StepsGiveDecodeLogitsAtEveryPosition) {
-  for (std::string mixer : {"transformer", "lightconv", "dynamicconv", "dilatedconv", "s4d"}) {
+  // the five, and two more registry layers through their own streams (the LSTM's h and c, attention's cache)
+  for (std::string mixer : {"transformer", "lightconv", "dynamicconv", "dilatedconv", "s4d", "lstm", "attention"}) {
     Generator g(21);
     Seq2SeqModel m(tiny(mixer), g);
     m.eval();
