@@ -2,7 +2,8 @@
 // "Decoding as a recurrence"): for the Transformer (key/value cache and the relative position bias row), the three
 // convolutions, S4D, the LSTM and registry attention (their own streams), and the pair-attention model, decode_step at
 // every target position gives decode_logits' row for a padded encoder batch; greedy on the stream picks the same tokens
-// as greedy by recompute, stopping rows included; a mixer that cannot stream refuses in start_decode, naming itself; bad steps are named.
+// as greedy by recompute, stopping rows included; a mixer that cannot stream refuses in start_decode, naming itself;
+// bad steps are named.
 #include "nn/conv/conv_seq.h"
 #include "nn/models/seq2seq.h"
 #include "nn/nn_test_util.h"
