@@ -193,9 +193,9 @@ ZeroShotTask zero_shot_task(const std::string& name, const NspBertConfig& o);
 
 // Fine-tunes a classifier (from the pretrained weights when `init` is given, else fresh) on `budget` labelled
 // examples (class-balanced draw; 0 = all) for o.finetune_steps in the phase <ctx.dir>/<phase> (resumable) and
-// returns its test accuracy.
+// returns its test accuracy; `final_loss` (may be null) gets the training loss at the end (the phase's EMA).
 double finetune_accuracy(const ZeroShotTask& t, const NspBertConfig& o, const std::string* init, int budget,
-                         const std::string& phase, const dl::harness::RunContext& ctx);
+                         const std::string& phase, const dl::harness::RunContext& ctx, double* final_loss = nullptr);
 
 dl::harness::Experiment nsp_bert_experiment();
 struct LegacyFlags;

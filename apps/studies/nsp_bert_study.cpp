@@ -167,7 +167,7 @@ double test_accuracy(BertClassifier& m, const ZeroShotTask& t, int max_a) {
 }  // namespace
 
 double finetune_accuracy(const ZeroShotTask& t, const NspBertConfig& o, const std::string* init, int budget,
-                         const std::string& phase, const harness::RunContext& ctx) {
+                         const std::string& phase, const harness::RunContext& ctx, double* final_loss) {
   const int K = (int)t.class_names.size();
   const PretrainOptions po = o.pretrain();
   Generator g(1000 + o.seed);
@@ -207,7 +207,8 @@ double finetune_accuracy(const ZeroShotTask& t, const NspBertConfig& o, const st
     return cross_entropy(m.forward(bert_batch(seqs)), y);
   };
   std::vector<harness::CurvePoint> curve;  // no evaluation during fine-tuning: the last step's model is tested
-  harness::run_phase({phase, o.finetune_steps, 1, 1.0, 0, o.checkpoint_every}, parts, ctx, curve);
+  const harness::PhaseResult ph = harness::run_phase({phase, o.finetune_steps, 1, 1.0, 0, o.checkpoint_every}, parts, ctx, curve);
+  if (final_loss) *final_loss = ph.final_loss;
   return test_accuracy(m, t, o.max_a);
 }
 
@@ -308,8 +309,10 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   }
   for (int budget : o.budget_list()) {
     const std::string b = budget_name(budget);
-    const double acc = finetune_accuracy(task, o, o.arm == "pretrained" ? &pre.path : nullptr, budget, "finetune_" + b, ctx);
-    r.metrics["acc_" + b] = acc;
+    double loss = 0;
+    const double acc =
+        finetune_accuracy(task, o, o.arm == "pretrained" ? &pre.path : nullptr, budget, "finetune_" + b, ctx, &loss);
+    r.metrics["acc_" + b] = acc, r.metrics["loss_" + b] = loss;
     r.extra["labels"][b] = budget == 0 ? (int)task.train.size() : std::min<int>(budget, (int)task.train.size());
     if (!ctx.quiet && ctx.writer()) std::cerr << ctx.label << " " << b << " labels: " << harness::fixed(100 * acc, 1) << "%\n";
   }
