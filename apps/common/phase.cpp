@@ -319,4 +319,15 @@ nn::LoadReport load_backbone(nn::Module& m, const std::string& path, const std::
   return m.load(path, lo);
 }
 
+void save_cell_model(const RunContext& ctx, const nn::Module& m, const std::string& cell_key, const json& config) {
+  if (!ctx.writer()) return;
+  std::map<std::string, std::string> meta = {{"format", "pt"}, {"dl.cell", cell_key}, {"dl.config", config.dump()}};
+  if (!ctx.app.empty()) meta["dl.app"] = ctx.app;
+  m.save(ctx.dir + "/model.safetensors", meta);
+}
+
+std::string cell_model_file(const std::string& cell_or_file) {
+  return std::filesystem::is_directory(cell_or_file) ? cell_or_file + "/model.safetensors" : cell_or_file;
+}
+
 }  // namespace dl::harness

@@ -67,6 +67,7 @@ struct RunContext {
   Communicator* comm = &single_process();  // data-parallel: the ranks of this job (comm.h)
   DataParallelOptions parallel;            // data-parallel: ZeRO-1, bucket size (data_parallel.h)
   bool profile = false;                    // time one step op by op (--profile)
+  std::string app;                         // the experiment's name ("lra_benchmark"): a model file says which app wrote it
   std::string metrics_csv() const { return dir + "/metrics.csv"; }
   bool writer() const { return comm->rank() == 0; }  // only rank 0 writes files and logs
 };
@@ -83,6 +84,12 @@ struct PhaseSpec {
   // step below that. Cheap: one line appended per row.
   int log_every = 0;
 };
+
+// A finished cell's model, <ctx.dir>/model.safetensors (rank 0 only), with the metadata its app (and explain,
+// apps/explain) rebuilds it from: "dl.app" = ctx.app, "dl.cell" = the cell's key, "dl.config" = its config as JSON.
+void save_cell_model(const RunContext& ctx, const nn::Module& m, const std::string& cell_key, const json& config);
+// What a command's --cell names: a cell folder -> its model.safetensors; a file as it is.
+std::string cell_model_file(const std::string& cell_or_file);
 
 // The log_every a phase uses (spec.log_every, or its default when 0).
 int log_interval(const PhaseSpec& spec);

@@ -216,10 +216,17 @@ Subject open_subject(const std::string& path, const Options& o) {
     throw ConfigError(path + ": not a model file this project's apps write (" + e.what() + ")");
   }
   const json j = dl::harness::config_in_metadata(f.metadata, path, "lra_benchmark, fpt or pretrained_convs");
-  const std::string app = detect_app(j);
-  if (app == "lra_benchmark") return open_lra(path, j, o);
-  if (app == "fpt") return open_fpt(path, j, o);
-  if (app == "pretrained_convs") return open_pconv(path, j, o);
+  // The app that wrote it: named in the file ("dl.app", harness::save_cell_model), or for a file from before that
+  // told by the config's fields.
+  const auto named = f.metadata.find("dl.app");
+  const std::string app = named != f.metadata.end() ? named->second : detect_app(j);
+  using Opener = Subject (*)(const std::string&, const json&, const Options&);
+  const std::pair<const char*, Opener> openers[] = {{"lra_benchmark", open_lra}, {"fpt", open_fpt}, {"pretrained_convs", open_pconv}};
+  for (auto& [name, open] : openers)
+    if (app == name) return open(path, j, o);
+  if (named != f.metadata.end())
+    throw ConfigError(path + ": written by " + app + ", whose models explain does not open (it opens lra_benchmark, fpt and "
+                      "pretrained_convs models)");
   throw ConfigError(path + ": its dl.config is no config of lra_benchmark (has ssm_lr), fpt (has arm) or "
                     "pretrained_convs (has max_src)");
 }

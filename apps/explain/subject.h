@@ -1,8 +1,9 @@
 // apps/explain/subject.h - the model explain looks at, rebuilt from the file of the app that wrote it, with the one
 // input it runs. Each app has one opener here; explain.cpp knows nothing else about the apps.
 //
-// Which app wrote a file: every app's cell saves model.safetensors with the metadata "dl.config" = its CellConfig as
-// JSON, and the three configs have fields no other has:
+// Which app wrote a file: every app's cell saves model.safetensors through harness::save_cell_model, with the
+// metadata "dl.app" = the app's name and "dl.config" = its CellConfig as JSON. Files written before "dl.app" existed
+// are told apart by their configs' fields, which no other app's config has:
 //   lra_benchmark      "ssm_lr"      (LraModel, apps/lra_benchmark/model.h; input: a test example of the task)
 //   fpt                "arm"         (FptModel, apps/fpt/model.h; input: a test example of the task)
 //   pretrained_convs   "max_src"     (Seq2SeqModel, nn/models/seq2seq.h; input: a test example, or --text: the

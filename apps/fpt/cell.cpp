@@ -123,8 +123,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
       break;
     }
   res.steps_per_s = pr.seconds > 0 ? pr.steps_run / pr.seconds : 0;
-  if (ctx.writer())
-    m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+  dl::harness::save_cell_model(ctx, m, c.key(), c.to_json());
   if (!ctx.quiet)
     std::cerr << ctx.label << " val " << 100 * val << "%  test " << 100 * test << "%  (" << res.extra["trainable_params"]
               << " of " << res.params << " parameters trained)\n";

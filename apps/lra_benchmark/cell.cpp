@@ -162,7 +162,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   res.steps_per_s = train_seconds > 0 ? steps_run / train_seconds : 0;
   if (ctx.comm->size() > 1) res.extra["comm_s_per_step"] = steps_run > 0 ? comm_seconds / steps_run : 0;
   if (ctx.writer()) {
-    m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+    dl::harness::save_cell_model(ctx, m, c.key(), c.to_json());
     write_learned_kernels(m, ctx.dir, m.shape.max_len, kernels);
   }
   if (!ctx.quiet && shape.regression)

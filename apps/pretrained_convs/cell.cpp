@@ -114,8 +114,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
     res.extra["ood_examples"] = ood.n;
   }
   res.steps_per_s = pr.seconds > 0 ? pr.steps_run / pr.seconds : 0;
-  if (ctx.writer())
-    m.save(ctx.dir + "/model.safetensors", {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
+  dl::harness::save_cell_model(ctx, m, c.key(), c.to_json());
   if (!ctx.quiet && ctx.writer())
     std::cerr << ctx.label << " val " << 100 * res.metrics["val_acc"] << "%  test " << 100 * res.metrics["test_acc"] << "%"
               << (res.metrics.count("ood_acc") ? "  held-out " + std::to_string(100 * res.metrics["ood_acc"]) + "%" : "") << "\n";

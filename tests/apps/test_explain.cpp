@@ -42,7 +42,7 @@ lra::CellConfig tiny_lra(const std::string& model, const std::string& regime) {
   return c;
 }
 
-// Saves a fresh model as the app's cell does: weights + its config in the metadata.
+// Saves a fresh model as the apps' cells did before "dl.app": weights + its config in the metadata.
 template <class M, class C> std::string save_cell(const M& m, const C& c, const std::string& dir) {
   const std::string path = dir + "/model.safetensors";
   m.save(path, {{"format", "pt"}, {"dl.cell", c.key()}, {"dl.config", c.to_json().dump()}});
@@ -384,9 +384,14 @@ TEST(Explain, FilesFromNoAppAreClearErrorsNamingTheFile) {
   e = dl::test::error_of([&] { explain::explain_model_file(d + "/cut.safetensors", quiet_options(d)); });
   EXPECT_NE(e.find(d + "/cut.safetensors: its dl.config metadata: not valid JSON"), std::string::npos) << e;
 
+  // a file that names an app explain has no opener for: refused, naming the app (its config is never guessed at)
+  dl::save_safetensors(d + "/classify.safetensors", {{"w", dl::zeros({2})}}, {{"dl.app", "classify"}, {"dl.config", c.to_json().dump()}});
+  e = dl::test::error_of([&] { explain::explain_model_file(d + "/classify.safetensors", quiet_options(d)); });
+  EXPECT_NE(e.find(d + "/classify.safetensors: written by classify, whose models explain does not open"), std::string::npos) << e;
+
   dl::Generator g(0);
   lra::LraModel m(c, lra::shape_of(lra::task_data(c)), false, g);
-  const std::string path = save_cell(m, c, d);
+  const std::string path = save_cell(m, c, d);  // no dl.app (as files from before it): told by the config's fields
   explain::Options o = quiet_options(d);
   o.example = 99;
   e = dl::test::error_of([&] { explain::explain_model_file(path, o); });
@@ -408,6 +413,8 @@ TEST(Explain, MiniatureRunOfTheExecutable) {
       << dl::harness::read_text(d + "/out.txt");
   const std::string out = dl::harness::read_text(d + "/out.txt");
   EXPECT_NE(out.find("listops/transformer/scratch (written by lra_benchmark)"), std::string::npos) << out;
+  // the file names its app (harness::save_cell_model), so explain need not guess it from the config's fields
+  EXPECT_EQ(dl::load_safetensors(cell + "/model.safetensors").metadata.at("dl.app"), "lra_benchmark");
   EXPECT_NE(out.find("total "), std::string::npos);
   EXPECT_NE(out.find("1 attention layers, 2 head maps"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(cell + "/explain/explain.md"));
