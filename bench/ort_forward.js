@@ -9,39 +9,11 @@
 // JavaScript arrays). Where INPUTS also holds a graph output (the framework's own outputs, as in a check file), the
 // largest absolute difference from ONNX Runtime's is reported, so the timing is known to be of the same computation.
 // Prints one JSON line: {"ms": [...], "median_ms": m, "max_abs_diff": d or null, "threads": n, "ort": version}.
-// onnxruntime-node is found where scripts/setup.sh installs it: $DL_DATA_DIR/npm/onnxruntime-node, else
-// <repo>/data_cache/npm/onnxruntime-node. Exit code 2 when it is missing, 1 on any other error.
+// onnxruntime-node and the safetensors reader are tests/onnx/run_ort.js's (the data cache where scripts/setup.sh
+// installs it). Exit code 2 when it is missing, 1 on any other error.
 'use strict';
-const fs = require('fs');
 const path = require('path');
-
-function loadOrt() {
-  const cache = process.env.DL_DATA_DIR || path.resolve(__dirname, '..', 'data_cache');
-  const dir = path.join(cache, 'npm', 'onnxruntime-node', 'node_modules', 'onnxruntime-node');
-  try {
-    return { ort: require(dir), version: require(path.join(dir, 'package.json')).version };
-  } catch (e) {
-    console.error(`ort_forward.js: onnxruntime-node not found in ${dir} (scripts/setup.sh installs it): ${e.message}`);
-    process.exit(2);
-  }
-}
-
-// safetensors: 8-byte little-endian header length, JSON header, raw little-endian data
-function readSafetensors(file) {
-  const buf = fs.readFileSync(file);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
-  const out = {};
-  for (const [name, t] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    const [b, e] = t.data_offsets;
-    const copy = new Uint8Array(buf.subarray(8 + n + b, 8 + n + e)).buffer;  // aligned
-    if (t.dtype === 'F32') out[name] = { type: 'float32', data: new Float32Array(copy), dims: t.shape };
-    else if (t.dtype === 'I64') out[name] = { type: 'int64', data: new BigInt64Array(copy), dims: t.shape };
-    else throw new Error(`${file}: tensor '${name}' has dtype ${t.dtype}; expected F32 or I64`);
-  }
-  return out;
-}
+const { loadOrt, readSafetensors } = require(path.join(__dirname, '..', 'tests', 'onnx', 'run_ort.js'));
 
 async function main() {
   const [model, inputs, threadsArg, repsArg] = process.argv.slice(2);
@@ -50,7 +22,8 @@ async function main() {
     console.error('usage: node bench/ort_forward.js MODEL.onnx INPUTS.safetensors THREADS REPS');
     process.exit(1);
   }
-  const { ort, version } = loadOrt();
+  const ort = loadOrt();
+  const version = ort.env.versions.node;
   const session = await ort.InferenceSession.create(model, {
     executionProviders: ['cpu'],
     intraOpNumThreads: threads,

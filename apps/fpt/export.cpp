@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "apps/common/phase.h"
 #include "apps/common/config.h"
 #include "nn/onnx/check_file.h"
 #include "nn/onnx/ops.h"
@@ -92,24 +93,15 @@ void export_onnx(FptModel& m, const std::string& onnx_path, int64_t batch, uint6
   ox::write_check_file(onnx_path, inputs, {{"logits", out.data()}});
 }
 
-ExportCommand::ExportCommand(CLI::App& app) {
-  cmd_ = app.add_subcommand("export", "write a finished cell's model as ONNX (opset 17), with a check file beside it");
-  cmd_->add_option("--cell", cell_, "the cell folder (or its model.safetensors)")->required();
-  cmd_->add_option("--onnx", onnx_, "the .onnx file to write (FILE.check.safetensors goes beside it)")->required();
-  cmd_->add_option("--batch", batch_, "rows of the check file's example batch")->capture_default_str();
-  cmd_->add_option("--seed", seed_, "seed of the example batch")->capture_default_str();
-}
-
-void ExportCommand::run() const {
-  const std::string path = std::filesystem::is_directory(cell_) ? cell_ + "/model.safetensors" : cell_;
+std::string export_cell(const std::string& path, const harness::ExportOptions& o) {
   TensorFile f = load_safetensors(path);
   const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "fpt");
   Generator g(0);
   FptModel m(c, fpt_task(c), g);
   m.load(path);
-  export_onnx(m, onnx_, batch_, seed_);
-  std::cout << c.key() << ": wrote " << onnx_ << " and " << ox::check_file_path(onnx_) << " (length " << m.shape.max_len
-            << ", dynamic batch)\n";
+  export_onnx(m, o.onnx, o.batch, o.seed);
+  return c.key() + ": wrote " + o.onnx + " and " + ox::check_file_path(o.onnx) + " (length " + std::to_string(m.shape.max_len) +
+         ", dynamic batch)";
 }
 
 }  // namespace fpt

@@ -15,8 +15,9 @@
 // last-position read-out (the paper's, masked_readout off) reads position L - 1, as the model does on a batch
 // padded to L. Beside FILE it writes FILE.check.safetensors: `batch` random rows and the framework's logits for them.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
+
+#include "apps/common/export_command.h"
 
 #include "model.h"
 
@@ -25,18 +26,7 @@ namespace fpt {
 // Writes m (in eval mode) to onnx_path and its check file; the example inputs are drawn from seed.
 void export_onnx(FptModel& m, const std::string& onnx_path, int64_t batch, uint64_t seed);
 
-class ExportCommand {
- public:
-  explicit ExportCommand(CLI::App& app);
-  ExportCommand(const ExportCommand&) = delete;  // CLI11 holds pointers to the members
-  CLI::App* command() const { return cmd_; }
-  void run() const;
-
- private:
-  CLI::App* cmd_;
-  std::string cell_, onnx_;
-  int64_t batch_ = 4;
-  uint64_t seed_ = 0;
-};
+// `fpt export`: rebuilds the cell's model from its file and writes it (harness::export_command).
+std::string export_cell(const std::string& model_file, const dl::harness::ExportOptions& o);
 
 }  // namespace fpt

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   int example = 0;
   std::unique_ptr<SweepCommand> sweep;
-  std::unique_ptr<ExportCommand> exporter;
+  harness::ExportOptions export_opts;
   e.commands = [&](CLI::App& app) {
     CLI::App* pre = app.add_subcommand("pretrain", "rebuild the language-pretrained transformer of a preset (cached)");
     pre->add_option("--preset,--config", preset, "preset name or JSON file")->capture_default_str();
@@ -37,7 +37,6 @@ int main(int argc, char** argv) {
     att->add_option("--cell", cell_dir, "the cell folder")->required();
     att->add_option("--example", example, "test example")->capture_default_str();
     sweep = std::make_unique<SweepCommand>(app, e);
-    exporter = std::make_unique<ExportCommand>(app);
     return std::vector<harness::Command>{{pre,
                                           [&] {
                                             harness::Preset p = load_preset(preset);
@@ -50,7 +49,7 @@ int main(int argc, char** argv) {
                                           }},
                                          {att, [&] { write_attention_maps(cell_dir, example); }},
                                          {sweep->command(), [&] { sweep->run(); }},
-                                         {exporter->command(), [&] { exporter->run(); }}};
+                                         harness::export_command(app, export_opts, export_cell)};
   };
   return harness::run_main(e, argc, argv);
 }

@@ -12,8 +12,9 @@
 // Beside FILE it writes FILE.check.safetensors: a batch of `batch` random inputs (right-padded rows) and the
 // framework's logits for them, named as the graph's inputs and output.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
+
+#include "apps/common/export_command.h"
 
 #include "model.h"
 
@@ -22,18 +23,7 @@ namespace lra {
 // Writes m (in eval mode) to onnx_path and its check file; the inputs are drawn from seed.
 void export_onnx(LraModel& m, const std::string& onnx_path, int64_t batch, uint64_t seed);
 
-class ExportCommand {
- public:
-  explicit ExportCommand(CLI::App& app);
-  ExportCommand(const ExportCommand&) = delete;  // CLI11 holds pointers to the members
-  CLI::App* command() const { return cmd_; }
-  void run() const;
-
- private:
-  CLI::App* cmd_;
-  std::string cell_, onnx_;
-  int64_t batch_ = 4;
-  uint64_t seed_ = 0;
-};
+// `lra_benchmark export`: rebuilds the cell's model from its file and writes it (harness::export_command).
+std::string export_cell(const std::string& model_file, const dl::harness::ExportOptions& o);
 
 }  // namespace lra

@@ -28,7 +28,7 @@ namespace harness = dl::harness;
 
 // `eval --cell DIR`: the cell's model file carries its config.
 static void eval_cell(const std::string& cell_path, const std::string& split) {
-  std::string path = std::filesystem::is_directory(cell_path) ? cell_path + "/model.safetensors" : cell_path;
+  const std::string path = harness::cell_model_file(cell_path);
   dl::TensorFile f = dl::load_safetensors(path);
   const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "lra_benchmark");
   const double v = evaluate_checkpoint(c, path, split);
@@ -41,18 +41,17 @@ int main(int argc, char** argv) {
   std::string cell_path, split = "test";
   std::unique_ptr<SpeedCommand> speed;
   std::unique_ptr<DataScaleCommand> data_scale;
-  std::unique_ptr<ExportCommand> export_cmd;
+  harness::ExportOptions export_opts;
   e.commands = [&](CLI::App& app) {
     CLI::App* eval = app.add_subcommand("eval", "evaluate a finished cell's model.safetensors");
     eval->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
     eval->add_option("--split", split, "train, val or test")->capture_default_str();
     speed = std::make_unique<SpeedCommand>(app);            // training steps/s per cell (speed.h)
     data_scale = std::make_unique<DataScaleCommand>(app);  // the SPT gain against the training-set size (data_scale.h)
-    export_cmd = std::make_unique<ExportCommand>(app);     // the model as ONNX (export.h)
     return std::vector<harness::Command>{{eval, [&] { eval_cell(cell_path, split); }},
                                          {speed->command(), [&] { speed->run(); }},
                                          {data_scale->command(), [&] { data_scale->run(e); }},
-                                         {export_cmd->command(), [&] { export_cmd->run(); }}};
+                                         harness::export_command(app, export_opts, export_cell)};  // ONNX (export.h)
   };
   return harness::run_main(e, argc, argv);
 }

@@ -1,4 +1,5 @@
 // apps/pretrained_convs/export.cpp - see export.h.
+#include "apps/common/phase.h"
 #include "export.h"
 
 #include <filesystem>
@@ -70,25 +71,16 @@ void export_onnx(nn::Seq2SeqModel& m, const std::string& onnx_path, int64_t S, i
   ox::write_check_file(onnx_path, inputs, {{"logits", logits.data()}});
 }
 
-ExportCommand::ExportCommand(CLI::App& app) {
-  cmd_ = app.add_subcommand("export", "write a finished cell's encoder-decoder as ONNX (opset 17), with a check file beside it");
-  cmd_->add_option("--cell", cell_, "the cell folder (or its model.safetensors)")->required();
-  cmd_->add_option("--onnx", onnx_, "the .onnx file to write (FILE.check.safetensors goes beside it)")->required();
-  cmd_->add_option("--batch", batch_, "rows of the check file's example batch")->capture_default_str();
-  cmd_->add_option("--seed", seed_, "seed of the example batch")->capture_default_str();
-}
-
-void ExportCommand::run() const {
-  const std::string path = std::filesystem::is_directory(cell_) ? cell_ + "/model.safetensors" : cell_;
+std::string export_cell(const std::string& path, const harness::ExportOptions& o) {
   TensorFile f = load_safetensors(path);
   const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "pretrained_convs");
   Generator g(0);
   nn::Seq2SeqModel m(plan_model(c).cfg, g);
   m.load(path);
   const int64_t S = c.max_src, T = seq2seq_task(c).max_target;
-  export_onnx(m, onnx_, S, T, batch_, seed_);
-  std::cout << c.key() << ": wrote " << onnx_ << " and " << ox::check_file_path(onnx_) << " (source length " << S
-            << ", target length " << T << ", dynamic batch)\n";
+  export_onnx(m, o.onnx, S, T, o.batch, o.seed);
+  return c.key() + ": wrote " + o.onnx + " and " + ox::check_file_path(o.onnx) + " (source length " + std::to_string(S) +
+         ", target length " + std::to_string(T) + ", dynamic batch)";
 }
 
 }  // namespace pconv

@@ -15,8 +15,9 @@
 // Greedy decoding loops outside the graph: run it with decoder_input_ids = [0, y1, .., yn, 0 ..] and read position n.
 // Beside FILE it writes FILE.check.safetensors: `batch` random rows and the framework's logits for them.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
+
+#include "apps/common/export_command.h"
 
 #include "nn/models/seq2seq.h"
 
@@ -26,18 +27,7 @@ namespace pconv {
 // inputs are drawn from seed.
 void export_onnx(dl::nn::Seq2SeqModel& m, const std::string& onnx_path, int64_t S, int64_t T, int64_t batch, uint64_t seed);
 
-class ExportCommand {
- public:
-  explicit ExportCommand(CLI::App& app);
-  ExportCommand(const ExportCommand&) = delete;  // CLI11 holds pointers to the members
-  CLI::App* command() const { return cmd_; }
-  void run() const;
-
- private:
-  CLI::App* cmd_;
-  std::string cell_, onnx_;
-  int64_t batch_ = 4;
-  uint64_t seed_ = 0;
-};
+// `pretrained_convs export`: rebuilds the cell's encoder-decoder from its file and writes it (harness::export_command).
+std::string export_cell(const std::string& model_file, const dl::harness::ExportOptions& o);
 
 }  // namespace pconv

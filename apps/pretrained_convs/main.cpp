@@ -30,7 +30,7 @@ using namespace pconv;
 namespace harness = dl::harness;
 
 static void eval_cell(const std::string& cell_path, const std::string& split) {
-  const std::string path = std::filesystem::is_directory(cell_path) ? cell_path + "/model.safetensors" : cell_path;
+  const std::string path = dl::harness::cell_model_file(cell_path);
   dl::TensorFile f = dl::load_safetensors(path);
   const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "pretrained_convs");
   const Seq2SeqTask& t = seq2seq_task(c);
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   SpeedOptions so;
   int threads = 2;
   bool quiet = false;
-  std::unique_ptr<ExportCommand> exporter;
+  harness::ExportOptions export_opts;
   // outlives e.commands: the subcommands run after it returns
   auto base = [&] {
     harness::Preset p = load_preset(preset);
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     CLI::App* ev = app.add_subcommand("eval", "greedy-decoding accuracy of a finished cell's model.safetensors");
     ev->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
     ev->add_option("--split", split, "val, test or ood (compositional)")->capture_default_str();
-    exporter = std::make_unique<ExportCommand>(app);
+    harness::Command exporter = harness::export_command(app, export_opts, export_cell, "encoder-decoder");
     CLI::App* sp = app.add_subcommand("speed", "training steps/s and FLOPs of each model against the input length");
     sp->add_option("--preset,--config", preset, "the preset whose model sizes are timed")->capture_default_str();
     sp->add_option("--set", sets, "override a config field (repeatable)");
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
                                                       << p.info.value("seconds", 0.0) << " s)\n";
                                           }},
                                          {ev, [&] { eval_cell(cell_path, split); }},
-                                         {exporter->command(), [&] { exporter->run(); }},
+                                         exporter,
                                          {sp, [&] {
                                             harness::set_threads(threads);
                                             if (!lengths.empty()) {

@@ -84,7 +84,11 @@ async function main() {
   writeSafetensors(outputs, out);
 }
 
-main().catch((e) => {
-  console.error(`run_ort.js: ${e.stack || e}`);
-  process.exit(1);
-});
+module.exports = { loadOrt, readSafetensors };  // bench/ort_forward.js reads models and inputs the same way
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(`run_ort.js: ${e.stack || e}`);
+    process.exit(1);
+  });
+}
