@@ -46,7 +46,6 @@ std::vector<double> parse_reals(const std::string& s, const std::string& flag, b
 
 // One line per study (defined in <study>.cpp); the harness studies' only say so in `studies --help`.
 void add_attention_approx_command(CLI::App& app);
-void add_cosent_command(CLI::App& app);
 void add_mixers_command(CLI::App& app);
 
 }  // namespace studies

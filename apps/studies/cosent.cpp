@@ -1,30 +1,20 @@
-// apps/studies/cosent.cpp - see cosent.h. Shape letters: B pairs in a batch, N texts, T bytes, D d_model.
+// apps/studies/cosent.cpp - see cosent.h: Spearman, the pair sets, the encoder and one training (cosent_study.cpp:
+// the experiment). Shape letters: B pairs in a batch, N texts, T bytes, D d_model.
 #include "cosent.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <functional>
-#include <iomanip>
-#include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
-#include "apps/common/experiment.h"
-#include "apps/common/report.h"
-#include "apps/common/results.h"
-#include "apps/common/stats.h"
+#include "apps/common/phase.h"
 #include "autograd/ops.h"
-#include "cli.h"
 #include "nn/losses.h"
 #include "nn/models/sequence_backbone.h"
 #include "optim/adam.h"
-#include "optim/clip.h"
 #include "optim/param_groups.h"
 #include "optim/schedule.h"
 #include "tasks/text_classification.h"
@@ -94,8 +84,9 @@ std::vector<TextPair> sample_pairs(const PairSplit& s, int grades, int n, std::m
       if (a == b || pair_grade(s, grades, a, b) != want) continue;
       out.push_back({a, b, want}), found = true;
     }
-    if (!found) throw std::runtime_error("sample_pairs: found no pair of grade " + std::to_string(want) + " among " +
-                                         std::to_string(N) + " texts (too few documents or groups in this split?)");
+    if (!found)
+      throw std::runtime_error("sample_pairs: found no pair of grade " + std::to_string(want) + " among " + std::to_string(N) +
+                               " texts (too few documents or groups in this split?)");
   }
   return out;
 }
@@ -188,12 +179,12 @@ namespace {
 // The framework's sequence backbone (nn/models/sequence_backbone.h: pre-norm LayerNorm blocks of the registry layer, no
 // dropout, a final LayerNorm); a sentence is the masked mean of its last states.
 struct SentenceEncoder : nn::SequenceBackbone {
-  static nn::SequenceBackboneOptions options(const CosentOptions& o, int vocab) {
+  static nn::SequenceBackboneOptions options(const CosentConfig& o, int vocab) {
     nn::SequenceBackboneOptions b;
     b.vocab = vocab, b.d_model = o.d_model, b.max_len = o.max_len, b.layers = o.layers, b.block.ffn_hidden = 2 * o.d_model;
     return b;
   }
-  SentenceEncoder(const CosentOptions& o, int vocab, int grades, bool with_head, Generator& g)
+  SentenceEncoder(const CosentConfig& o, int vocab, int grades, bool with_head, Generator& g)
       : SequenceBackbone(options(o, vocab), nn::registry_mixer(o.layer, {0.0, /*causal=*/false, o.max_len}), g) {
     if (with_head) head = register_module("head", std::make_shared<nn::Linear>(3 * o.d_model, grades, g));
   }
@@ -306,59 +297,84 @@ void retrieval(const PairTask& t, const std::vector<float>& E, int64_t D, int qu
 
 // ---- one training ------------------------------------------------------------------------------------------------
 
-TrainResult train_encoder(const PairTask& t, const std::string& loss, double lr, int seed, const CosentOptions& o,
-                          bool want_examples) {
+namespace {
+
+// The training pairs of every step, as a dataset run_phase's Batcher hands out in order (no shuffling of its own):
+// example k is one pair (tokens a, b; label its grade), batch s the pairs of step s. The draws are the loop's before
+// the harness: each step `batch` pairs with the grades in turn, then shuffled, from rng.
+tasks::Dataset pair_order(const PairTask& t, int steps, int batch, std::mt19937_64& rng) {
+  tasks::Dataset d;
+  d.name = t.name + "/train pairs";
+  for (int step = 0; step < steps; step++) {
+    std::vector<TextPair> pairs = sample_pairs(t.train, t.grades, batch, rng);
+    std::shuffle(pairs.begin(), pairs.end(), rng);
+    for (const TextPair& p : pairs) {
+      tasks::Example e;
+      e.tokens = {p.a, p.b}, e.label = p.grade;
+      d.examples.push_back(std::move(e));
+    }
+  }
+  d.vocab_size = (int32_t)t.train.texts.size(), d.num_classes = t.grades, d.max_len = 2;
+  return d;
+}
+
+// One batch's loss: u then v from one forward of the 2B texts, then the arm's loss on the B pairs.
+Var pair_loss(SentenceEncoder& m, const PairTask& t, const std::string& loss, const tasks::Batch& b, double lambda) {
+  const int64_t B = b.batch_size;
+  std::vector<const std::vector<int32_t>*> texts;
+  for (int64_t i = 0; i < B; i++) texts.push_back(&t.train.tokens[b.tokens[2 * i]]);
+  for (int64_t i = 0; i < B; i++) texts.push_back(&t.train.tokens[b.tokens[2 * i + 1]]);
+  Var z = m.forward(texts);  // (2B, D): u then v
+  Var u = narrow(z, 0, 0, B), v = narrow(z, 0, B, B);
+  if (loss == "cosent") {
+    Tensor y = Tensor::empty({B});
+    for (int64_t i = 0; i < B; i++) y.data<float>()[i] = (float)b.labels[i];
+    return nn::cosent_loss(row_cosine(u, v), y, lambda);
+  }
+  if (loss == "softmax") {  // SBERT: softmax(W [u, v, |u - v|]), (B, 3D) -> (B, grades)
+    Tensor y = Tensor::empty({B}, DType::i64);
+    for (int64_t i = 0; i < B; i++) y.data<int64_t>()[i] = b.labels[i];
+    return cross_entropy(m.head->forward(cat({u, v, abs(sub(u, v))}, 1)), y);
+  }
+  Tensor y = Tensor::empty({B});  // cosine-MSE towards the grade scaled to [0, 1]
+  for (int64_t i = 0; i < B; i++) y.data<float>()[i] = (float)b.labels[i] / (t.grades - 1);
+  return mse_loss(row_cosine(u, v), Var(y));
+}
+
+}  // namespace
+
+// AdamW (no decay on norms, biases and embeddings), warmup (a tenth of the steps) + cosine, the gradient norm clipped.
+// The generator draws the initialisation; the pairs come from their own rng.
+TrainResult train_encoder(const PairTask& t, const std::string& loss, double lr, int seed, const CosentConfig& c,
+                          const harness::RunContext& ctx, bool want_examples) {
   if (loss != "cosent" && loss != "softmax" && loss != "cos_mse")
     throw std::invalid_argument("cosent: unknown loss '" + loss + "' (cosent, softmax, cos_mse)");
   Generator g((uint64_t)seed * 104729 + 3);
   if (t.vocab == 0) throw std::invalid_argument("train_encoder: the pair task is not tokenized (tokenize_task)");
-  SentenceEncoder m(o, t.vocab, t.grades, loss == "softmax", g);
+  SentenceEncoder m(c, t.vocab, t.grades, loss == "softmax", g);
   optim::GroupingOptions go;
-  go.lr = lr > 0 ? lr : 1e-3, go.weight_decay = o.weight_decay, go.no_decay_norm_bias_embed = true;
+  go.lr = lr > 0 ? lr : 1e-3, go.weight_decay = c.weight_decay, go.no_decay_norm_bias_embed = true;
   optim::AdamW opt(optim::make_param_groups(m, go), {});
   optim::ScheduleConfig sc;
-  sc.kind = "warmup_cosine", sc.warmup = std::max(1, o.steps / 10), sc.total = o.steps;
-  const optim::Schedule schedule = optim::make_schedule(sc);
+  sc.kind = "warmup_cosine", sc.warmup = std::max(1, c.steps / 10), sc.total = c.steps;
+  const int steps = lr > 0 ? c.steps : 0;  // lr 0: the untrained encoder
   std::mt19937_64 rng((uint64_t)seed * 31337 + 11);
-  TrainResult r;
+  const tasks::Dataset pairs = pair_order(t, steps, c.batch, rng);
   int64_t D = 0;
-  auto eval_val = [&](int step) {
-    std::vector<float> E = embed_split(m, t.val, D);
-    r.curve_steps.push_back(step), r.curve_val.push_back(pairs_spearman(E, D, t.val_pairs));
-  };
-  eval_val(0);
-  const int steps = lr > 0 ? o.steps : 0;  // lr 0: the untrained encoder
-  for (int step = 1; step <= steps; step++) {
-    std::vector<TextPair> batch = sample_pairs(t.train, t.grades, o.batch, rng);
-    std::shuffle(batch.begin(), batch.end(), rng);
-    const int64_t B = (int64_t)batch.size();
-    std::vector<const std::vector<int32_t>*> texts;
-    for (auto& p : batch) texts.push_back(&t.train.tokens[p.a]);
-    for (auto& p : batch) texts.push_back(&t.train.tokens[p.b]);
-    Var z = m.forward(texts);  // (2B, D): u then v
-    Var u = narrow(z, 0, 0, B), v = narrow(z, 0, B, B);
-    Var l;
-    if (loss == "cosent") {
-      Tensor y = Tensor::empty({B});
-      for (int64_t i = 0; i < B; i++) y.data<float>()[i] = (float)batch[i].grade;
-      l = nn::cosent_loss(row_cosine(u, v), y, o.lambda);
-    } else if (loss == "softmax") {  // SBERT: softmax(W [u, v, |u - v|]), (B, 3D) -> (B, grades)
-      Tensor y = Tensor::empty({B}, DType::i64);
-      for (int64_t i = 0; i < B; i++) y.data<int64_t>()[i] = batch[i].grade;
-      l = cross_entropy(m.head->forward(cat({u, v, abs(sub(u, v))}, 1)), y);
-    } else {  // cosine-MSE towards the grade scaled to [0, 1]
-      Tensor y = Tensor::empty({B});
-      for (int64_t i = 0; i < B; i++) y.data<float>()[i] = (float)batch[i].grade / (t.grades - 1);
-      l = mse_loss(row_cosine(u, v), Var(y));
-    }
-    if (!std::isfinite(l.item())) throw std::runtime_error("cosent: " + loss + " loss is not finite at step " + std::to_string(step));
-    optim::apply_schedule(opt, schedule, step - 1);
-    opt.zero_grad();
-    l.backward();
-    optim::clip_grad_norm(m.parameters(true), o.clip);
-    opt.step();
-    if (step % o.eval_every == 0 || step == steps) eval_val(step);
+  auto val_spearman = [&] { return pairs_spearman(embed_split(m, t.val, D), D, t.val_pairs); };
+  std::vector<harness::CurvePoint> curve = {{"train", 0, NAN, NAN, val_spearman(), 0}};  // accuracy: validation Spearman
+  if (steps > 0) {
+    tasks::BatcherConfig bc;
+    bc.batch_size = c.batch, bc.shuffle = false, bc.drop_last = true;
+    tasks::Batcher batches(pairs, bc);
+    harness::PhaseParts parts;
+    parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.schedule = optim::make_schedule(sc);
+    parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return pair_loss(m, t, loss, b, c.lambda); };
+    parts.eval = [&] { return harness::EvalPoint{NAN, val_spearman()}; };
+    harness::run_phase({"train", steps, 1, c.clip, c.eval_every, c.eval_every}, parts, ctx, curve);
   }
+  TrainResult r;
+  for (const harness::CurvePoint& p : curve) r.curve_steps.push_back(p.step), r.curve_val.push_back(p.accuracy);
   r.val = r.curve_val.back();
   if (r.val > 0)
     for (size_t i = 0; i < r.curve_val.size(); i++)
@@ -368,199 +384,22 @@ TrainResult train_encoder(const PairTask& t, const std::string& loss, double lr,
       }
   std::vector<float> E = embed_split(m, t.test, D);
   r.test = pairs_spearman(E, D, t.test_pairs, &r.cos_sd);
-  retrieval(t, E, D, o.queries, o.data.seed, r, want_examples);
+  retrieval(t, E, D, c.queries, (uint64_t)c.data_seed, r, want_examples);
   return r;
 }
 
-// ---- the study ---------------------------------------------------------------------------------------------------
-
-namespace {
-
-using dl::harness::fixed;  // apps/common/report.h
-std::string lr_str(double lr) {
-  std::ostringstream os;
-  os << lr;
-  return os.str();
+harness::json TrainResult::to_json() const {
+  return {{"val", val}, {"test", test},     {"steps_to_90", steps_to_90}, {"recall1", recall1},     {"recall5", recall5},
+          {"mrr", mrr}, {"cos_sd", cos_sd}, {"curve_steps", curve_steps}, {"curve_val", curve_val}, {"examples", examples}};
 }
 
-nlohmann::json result_json(const TrainResult& r) {
-  return {{"val", r.val},         {"test", r.test},       {"steps_to_90", r.steps_to_90}, {"recall1", r.recall1},
-          {"recall5", r.recall5}, {"mrr", r.mrr},         {"cos_sd", r.cos_sd}, {"curve_steps", r.curve_steps}, {"curve_val", r.curve_val},
-          {"examples", r.examples}};
-}
-
-}  // namespace
-
-void run_cosent(const CosentOptions& o) {
-  std::filesystem::create_directories(o.out + "/plots");
-  nlohmann::json j = {{"options", {{"steps", o.steps}, {"batch", o.batch}, {"seeds", o.seeds}, {"lrs", o.lrs},
-                                   {"d_model", o.d_model}, {"layers", o.layers}, {"layer", o.layer}, {"lambda", o.lambda},
-                                   {"max_len", o.max_len}, {"chunk_len", o.data.chunk_len}, {"tokenizer", o.tokenizer},
-                                   {"bpe_merges", o.bpe_merges}}},
-                      {"tasks", nlohmann::json::object()}};
-  harness::Table main_t, lr_t;
-  main_t.title = "CoSENT vs SBERT softmax vs cosine-MSE: Spearman x 100 of cos(u, v) against the grade";
-  main_t.columns = {"pairs", "loss", "lr", "seeds", "val Spearman", "test Spearman", "steps to 90%", "R@1 (%)", "R@5 (%)", "MRR x 100", "sd of test cos"};
-  main_t.right = {false, false, true, true, true, true, true, true, true, true, true};
-  lr_t.title = "Learning rates tried (seed 0, validation Spearman x 100 after the full budget)";
-  lr_t.columns = {"pairs", "loss", "lr", "val Spearman", "chosen"};
-  lr_t.right = {false, false, true, true, false};
-  std::vector<std::string> examples_md;
-  for (const std::string& task : o.tasks) {
-    const auto t0 = std::chrono::steady_clock::now();
-    PairTask t = make_pair_task(task, o.data);
-    tokenize_task(t, o.tokenizer, o.bpe_merges, o.max_len);
-    std::cerr << "[cosent] " << task << ": " << t.train.texts.size() << " / " << t.val.texts.size() << " / "
-              << t.test.texts.size() << " texts (train / val / test), " << t.val_pairs.size() << " val and "
-              << t.test_pairs.size() << " test pairs\n";
-    nlohmann::json& jt = j["tasks"][task];
-    jt["texts"] = {t.train.texts.size(), t.val.texts.size(), t.test.texts.size()};
-    harness::Plot p;
-    p.title = task + ": validation Spearman of cos(u, v) vs step (mean ± SE over seeds)";
-    p.xlabel = "step", p.ylabel = "Spearman", p.key = "bottom right";
-    auto row = [&](const std::string& loss, const std::string& lr, const std::vector<TrainResult>& rs) {
-      std::vector<double> val, test, s90, r1, r5, mrr, sd;
-      for (auto& r : rs) {
-        val.push_back(r.val), test.push_back(r.test), r1.push_back(r.recall1), r5.push_back(r.recall5), mrr.push_back(r.mrr);
-        sd.push_back(r.cos_sd);
-        if (r.steps_to_90 >= 0) s90.push_back(r.steps_to_90);
-      }
-      main_t.rows.push_back({task, loss, lr, std::to_string(rs.size()), harness::format_mean_se(harness::mean_se(val)),
-                             harness::format_mean_se(harness::mean_se(test)),
-                             s90.size() == rs.size() && lr != "0" ? harness::format_mean_se(harness::mean_se(s90), 1, 0) : "-",
-                             harness::format_mean_se(harness::mean_se(r1)), harness::format_mean_se(harness::mean_se(r5)),
-                             harness::format_mean_se(harness::mean_se(mrr)), harness::format_mean_se(harness::mean_se(sd), 1, 3)});
-    };
-    std::vector<TrainResult> untrained;
-    for (int s = 0; s < o.seeds; s++) untrained.push_back(train_encoder(t, "cosent", 0, s, o));
-    row("untrained", "0", untrained);
-    for (auto& r : untrained) jt["untrained"].push_back(result_json(r));
-    std::map<std::string, std::vector<double>> test_by_loss;
-    for (const std::string& loss : o.losses) {
-      std::vector<TrainResult> tried;
-      size_t best = 0;
-      for (size_t k = 0; k < o.lrs.size(); k++) {
-        tried.push_back(train_encoder(t, loss, o.lrs[k], 0, o, true));
-        std::cerr << "[cosent] " << task << " " << loss << " lr " << o.lrs[k] << " seed 0: val " << fixed(tried.back().val, 3)
-                  << "\n";
-        if (tried[k].val > tried[best].val) best = k;
-        jt["lr_search"][loss].push_back({{"lr", o.lrs[k]}, {"val", tried[k].val}});
-      }
-      for (size_t k = 0; k < o.lrs.size(); k++)
-        lr_t.rows.push_back({task, loss, lr_str(o.lrs[k]), fixed(100 * tried[k].val, 1), k == best ? "yes" : ""});
-      std::vector<TrainResult> rs = {tried[best]};  // seed 0 at the chosen lr is the search's own run
-      for (int s = 1; s < o.seeds; s++) {
-        rs.push_back(train_encoder(t, loss, o.lrs[best], s, o));
-        std::cerr << "[cosent] " << task << " " << loss << " lr " << o.lrs[best] << " seed " << s << ": val "
-                  << fixed(rs.back().val, 3) << " test " << fixed(rs.back().test, 3) << "\n";
-      }
-      row(loss, lr_str(o.lrs[best]), rs);
-      jt["chosen_lr"][loss] = o.lrs[best];
-      for (auto& r : rs) jt["runs"][loss].push_back(result_json(r)), test_by_loss[loss].push_back(r.test);
-      harness::Series curve;
-      curve.title = loss + " (lr " + lr_str(o.lrs[best]) + ")";
-      curve.x = rs[0].curve_steps;
-      for (size_t i = 0; i < curve.x.size(); i++) {
-        std::vector<double> at;
-        for (auto& r : rs) at.push_back(r.curve_val[i]);
-        harness::MeanSE e = harness::mean_se(at);
-        curve.y.push_back(e.mean), curve.err.push_back(e.se);
-      }
-      p.series.push_back(curve);
-      if (!rs[0].examples.empty()) {
-        examples_md.push_back("**" + task + ", " + loss + " (seed 0)**\n");
-        for (auto& e : rs[0].examples) examples_md.push_back("- " + e + "\n");
-        examples_md.push_back("\n");
-      }
-    }
-    for (const std::string& other : o.losses)  // paired over seeds: the same data, seeds and budget
-      if (other != "cosent" && test_by_loss.count("cosent") && o.seeds >= 2) {
-        harness::MeanSE d = harness::paired_difference(test_by_loss[other], test_by_loss["cosent"], 0);
-        main_t.rows.push_back({task, "cosent - " + other, "", std::to_string(o.seeds), "",
-                               harness::format_mean_se(d, 100, 1, true), "", "", "", "", ""});
-        jt["cosent_minus"][other] = {{"mean", d.mean}, {"se", d.se}};
-      }
-    harness::plot_lines(p, o.out + "/plots/" + task + "_spearman_vs_step");
-    std::cerr << "[cosent] " << task << " done in "
-              << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0) << " s\n";
-  }
-  main_t.notes.push_back(
-      "Spearman x 100 between cos(u, v) and the gold grade on the held-out pairs, mean ± standard error over seeds "
-      "(a seed draws the initialisation and the training pairs; the split and the val/test pairs are fixed). Each loss "
-      "had the same budget: " + std::to_string(o.steps) + " steps of " + std::to_string(o.batch) +
-      " pairs, AdamW, warmup + cosine schedule; its lr was chosen on the validation Spearman of seed 0 (table below). "
-      "softmax: SBERT's classifier on [u, v, |u - v|], evaluated by cos(u, v) with the classifier dropped. "
-      "Steps to 90%: the first evaluation step (every " + std::to_string(o.eval_every) +
-      ") at which the validation Spearman reaches 90% of its final value. Retrieval: each query is a test text, ranked "
-      "against all other test texts by cosine; relevant = the same document (brown) or the same polarity (sentiment). "
-      "'cosent - X': the paired per-seed difference of test Spearman. sd of test cos: the standard deviation of "
-      "cos(u, v) over the test pairs (near 0: the encoder maps every text to nearly the same direction).");
-  main_t.notes.push_back(lr_t.markdown());
-  if (!examples_md.empty()) {
-    std::string ex = "## Retrieval examples\n\n";
-    for (auto& e : examples_md) ex += e;
-    main_t.notes.push_back(ex);
-  }
-  j["table"] = main_t.to_json();
-  harness::write_text_atomic(o.out + "/cosent.json", j.dump(2) + "\n");
-  harness::write_text_atomic(o.out + "/cosent.md", main_t.markdown());
-  std::cout << main_t.markdown();
-}
-
-}  // namespace studies
-
-// ---- the subcommand ---------------------------------------------------------------------------------------------
-namespace studies {
-
-CosentOptions cosent_preset(const std::string& name) {
-  CosentOptions o;  // "default": a few minutes on 2 cores
-  if (name == "large") {  // the setting of the first tables of docs/studies/cosent.md
-    o.steps = 300, o.lrs = {1e-3, 3e-3, 1e-2};
-  } else if (name != "default") {
-    throw CLI::ValidationError("--preset", "'" + name + "' is not one of default, large");
-  }
-  return o;
-}
-
-void add_cosent_command(CLI::App& app) {
-  auto o = std::make_shared<CosentOptions>();
-  auto tasks_s = std::make_shared<std::string>(), losses_s = std::make_shared<std::string>(),
-       lrs_s = std::make_shared<std::string>(), preset = std::make_shared<std::string>("default");
-  auto threads = std::make_shared<int>(2);
-  CLI::App* c = app.add_subcommand("cosent", "CoSENT vs SBERT softmax vs cosine-MSE for sentence encoders (Spearman)");
-  c->add_option("--preset", *preset, "default (a few minutes) or large (300 steps, lrs 1e-3,3e-3,1e-2); flags win")
-      ->capture_default_str();
-  c->add_option("--out", o->out, "output folder")->capture_default_str();
-  c->add_option("--tasks", *tasks_s, "pair sets: brown,sentiment");
-  c->add_option("--losses", *losses_s, "losses: cosent,softmax,cos_mse");
-  c->add_option("--lrs", *lrs_s, "learning-rate grid, chosen on validation (default 3e-3,1e-2)");
-  c->add_option("--seeds", o->seeds, "seeds per loss")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--steps", o->steps, "training steps (the same for every loss)")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--batch", o->batch, "pairs per step")->capture_default_str()->check(CLI::Range(2, 4096));
-  c->add_option("--eval-every", o->eval_every, "steps between validation points")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--d-model", o->d_model, "encoder width")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--layers", o->layers, "encoder blocks")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--layer", o->layer, "registry layer of each block (nn/registry.cpp)")->capture_default_str();
-  c->add_option("--lambda", o->lambda, "CoSENT's scale")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--tokenizer", o->tokenizer, "bpe (trained on the train texts) or bytes")->capture_default_str()->check(CLI::IsMember({"bpe", "bytes"}));
-  c->add_option("--bpe-merges", o->bpe_merges, "BPE merges")->capture_default_str()->check(CLI::Range(0, 100000));
-  c->add_option("--max-len", o->max_len, "tokens kept per text")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--chunk-len", o->data.chunk_len, "brown: bytes per passage")->capture_default_str()->check(CLI::Range(16, 100000));
-  c->add_option("--val-pairs", o->data.val_pairs, "validation pairs")->capture_default_str()->check(CLI::Range(4, 1000000));
-  c->add_option("--test-pairs", o->data.test_pairs, "test pairs")->capture_default_str()->check(CLI::Range(4, 1000000));
-  c->add_option("--queries", o->queries, "retrieval queries")->capture_default_str()->check(CLI::PositiveNumber);
-  c->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
-  c->callback([=] {
-    CosentOptions r = *o;                             // the defaults and every flag given
-    const CosentOptions p = cosent_preset(*preset);  // an unknown preset fails here, naming both
-    if (c->count("--steps") == 0) r.steps = p.steps;  // the preset, except where a flag was given as well
-    r.lrs = lrs_s->empty() ? p.lrs : parse_reals(*lrs_s, "--lrs");
-    if (!tasks_s->empty()) r.tasks = parse_names(*tasks_s, "--tasks", {"brown", "sentiment"});
-    if (!losses_s->empty()) r.losses = parse_names(*losses_s, "--losses", {"cosent", "softmax", "cos_mse"});
-    nn::find_layer(r.layer);  // an unknown layer fails here, naming the known ones
-    harness::set_threads(*threads);
-    run_cosent(r);
-  });
+TrainResult TrainResult::from_json(const harness::json& j) {
+  TrainResult r;
+  r.val = j.at("val"), r.test = j.at("test"), r.steps_to_90 = j.at("steps_to_90"), r.recall1 = j.at("recall1");
+  r.recall5 = j.at("recall5"), r.mrr = j.at("mrr"), r.cos_sd = j.at("cos_sd");
+  r.curve_steps = j.at("curve_steps").get<std::vector<double>>(), r.curve_val = j.at("curve_val").get<std::vector<double>>();
+  r.examples = j.at("examples").get<std::vector<std::string>>();
+  return r;
 }
 
 }  // namespace studies

@@ -1,7 +1,10 @@
 // tests/apps/test_studies_cosent.cpp - `studies cosent` (apps/studies/cosent.h): Spearman's rho with ties against a
 // hand-computed case, the pair sets' document split, a learning test (CoSENT orders an easy synthetic pair task in a
-// fixed budget, an lr of ~0 does not) and a miniature run that writes its table. CoSENT's own value and gradient are
-// tested in tests/nn/test_losses.cpp (PyTorch fixture, finite differences, right vs wrong ordering): not repeated here.
+// fixed budget, an lr of ~0 does not); as an experiment on the harness: the presets hold the documented settings, bad
+// settings are named, the old command line is read as before, a miniature run writes its tables (the selection seed's
+// cell is the chosen lr's own run), and a run killed twice resumes to the uninterrupted one's results and tables.
+// CoSENT's own value and gradient are tested in tests/nn/test_losses.cpp (PyTorch fixture, finite differences, right
+// vs wrong ordering): not repeated here.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,6 +16,8 @@
 #include "apps/studies/cosent.h"
 
 using namespace studies;
+namespace harness = dl::harness;
+using json = nlohmann::json;
 
 TEST(StudiesCosent, SpearmanAveragesTiedRanks) {
   EXPECT_EQ(average_ranks({10, 20, 20, 30}), (std::vector<double>{1, 2.5, 2.5, 4}));
@@ -38,7 +43,8 @@ TEST(StudiesCosent, PairSetsAreSplitByDocument) {
   for (const char* name : {"brown", "sentiment"}) {
     PairTask t = make_pair_task(name, c);
     std::set<std::string> train_docs, train_texts;
-    for (size_t i = 0; i < t.train.texts.size(); i++) train_docs.insert(doc_of(t.train.ids[i])), train_texts.insert(t.train.texts[i]);
+    for (size_t i = 0; i < t.train.texts.size(); i++)
+      train_docs.insert(doc_of(t.train.ids[i])), train_texts.insert(t.train.texts[i]);
     for (const PairSplit* s : {&t.val, &t.test})
       for (size_t i = 0; i < s->texts.size(); i++) {
         ASSERT_EQ(train_docs.count(doc_of(s->ids[i])), 0u) << name << ": " << s->ids[i] << " is in train and held out";
@@ -97,57 +103,150 @@ PairTask topic_task() {
   return t;
 }
 
-CosentOptions tiny_options() {
-  CosentOptions o;
-  o.d_model = 32, o.layers = 1, o.batch = 16, o.steps = 80, o.eval_every = 40, o.queries = 40, o.max_len = 64;
-  return o;
+CosentConfig tiny_config() {
+  CosentConfig c;
+  c.d_model = 32, c.layers = 1, c.batch = 16, c.steps = 80, c.eval_every = 40, c.queries = 40, c.max_len = 64;
+  return c;
+}
+
+harness::RunContext quiet_ctx(const std::string& dir) {
+  harness::RunContext ctx;
+  ctx.out = dir, ctx.dir = dir + "/cell", ctx.quiet = true;
+  std::filesystem::create_directories(ctx.dir);
+  return ctx;
+}
+
+harness::Preset load(const harness::Experiment& e, const std::string& name) {
+  return harness::load_preset(name, e.presets_dir, std::vector<harness::Axis>(e.axes.begin(), e.axes.end()));
+}
+
+// A miniature of the default preset on the sentiment pairs: width 16, BPE 100 merges, 40 val / 40 test pairs, 4 steps
+// with a point every 2, the lr grid {3e-3}, seeds 0 and 1.
+harness::Preset mini_preset(const std::string& dir, const std::vector<std::string>& arms) {
+  const harness::Experiment e = cosent_experiment();
+  json p = {{"description", "test"},
+            {"tasks", {"sentiment"}},
+            {"arms", arms},
+            {"seeds", {0, 1}},
+            {"defaults",
+             {{"lrs", "0.003"},
+              {"steps", 4},
+              {"eval_every", 2},
+              {"d_model", 16},
+              {"batch", 16},
+              {"bpe_merges", 100},
+              {"max_len", 64},
+              {"queries", 40},
+              {"val_pairs", 40},
+              {"test_pairs", 40}}}};
+  harness::write_text_atomic(dir + "/mini.json", p.dump(2));
+  return harness::load_preset(dir + "/mini.json", e.presets_dir, load(e, "default").axes);
 }
 }  // namespace
 
 TEST(StudiesCosent, CosentLearnsAnEasyPairTaskAndLrZeroDoesNot) {
+  const std::string d = dl::test::app_temp_dir("studies_cosent_learns");
   const PairTask t = topic_task();
-  const CosentOptions o = tiny_options();
-  const TrainResult trained = train_encoder(t, "cosent", 1e-2, 0, o);
-  const TrainResult still = train_encoder(t, "cosent", 1e-8, 0, o);
+  const CosentConfig c = tiny_config();
+  const TrainResult trained = train_encoder(t, "cosent", 1e-2, 0, c, quiet_ctx(d + "/a"));
+  const TrainResult still = train_encoder(t, "cosent", 1e-8, 0, c, quiet_ctx(d + "/b"));
   // measured: 0.85 trained, 0.32 at lr 1e-8
   EXPECT_GT(trained.test, 0.7) << "80 steps of CoSENT should order same-topic pairs above different-topic ones";
   EXPECT_LT(still.test, 0.5) << "with lr ~0 the encoder stays at its initialisation";
   EXPECT_GT(trained.mrr, still.mrr);
   EXPECT_EQ(trained.curve_steps, (std::vector<double>{0, 40, 80}));
-  EXPECT_THROW(train_encoder(t, "triplet", 1e-3, 0, o), std::invalid_argument);
+  EXPECT_THROW(train_encoder(t, "triplet", 1e-3, 0, c, quiet_ctx(d + "/c")), std::invalid_argument);
+  const TrainResult untrained = train_encoder(t, "cosent", 0, 0, c, quiet_ctx(d + "/d"));
+  EXPECT_EQ(untrained.curve_steps, (std::vector<double>{0})) << "lr 0: the encoder at its initialisation, not trained";
+  EXPECT_EQ(TrainResult::from_json(trained.to_json()).to_json(), trained.to_json());
 }
 
 TEST(StudiesCosent, MiniatureRunWritesItsTable) {
-  CosentOptions o = tiny_options();
-  o.out = dl::test::app_temp_dir("studies_cosent");
-  o.tasks = {"sentiment"}, o.lrs = {3e-3}, o.seeds = 2, o.steps = 4, o.eval_every = 2, o.d_model = 16, o.bpe_merges = 100;
-  o.data.val_pairs = 40, o.data.test_pairs = 40;
-  run_cosent(o);
-  const std::string md = dl::harness::read_text(o.out + "/cosent.md");
+  const std::string d = dl::test::app_temp_dir("studies_cosent");
+  const harness::Experiment e = cosent_experiment();
+  const harness::Preset p = mini_preset(d, {"untrained", "cosent", "softmax", "cos_mse"});
+  harness::run_cells(e, p, harness::expand_cells(e, p, p.values, p.seeds, {}), dl::test::quiet_in(d + "/out"));
+  harness::write_reports(e, p, d + "/out");
+  const std::string md = harness::read_text(d + "/out/results.md");
   for (const char* row : {"| sentiment | untrained | 0 | 2 |", "| sentiment | cosent | 0.003 | 2 |",
                           "| sentiment | softmax | 0.003 | 2 |", "| sentiment | cos_mse | 0.003 | 2 |",
-                          "| sentiment | cosent - softmax |"})
+                          "| sentiment | cosent - softmax |", "| sentiment | cosent | 0.003 |", "## Retrieval examples"})
     EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
-  EXPECT_TRUE(std::filesystem::exists(o.out + "/cosent.json"));
-  EXPECT_TRUE(std::filesystem::exists(o.out + "/plots/sentiment_spearman_vs_step.dat"));
+  EXPECT_LT(md.find("cosent - softmax"), md.find("cosent - cos_mse")) << "the paired rows in the arms' order\n" << md;
+  EXPECT_TRUE(std::filesystem::exists(d + "/out/plots/sentiment_spearman_vs_step.dat"));
+  // seed 0 (the selection seed) of a loss is the grid's run at the chosen lr, read from the selection folder
+  const json point = json::parse(harness::read_text(d + "/out/selection/sentiment/softmax/lr0.003/result.json"));
+  const harness::CellResult r0 =
+      harness::read_result(d + "/out", harness::expand_cells(e, p, {{"sentiment"}, {"softmax"}}, {0}, {})[0]);
+  EXPECT_EQ(r0.metric("test"), point["result"]["test"].get<double>());
+  EXPECT_FALSE(r0.extra["examples"].empty()) << "the retrieval examples of the selection run";
+  EXPECT_FALSE(std::filesystem::exists(d + "/out/cells/sentiment__softmax__seed0/train")) << "not trained a second time";
 }
 
-// The two settings of --preset: "default" is the struct's defaults (a few minutes); "large" is the setting of the docs'
-// large tables. An unknown preset names the choices, from the function and through the subcommand.
+// The presets: "default" the settings the study always had by default (150 steps, lr grid {3e-3, 1e-2}), "large" the
+// setting of the docs' large tables (300 steps, {1e-3, 3e-3, 1e-2}); the rest is shared. An unknown preset is named.
 TEST(StudiesCosent, PresetsSelectTheDocumentedSettings) {
-  const CosentOptions d = cosent_preset("default"), l = cosent_preset("large"), plain;
+  const harness::Experiment e = cosent_experiment();
+  auto cell = [&](const std::string& preset) {
+    const harness::Preset p = load(e, preset);
+    EXPECT_EQ(p.seeds, (std::vector<int>{0, 1, 2})) << preset;
+    EXPECT_EQ(p.values[0], (std::vector<std::string>{"brown", "sentiment"})) << preset;
+    EXPECT_EQ(p.values[1].size(), 4u) << preset;
+    return harness::config_from_json<CosentConfig>(harness::expand_cells(e, p, {{"brown"}, {"cosent"}}, {0}, {})[0].config,
+                                                   preset);
+  };
+  const CosentConfig d = cell("default"), l = cell("large"), plain;
   EXPECT_EQ(d.steps, 150);
-  EXPECT_EQ(d.lrs, (std::vector<double>{3e-3, 1e-2}));
+  EXPECT_EQ(d.lr_list(), (std::vector<double>{3e-3, 1e-2}));
   EXPECT_EQ(l.steps, 300);
-  EXPECT_EQ(l.lrs, (std::vector<double>{1e-3, 3e-3, 1e-2}));
+  EXPECT_EQ(l.lr_list(), (std::vector<double>{1e-3, 3e-3, 1e-2}));
   EXPECT_EQ(plain.steps, d.steps);
   EXPECT_EQ(plain.lrs, d.lrs);
-  for (const CosentOptions* o : {&d, &l})  // the rest is shared
-    EXPECT_TRUE(o->seeds == 3 && o->batch == 32 && o->eval_every == 25 && o->d_model == 64 && o->tasks.size() == 2);
-  const std::string e = dl::test::error_of([] { cosent_preset("huge"); });
-  for (const char* word : {"--preset", "'huge'", "default, large"}) EXPECT_NE(e.find(word), std::string::npos) << e;
-  CLI::App app;
-  add_cosent_command(app);
-  EXPECT_NE(dl::test::error_of([&] { app.parse("cosent --preset huge", false); }).find("not one of default, large"),
-            std::string::npos);
+  for (const CosentConfig* c : {&d, &l})  // the rest is shared
+    EXPECT_TRUE(c->batch == 32 && c->eval_every == 25 && c->d_model == 64 && c->selection_seed == 0 && c->layer == "dilatedconv");
+  const std::string err = dl::test::error_of([&] { load(e, "huge"); });
+  EXPECT_NE(err.find("huge"), std::string::npos) << err;
+}
+
+TEST(StudiesCosent, BadSettingsAndTheOldCommandLine) {
+  const harness::Experiment e = cosent_experiment();
+  const harness::Preset p = load(e, "default");
+  auto error = [&](const std::vector<std::string>& sets) {
+    return dl::test::error_of([&] { harness::expand_cells(e, p, {{"brown"}, {"cosent"}}, {0}, sets); });
+  };
+  EXPECT_EQ(error({}), "");
+  EXPECT_NE(error({"lrs=\"0.01,x\""}).find("'x'"), std::string::npos);
+  EXPECT_NE(error({"batch=1"}).find("'batch'"), std::string::npos);
+  EXPECT_NE(error({"tokenizer=words"}).find("'tokenizer'"), std::string::npos);
+  EXPECT_NE(error({"layer=nosuchlayer"}).find("nosuchlayer"), std::string::npos);
+  EXPECT_NE(error({"arm=softmax"}).find("--arms"), std::string::npos) << "an axis";
+  using V = std::vector<std::string>;
+  EXPECT_EQ(legacy_args({"--preset", "large", "--losses", "cosent,softmax", "--seeds", "3", "--lrs", "0.01", "--d-model=32"},
+                        cosent_legacy_flags()),
+            (V{"run", "--preset", "large", "--arms", "untrained,cosent,softmax", "--seeds", "0-2", "--set", "lrs=\"0.01\"",
+               "--set", "d_model=32"}));
+}
+
+// Killed (as a SIGKILL would) inside the first lr point's training and again later, resumed each time: every cell's
+// metrics and curve equal the uninterrupted run's, and so do the tables.
+TEST(StudiesCosent, AKilledRunResumesToTheUninterruptedResultsAndTables) {
+  const std::string d = dl::test::app_temp_dir("studies_cosent_resume");
+  const harness::Experiment e = cosent_experiment();
+  const harness::Preset p = mini_preset(d, {"cosent", "softmax"});
+  const std::vector<harness::Cell> cells =
+      harness::expand_cells(e, p, {{"sentiment"}, {"cosent", "softmax"}}, p.seeds, {"steps=8", "lrs=\"0.003,0.01\""});
+  harness::run_cells(e, p, cells, dl::test::quiet_in(d + "/whole"));
+  harness::write_reports(e, p, d + "/whole");
+  dl::test::run_sweep_stopped_twice(e, p, cells, d + "/part");  // stopped at step 5 (checkpoint 4), and again later
+  harness::write_reports(e, p, d + "/part");
+  const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
+  const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
+  ASSERT_EQ(whole["cells"].size(), 4u);
+  ASSERT_EQ(resumed["cells"].size(), 4u);
+  for (size_t i = 0; i < 4; i++) {
+    SCOPED_TRACE(whole["cells"][i]["cell"].get<std::string>());
+    EXPECT_EQ(whole["cells"][i]["metrics"], resumed["cells"][i]["metrics"]);
+    EXPECT_EQ(whole["cells"][i]["curve"], resumed["cells"][i]["curve"]);
+  }
+  EXPECT_EQ(whole["table"], resumed["table"]);
 }
