@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 namespace studies {
@@ -71,7 +72,7 @@ int harness_main(const harness::Experiment& e, const LegacyFlags& legacy, int ar
   return harness::run_main(e, (int)args.size(), av.data());
 }
 
-// ---- studies not yet on the harness ----
+// ---- lists in old command lines and in attention-approx ----
 
 static std::vector<std::string> items(const std::string& s) {
   std::vector<std::string> v;
@@ -82,28 +83,10 @@ static std::vector<std::string> items(const std::string& s) {
 
 std::vector<int> parse_ints(const std::string& s, const std::string& flag) {
   std::vector<int> v;
-  for (const std::string& item : items(s)) {
-    try {
-      size_t used = 0;
-      v.push_back(std::stoi(item, &used));
-      if (used != item.size() || v.back() < 1) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw CLI::ValidationError(flag, "'" + item + "' in \"" + s + "\" is not a positive integer");
-    }
+  for (int64_t x : harness::parse_int_list(s, flag)) {
+    if (x > std::numeric_limits<int>::max()) throw harness::ConfigError(flag + ": " + std::to_string(x) + " is too large");
+    v.push_back((int)x);
   }
-  if (v.empty()) throw CLI::ValidationError(flag, "an empty list");
-  return v;
-}
-
-std::vector<std::string> parse_names(const std::string& s, const std::string& flag, const std::vector<std::string>& known) {
-  std::vector<std::string> v = items(s);
-  for (const std::string& item : v)
-    if (std::find(known.begin(), known.end(), item) == known.end()) {
-      std::string k;
-      for (const std::string& n : known) k += (k.empty() ? "" : ", ") + n;
-      throw CLI::ValidationError(flag, "'" + item + "' is not one of " + k);
-    }
-  if (v.empty()) throw CLI::ValidationError(flag, "an empty list");
   return v;
 }
 

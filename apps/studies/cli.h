@@ -1,12 +1,12 @@
 // apps/studies/cli.h - what the studies share: the table of studies on the harness, the old command lines they still
-// read, and the parsing of comma-separated lists ("16,64,256") for the studies not yet on the harness.
+// read, and the parsing of comma-separated lists ("16,64,256") in those command lines and attention-approx's.
 //
 // A study on the harness (apps/common/experiment.h; mixers, positions, ...) is an Experiment: its arms and settings
 // are axes and a preset, its cells train on run_phase, and `studies <study> run|cell|list` goes to harness::run_main
 // (main.cpp's table). Its command line from before the harness (an option right after the study's name) is read as
 // `run` through a LegacyFlags table: each old flag says what it is now (mostly `--set field=value`).
-// A study not yet on the harness adds its own CLI11 subcommand: `void add_<study>_command(CLI::App& app)`, declared
-// below, one line in main.cpp.
+// attention-approx, which trains nothing (it measures approximation error and cost), keeps its own CLI11 subcommand:
+// add_attention_approx_command below, one line in main.cpp.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -36,16 +36,13 @@ std::vector<std::string> legacy_args(std::vector<std::string> args, const Legacy
 // `studies <study> ...` (argv[0] the study's name): the old command line read through `legacy`, then run_main.
 int harness_main(const dl::harness::Experiment& e, const LegacyFlags& legacy, int argc, char** argv);
 
-// ---- studies not yet on the harness ----
-// "16,64,256" -> {16, 64, 256}; a non-positive or non-integer item is a CLI::ValidationError naming `flag`.
+// ---- lists in old command lines and in attention-approx ----
+// "16,64,256" -> {16, 64, 256} (harness::parse_int_list: a ConfigError names `flag` and the item that is not a
+// positive integer).
 std::vector<int> parse_ints(const std::string& s, const std::string& flag);
-// "a,b" -> {"a", "b"}, each one of `known`; anything else is a CLI::ValidationError naming `flag` and the choices.
-std::vector<std::string> parse_names(const std::string& s, const std::string& flag, const std::vector<std::string>& known);
-// The same for real numbers ("0.02,0.1"); items must be finite and > 0 unless allow_zero.
+// Real numbers ("0.02,0.1"); items must be finite and > 0 unless allow_zero (a CLI::ValidationError names `flag`).
 std::vector<double> parse_reals(const std::string& s, const std::string& flag, bool allow_zero = false);
 
-// One line per study (defined in <study>.cpp); the harness studies' only say so in `studies --help`.
-void add_attention_approx_command(CLI::App& app);
-void add_mixers_command(CLI::App& app);
+void add_attention_approx_command(CLI::App& app);  // attention_approx.cpp
 
 }  // namespace studies

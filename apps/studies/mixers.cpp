@@ -546,10 +546,4 @@ int mixers_main(int argc, char** argv) {
   return harness::run_main(mixers_experiment(), (int)args.size(), av.data());
 }
 
-void add_mixers_command(CLI::App& app) {  // for `studies --help`: main.cpp hands `studies mixers ...` to mixers_main
-  app.add_subcommand("mixers", "attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone "
-                               "(an experiment on the harness: studies mixers --help)")
-      ->allow_extras();
-}
-
 }  // namespace studies
