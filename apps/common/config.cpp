@@ -2,6 +2,7 @@
 #include "apps/common/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,19 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
     at = end + 1;
   }
   return v;
+}
+
+double parse_positive_real(const std::string& text, const std::string& field) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(x) || x <= 0)
+    throw ConfigError(field + " '" + text + "': expected a positive number like 0.002");
+  return x;
 }
 
 [[noreturn]] static void bad_type(const json& v, const std::string& key, const std::string& where, const char* want) {

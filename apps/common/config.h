@@ -58,6 +58,9 @@ template <class C> std::vector<std::string> config_field_names() {
 std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
 // "3,7,15" -> {3, 7, 15}; a ConfigError names the field and the first item that is not a positive integer.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field);
+// "0.002" -> 0.002 for an axis value that is a positive real (a learning rate); a ConfigError names the field and
+// the text, e.g. "lr '0.x': expected a positive number like 0.002".
+double parse_positive_real(const std::string& text, const std::string& field);
 
 template <class C> void apply_config(C& c, const json& j, const std::string& where) {
   if (!j.is_object()) throw ConfigError(where + ": expected an object of fields, found " + j.type_name());

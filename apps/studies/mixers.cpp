@@ -455,18 +455,6 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
   return t;
 }
 
-double parse_lr(const std::string& s) {
-  size_t used = 0;
-  double lr = 0;
-  try {
-    lr = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size() || !std::isfinite(lr) || lr <= 0)
-    throw harness::ConfigError("lr '" + s + "': expected a positive number like 0.002");
-  return lr;
-}
 
 }  // namespace
 
@@ -489,7 +477,7 @@ harness::Experiment mixers_experiment() {
           throw harness::ConfigError("--set " + s + ": " + axis + " is an axis: --" + axis + "s a,b (run) or --" + axis +
                                      " (cell)");
     MixersConfig c = harness::resolve<MixersConfig>(p, v, sets);
-    c.task = v[0], c.mixer = v[1], c.lr = parse_lr(v[2]);
+    c.task = v[0], c.mixer = v[1], c.lr = harness::parse_positive_real(v[2], "lr");
     c.validate();
     return harness::config_to_json(c);
   };

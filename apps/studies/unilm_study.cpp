@@ -270,18 +270,6 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
   return t;
 }
 
-double parse_lr(const std::string& s) {
-  size_t used = 0;
-  double lr = 0;
-  try {
-    lr = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size() || !std::isfinite(lr) || lr <= 0)
-    throw harness::ConfigError("lr '" + s + "': expected a positive number like 0.01");
-  return lr;
-}
 
 }  // namespace
 
@@ -301,7 +289,7 @@ harness::Experiment unilm_experiment() {
       if (s.starts_with("arm=") || s.starts_with("lr="))
         throw harness::ConfigError("--set " + s + ": arm and lr are axes: --arms / --lrs (run), --arm / --lr (cell)");
     UnilmConfig c = harness::resolve<UnilmConfig>(p, v, sets);
-    c.arm = v[0], c.lr = parse_lr(v[1]);
+    c.arm = v[0], c.lr = harness::parse_positive_real(v[1], "lr");
     c.validate();
     return harness::config_to_json(c);
   };
