@@ -59,8 +59,8 @@ template <class F> static double time_ms(int reps, F&& f) {
 
 // ONNX Runtime's median ms (and its largest output difference from ours, < 0 when not checked) on model + inputs.
 static json run_ort(const std::string& model, const std::string& inputs, int threads, int reps) {
-  const std::string cmd = "node bench/ort_forward.js '" + model + "' '" + inputs + "' " + std::to_string(threads) + " " +
-                          std::to_string(reps);
+  const std::string cmd =
+      "node bench/ort_forward.js '" + model + "' '" + inputs + "' " + std::to_string(threads) + " " + std::to_string(reps);
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("bench_onnx_forward: cannot start '" + cmd + "'");
   std::string out;
@@ -117,9 +117,15 @@ static Options parse(int argc, char** argv) {
 
 // One model at one batch size: ours and ORT's, as a JSON row.
 static json measure(const std::string& model, int64_t params, int64_t B, double ours_ms, const json& ort) {
-  json row = {{"model", model}, {"batch", B}, {"params", params}, {"ours_ms", ours_ms}, {"ort_ms", ort["median_ms"]},
-              {"ratio", ort["median_ms"].get<double>() / ours_ms}, {"max_abs_diff", ort["max_abs_diff"]},
-              {"ort_version", ort["ort"]}, {"threads", ort["threads"]}};
+  json row = {{"model", model},
+              {"batch", B},
+              {"params", params},
+              {"ours_ms", ours_ms},
+              {"ort_ms", ort["median_ms"]},
+              {"ratio", ort["median_ms"].get<double>() / ours_ms},
+              {"max_abs_diff", ort["max_abs_diff"]},
+              {"ort_version", ort["ort"]},
+              {"threads", ort["threads"]}};
   std::printf("%-12s batch %3lld  ours %10.2f ms  onnxruntime %10.2f ms  ratio %5.2f  max |diff| %s\n", model.c_str(),
               (long long)B, ours_ms, ort["median_ms"].get<double>(), row["ratio"].get<double>(),
               ort["max_abs_diff"].dump().c_str());
@@ -145,7 +151,8 @@ static std::vector<json> bench_lra(const std::string& mixer, const Options& o) {
     lra::Inputs in;
     in.tokens = check.at("tokens"), in.mask = check.at("mask");
     const double ours = time_ms(o.reps, [&] { m.classify(in); });
-    rows.push_back(measure(mixer, m.num_parameters(), B, ours, run_ort(path, nn::onnx::check_file_path(path), o.threads, o.reps)));
+    rows.push_back(
+        measure(mixer, m.num_parameters(), B, ours, run_ort(path, nn::onnx::check_file_path(path), o.threads, o.reps)));
   }
   return rows;
 }
@@ -166,8 +173,7 @@ static std::vector<json> bench_gpt2(const Options& o) {
     const std::string inputs = o.out + "/gpt2_b" + std::to_string(B) + ".inputs.safetensors";
     if (B * o.len * c.vocab_size <= (int64_t)1 << 28)  // our logits beside the inputs, so ORT's are compared with them
       save_safetensors(inputs, {{"input_ids", ids}, {"logits", m.forward(ids).data().contiguous()}});
-    else
-      save_safetensors(inputs, {{"input_ids", ids}});
+    else save_safetensors(inputs, {{"input_ids", ids}});
     const double ours = time_ms(o.reps, [&] { m.forward(ids); });
     rows.push_back(measure("gpt2", m.num_parameters(), B, ours, run_ort(path, inputs, o.threads, o.reps)));
   }

@@ -8,7 +8,8 @@
 namespace dl::harness {
 
 Command export_command(CLI::App& app, ExportOptions& o, CellExporter exporter, const std::string& what) {
-  CLI::App* cmd = app.add_subcommand("export", "write a finished cell's " + what + " as ONNX (opset 17), with a check file beside it");
+  CLI::App* cmd =
+      app.add_subcommand("export", "write a finished cell's " + what + " as ONNX (opset 17), with a check file beside it");
   cmd->add_option("--cell", o.cell, "the cell folder (or its model.safetensors)")->required();
   cmd->add_option("--onnx", o.onnx, "the .onnx file to write (FILE.check.safetensors goes beside it)")->required();
   cmd->add_option("--batch", o.batch, "rows of the check file's example batch")->capture_default_str();

@@ -12,8 +12,8 @@
 namespace dl::harness {
 
 struct ExportOptions {
-  std::string cell;  // the cell folder, or its model.safetensors
-  std::string onnx;  // the .onnx file to write; FILE.check.safetensors goes beside it
+  std::string cell;   // the cell folder, or its model.safetensors
+  std::string onnx;   // the .onnx file to write; FILE.check.safetensors goes beside it
   int64_t batch = 4;  // rows of the check file's example batch
   uint64_t seed = 0;  // seed of the example batch
 };

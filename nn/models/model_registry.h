@@ -20,7 +20,7 @@ struct ModelEntry {
   std::string layer_cfg;  // a JSON object of options over the backbone's (nn::backbone_config); "" for none
   std::string summary;    // one line for `list`
   // what apps ask:
-  LayerFamily family;     // its layer's
+  LayerFamily family;      // its layer's
   bool positions = false;  // takes a position scheme (rotary, learned, sinusoidal) and a local attention window
 };
 
