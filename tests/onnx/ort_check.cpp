@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
+#include "nn/onnx/check_file.h"
 #include "tensor/safetensors.h"
 
 namespace dl::test {
@@ -88,6 +90,41 @@ std::string fresh_temp_dir(const std::string& hint) {
   fs::path p = fs::temp_directory_path() / ("dl_onnx_" + hint + "_" + std::to_string(rd()));
   fs::create_directories(p);
   return p.string();
+}
+
+static std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string check_cell_export(const std::string& exe, const std::string& cell, const std::string& dir, const std::string& what,
+                              const std::function<void(const TensorFile&, int64_t batch)>& per_check) {
+  auto sh = [](const std::string& cmd) { return std::system((cmd + " > /dev/null 2>&1").c_str()); };
+  const std::string file = dir + "/model.onnx", file3 = dir + "/model_b3.onnx";
+  if (sh(exe + " export --cell " + cell + " --onnx " + file + " --batch 2") != 0 ||
+      sh(exe + " export --cell " + cell + " --onnx " + file3 + " --batch 3 --seed 1") != 0) {
+    ADD_FAILURE() << what << ": " << exe << " export failed";
+    return "";
+  }
+  EXPECT_TRUE(bytes_of(file) == bytes_of(file3)) << what << ": the graph depends on --batch or --seed";
+  std::string skipped;
+  ToolResult chk = onnx_checker(file);
+  if (!chk.available) skipped += chk.skip_reason + "; ";
+  EXPECT_EQ(chk.error, "") << "onnx.checker rejected " << file;
+  for (const auto& [f, batch] : {std::pair{file, 2}, {file3, 3}}) {
+    TensorFile check = load_safetensors(nn::onnx::check_file_path(f));
+    EXPECT_EQ(check.at("logits").size(0), batch) << what;
+    per_check(check, batch);
+    std::map<std::string, Tensor> got;
+    ToolResult ort = run_onnx_runtime(file, nn::onnx::check_file_path(f), &got);  // the one file, both check files
+    if (!ort.available) return skipped + ort.skip_reason;
+    if (!ort.error.empty()) {
+      ADD_FAILURE() << "ONNX Runtime failed on " << file << ": " << ort.error;
+      return skipped;
+    }
+    expect_close(what + " B=" + std::to_string(batch), got.at("logits"), check.at("logits"), kFixtureLong);
+  }
+  return skipped;
 }
 
 }  // namespace dl::test

@@ -6,10 +6,12 @@
 //                                  unavailable when node or onnxruntime-node is missing
 //   expect_close(name, a, b, tol)  the tolerance policy's test, naming the output and the worst element
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 
+#include "tensor/safetensors.h"
 #include "tensor/tensor.h"
 #include "tolerance.h"
 
@@ -27,5 +29,13 @@ ToolResult run_onnx_runtime(const std::string& onnx_path, const std::string& inp
 void expect_close(const std::string& what, const Tensor& actual, const Tensor& expected, Tol tol);
 // A fresh empty folder under the system's temp folder.
 std::string fresh_temp_dir(const std::string& hint);
+
+// What an app's `export` subcommand must do with a trained cell (the fpt and pretrained_convs export tests): `exe export
+// --cell cell` into dir at --batch 2 and at --batch 3 --seed 1, the two files byte-identical (the batch is dynamic,
+// the seed draws only the check batch), onnx.checker accepting the file, and ONNX Runtime on the one file reproducing
+// each check file's "logits" (kFixtureLong). `per_check` looks at each check file too (its batch: 2, then 3); failures
+// name `what`. Returns why a tool could not run ("" when both ran): the caller skips with it.
+std::string check_cell_export(const std::string& exe, const std::string& cell, const std::string& dir, const std::string& what,
+                              const std::function<void(const TensorFile&, int64_t batch)>& per_check);
 
 }  // namespace dl::test

@@ -8,8 +8,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "nn/onnx/check_file.h"
 #include "ort_check.h"
@@ -26,13 +24,6 @@ void PrintTo(const FptCase& c, std::ostream* os) { *os << c.task << "/" << c.arm
 
 int sh(const std::string& cmd) { return std::system((cmd + " > /dev/null 2>&1").c_str()); }
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // Small enough to train in a second; the LM (arm fpt) is pretrained for 4 steps and cached under its own key.
 const char* kTiny = " --set steps=2 --set layers=2 --set d_model=16 --set heads=2 --set lstm_layers=2 --set train_size=32"
                     " --set val_size=16 --set test_size=16 --set batch=8 --set eval_every=2 --set checkpoint_every=2"
@@ -47,27 +38,7 @@ TEST_P(FptExport, RuntimeReproducesTheCheckFiles) {
   const std::string cell = dir + "/cells/" + c.task + "__" + c.arm + "__seed0";
   ASSERT_EQ(sh(exe + " cell --task " + c.task + " --arm " + c.arm + " --seed 0 --quiet --out " + dir + kTiny + " " + c.sets), 0)
       << "training the cell failed";
-  const std::string file = dir + "/model.onnx", file3 = dir + "/model_b3.onnx";
-  ASSERT_EQ(sh(exe + " export --cell " + cell + " --onnx " + file + " --batch 2"), 0);
-  ASSERT_EQ(sh(exe + " export --cell " + cell + " --onnx " + file3 + " --batch 3 --seed 1"), 0);
-  EXPECT_TRUE(bytes_of(file) == bytes_of(file3)) << "the graph depends on --batch or --seed";
-  std::string skipped;
-  test::ToolResult chk = test::onnx_checker(file);
-  if (!chk.available) skipped += chk.skip_reason + "; ";
-  EXPECT_EQ(chk.error, "") << "onnx.checker rejected " << file;
-  for (const std::string& f : {file, file3}) {
-    TensorFile check = load_safetensors(nn::onnx::check_file_path(f));
-    EXPECT_EQ(check.at("logits").size(0), f == file ? 2 : 3);
-    std::map<std::string, Tensor> got;
-    test::ToolResult ort = test::run_onnx_runtime(file, nn::onnx::check_file_path(f), &got);  // the one file
-    if (!ort.available) {
-      skipped += ort.skip_reason;
-      break;
-    }
-    ASSERT_EQ(ort.error, "") << "ONNX Runtime failed on " << file;
-    test::expect_close(c.task + "/" + c.arm + " B=" + std::to_string(check.at("logits").size(0)), got.at("logits"),
-                       check.at("logits"), test::kFixtureLong);
-  }
+  const std::string skipped = test::check_cell_export(exe, cell, dir, c.task + "/" + c.arm, [](const TensorFile&, int64_t) {});
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
   if (!skipped.empty()) GTEST_SKIP() << skipped;
 }

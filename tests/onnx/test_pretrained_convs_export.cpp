@@ -9,8 +9,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "nn/models/seq2seq.h"
 #include "nn/onnx/check_file.h"
@@ -29,13 +27,6 @@ void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.task << "/" << c.mo
 
 int sh(const std::string& cmd) { return std::system((cmd + " > /dev/null 2>&1").c_str()); }
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 const char* kTiny =
     " --regime scratch --seed 0 --quiet --set steps=2 --set d_model=16 --set d_ff=32 --set heads=2 --set layers=2"
     " --set decoder_layers=2 --set kernel_sizes=3,5 --set dilations=1,2 --set train_size=32 --set val_size=8"
@@ -50,27 +41,9 @@ TEST_P(PretrainedConvsExport, RuntimeReproducesTheCheckFiles) {
   const std::string cell = dir + "/cells/" + c.task + "__" + c.model + "__scratch__seed0";
   ASSERT_EQ(sh(exe + " cell --task " + c.task + " --model " + c.model + " --out " + dir + kTiny), 0)
       << "training the cell failed";
-  const std::string file = dir + "/model.onnx", file3 = dir + "/model_b3.onnx";
-  ASSERT_EQ(sh(exe + " export --cell " + cell + " --onnx " + file + " --batch 2"), 0);
-  ASSERT_EQ(sh(exe + " export --cell " + cell + " --onnx " + file3 + " --batch 3 --seed 1"), 0);
-  EXPECT_TRUE(bytes_of(file) == bytes_of(file3)) << "the graph depends on --batch or --seed";
-  std::string skipped;
-  test::ToolResult chk = test::onnx_checker(file);
-  if (!chk.available) skipped += chk.skip_reason + "; ";
-  EXPECT_EQ(chk.error, "") << "onnx.checker rejected " << file;
-  for (const std::string& f : {file, file3}) {
-    TensorFile check = load_safetensors(nn::onnx::check_file_path(f));
+  const std::string skipped = test::check_cell_export(exe, cell, dir, c.model, [&](const TensorFile& check, int64_t) {
     EXPECT_EQ(check.tensors.count("segments"), c.model.ends_with("_xattn") ? 1u : 0u);
-    std::map<std::string, Tensor> got;
-    test::ToolResult ort = test::run_onnx_runtime(file, nn::onnx::check_file_path(f), &got);  // the one file
-    if (!ort.available) {
-      skipped += ort.skip_reason;
-      break;
-    }
-    ASSERT_EQ(ort.error, "") << "ONNX Runtime failed on " << file;
-    test::expect_close(c.model + " B=" + std::to_string(check.at("logits").size(0)), got.at("logits"), check.at("logits"),
-                       test::kFixtureLong);
-  }
+  });
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
   if (!skipped.empty()) GTEST_SKIP() << skipped;
 }
