@@ -111,4 +111,35 @@ inline void run_sweep_stopped_twice(const harness::Experiment& e, const harness:
   harness::run_cells(e, p, cells, part);
 }
 
+// The same sweep twice: whole into <dir>/whole, and stopped twice then resumed into <dir>/part (run_sweep_stopped_twice),
+// each with its reports written; returns the two runs' results.json, each of which must hold n cells (a test failure
+// otherwise).
+inline std::pair<harness::json, harness::json> sweep_whole_and_resumed(const harness::Experiment& e, const harness::Preset& p,
+                                                                       const std::vector<harness::Cell>& cells,
+                                                                       const std::string& dir, size_t n) {
+  harness::run_cells(e, p, cells, quiet_in(dir + "/whole"));
+  harness::write_reports(e, p, dir + "/whole");
+  run_sweep_stopped_twice(e, p, cells, dir + "/part");
+  harness::write_reports(e, p, dir + "/part");
+  std::pair<harness::json, harness::json> r = {harness::json::parse(harness::read_text(dir + "/whole/results.json")),
+                                               harness::json::parse(harness::read_text(dir + "/part/results.json"))};
+  EXPECT_EQ(r.first["cells"].size(), n);
+  EXPECT_EQ(r.second["cells"].size(), n);
+  return r;
+}
+
+// Every cell of two runs' results.json equal at each field in `fields` (JSON pointers such as "/metrics", "/curve",
+// "/extra/selection"), named by the cell; and the two tables equal.
+inline void expect_same_cells_and_table(const harness::json& whole, const harness::json& resumed,
+                                        const std::vector<std::string>& fields) {
+  ASSERT_EQ(whole["cells"].size(), resumed["cells"].size());
+  for (size_t i = 0; i < whole["cells"].size(); i++) {
+    SCOPED_TRACE(whole["cells"][i]["cell"].get<std::string>());
+    for (const std::string& f : fields)
+      EXPECT_EQ(whole["cells"][i].at(harness::json::json_pointer(f)), resumed["cells"][i].at(harness::json::json_pointer(f)))
+          << f;
+  }
+  EXPECT_EQ(whole["table"], resumed["table"]);
+}
+
 }  // namespace dl::test

@@ -235,18 +235,7 @@ TEST(StudiesCosent, AKilledRunResumesToTheUninterruptedResultsAndTables) {
   const harness::Preset p = mini_preset(d, {"cosent", "softmax"});
   const std::vector<harness::Cell> cells =
       harness::expand_cells(e, p, {{"sentiment"}, {"cosent", "softmax"}}, p.seeds, {"steps=8", "lrs=\"0.003,0.01\""});
-  harness::run_cells(e, p, cells, dl::test::quiet_in(d + "/whole"));
-  harness::write_reports(e, p, d + "/whole");
-  dl::test::run_sweep_stopped_twice(e, p, cells, d + "/part");  // stopped at step 5 (checkpoint 4), and again later
-  harness::write_reports(e, p, d + "/part");
-  const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
-  const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
-  ASSERT_EQ(whole["cells"].size(), 4u);
-  ASSERT_EQ(resumed["cells"].size(), 4u);
-  for (size_t i = 0; i < 4; i++) {
-    SCOPED_TRACE(whole["cells"][i]["cell"].get<std::string>());
-    EXPECT_EQ(whole["cells"][i]["metrics"], resumed["cells"][i]["metrics"]);
-    EXPECT_EQ(whole["cells"][i]["curve"], resumed["cells"][i]["curve"]);
-  }
-  EXPECT_EQ(whole["table"], resumed["table"]);
+  // stopped at step 5 (checkpoint 4), and again later
+  const auto [whole, resumed] = dl::test::sweep_whole_and_resumed(e, p, cells, d, 4);
+  dl::test::expect_same_cells_and_table(whole, resumed, {"/metrics", "/curve"});
 }

@@ -231,22 +231,11 @@ TEST(StudiesPositions, AKilledRunResumesToTheUninterruptedResultsAndTables) {
   const harness::Experiment e = positions_experiment();
   const harness::Preset p = mini_preset(d, {"lookback"}, {"learned", "rotary"});
   const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {"steps=8", "eval_every=1"});
-  harness::run_cells(e, p, cells, quiet_in(d + "/whole"));
-  harness::write_reports(e, p, d + "/whole");
-  dl::test::run_sweep_stopped_twice(e, p, cells, d + "/part");  // stopped at step 5 (checkpoint 4), then in the third cell
-  harness::write_reports(e, p, d + "/part");
-  const json whole = json::parse(harness::read_text(d + "/whole/results.json"));
-  const json resumed = json::parse(harness::read_text(d + "/part/results.json"));
-  ASSERT_EQ(whole["cells"].size(), 4u);
-  ASSERT_EQ(resumed["cells"].size(), 4u);
-  for (size_t i = 0; i < 4; i++) {
-    const json &a = whole["cells"][i], &b = resumed["cells"][i];
-    SCOPED_TRACE(a["cell"].get<std::string>());
-    EXPECT_EQ(a["metrics"], b["metrics"]);
-    EXPECT_EQ(a["curve"], b["curve"]);
-    EXPECT_EQ(a["extra"]["tests"], b["extra"]["tests"]);
-    test::expect_identical_weights(d + "/whole/cells/" + a["cell"].get<std::string>() + "/model.safetensors",
-                                   d + "/part/cells/" + b["cell"].get<std::string>() + "/model.safetensors");
+  // stopped at step 5 (checkpoint 4), then in the third cell
+  const auto [whole, resumed] = dl::test::sweep_whole_and_resumed(e, p, cells, d, 4);
+  dl::test::expect_same_cells_and_table(whole, resumed, {"/metrics", "/curve", "/extra/tests"});
+  for (const json& c : whole["cells"]) {
+    const std::string cell = c["cell"].get<std::string>();
+    test::expect_identical_weights(d + "/whole/cells/" + cell + "/model.safetensors", d + "/part/cells/" + cell + "/model.safetensors");
   }
-  EXPECT_EQ(whole["table"], resumed["table"]);
 }

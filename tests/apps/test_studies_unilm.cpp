@@ -258,20 +258,8 @@ TEST(StudiesUnilm, AKilledSweepResumesToTheUninterruptedResultsAndTable) {
   const harness::Experiment e = unilm_experiment();
   const harness::Preset p = mini_preset(dir, {"joint", "gen", "con"}, {"0.01"}, {0});
   const std::vector<harness::Cell> cells = harness::expand_cells(e, p, p.values, p.seeds, {"steps=8", "eval_every=1"});
-  harness::run_cells(e, p, cells, dl::test::quiet_in(dir + "/whole"));
-  harness::write_reports(e, p, dir + "/whole");
-  dl::test::run_sweep_stopped_twice(e, p, cells, dir + "/part");  // at step 5 (checkpoint 4), then in the second cell
-  harness::write_reports(e, p, dir + "/part");
-  const json whole = json::parse(harness::read_text(dir + "/whole/results.json"));
-  const json resumed = json::parse(harness::read_text(dir + "/part/results.json"));
-  ASSERT_EQ(whole["cells"].size(), 3u);
-  ASSERT_EQ(resumed["cells"].size(), 3u);
-  for (size_t i = 0; i < 3; i++) {
-    SCOPED_TRACE(whole["cells"][i]["cell"].get<std::string>());
-    EXPECT_EQ(whole["cells"][i]["metrics"], resumed["cells"][i]["metrics"]);
-    EXPECT_EQ(whole["cells"][i]["curve"], resumed["cells"][i]["curve"]);
-    EXPECT_EQ(whole["cells"][i]["extra"]["curve_recall1"], resumed["cells"][i]["extra"]["curve_recall1"]);
-    EXPECT_EQ(whole["cells"][i]["extra"]["curve_steps"].size(), 9u);
-  }
-  EXPECT_EQ(whole["table"], resumed["table"]);
+  // stopped at step 5 (checkpoint 4), then in the second cell
+  const auto [whole, resumed] = dl::test::sweep_whole_and_resumed(e, p, cells, dir, 3);
+  dl::test::expect_same_cells_and_table(whole, resumed, {"/metrics", "/curve", "/extra/curve_recall1"});
+  for (const json& c : whole["cells"]) EXPECT_EQ(c["extra"]["curve_steps"].size(), 9u) << c["cell"];
 }
