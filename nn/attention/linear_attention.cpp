@@ -128,12 +128,12 @@ Var LinearAttention::step(const Var& x, StreamState& s) {
   const int64_t B = x.size(0), C = q_proj->in_features;
   check_step_input(type_name(), x, C);
   check_stream_state(type_name(), s, 2, B);
-  Var xt = unsqueeze(x, 1);  // (B, 1, C)
+  Var xt = unsqueeze(x, 1);                                               // (B, 1, C)
   Var pq = phi(split_heads(q_proj->forward(xt), heads), true, Tensor());  // (B, NH, 1, F)
   Var pk = phi(split_heads(k_proj->forward(xt), heads), false, Tensor());
-  Var v = split_heads(v_proj->forward(xt), heads);                       // (B, NH, 1, HS)
-  Var S = Var(s.t[0]) + matmul(transpose(pk, -2, -1), v);                // S_t = S_{t-1} + phi(k_t) v_t^T
-  Var z = Var(s.t[1]) + select(pk, 2, 0);                                // z_t = z_{t-1} + phi(k_t)
+  Var v = split_heads(v_proj->forward(xt), heads);         // (B, NH, 1, HS)
+  Var S = Var(s.t[0]) + matmul(transpose(pk, -2, -1), v);  // S_t = S_{t-1} + phi(k_t) v_t^T
+  Var z = Var(s.t[1]) + select(pk, 2, 0);                  // z_t = z_{t-1} + phi(k_t)
   s.t = {S.data(), z.data()};
   s.pos++;
   Var y = matmul(pq, S) / (matmul(pq, unsqueeze(z, -1)) + 1e-6);  // phi(q_t)^T S_t / (phi(q_t)^T z_t + eps)
@@ -159,15 +159,13 @@ Var Performer::phi(const Var& x, bool is_query, const Tensor& mask) const {
 // ---- ONNX export: linear_attention() above in standard operators ----
 std::string LinearAttention::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
   namespace ox = onnx;
-  if (feature == "favor") fail("layer '" + type_name() + "' (" + p + "): FAVOR+ features have no ONNX export yet");
   const int64_t T = in.length, C = q_proj->in_features, HS = C / heads;
   auto heads_of = [&](const Linear& proj, const std::string& name) {  // (B, T, C) -> (B, NH, T, HS)
     return ox::transpose(g, ox::reshape(g, ox::linear(g, proj, in.x, p + name + "."), {0, T, heads, HS}), {0, 2, 1, 3});
   };
-  auto phi = [&](const std::string& x) {
-    return feature == "elu" ? ox::add(g, g.node("Elu", {x}), g.constant(1.0f)) : g.node("Relu", {x});
-  };
-  std::string pq = phi(heads_of(*q_proj, "q_proj")), pk = phi(heads_of(*k_proj, "k_proj")), v = heads_of(*v_proj, "v_proj");
+  std::string pq = export_phi(g, heads_of(*q_proj, "q_proj"), true, in.mask, p);
+  std::string pk = export_phi(g, heads_of(*k_proj, "k_proj"), false, in.mask, p);
+  std::string v = heads_of(*v_proj, "v_proj");
   if (!in.mask.empty()) pk = ox::mul(g, pk, ox::unsqueeze(g, in.mask, {1, 3}));  // (B, 1, T, 1): padded keys add nothing
   std::string num, den;
   if (causal) {
@@ -185,6 +183,40 @@ std::string LinearAttention::export_onnx(onnx::Graph& g, const onnx::Sequence& i
   }
   std::string y = g.node("Div", {num, ox::add(g, den, g.constant(1e-6f))});  // (B, NH, T, HS)
   return ox::linear(g, *out_proj, ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, T, C}), p + "out_proj.");
+}
+
+std::string LinearAttention::export_phi(onnx::Graph& g, const std::string& x, bool, const std::string&, const std::string&) {
+  return feature == "elu" ? onnx::add(g, g.node("Elu", {x}), g.constant(1.0f)) : g.node("Relu", {x});
+}
+
+// phi(x) = exp(W x' - |x'|^2 / 2 - c) / sqrt(m), x' = x / HS^(1/4), line by line as favor_features.
+std::string Performer::export_phi(onnx::Graph& g, const std::string& x, bool is_query, const std::string& mask,
+                                  const std::string& p) {
+  namespace ox = onnx;
+  const Tensor& W = buffer("feature_projection");  // (m, HS)
+  const int64_t hs = W.size(1);
+  auto reduce_max = [&](const std::string& t, std::vector<int64_t> axes) {  // opset 17: axes is an attribute
+    return g.node("ReduceMax", {t}, {ox::attr_ints("axes", axes), ox::attr_int("keepdims", 1)});
+  };
+  std::string xs = ox::mul(g, x, g.constant(float(std::pow((double)hs, -0.25))));  // x' (B, NH, T, HS)
+  std::string wx =
+      g.node("MatMul", {xs, ox::transpose(g, g.add_initializer(p + "feature_projection", W), {1, 0})});  // (B, NH, T, m)
+  std::string sq =
+      ox::mul(g, g.node("ReduceSum", {ox::mul(g, xs, xs), g.constant(std::vector<int64_t>{-1})}, {ox::attr_int("keepdims", 1)}),
+              g.constant(0.5f));  // |x'|^2 / 2: (B, NH, T, 1)
+  std::string c;
+  if (is_query) {
+    c = reduce_max(wx, {-1});  // (B, NH, T, 1)
+  } else {
+    c = reduce_max(wx, {2, 3});  // (B, NH, 1, 1)
+    if (!mask.empty()) {         // padded rows cannot win the max; an all-padding row keeps the plain max
+      std::string pad = g.node("Equal", {ox::unsqueeze(g, mask, {1, 3}), g.constant(0.0f)});  // (B, 1, T, 1)
+      std::string c_real = reduce_max(g.node("Where", {pad, g.constant(-1e30f), wx}), {2, 3});
+      c = g.node("Where", {g.node("Less", {c_real, g.constant(-1e29f)}), c, c_real});
+    }
+  }
+  std::string e = g.node("Exp", {g.node("Sub", {g.node("Sub", {wx, sq}), c})});
+  return ox::mul(g, e, g.constant(float(1.0 / std::sqrt((double)m))));  // (B, NH, T, m)
 }
 
 }  // namespace dl::nn

@@ -58,8 +58,8 @@ class LinearAttention : public SequenceLayer {
   StreamState start_stream(int64_t batch) const override;
   Var step(const Var& x, StreamState& s) override;  // (B, C) -> (B, C)
   bool streams_in_constant_memory() const override { return causal && feature != "favor"; }
-  // ONNX export (elu and relu features; FAVOR+ refuses, naming the Performer): the same sums as linear_attention(),
-  // the causal ones with CumSum over time.
+  // ONNX export: the same sums as linear_attention(), the causal ones with CumSum over time; the features through
+  // export_phi (elu+1 or relu here, FAVOR+ in the Performer).
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
@@ -69,6 +69,9 @@ class LinearAttention : public SequenceLayer {
 
  protected:
   virtual Var phi(const Var& x, bool is_query, const Tensor& mask) const;
+  // phi as ONNX operators: x (B, NH, T, HS) -> (B, NH, T, F); mask (B, T) float or "" (every position real).
+  virtual std::string export_phi(onnx::Graph& g, const std::string& x, bool is_query, const std::string& mask,
+                                 const std::string& prefix);
 };
 
 class Performer : public LinearAttention {
@@ -83,6 +86,10 @@ class Performer : public LinearAttention {
 
  protected:
   Var phi(const Var& x, bool is_query, const Tensor& mask) const override;
+  // favor_features in ONNX operators: feature_projection an initializer under its state_dict name, the stabiliser c
+  // a ReduceMax (keys: over real positions by Where on the mask, as favor_features).
+  std::string export_phi(onnx::Graph& g, const std::string& x, bool is_query, const std::string& mask,
+                         const std::string& prefix) override;
 };
 
 }  // namespace dl::nn

@@ -3,8 +3,8 @@
 // by ONNX's checker, and ONNX Runtime reproducing both check files' logits (teacher forcing, every target position)
 // from the one file. Models: the T5 Transformer (relative position bias, causal and cross attention), the three
 // convolutions of the paper, a pair-attention (_xattn) model on the pair task (segments), and S4D as a registry
-// mixer (its convolution form, bidirectional in the encoder and causal in the decoder). A mixer with no export
-// (performer's FAVOR+) refuses, naming itself, and leaves no file.
+// mixer (its convolution form, bidirectional in the encoder and causal in the decoder). And a performer mixer exported
+// from the model itself (no app). A mixer without an export refuses as any layer does (test_export.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -54,21 +54,42 @@ INSTANTIATE_TEST_SUITE_P(Models, PretrainedConvsExport,
                                            ConvCase{"pair_edit", "lightconv_xattn"}, ConvCase{"sentiment", "s4d"}),
                          [](const ::testing::TestParamInfo<ConvCase>& i) { return i.param.model; });
 
-// A mixer without an export makes the whole model refuse, with the layer's name, before anything is written.
-TEST(PretrainedConvsExportRefuses, MixerWithoutExportIsNamed) {
+// A performer mixer (FAVOR+, bidirectional with the padding mask in the encoder, causal in the decoder), exported from
+// the model itself without the app: ONNX Runtime reproduces decode_logits(dec_in, encode(ids, mask), mask).
+TEST(PretrainedConvsExportModel, PerformerMixerRuntimeReproducesTheLogits) {
+  constexpr int64_t S = 8, T = 5, B = 3;
   nn::Seq2SeqConfig cfg;
   cfg.vocab_size = 40, cfg.d_model = 16, cfg.d_ff = 32, cfg.num_layers = 1, cfg.num_decoder_layers = 1, cfg.num_heads = 2;
   cfg.mixer = "performer";
   Generator g(0);
   nn::Seq2SeqModel m(cfg, g);
-  nn::onnx::Graph graph("refuses");
-  try {
-    m.export_onnx(graph, 8, 4);
-    ADD_FAILURE() << "a performer mixer exported";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("Performer"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("encoder.0.mixer."), std::string::npos) << e.what();
+  m.eval();
+  const std::string dir = test::fresh_temp_dir("seq2seq_performer"), file = dir + "/model.onnx";
+  nn::onnx::Graph graph("seq2seq_performer");
+  m.export_onnx(graph, S, T);
+  graph.save(file);
+  Tensor ids = randint(1, cfg.vocab_size, {B, S}, g), mask = nn::onnx::example_padding_mask(B, S, g);
+  Tensor dec_in = randint(0, cfg.vocab_size, {B, T}, g);
+  Tensor logits;
+  {
+    NoGradGuard ng;
+    logits = m.decode_logits(dec_in, m.encode(ids, mask), mask).data();  // (B, T, V)
   }
+  nn::onnx::write_check_file(file, {{"input_ids", ids}, {"attention_mask", mask}, {"decoder_input_ids", dec_in}},
+                             {{"logits", logits}});
+  std::string skipped;
+  test::ToolResult chk = test::onnx_checker(file);
+  if (!chk.available) skipped += chk.skip_reason + "; ";
+  EXPECT_EQ(chk.error, "") << "onnx.checker rejected " << file;
+  std::map<std::string, Tensor> got;
+  test::ToolResult ort = test::run_onnx_runtime(file, nn::onnx::check_file_path(file), &got);
+  if (!ort.available) skipped += ort.skip_reason;
+  else {
+    ASSERT_EQ(ort.error, "") << "ONNX Runtime failed on " << file;
+    test::expect_close("seq2seq performer logits", got.at("logits"), logits, test::kFixtureLong);
+  }
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+  if (!skipped.empty()) GTEST_SKIP() << skipped;
 }
 
 }  // namespace
