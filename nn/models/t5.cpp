@@ -2,6 +2,8 @@
 #include "nn/models/t5.h"
 
 #include <cmath>
+#include <functional>
+#include <tuple>
 
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
@@ -152,6 +154,19 @@ struct T5Model::Stack : Module {
     }
     return final_layer_norm->forward(h);
   }
+  // The decoder at target position s.pos: h (B, C) -> (B, C), forward's row s.pos (the caches in s grow by one).
+  Var step(Var h, T5DecodeState& s) {
+    Var bias = (*block)[0].layer->items()[0]->attn->position_bias_row(s.pos);  // (1, NH, 1, pos + 1), every block's
+    for (size_t i = 0; i < block->size(); i++) {
+      auto& ly = (*block)[i].layer->items();
+      T5DecodeState::Block& bs = s.blocks[i];
+      h = h + ly[0]->attn->step(ly[0]->layer_norm->forward(h), bs.self_k, bs.self_v, bias);
+      h = h + ly[1]->attn->attend_cached(ly[1]->layer_norm->forward(h), bs.cross_k, bs.cross_v, Var(), s.enc_mask);
+      auto& ff = ly.back();
+      h = h + ff->ff->wo->forward(relu(ff->ff->wi->forward(ff->layer_norm->forward(h))));
+    }
+    return final_layer_norm->forward(h);
+  }
   std::shared_ptr<ModuleList<Block>> block;
   std::shared_ptr<RMSNorm> final_layer_norm;
   bool decoder;
@@ -189,24 +204,73 @@ T5Model::Output T5Model::forward(const Tensor& ids, const Tensor& mask, const Te
   return out;
 }
 
-Tensor T5Model::greedy(const Tensor& ids, const Tensor& mask, int64_t steps) {
-  NoGradGuard ng;
-  const int64_t B = ids.size(0);
-  Var enc = encode(ids, mask);
+// ---- decoding as a recurrence (nn/models/t5.h) ----
+T5DecodeState T5Model::start_decode(const Var& enc, const Tensor& enc_mask) {
+  if (enc.dim() != 3 || enc.size(2) != cfg.d_model)
+    fail("T5Model: start_decode expects the encoder output (B, S, " + std::to_string(cfg.d_model) + "), found " +
+         shape_str(enc.shape()));
+  const int64_t B = enc.size(0), S = enc.size(1);
+  if (enc_mask.defined() && enc_mask.shape() != Shape{B, S})
+    fail("T5Model: start_decode's encoder mask must be (B, S) = " + shape_str({B, S}) + ", found " + shape_str(enc_mask.shape()));
+  T5DecodeState s;
+  s.enc_mask = enc_mask, s.batch = B;
+  for (auto& b : decoder->block->items()) {
+    T5DecodeState::Block bs;
+    std::tie(bs.cross_k, bs.cross_v) = b->layer->items()[1]->attn->keys_values(enc);  // once per source
+    s.blocks.push_back(std::move(bs));
+  }
+  return s;
+}
+
+Var T5Model::decode_step(const Tensor& token_ids, T5DecodeState& s) {
+  if (token_ids.dim() != 1 || token_ids.dtype() != DType::i64)
+    fail("T5Model: decode_step takes one token id per sequence (B) i64, found " + shape_str(token_ids.shape()) + " " +
+         dtype_name(token_ids.dtype()));
+  if (s.blocks.size() != decoder->block->size() || token_ids.size(0) != s.batch)
+    fail("T5Model: the decode state does not come from start_decode for this model and a batch of " +
+         std::to_string(token_ids.size(0)));
+  Var h = decoder->step(shared->forward(token_ids), s);  // (B, C)
+  s.pos++;
+  return matmul(h * std::pow((double)cfg.d_model, -0.5), transpose(shared->weight, 0, 1));  // (B, V)
+}
+
+// Greedy's bookkeeping, however the logits are computed: next(seq) gives (B, V) for the position after each row's
+// last token (seq[b] starts with the start id 0); returns the tokens after the start id, (B, steps).
+using T5NextLogits = std::function<Tensor(const std::vector<std::vector<int64_t>>&)>;
+static Tensor t5_greedy_loop(int64_t B, int64_t steps, const T5NextLogits& next_logits) {
   std::vector<std::vector<int64_t>> seq(B, std::vector<int64_t>{0});
   for (int64_t s = 0; s < steps; s++) {
-    const int64_t T = s + 1;
-    Tensor dec_in = zeros({B, T}, DType::i64);
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t t = 0; t < T; t++) dec_in.data<int64_t>()[b * T + t] = seq[b][t];
-    Tensor last = decode_logits(dec_in, enc, mask).data().select(1, T - 1);  // (B, V)
-    Tensor next = argmax(last, -1);
+    Tensor next = argmax(next_logits(seq), -1).to(Device::cpu);  // (B)
     for (int64_t b = 0; b < B; b++) seq[b].push_back((int64_t)next.at({b}));
   }
   Tensor out = zeros({B, steps}, DType::i64);
   for (int64_t b = 0; b < B; b++)
     for (int64_t s = 0; s < steps; s++) out.data<int64_t>()[b * steps + s] = seq[b][s + 1];
   return out;
+}
+
+Tensor T5Model::greedy(const Tensor& ids, const Tensor& mask, int64_t steps) {
+  NoGradGuard ng;
+  const int64_t B = ids.size(0);
+  T5DecodeState st = start_decode(encode(ids, mask), mask);
+  return t5_greedy_loop(B, steps, [&](const std::vector<std::vector<int64_t>>& seq) {
+    Tensor last = Tensor::empty({B}, DType::i64);  // each row's newest token: the decoder's input at st.pos
+    for (int64_t b = 0; b < B; b++) last.data<int64_t>()[b] = seq[b].back();
+    return decode_step(last, st).data();  // (B, V)
+  });
+}
+
+Tensor T5Model::greedy_by_recompute(const Tensor& ids, const Tensor& mask, int64_t steps) {
+  NoGradGuard ng;
+  const int64_t B = ids.size(0);
+  Var enc = encode(ids, mask);
+  return t5_greedy_loop(B, steps, [&](const std::vector<std::vector<int64_t>>& seq) {
+    const int64_t T = (int64_t)seq[0].size();
+    Tensor dec_in = zeros({B, T}, DType::i64);  // the whole prefix, every time
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t t = 0; t < T; t++) dec_in.data<int64_t>()[b * T + t] = seq[b][t];
+    return decode_logits(dec_in, enc, mask).data().select(1, T - 1);  // (B, V)
+  });
 }
 
 }  // namespace dl::nn

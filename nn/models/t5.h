@@ -15,8 +15,15 @@
 // ...layer.0.SelfAttention.relative_attention_bias.weight (block 0), ...layer.<j>.DenseReluDense.{wi,wo}.weight,
 // ...layer.<j>.layer_norm.weight, {encoder,decoder}.final_layer_norm.weight.
 // Teacher forcing: decoder input = labels shifted right with start token 0 (-100 -> 0); loss = mean cross
-// entropy over labels != -100. What it is not: dropout, caching for decoding in T5Model (greedy recomputes the
-// prefix; T5Attention's step and attend_cached are the parts Seq2SeqModel's decoding cache is built from).
+// entropy over labels != -100. What it is not: dropout.
+//
+// Decoding as a recurrence (start_decode / decode_step, as Seq2SeqModel's): the decoder runs one target position at
+// a time, so token t costs O(t) attention work instead of decode_logits' whole prefix again (O(t^2)):
+//   EncDecAttention   its keys and values of the encoder output, (B, NH, S, HS), computed once in start_decode
+//   SelfAttention     a key/value cache (B, NH, t, HS) per block, and query t's row of the relative position bias
+//                     (T5Attention::step, position_bias_row), shared by every block as in the full forward
+// greedy runs on it; greedy_by_recompute is its plain twin (decode_logits over the whole prefix for every token),
+// kept as the reference a test checks greedy's tokens against.
 #pragma once
 #include "nn/attention/attention.h"
 
@@ -56,6 +63,17 @@ class T5Attention : public Module {
   Var step(const Var& x, Tensor& K, Tensor& V, const Var& bias) const;
 };
 
+// What T5Model's decoder carries from one target position to the next (see "Decoding as a recurrence" above).
+struct T5DecodeState {
+  struct Block {
+    Tensor cross_k, cross_v;  // (B, NH, S, HS): EncDecAttention's keys and values of the encoder output
+    Tensor self_k, self_v;    // (B, NH, t, HS): SelfAttention's cache (undefined before position 0)
+  };
+  std::vector<Block> blocks;   // one per decoder block
+  Tensor enc_mask;             // (B, S) f32, the encoder's padding (1 = real), or undefined
+  int64_t batch = 0, pos = 0;  // B, and the target positions consumed so far
+};
+
 class T5Model : public Module {
  public:
   T5Model(const T5Config& c, Generator& g);
@@ -66,7 +84,15 @@ class T5Model : public Module {
     Var logits, loss;
   };
   Output forward(const Tensor& ids, const Tensor& mask, const Tensor& labels);  // teacher forcing
-  Tensor greedy(const Tensor& ids, const Tensor& mask, int64_t steps);          // (B, steps) i64, no grad
+  // Decoding one target position at a time (eval, no grad): enc = encode(ids, mask) (B, S, C) and its mask (B, S);
+  // then token_ids (B) i64, the decoder's input at position pos (0 = the start id) -> logits (B, V), equal to
+  // decode_logits(dec_in, enc, enc_mask)[:, pos] for the dec_in whose positions 0..pos were fed.
+  T5DecodeState start_decode(const Var& enc, const Tensor& enc_mask);
+  Var decode_step(const Tensor& token_ids, T5DecodeState& s);
+  // Greedy decoding of `steps` tokens from start id 0: (B, steps) i64, no grad. On the decoder's stream
+  // (decode_step); greedy_by_recompute gives the same tokens by decode_logits over the whole prefix every step.
+  Tensor greedy(const Tensor& ids, const Tensor& mask, int64_t steps);
+  Tensor greedy_by_recompute(const Tensor& ids, const Tensor& mask, int64_t steps);
   T5Config cfg;
 
   struct Stack;
