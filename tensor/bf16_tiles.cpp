@@ -1,0 +1,158 @@
+// tensor/bf16_tiles.cpp - the attention tiles' VDPBF16PS kernel and bf16 pair packings (layouts in the header).
+#include "tensor/bf16_tiles.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tensor/tensor.h"  // fail
+
+#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 13))
+#define DL_BF16_TILES 1
+#include <immintrin.h>
+#define DL_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
+#if defined(__clang__)
+#define DL_BF16_WIDE __attribute__((min_vector_width(512)))  // clang would otherwise keep the packing loops to 256 bits
+#else
+#define DL_BF16_WIDE
+#endif
+#endif
+
+namespace dl::bf16t {
+
+#if defined(DL_BF16_TILES)
+namespace {
+
+// float_to_bf16 (tensor/bf16.h) without the branch, so the packing loops vectorize: the rounded value in the upper 16
+// bits of the result (the lower 16 bits are not cleared). A NaN is quieted instead of rounded, as there.
+inline uint32_t rounded_high(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t r = u + 0x7FFFu + ((u >> 16) & 1u);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? u | 0x00400000u : r;
+}
+inline uint32_t pair_word(float lo, float hi) { return (rounded_high(lo) >> 16) | (rounded_high(hi) & 0xFFFF0000u); }
+
+// C block (R, 16 W) (+)= A rows (R, kp) . B (kp, 16 W).
+template <int R, int W>
+DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb, float* c,
+                         int64_t ldc, bool acc) {
+  __m512 s[R][W];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) s[r][w] = acc ? _mm512_loadu_ps(c + r * ldc + w * 16) : _mm512_setzero_ps();
+  for (int64_t p = 0; p < kp; p++) {
+    __m512bh bv[W];
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) bv[w] = (__m512bh)_mm512_loadu_si512((const void*)(b + p * ldb + w * 16));
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * ars + p * aks]);
+#pragma GCC unroll 4
+      for (int w = 0; w < W; w++) s[r][w] = _mm512_dpbf16_ps(s[r][w], av, bv[w]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; w++) _mm512_storeu_ps(c + r * ldc + w * 16, s[r][w]);
+}
+
+// M rows in blocks of R; the last M % R rows by the tiles for R - 1, R - 2, ... rows (one block each at most).
+template <int R, int W>
+DL_BF16_TARGET void row_blocks(int64_t M, int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
+                               float* c, int64_t ldc, bool acc) {
+  int64_t i = 0;
+  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc);
+  if constexpr (R > 1)
+    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc);
+}
+
+// A row's pair words are its bf16 values in order (little endian: x(r, 2p) is the low half of word p), so a row is
+// converted as 16-bit values, which vectorizes; an odd n gets a zero partner.
+typedef uint16_t u16 __attribute__((may_alias));
+DL_BF16_TARGET DL_BF16_WIDE inline void convert_row(const float* s, int64_t n, float scale, uint32_t* o, int64_t words) {
+  u16* h = (u16*)o;
+#pragma omp simd
+  for (int64_t i = 0; i < n; i++) h[i] = (uint16_t)(rounded_high(scale * s[i]) >> 16);
+  if (n % 2) h[n] = 0;
+  std::fill(o + (n + 1) / 2, o + words, 0u);
+}
+
+DL_BF16_TARGET DL_BF16_WIDE void pack_in_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, float scale, uint32_t* dst,
+                                              int64_t ldd, int64_t words, int64_t dst_rows) {
+  for (int64_t r = 0; r < rows; r++) convert_row(x + r * ldx, n, scale, dst + r * ldd, words);
+  for (int64_t r = rows; r < dst_rows; r++) std::fill(dst + r * ldd, dst + r * ldd + words, 0u);
+}
+
+DL_BF16_TARGET DL_BF16_WIDE void pack_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, float scale,
+                                                  uint32_t* dst, int64_t ldd, int64_t words, int64_t prows) {
+  for (int64_t p = 0; p < prows; p++) {
+    uint32_t* o = dst + p * ldd;
+    const int64_t r = 2 * p;
+    if (r + 1 < rows) {
+      const float *lo = x + r * ldx, *hi = lo + ldx;
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) o[j] = pair_word(scale * lo[j], scale * hi[j]);
+    } else if (r < rows) {  // the last row of an odd count: a zero partner
+      const float* lo = x + r * ldx;
+#pragma omp simd
+      for (int64_t j = 0; j < n; j++) o[j] = pair_word(scale * lo[j], 0.f);
+    }
+    std::fill(o + (r < rows ? n : 0), o + words, 0u);
+  }
+}
+
+// 16 rows at a time: converted row by row into a (16, words) block, then written as runs of 16 words per pair.
+DL_BF16_TARGET DL_BF16_WIDE void pack_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* dst, int64_t ldd,
+                                                 int64_t cols, int64_t words) {
+  constexpr int64_t kRun = 16, kMaxWords = 64;  // heads up to 128
+  if ((n + 1) / 2 > kMaxWords) fail("bf16t::pairs_transposed: " + std::to_string(n) + " columns, at most 128");
+  uint32_t block[kRun * kMaxWords];
+  const int64_t used = (n + 1) / 2;
+  for (int64_t r0 = 0; r0 < rows; r0 += kRun) {
+    const int64_t m = std::min(kRun, rows - r0);
+    for (int64_t i = 0; i < m; i++) convert_row(x + (r0 + i) * ldx, n, 1.f, block + i * kMaxWords, used);
+    for (int64_t p = 0; p < used; p++)
+      for (int64_t i = 0; i < m; i++) dst[p * ldd + r0 + i] = block[i * kMaxWords + p];
+  }
+  for (int64_t p = 0; p < words; p++) std::fill(dst + p * ldd + (p < used ? rows : 0), dst + p * ldd + cols, 0u);
+}
+
+}  // namespace
+
+void tile_gemm(bool acc, int64_t M, int64_t N, int64_t Kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b,
+               int64_t ldb, float* c, int64_t ldc) {
+  if (N % 16) fail("bf16t::tile_gemm: N = " + std::to_string(N) + ", expected a multiple of 16");
+  int64_t j = 0;
+  for (; j + 64 <= N; j += 64) row_blocks<6, 4>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc);
+  for (; j + 32 <= N; j += 32) row_blocks<12, 2>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc);
+  for (; j < N; j += 16) row_blocks<12, 1>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc);
+}
+
+void pairs_in_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, float scale, uint32_t* dst, int64_t ldd, int64_t words,
+                   int64_t dst_rows) {
+  pack_in_rows(x, ldx, rows, n, scale, dst, ldd, words, dst_rows);
+}
+void pairs_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, float scale, uint32_t* dst, int64_t ldd,
+                       int64_t words, int64_t prows) {
+  pack_across_rows(x, ldx, rows, n, scale, dst, ldd, words, prows);
+}
+void pairs_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* dst, int64_t ldd, int64_t cols,
+                      int64_t words) {
+  pack_transposed(x, ldx, rows, n, dst, ldd, cols, words);
+}
+
+#else  // no bf16 kernel in this build: bf16_gemm_usable() is false, so nothing calls these
+
+[[noreturn]] static void missing() { fail("bf16 tiles: this build has no bf16 kernel (check bf16_gemm_usable first)"); }
+void tile_gemm(bool, int64_t, int64_t, int64_t, const uint32_t*, int64_t, int64_t, const uint32_t*, int64_t, float*, int64_t) {
+  missing();
+}
+void pairs_in_rows(const float*, int64_t, int64_t, int64_t, float, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
+void pairs_across_rows(const float*, int64_t, int64_t, int64_t, float, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
+void pairs_transposed(const float*, int64_t, int64_t, int64_t, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
+
+#endif
+
+}  // namespace dl::bf16t
