@@ -28,6 +28,10 @@ std::vector<float> uniform(int64_t n, uint32_t seed) {
   std::uniform_real_distribution<float> U(-2.f, 2.f);
   std::vector<float> x(n);
   for (float& v : x) v = U(rng);
+  // exact ties between two bf16 numbers: 1 + 2^-8 rounds down to 1 (even), 1 + 3 2^-8 up to 1 + 2^-6 (even); a
+  // rounding that dropped the ties-to-even term or truncated would get one of them wrong
+  const float ties[] = {1.00390625f, -1.01171875f, 1.01171875f, -1.00390625f};
+  for (int i = 0; i < 4 && i < n; i++) x[i * n / 4] = ties[i];
   return x;
 }
 uint32_t word(float lo, float hi) { return (uint32_t)float_to_bf16(lo) | (uint32_t)float_to_bf16(hi) << 16; }
@@ -39,7 +43,6 @@ TEST(Bf16Tiles, PairsInRowsMatchTheScalarRounding) {
     const int64_t rows = 5, ldx = n + 3, words = (n + 1) / 2 + 2, ldd = words + 1, dst_rows = 7;
     const float scale = 0.17677669f;  // 1/sqrt(32): not a power of two, so scaling before rounding matters
     std::vector<float> x = uniform(rows * ldx, (uint32_t)n);
-    x[0] = 1.00390625f;  // exactly halfway between two bf16 numbers (1 and 1 + 2^-7) after scale 1: ties to even
     std::vector<uint32_t> dst(dst_rows * ldd + 1, kCanary);
     for (float s : {1.f, scale}) {
       bf16t::pairs_in_rows(x.data(), ldx, rows, n, s, dst.data(), ldd, words, dst_rows);
