@@ -7,33 +7,21 @@
 #include <cmath>
 
 #include "nn/attention/attention_ops.h"  // prefix_lengths
+#include "nn/fused/flash_products.h"    // the tile products, float32 and bf16
 #include "nn/fused/qkv_attention.h"     // check_packed_qkv
 #include "tensor/backend.h"             // the device primitive
-#include "tensor/microkernel.h"          // micro::gemm, DL_WIDE_VECTORS
+#include "tensor/bf16.h"                // bf16_products_active
+#include "tensor/microkernel.h"          // DL_WIDE_VECTORS
 #include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
 
 namespace dl::nn {
 
 namespace {
 
-// The products run on the library's register-tiled micro-kernel (tensor/microkernel.h): a tile is too small for
-// sgemm's packing to pay off.
-using micro::gemm;
+using namespace flash;  // Dims, the blocks, the products (nn/fused/flash_products.h)
 using micro::kV;
 
-// ---- tiles, masks and dropout -----------------------------------------------------------------------------------
-// Br x Bc: a score tile (48 x 128 floats, 24 KB) and the q, k, v, o tiles of a head of 32 (6-16 KB each) stay in L1
-// and L2. Br is a multiple of the kernels' 6 and 12 rows, Bc of their 64 columns. Swept on one thread at T = 2048
-// and 4096 (24-144 x 64-512): within 10% from 48 x 128 to 48 x 512; 48 x 128 is the best for the backward.
-constexpr int64_t kQueryBlock = 48, kKeyBlock = 128;
-constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 constexpr float kPadScore = -1e9f;  // the composed path's fill for padding keys (see qkv_attention.cpp)
-
-struct Dims {
-  int64_t B, T, C, NH, HS;
-  int64_t HSp;     // HS rounded up to 16: tiles are zero-padded to whole vectors
-  int64_t Tq, Tk;  // T rounded up to whole query / key blocks
-};
 
 // The keys row t may see are s < row_keys(t): all T, causal t + 1, prefix-LM max(P_b, t + 1) (as qkv_attention).
 inline int64_t row_keys(int64_t t, int64_t T, bool causal, int64_t prefix_b) {
@@ -85,73 +73,36 @@ struct Problem {
   int64_t keys(int64_t b, int64_t t) const { return row_keys(t, d.T, causal, prefix ? prefix[b] : -1); }
 };
 
-// Copies rows t0 .. t0 + n of one head's slice of x (leading dimension ld) into dst (rows, HSp) times `scale`,
-// zero-padded up to `rows` rows and HSp columns.
-// The rows are `ld` floats apart in qkv (a head's HS floats of a 3C row), so the loop is over whole rows with no
-// per-element condition; the row read ahead is asked for early (a head's rows are 3C floats apart: the hardware
-// prefetcher does not run ahead of such a walk).
-inline void prefetch_row(const float* s, int64_t HS) {  // its first and last cache line (HS <= 32: one or two)
-  __builtin_prefetch(s);
-  __builtin_prefetch(s + HS - 1);
-}
-void pack_rows(const float* x, int64_t ld, int64_t t0, int64_t n, int64_t rows, const Dims& d, float scale, float* dst) {
-  const int64_t HS = d.HS, HSp = d.HSp;
-  for (int64_t r = 0; r < n; r++) {
-    float* o = dst + r * HSp;
-    const float* s = x + (t0 + r) * ld;
-    if (r + 4 < n) prefetch_row(s + 4 * ld, HS);
-#pragma omp simd
-    for (int64_t e = 0; e < HS; e++) o[e] = scale * s[e];
-    std::fill(o + HS, o + HSp, 0.f);
-  }
-  std::fill(dst + n * HSp, dst + rows * HSp, 0.f);
-}
-// The transpose: dst (HSp, Bc), dst[e][r] = x[t0 + r][e], zero-padded; read row by row, written column by column
-// (the Bc x HSp tile is 8-16 KB: the scattered writes stay in L1).
-void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const Dims& d, float* dst) {
-  const int64_t HS = d.HS, HSp = d.HSp;
-  for (int64_t r = 0; r < n; r++) {
-    const float* s = x + (t0 + r) * ld;
-    if (r + 4 < n) prefetch_row(s + 4 * ld, HS);
-    for (int64_t e = 0; e < HS; e++) dst[e * kKeyBlock + r] = s[e];
-  }
-  for (int64_t e = 0; e < HSp; e++) std::fill(dst + e * kKeyBlock + (e < HS ? n : 0), dst + (e + 1) * kKeyBlock, 0.f);
-}
-
 // ---- forward ----------------------------------------------------------------------------------------------------
-int64_t forward_floats(const Dims& d) {
-  return 2 * d.Tk * d.HSp + 2 * kQueryBlock * d.HSp + 2 * kQueryBlock * kKeyBlock + 3 * kQueryBlock;
+// Scratch per thread: the products' packed operands (Products::floats), then the algorithm's own tiles.
+template <class Products> int64_t forward_floats(const Dims& d) {
+  return Products::floats(d) + kQueryBlock * d.HSp + 2 * kQueryBlock * kKeyBlock + 3 * kQueryBlock;
 }
 
 // One (b, h): writes head h's columns of out (B, T, C) and L (B NH, T).
-DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, float* L, float* ws) {
+template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, float* L, float* ws) {
   const Dims& d = pr.d;
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = kQueryBlock, Bc = kKeyBlock;
   const float* Q = pr.qkv + b * T * ld + h * d.HS;
   const float *K = Q + d.C, *V = Q + 2 * d.C;
   const float* km = pr.km ? pr.km + b * T : nullptr;
-  float* Kt = ws;                  // (Tk / Bc) blocks of (HSp, Bc): K^T block by block
-  float* Vp = Kt + d.Tk * HSp;     // (Tk, HSp)
-  float* Qb = Vp + d.Tk * HSp;     // (Br, HSp): c Q of one query block
-  float* O = Qb + Br * HSp;        // (Br, HSp): the block's output accumulator
-  float* S = O + Br * HSp;         // (Br, Bc): scores, then P * M
-  float* Mk = S + Br * Bc;         // (Br, Bc): one row of the dropout mask at a time
+  Products mul(d, ws);                                    // K^T, V, Q' packed as its products want them
+  float* O = ws + Products::floats(d);                    // (Br, HSp): the block's output accumulator
+  float* S = O + Br * HSp;                                // (Br, Bc): scores, then P * M
+  float* Mk = S + Br * Bc;                                // (Br, Bc): one row of the dropout mask at a time
   float *m = Mk + Br * Bc, *l = m + Br, *alpha = l + Br;  // (Br) each: running max, running sum, rescale factor
-  for (int64_t s0 = 0; s0 < T; s0 += Bc) {
-    pack_cols(K, ld, s0, std::min(Bc, T - s0), d, Kt + s0 * HSp);
-    pack_rows(V, ld, s0, std::min(Bc, T - s0), Bc, d, 1.f, Vp + s0 * HSp);
-  }
+  mul.head(K, V, ld);
   const float c = (float)(1.0 / std::sqrt((double)d.HS));
   for (int64_t t0 = 0; t0 < T; t0 += Br) {
     const int64_t rows = std::min(Br, T - t0);
-    pack_rows(Q, ld, t0, rows, Br, d, c, Qb);
+    mul.query(Q, ld, t0, rows, c);
     std::fill(O, O + Br * HSp, 0.f);
     std::fill(m, m + Br, -INFINITY);
     std::fill(l, l + Br, 0.f);
     const int64_t reach = pr.keys(b, t0 + rows - 1);  // the block's last row sees the most keys
     for (int64_t s0 = 0; s0 < reach; s0 += Bc) {
       const int64_t nb = std::min(Bc, reach - s0), nv = round_up(nb, kV);  // keys the block sees here; whole vectors
-      gemm<false>(rows, nv, HSp, Qb, HSp, 1, Kt + s0 * HSp, Bc, S, Bc);  // S = c Q K^T
+      mul.scores(rows, nv, s0, S);  // S = c Q K^T
       for (int64_t r = 0; r < rows; r++) {
         float* s = S + r * Bc;
         const int64_t t = t0 + r, n = std::clamp(pr.keys(b, t) - s0, (int64_t)0, nb);
@@ -186,7 +137,7 @@ DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, flo
         if (alpha[r] != 1.f)
 #pragma omp simd
           for (int64_t e = 0; e < HSp; e++) O[r * HSp + e] *= alpha[r];
-      gemm<true>(rows, HSp, nb, S, Bc, 1, Vp + s0 * HSp, HSp, O, HSp);  // O = alpha O + (P M) V
+      mul.add_pv(rows, nb, s0, S, O);  // O = alpha O + (P M) V
     }
     for (int64_t r = 0; r < rows; r++) {
       const float inv = 1.f / l[r];
@@ -198,33 +149,30 @@ DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, flo
 }
 
 // ---- backward ---------------------------------------------------------------------------------------------------
-int64_t backward_floats(const Dims& d) {
-  return 3 * d.Tq * d.HSp + d.Tq + 5 * kKeyBlock * d.HSp + 3 * kQueryBlock * kKeyBlock;
+template <class Products> int64_t backward_floats(const Dims& d) {
+  return Products::floats(d) + d.Tq * d.HSp + d.Tq + 2 * kKeyBlock * d.HSp + 3 * kQueryBlock * kKeyBlock;
 }
 
 // One (b, h): writes head h's columns of dqkv (B, T, 3C). out (B, T, C) is the forward's output, dO its gradient.
-DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* out, const float* L, const float* dO, float* dqkv, float* ws) {
+template <class Products>
+DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* out, const float* L, const float* dO, float* dqkv,
+                                   float* ws) {
   const Dims& d = pr.d;
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = kQueryBlock, Bc = kKeyBlock;
   const float* Q = pr.qkv + b * T * ld + h * d.HS;
   const float *K = Q + d.C, *V = Q + 2 * d.C;
   const float* G = dO + b * T * d.C + h * d.HS;  // dO, leading dimension C
   const float* km = pr.km ? pr.km + b * T : nullptr;
-  float* Qs = ws;                  // (Tq, HSp) c Q
-  float* dOs = Qs + d.Tq * HSp;    // (Tq, HSp)
-  float* dQa = dOs + d.Tq * HSp;   // (Tq, HSp): dS K summed over the key blocks
-  float* D = dQa + d.Tq * HSp;     // (Tq): D_t = dO_t . O_t
-  float* Kb = D + d.Tq;            // (Bc, HSp)
-  float* Ktb = Kb + Bc * HSp;      // (HSp, Bc)
-  float* Vtb = Ktb + Bc * HSp;     // (HSp, Bc)
-  float* dKa = Vtb + Bc * HSp;     // (Bc, HSp)
-  float* dVa = dKa + Bc * HSp;     // (Bc, HSp)
-  float* P = dVa + Bc * HSp;       // (Br, Bc): P
-  float* X = P + Br * Bc;          // (Br, Bc): dPd, then dS
-  float* Mk = X + Br * Bc;         // (Br, Bc): the dropout mask M, then P * M
+  Products mul(d, ws);                    // c Q, dO, and per key block K, K^T, V^T, packed as its products want them
+  float* dQa = ws + Products::floats(d);  // (Tq, HSp): dS K summed over the key blocks
+  float* D = dQa + d.Tq * HSp;            // (Tq): D_t = dO_t . O_t
+  float* dKa = D + d.Tq;                  // (Bc, HSp)
+  float* dVa = dKa + Bc * HSp;            // (Bc, HSp)
+  float* P = dVa + Bc * HSp;              // (Br, Bc): P
+  float* X = P + Br * Bc;                 // (Br, Bc): dPd, then dS
+  float* Mk = X + Br * Bc;                // (Br, Bc): the dropout mask M, then P * M
   const float c = (float)(1.0 / std::sqrt((double)d.HS));
-  pack_rows(Q, ld, 0, T, d.Tq, d, c, Qs);
-  pack_rows(G, d.C, 0, T, d.Tq, d, 1.f, dOs);
+  mul.head(Q, ld, G, d.C, c);
   std::fill(dQa, dQa + d.Tq * HSp, 0.f);
   for (int64_t t = 0; t < d.Tq; t++) {
     const float* o = out + (b * T + t) * d.C + h * d.HS;
@@ -233,17 +181,14 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
   const int64_t first = first_real(km, T);
   for (int64_t s0 = 0; s0 < T; s0 += Bc) {
     const int64_t ns = std::min(Bc, T - s0);
-    pack_rows(K, ld, s0, ns, Bc, d, 1.f, Kb);
-    pack_cols(K, ld, s0, ns, d, Ktb);
-    pack_cols(V, ld, s0, ns, d, Vtb);
+    mul.keys(K, V, ld, s0, ns);
     std::fill(dKa, dKa + 2 * Bc * HSp, 0.f);  // dKa and dVa
     for (int64_t t0 = 0; t0 < T; t0 += Br) {
       const int64_t rows = std::min(Br, T - t0);
       const int64_t reach = pr.keys(b, t0 + rows - 1);  // the block's last row sees the most keys
       if (reach <= s0) continue;  // no row of this block reaches key s0 (above the diagonal)
       const int64_t nb = std::min(Bc, reach - s0), nv = round_up(nb, kV);  // keys the block sees here; whole vectors
-      const float *Qi = Qs + t0 * HSp, *Gi = dOs + t0 * HSp;
-      gemm<false>(rows, nv, HSp, Qi, HSp, 1, Ktb, Bc, P, Bc);  // S = c Q K^T
+      mul.scores(t0, rows, nv, P);  // S = c Q K^T
       for (int64_t r = 0; r < rows; r++) {  // P = e^(S - L) and P * M
         float *p = P + r * Bc, *pm = Mk + r * Bc;
         const int64_t t = t0 + r, nt = pr.keys(b, t), n = std::clamp(nt - s0, (int64_t)0, nb);
@@ -268,9 +213,9 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
         }
       }
       const float* Pd = pr.drop.on ? Mk : P;
-      gemm<true>(nb, HSp, rows, Pd, 1, Bc, Gi, HSp, dVa, HSp);  // dV += Pd^T dO
-      gemm<false>(rows, nv, HSp, Gi, HSp, 1, Vtb, Bc, X, Bc);   // X = dPd = dO V^T
-      for (int64_t r = 0; r < rows; r++) {                     // dP = dPd M;  dS = P (dP - D)
+      mul.add_dv(t0, rows, nb, Pd, dVa);    // dV += Pd^T dO
+      mul.dpd(t0, rows, nv, X);             // X = dPd = dO V^T
+      for (int64_t r = 0; r < rows; r++) {  // dP = dPd M;  dS = P (dP - D)
         float *x = X + r * Bc, *p = P + r * Bc, *pm = Mk + r * Bc;
         const int64_t t = t0 + r, nt = pr.keys(b, t), n = std::clamp(nt - s0, (int64_t)0, nb);
         if (first >= nt) {  // all keys padding: dS = 0 (the fill does not depend on S)
@@ -287,8 +232,7 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
         }
         std::fill(x + n, x + nv, 0.f);
       }
-      gemm<true>(rows, HSp, nb, X, Bc, 1, Kb, HSp, dQa + t0 * HSp, HSp);  // dQ += dS K (times c below)
-      gemm<true>(nb, HSp, rows, X, 1, Bc, Qi, HSp, dKa, HSp);             // dK += dS^T (c Q)
+      mul.add_dq_dk(t0, rows, nb, X, dQa + t0 * HSp, dKa);  // dQ += dS K (times c below), dK += dS^T (c Q)
     }
     for (int64_t s = 0; s < ns; s++) {
       float* dk = dqkv + (b * T + s0 + s) * ld + d.C + h * d.HS;
@@ -314,11 +258,30 @@ template <class F> void over_pairs(const Dims& d, int64_t floats, F&& f) {
   }
 }
 
+// The forward and the backward of all pairs, on the float32 or the bf16 products (nn/fused/flash_products.h).
+void forward_all(const Problem& pr, bool bf16, float* out, float* L) {
+  if (bf16)
+    over_pairs(pr.d, forward_floats<Bf16Forward>(pr.d),
+               [&](int64_t bh, float* ws) { forward_pair<Bf16Forward>(pr, bh, out, L, ws); });
+  else
+    over_pairs(pr.d, forward_floats<F32Forward>(pr.d),
+               [&](int64_t bh, float* ws) { forward_pair<F32Forward>(pr, bh, out, L, ws); });
+}
+void backward_all(const Problem& pr, bool bf16, const float* out, const float* L, const float* dO, float* dqkv) {
+  if (bf16)
+    over_pairs(pr.d, backward_floats<Bf16Backward>(pr.d),
+               [&](int64_t bh, float* ws) { backward_pair<Bf16Backward>(pr, bh, out, L, dO, dqkv, ws); });
+  else
+    over_pairs(pr.d, backward_floats<F32Backward>(pr.d),
+               [&](int64_t bh, float* ws) { backward_pair<F32Backward>(pr, bh, out, L, dO, dqkv, ws); });
+}
+
 struct FlashAttentionNode : Node {
   Tensor qkv, out, L, key_mask;  // qkv (B, T, 3C), out (B, T, C), L (B, NH, T), key_mask (B, T) f32 or undefined
   std::vector<int64_t> prefix;   // (B) or empty
   Dims d{};
   bool causal = false;
+  bool bf16 = false;  // the forward's products were bf16: the backward's are too
   Drop drop;
   const char* name() const override { return "flash_attention"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
@@ -329,7 +292,7 @@ struct FlashAttentionNode : Node {
                prefix.empty() ? nullptr : prefix.data(), causal, drop};
     const float *po = out.data<float>(), *pl = L.data<float>(), *pg = g.data<float>();
     float* pd = dqkv.data<float>();
-    over_pairs(d, backward_floats(d), [&](int64_t bh, float* ws) { backward_pair(pr, bh, po, pl, pg, pd, ws); });
+    backward_all(pr, bf16, po, pl, pg, pd);
     return {dqkv};
   }
   void release() override { qkv = out = L = key_mask = Tensor(); }
@@ -394,10 +357,12 @@ Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool t
   Tensor out = Tensor::empty({B, T, C}), L = Tensor::empty({B, heads, T});
   Problem pr{d, x.data<float>(), km.defined() ? km.data<float>() : nullptr, P.empty() ? nullptr : P.data(), causal, dr};
   float *po = out.data<float>(), *pl = L.data<float>();
-  over_pairs(d, forward_floats(d), [&](int64_t bh, float* ws) { forward_pair(pr, bh, po, pl, ws); });
+  const bool bf16 = bf16_products_active();  // Precision::bf16 where this CPU computes in bf16 (tensor/bf16.h)
+  forward_all(pr, bf16, po, pl);
   if (!any_requires_grad({qkv})) return Var(out);
   auto n = std::make_shared<FlashAttentionNode>();
-  n->qkv = x, n->out = out, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr, n->prefix = P;
+  n->qkv = x, n->out = out, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->bf16 = bf16;
+  n->drop = dr, n->prefix = P;
   return record(n, out, {qkv});
 }
 

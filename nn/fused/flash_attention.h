@@ -20,7 +20,12 @@
 //     S = c Q K^T, so                           dQ_i += c dS K_j,    dK_j += dS^T Q'_i   (= c dS^T Q_i)
 // The products run on a register-tiled micro-kernel (a row block of 6 or 12 rows times 64 or 32 columns held in
 // 24 vector accumulators; AVX-512 when the build has it, else AVX2), not on OpenBLAS: a tile is too small for
-// sgemm's packing to pay off. One (b, h) pair runs on one OpenMP thread from start to end, so dQ, dK and dV are
+// sgemm's packing to pay off. Under Precision::bf16 where the CPU computes in bf16 (tensor/bf16.h: AVX512_BF16, not
+// DL_BF16=off) the five products take bf16 operands with float32 sums instead, on VDPBF16PS tiles, as PyTorch's CPU
+// autocast runs attention's bmm: c q, k, v, dO and the tiles P, P M and dS are rounded to bf16; the softmax statistics,
+// L, D, the output and gradient accumulators stay float32 (nn/fused/flash_products.h lists each operand and when it is
+// rounded). The choice is made in the forward and kept for its backward; in float32 mode the bits are the same as
+// before the bf16 path existed. One (b, h) pair runs on one OpenMP thread from start to end, so dQ, dK and dV are
 // summed in one fixed order and the result does not depend on the thread count. Memory per thread O(T HS): the
 // packed copies of one head's q, k, v, dO and the dQ accumulator. Causal: key blocks above the diagonal are skipped,
 // and a tile is computed only over the rows that exist (T need not fill the last block) and the keys its last row

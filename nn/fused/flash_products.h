@@ -1,0 +1,219 @@
+// nn/fused/flash_products.h - the tile products of the blocked attention (nn/fused/flash_attention.cpp), in float32 and
+// in bfloat16: the algorithm (online softmax, masks, dropout) is written once there, templated on one of these.
+// Internal to flash_attention.cpp; shape letters as in flash_attention.h (Br x Bc tiles, HSp = HS rounded up to 16).
+//
+// The products, per (b, h), with Q' = c Q:
+//   forward    S = Q'_i K_j^T  (K = HS)            O_i += P V_j  (K = the block's keys)
+//   backward   S = Q'_i K_j^T,  dPd = dO_i V_j^T  (K = HS)
+//              dV_j += Pd^T dO_i,  dK_j += dS^T Q'_i  (K = the block's query rows)      dQ_i += dS K_j  (K = keys)
+// Each policy owns the packed copies of its operands (carved from the thread's scratch) and packs them as early as
+// they allow: per (b, h) what is reused across blocks, per block or tile the rest.
+//
+// F32Forward / F32Backward: float32 copies, tensor/microkernel.h's FMA register tiles (the path's original products).
+// Bf16Forward / Bf16Backward (taken when Precision::bf16 and bf16_gemm_usable(), as PyTorch's autocast runs attention's
+// bmm in bf16): every operand of every product above is rounded to bf16 (nearest even) and the sums are float32, on
+// tensor/bf16_tiles.h's VDPBF16PS tiles. Rounded, and when:
+//   once per (b, h)          forward: K^T and V (all key blocks);  backward: Q' and dO (each in the two pair layouts
+//                            its two products need)
+//   once per key block       backward: K_j, K_j^T, V_j^T (each key block is visited once: key blocks are the outer loop)
+//   once per query block     forward: Q'_i (Q' = c Q in float32, then rounded)
+//   once per tile            P (forward P V; with dropout P M), Pd (backward dV), dS (backward dQ and dK)
+// Not rounded: the scores S and everything computed from them in float32 - the softmax statistics m and l (so l sums
+// the float32 P, not the rounded one), L, D = dO . O (from the float32 dO and output), the output accumulator O, the
+// dQ / dK / dV accumulators and every sum.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "tensor/bf16_tiles.h"
+#include "tensor/microkernel.h"  // micro::gemm
+
+namespace dl::nn::flash {
+
+// Br x Bc: a score tile (48 x 128 floats, 24 KB) and the q, k, v, o tiles of a head of 32 (6-16 KB each) stay in L1
+// and L2. Br is a multiple of the kernels' 6 and 12 rows (and even: the bf16 pairs of query rows never cross a
+// block), Bc of their 64 columns. Swept on one thread at T = 2048 and 4096 (24-144 x 64-512): within 10% from
+// 48 x 128 to 48 x 512; 48 x 128 is the best for the backward.
+constexpr int64_t kQueryBlock = 48, kKeyBlock = 128;
+constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+struct Dims {
+  int64_t B, T, C, NH, HS;
+  int64_t HSp;     // HS rounded up to 16: tiles are zero-padded to whole vectors
+  int64_t Tq, Tk;  // T rounded up to whole query / key blocks
+};
+
+// Copies rows t0 .. t0 + n of one head's slice of x (leading dimension ld) into dst (rows, HSp) times `scale`,
+// zero-padded up to `rows` rows and HSp columns.
+// The rows are `ld` floats apart in qkv (a head's HS floats of a 3C row), so the loop is over whole rows with no
+// per-element condition; the row read ahead is asked for early (a head's rows are 3C floats apart: the hardware
+// prefetcher does not run ahead of such a walk).
+inline void prefetch_row(const float* s, int64_t HS) {  // its first and last cache line (HS <= 32: one or two)
+  __builtin_prefetch(s);
+  __builtin_prefetch(s + HS - 1);
+}
+inline void pack_rows(const float* x, int64_t ld, int64_t t0, int64_t n, int64_t rows, const Dims& d, float scale, float* dst) {
+  const int64_t HS = d.HS, HSp = d.HSp;
+  for (int64_t r = 0; r < n; r++) {
+    float* o = dst + r * HSp;
+    const float* s = x + (t0 + r) * ld;
+    if (r + 4 < n) prefetch_row(s + 4 * ld, HS);
+#pragma omp simd
+    for (int64_t e = 0; e < HS; e++) o[e] = scale * s[e];
+    std::fill(o + HS, o + HSp, 0.f);
+  }
+  std::fill(dst + n * HSp, dst + rows * HSp, 0.f);
+}
+// The transpose: dst (HSp, Bc), dst[e][r] = x[t0 + r][e], zero-padded; read row by row, written column by column
+// (the Bc x HSp tile is 8-16 KB: the scattered writes stay in L1).
+inline void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const Dims& d, float* dst) {
+  const int64_t HS = d.HS, HSp = d.HSp;
+  for (int64_t r = 0; r < n; r++) {
+    const float* s = x + (t0 + r) * ld;
+    if (r + 4 < n) prefetch_row(s + 4 * ld, HS);
+    for (int64_t e = 0; e < HS; e++) dst[e * kKeyBlock + r] = s[e];
+  }
+  for (int64_t e = 0; e < HSp; e++) std::fill(dst + e * kKeyBlock + (e < HS ? n : 0), dst + (e + 1) * kKeyBlock, 0.f);
+}
+
+// ---- float32 ----------------------------------------------------------------------------------------------------
+struct F32Forward {
+  static int64_t floats(const Dims& d) { return 2 * d.Tk * d.HSp + kQueryBlock * d.HSp; }
+  const Dims& d;
+  float* Kt;  // (Tk / Bc) blocks of (HSp, Bc): K^T block by block
+  float* Vp;  // (Tk, HSp)
+  float* Qb;  // (Br, HSp): c Q of one query block
+  F32Forward(const Dims& dims, float* ws) : d(dims), Kt(ws), Vp(Kt + d.Tk * d.HSp), Qb(Vp + d.Tk * d.HSp) {}
+  void head(const float* K, const float* V, int64_t ld) {
+    for (int64_t s0 = 0; s0 < d.T; s0 += kKeyBlock) {
+      pack_cols(K, ld, s0, std::min(kKeyBlock, d.T - s0), d, Kt + s0 * d.HSp);
+      pack_rows(V, ld, s0, std::min(kKeyBlock, d.T - s0), kKeyBlock, d, 1.f, Vp + s0 * d.HSp);
+    }
+  }
+  void query(const float* Q, int64_t ld, int64_t t0, int64_t rows, float c) { pack_rows(Q, ld, t0, rows, kQueryBlock, d, c, Qb); }
+  // S (rows, nv) = Q'_i K_j^T for the keys s0 .. s0 + nv (nv whole vectors)
+  void scores(int64_t rows, int64_t nv, int64_t s0, float* S) const {
+    micro::gemm<false>(rows, nv, d.HSp, Qb, d.HSp, 1, Kt + s0 * d.HSp, kKeyBlock, S, kKeyBlock);
+  }
+  // O (rows, HSp) += P (rows, nb) V_j, P with row stride Bc
+  void add_pv(int64_t rows, int64_t nb, int64_t s0, const float* P, float* O) const {
+    micro::gemm<true>(rows, d.HSp, nb, P, kKeyBlock, 1, Vp + s0 * d.HSp, d.HSp, O, d.HSp);
+  }
+};
+
+struct F32Backward {
+  static int64_t floats(const Dims& d) { return 2 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp; }
+  const Dims& d;
+  float* Qs;   // (Tq, HSp) c Q
+  float* dOs;  // (Tq, HSp)
+  float* Kb;   // (Bc, HSp)
+  float* Ktb;  // (HSp, Bc)
+  float* Vtb;  // (HSp, Bc)
+  F32Backward(const Dims& dims, float* ws)
+      : d(dims), Qs(ws), dOs(Qs + d.Tq * d.HSp), Kb(dOs + d.Tq * d.HSp), Ktb(Kb + kKeyBlock * d.HSp),
+        Vtb(Ktb + kKeyBlock * d.HSp) {}
+  // c Q (rows ld apart) and dO (rows ldg apart) of the whole head
+  void head(const float* Q, int64_t ld, const float* G, int64_t ldg, float c) {
+    pack_rows(Q, ld, 0, d.T, d.Tq, d, c, Qs);
+    pack_rows(G, ldg, 0, d.T, d.Tq, d, 1.f, dOs);
+  }
+  void keys(const float* K, const float* V, int64_t ld, int64_t s0, int64_t ns) {
+    pack_rows(K, ld, s0, ns, kKeyBlock, d, 1.f, Kb);
+    pack_cols(K, ld, s0, ns, d, Ktb);
+    pack_cols(V, ld, s0, ns, d, Vtb);
+  }
+  void scores(int64_t t0, int64_t rows, int64_t nv, float* S) const {  // S = Q'_i K_j^T
+    micro::gemm<false>(rows, nv, d.HSp, Qs + t0 * d.HSp, d.HSp, 1, Ktb, kKeyBlock, S, kKeyBlock);
+  }
+  void add_dv(int64_t t0, int64_t rows, int64_t nb, const float* Pd, float* dV) const {  // dV_j += Pd^T dO_i
+    micro::gemm<true>(nb, d.HSp, rows, Pd, 1, kKeyBlock, dOs + t0 * d.HSp, d.HSp, dV, d.HSp);
+  }
+  void dpd(int64_t t0, int64_t rows, int64_t nv, float* X) const {  // X = dPd = dO_i V_j^T
+    micro::gemm<false>(rows, nv, d.HSp, dOs + t0 * d.HSp, d.HSp, 1, Vtb, kKeyBlock, X, kKeyBlock);
+  }
+  // dQ_i (rows, HSp) += dS K_j (times c later), dK_j += dS^T Q'_i
+  void add_dq_dk(int64_t t0, int64_t rows, int64_t nb, const float* dS, float* dQ, float* dK) const {
+    micro::gemm<true>(rows, d.HSp, nb, dS, kKeyBlock, 1, Kb, d.HSp, dQ, d.HSp);
+    micro::gemm<true>(nb, d.HSp, rows, dS, 1, kKeyBlock, Qs + t0 * d.HSp, d.HSp, dK, d.HSp);
+  }
+};
+
+// ---- bfloat16 (pair words as tensor/bf16_tiles.h; one uint32 word takes the room of one float) -------------------
+// A product's column count goes up to whole 16-float vectors (nv is whole micro-kernel vectors: 8 floats in an AVX2
+// build); the extra columns exist in the Bc-wide tiles and are never read.
+struct Bf16Forward {
+  static int64_t floats(const Dims& d) { return d.Tk * d.HSp + kQueryBlock * d.HSp / 2 + kQueryBlock * kKeyBlock / 2; }
+  const Dims& d;
+  const int64_t hp;  // HSp / 2: pair words along a head
+  uint32_t* Kt;      // (Tk / Bc) blocks of (hp, Bc): K^T, pairs along the head
+  uint32_t* Vp;      // (Tk / Bc) blocks of (Bc / 2, HSp): V, pairs of keys
+  uint32_t* Qb;      // (Br, hp): Q'_i, pairs along the head
+  uint32_t* Pb;      // (Br, Bc / 2): P, pairs of keys
+  Bf16Forward(const Dims& dims, float* ws)
+      : d(dims), hp(d.HSp / 2), Kt((uint32_t*)ws), Vp(Kt + d.Tk * hp), Qb(Vp + d.Tk * hp), Pb(Qb + kQueryBlock * hp) {}
+  void head(const float* K, const float* V, int64_t ld) {
+    for (int64_t s0 = 0; s0 < d.T; s0 += kKeyBlock) {
+      const int64_t n = std::min(kKeyBlock, d.T - s0);
+      bf16t::pairs_transposed(K + s0 * ld, ld, n, d.HS, Kt + s0 * hp, kKeyBlock, kKeyBlock, hp);
+      bf16t::pairs_across_rows(V + s0 * ld, ld, n, d.HS, 1.f, Vp + s0 * hp, d.HSp, d.HSp, kKeyBlock / 2);
+    }
+  }
+  void query(const float* Q, int64_t ld, int64_t t0, int64_t rows, float c) {
+    bf16t::pairs_in_rows(Q + t0 * ld, ld, rows, d.HS, c, Qb, hp, hp, rows);
+  }
+  void scores(int64_t rows, int64_t nv, int64_t s0, float* S) const {
+    bf16t::tile_gemm(false, rows, round_up(nv, 16), hp, Qb, hp, 1, Kt + s0 * hp, kKeyBlock, S, kKeyBlock);
+  }
+  void add_pv(int64_t rows, int64_t nb, int64_t s0, const float* P, float* O) const {
+    const int64_t kp = (nb + 1) / 2;
+    bf16t::pairs_in_rows(P, kKeyBlock, rows, nb, 1.f, Pb, kKeyBlock / 2, kp, rows);
+    bf16t::tile_gemm(true, rows, d.HSp, kp, Pb, kKeyBlock / 2, 1, Vp + s0 * hp, d.HSp, O, d.HSp);
+  }
+};
+
+struct Bf16Backward {
+  static int64_t floats(const Dims& d) { return 2 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp / 2 + 3 * kQueryBlock * kKeyBlock / 2; }
+  const Dims& d;
+  const int64_t hp;        // HSp / 2
+  uint32_t *Qr, *Qc;       // Q': (Tq, hp) pairs along the head (for S); (Tq / 2, HSp) pairs of rows (for dK)
+  uint32_t *Gr, *Gc;       // dO: the same two layouts (for dPd; for dV)
+  uint32_t *Kt, *Vt, *Kc;  // K_j^T and V_j^T (hp, Bc), pairs along the head; K_j (Bc / 2, HSp), pairs of keys
+  uint32_t *Pc, *Xr, *Xc;  // Pd (Br / 2, Bc) pairs of rows; dS (Br, Bc / 2) pairs of keys and (Br / 2, Bc) of rows
+  Bf16Backward(const Dims& dims, float* ws) : d(dims), hp(d.HSp / 2) {
+    const int64_t head = d.Tq * hp, block = kKeyBlock * hp, tile = kQueryBlock * kKeyBlock / 2;
+    Qr = (uint32_t*)ws, Qc = Qr + head, Gr = Qc + head, Gc = Gr + head;
+    Kt = Gc + head, Vt = Kt + block, Kc = Vt + block;
+    Pc = Kc + block, Xr = Pc + tile, Xc = Xr + tile;
+  }
+  void head(const float* Q, int64_t ld, const float* G, int64_t ldg, float c) {
+    bf16t::pairs_in_rows(Q, ld, d.T, d.HS, c, Qr, hp, hp, d.Tq);
+    bf16t::pairs_across_rows(Q, ld, d.T, d.HS, c, Qc, d.HSp, d.HSp, d.Tq / 2);
+    bf16t::pairs_in_rows(G, ldg, d.T, d.HS, 1.f, Gr, hp, hp, d.Tq);
+    bf16t::pairs_across_rows(G, ldg, d.T, d.HS, 1.f, Gc, d.HSp, d.HSp, d.Tq / 2);
+  }
+  void keys(const float* K, const float* V, int64_t ld, int64_t s0, int64_t ns) {
+    bf16t::pairs_transposed(K + s0 * ld, ld, ns, d.HS, Kt, kKeyBlock, kKeyBlock, hp);
+    bf16t::pairs_transposed(V + s0 * ld, ld, ns, d.HS, Vt, kKeyBlock, kKeyBlock, hp);
+    bf16t::pairs_across_rows(K + s0 * ld, ld, ns, d.HS, 1.f, Kc, d.HSp, d.HSp, kKeyBlock / 2);
+  }
+  void scores(int64_t t0, int64_t rows, int64_t nv, float* S) const {
+    bf16t::tile_gemm(false, rows, round_up(nv, 16), hp, Qr + t0 * hp, hp, 1, Kt, kKeyBlock, S, kKeyBlock);
+  }
+  void add_dv(int64_t t0, int64_t rows, int64_t nb, const float* Pd, float* dV) {  // A = Pd^T: pairs of query rows
+    const int64_t rp = (rows + 1) / 2;
+    bf16t::pairs_across_rows(Pd, kKeyBlock, rows, nb, 1.f, Pc, kKeyBlock, nb, rp);
+    bf16t::tile_gemm(true, nb, d.HSp, rp, Pc, 1, kKeyBlock, Gc + t0 / 2 * d.HSp, d.HSp, dV, d.HSp);
+  }
+  void dpd(int64_t t0, int64_t rows, int64_t nv, float* X) const {
+    bf16t::tile_gemm(false, rows, round_up(nv, 16), hp, Gr + t0 * hp, hp, 1, Vt, kKeyBlock, X, kKeyBlock);
+  }
+  void add_dq_dk(int64_t t0, int64_t rows, int64_t nb, const float* dS, float* dQ, float* dK) {
+    const int64_t kp = (nb + 1) / 2, rp = (rows + 1) / 2;
+    bf16t::pairs_in_rows(dS, kKeyBlock, rows, nb, 1.f, Xr, kKeyBlock / 2, kp, rows);
+    bf16t::tile_gemm(true, rows, d.HSp, kp, Xr, kKeyBlock / 2, 1, Kc, d.HSp, dQ, d.HSp);
+    bf16t::pairs_across_rows(dS, kKeyBlock, rows, nb, 1.f, Xc, kKeyBlock, nb, rp);
+    bf16t::tile_gemm(true, nb, d.HSp, rp, Xc, 1, kKeyBlock, Qc + t0 / 2 * d.HSp, d.HSp, dK, d.HSp);
+  }
+};
+
+}  // namespace dl::nn::flash
