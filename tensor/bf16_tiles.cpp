@@ -12,8 +12,10 @@
 #define DL_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
 #if defined(__clang__)
 #define DL_BF16_WIDE __attribute__((min_vector_width(512)))  // clang would otherwise keep the packing loops to 256 bits
+#define DL_SCALAR_LOOP _Pragma("clang loop vectorize(disable)")
 #else
 #define DL_BF16_WIDE
+#define DL_SCALAR_LOOP
 #endif
 #endif
 
@@ -132,15 +134,21 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_across_rows(const float* x, int64_t ldx, i
 // 16 rows at a time: converted row by row into a (16, words) block, then written as runs of 16 words per pair.
 DL_BF16_TARGET DL_BF16_WIDE void pack_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* dst, int64_t ldd,
                                                  int64_t cols, int64_t words) {
-  constexpr int64_t kRun = 16, kMaxWords = 64;  // heads up to 128
-  if ((n + 1) / 2 > kMaxWords) fail("bf16t::pairs_transposed: " + std::to_string(n) + " columns, at most 128");
+  constexpr int64_t kRun = 16, kMaxWords = 64;  // heads up to 128 this way
   uint32_t block[kRun * kMaxWords];
   const int64_t used = (n + 1) / 2;
-  for (int64_t r0 = 0; r0 < rows; r0 += kRun) {
+  for (int64_t r0 = 0; r0 < rows && used > kMaxWords; r0++) {  // a head above 128: element by element
+    const float* s = x + r0 * ldx;
+    for (int64_t p = 0; p < used; p++) dst[p * ldd + r0] = pair_word(s[2 * p], 2 * p + 1 < n ? s[2 * p + 1] : 0.f);
+  }
+  for (int64_t r0 = 0; r0 < rows && used <= kMaxWords; r0 += kRun) {
     const int64_t m = std::min(kRun, rows - r0);
     for (int64_t i = 0; i < m; i++) convert_row(x + (r0 + i) * ldx, n, 1.f, block + i * kMaxWords, used);
-    for (int64_t p = 0; p < used; p++)
+    for (int64_t p = 0; p < used; p++) {
+      // one run of up to 16 words; vectorized, this would be a gather per run, slower on Zen 4 than plain loads
+      DL_SCALAR_LOOP
       for (int64_t i = 0; i < m; i++) dst[p * ldd + r0 + i] = block[i * kMaxWords + p];
+    }
   }
   for (int64_t p = 0; p < words; p++) std::fill(dst + p * ldd + (p < used ? rows : 0), dst + p * ldd + cols, 0u);
 }

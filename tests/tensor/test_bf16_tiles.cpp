@@ -65,7 +65,7 @@ TEST(Bf16Tiles, PairsInRowsMatchTheScalarRounding) {
 TEST(Bf16Tiles, PairsAcrossRowsAndTransposedMatchTheScalarRounding) {
   SKIP_WITHOUT_BF16();
   for (int64_t rows : {1, 6, 47, 48})
-    for (int64_t n : {5, 32, 128}) {
+    for (int64_t n : {5, 32, 128, 301}) {  // 301: a head above 128 takes pairs_transposed's element-wise loop
       const int64_t ldx = n + 1;
       std::vector<float> x = uniform(rows * ldx, (uint32_t)(rows * 1000 + n));
       auto at = [&](int64_t r, int64_t j, float s) { return r < rows && j < n ? s * x[r * ldx + j] : 0.f; };
