@@ -16,7 +16,7 @@
 //   dQ, dK |.| <= c sum_s E_ts |k_se| + T eps c sum_s |dS_ts k_se|, and sum_t E_ts |q'_te| + T eps sum_t |dS_ts q'_te|
 // times 1.5 for the second-order terms. A product that used an operand unrounded, a pair split the wrong way, a
 // missed zero partner or a stale padding row breaks it by far more (a few u of the largest terms, or garbage).
-// Cases: T = 7, 130, 257 (ragged, crossing the 48-row and 128-key blocks), HS = 16, 32, 64, causal or not, key
+// Cases: T = 7, 130, 257 (ragged, crossing the 48-row and 128-key blocks), HS = 5, 16, 32, 64, causal or not, key
 // padding (a sequence with no real key at all), prefix-LM. Also: one and two threads give the same bits; agreement
 // with the float32 path within bf16 accuracy, dropout included; and with DL_BF16=off (a child process) Precision::bf16
 // gives the float32 path's bits.
@@ -165,7 +165,7 @@ void check_head(const Case& c, const Inputs& in, const Tensor& out, const Tensor
 std::vector<Case> cases() {
   std::vector<Case> cs;
   for (int64_t T : {7, 130, 257})
-    for (int64_t HS : {16, 32, 64})
+    for (int64_t HS : {5, 16, 32, 64})
       for (bool causal : {false, true})
         for (bool mask : {false, true})
           for (bool prefix : {false, true}) cs.push_back({T, HS, causal, mask, prefix});
@@ -207,8 +207,10 @@ TEST(FlashAttentionBf16, AgreesWithFloat32Path) {
     for (int64_t i = 0; i < a.numel(); i++) num += ((double)x[i] - y[i]) * ((double)x[i] - y[i]), den += (double)y[i] * y[i];
     return std::sqrt(num / den);
   };
+  // HS 5 and 24: heads that are not whole vectors (an odd one gets zero partners); HS 160: above the 128 of
+  // pairs_transposed's fast loop
   for (const Case& c : {Case{257, 32, true, true, false}, Case{130, 16, false, true, true}, Case{300, 64, false, false, false},
-                        Case{100, 160, true, false, false}})  // HS 160: above the 128 of pairs_transposed's fast loop
+                        Case{130, 5, true, true, false}, Case{61, 24, false, false, true}, Case{100, 160, true, false, false}})
     for (double p : {0.0, 0.2}) {
       const Inputs in = inputs(c);
       auto [o16, g16] = run(c, in.qkv, in.dy, Precision::bf16, p);
