@@ -10,7 +10,7 @@
 // The kernel is tensor/microkernel.h's register tile with the FMA replaced: a block of R rows x W vectors of C stays in
 // 24 zmm registers for the whole k loop (6 x 4, then 12 x 2, then 12 x 1 vectors, rows in blocks of R, R - 1, ...).
 // Each C element is one running float32 sum over the pairs in order: no tiling or thread count changes its bits.
-// Sizes are the attention's: K = HS (16 .. 128) or a key / query block (48, 128), so nothing is chunked or threaded.
+// Sizes are the attention's: K = HS or a key / query block (128, 48), so nothing is chunked or threaded.
 //
 // The packings round to nearest even with float_to_bf16's rule (tensor/bf16.h, NaN kept), in software, so the bits are
 // the same on every CPU that runs the kernel; an element past the source's n or rows is a zero word half.
