@@ -101,6 +101,8 @@ int main(int argc, char** argv) {
   // GPT-2's tokenizer files (the test fixture's small vocab.json and merges.txt) and a text: NUL-separated
   const std::string gpt2_dir = std::string(DL_SOURCE_DIR) + "/tests/fixtures/gpt2_bpe/";
   seed("gpt2_bpe", slurp(gpt2_dir + "vocab.json") + '\0' + slurp(gpt2_dir + "merges.txt") + '\0' + "Hello  world, it's 2026!\n");
+  seed("gpt2_bpe", R"({"model": {"type": "BPE", "merges": ["h e", "Ġ s"], "vocab": )" + slurp(gpt2_dir + "vocab.json") +
+                       R"(}, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false}})" + std::string(2, '\0') + "he said");
 
   // sentiment fixtures and a user's task files
   seed("sentiment", R"([{"text": "Great phone.", "class": 1}, {"text": "Broke in a day", "class": 0}, {"text": "", "class": null}])");

@@ -33,7 +33,7 @@
 //               pair once; lines end in LF (a CR LF line end is named: the CR would otherwise become part of a token);
 //               an empty line only at the end; no byte order mark.
 // What it is not: a trainer (tasks/tokenizer.h's BpeTokenizer trains the project's own), a normaliser, or a reader of
-// HF's single-file tokenizer.json.
+// HF's single-file tokenizer.json (tasks/gpt2_tokenizer_json.h reads one into a Gpt2Bpe).
 #pragma once
 #include <cstdint>
 #include <optional>
