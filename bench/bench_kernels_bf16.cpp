@@ -5,12 +5,13 @@
 //                             per thread; GFLOP/s summed over the threads. 0 where the instruction is missing.
 //   BM_Gemm/<bf16>/<tile>/M/K/N  C (M, N) = A (M, K) B (K, N) through dl::gemm with the precision switch set
 //                             (bf16 0/1), the bf16 tile shape (0 = 6x4, 1 = 12x2, 2 = 8x3; ignored for fp32);
-//                             the last case is a linear layer's x W^T (B transposed). Counters: GFLOP/s (2 M N K
+//                             ta/tb: A (stored (K, M)) or B (stored (N, K)) transposed. Counters: GFLOP/s (2 M N K
 //                             over the wall clock) and GFLOP/s_cpu (over the process's CPU time times the OpenMP
 //                             threads: what the threads reach while they run, for a machine shared with other work;
 //                             on a quiet machine the two agree). The peaks are over each thread's CPU time.
-// Shapes: 2048x1024x1024 (PyTorch's oneDNN bf16 figure in issue 41), the Transformer/GPT linears (16384 rows, 128
-// in, 512 out) and a square 512.
+// Shapes: 2048x1024x1024 (PyTorch's oneDNN bf16 figure in issue 41), a square 512, and BM_Linear: the six products
+// of transformer_listops' two feed-forward linears (16384 rows, 128 <-> 512), forward and backward (BM_Linear args:
+// bf16, layer 0 = 128 -> 512 or 1 = 512 -> 128, product 0 = y = x W^T, 1 = dx = dy W, 2 = dW = dy^T x).
 // Run (one command): OPENBLAS_CORETYPE=Haswell OMP_WAIT_POLICY=PASSIVE ./build/bench_kernels_bf16
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -45,22 +46,20 @@ static double process_seconds() {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-// args: bf16 (0/1), tile shape, M, K, N, B transposed (0/1)
-static void BM_Gemm(benchmark::State& st) {
-  const bool bf16 = st.range(0) != 0, tb = st.range(5) != 0;
-  const int64_t M = st.range(2), K = st.range(3), N = st.range(4);
+// C (M, N) = op(A) op(B) through dl::gemm, timed; the counters as the box says.
+static void time_gemm(benchmark::State& st, bool bf16, int tile_shape, bool ta, bool tb, int64_t M, int64_t K, int64_t N) {
   if (bf16 && !bf16_gemm_usable()) {
     st.SkipWithError(("no bf16 arithmetic here: " + cpu_info().name()).c_str());
     return;
   }
   Generator g(0);
-  Tensor a = randn({M, K}, g), b = tb ? randn({N, K}, g) : randn({K, N}, g), c = Tensor::empty({M, N});
+  Tensor a = ta ? randn({K, M}, g) : randn({M, K}, g), b = tb ? randn({N, K}, g) : randn({K, N}, g), c = Tensor::empty({M, N});
   const Precision was = set_matmul_precision(bf16 ? Precision::bf16 : Precision::fp32);
-  const int tile = set_bf16_tile((int)st.range(1));
+  const int tile = set_bf16_tile(tile_shape);
   const double c0 = process_seconds();
   int64_t n = 0;
   for (auto _ : st) {
-    gemm<float>(false, tb, M, N, K, 1.f, a.data<float>(), K, b.data<float>(), tb ? K : N, 0.f, c.data<float>(), N);
+    gemm<float>(ta, tb, M, N, K, 1.f, a.data<float>(), ta ? M : K, b.data<float>(), tb ? K : N, 0.f, c.data<float>(), N);
     benchmark::ClobberMemory();
     n++;
   }
@@ -72,6 +71,23 @@ static void BM_Gemm(benchmark::State& st) {
   st.counters["GFLOP/s_cpu"] = 2.0 * M * N * K * 1e-9 * (double)n * omp_get_max_threads() / cpu;
 }
 
+// args: bf16 (0/1), tile shape, M, K, N, B transposed (0/1)
+static void BM_Gemm(benchmark::State& st) {
+  time_gemm(st, st.range(0) != 0, (int)st.range(1), false, st.range(5) != 0, st.range(2), st.range(3), st.range(4));
+}
+
+// args: bf16 (0/1), layer (0: in 128, out 512; 1: in 512, out 128), product (0: y = x W^T, 1: dx = dy W, 2: dW = dy^T x)
+static void BM_Linear(benchmark::State& st) {
+  const bool bf16 = st.range(0) != 0;
+  const int64_t R = 16384, in = st.range(1) ? 512 : 128, out = st.range(1) ? 128 : 512;
+  const int64_t product = st.range(2);
+  const char* names[] = {"y = x W^T", "dx = dy W", "dW = dy^T x"};
+  st.SetLabel(std::string(names[product]) + ", " + std::to_string(in) + " -> " + std::to_string(out));
+  if (product == 0) time_gemm(st, bf16, -1, false, true, R, in, out);   // x (R, in), W (out, in)
+  if (product == 1) time_gemm(st, bf16, -1, false, false, R, out, in);  // dy (R, out), W (out, in)
+  if (product == 2) time_gemm(st, bf16, -1, true, false, out, R, in);   // dy (R, out) as A^T, x (R, in)
+}
+
 // clang-format off
 BENCHMARK(BM_Peak)->Args({0, 1})->Args({0, 2})->Args({1, 1})->Args({1, 2})->Iterations(1)->UseRealTime();
 BENCHMARK(BM_Gemm)
@@ -81,6 +97,7 @@ BENCHMARK(BM_Gemm)
     ->Args({1, 2, 16384, 128, 512, 1})
     ->Args({0, 0, 512, 512, 512, 0})->Args({1, 0, 512, 512, 512, 0})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Linear)->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 // clang-format on
 
 BENCHMARK_MAIN();

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <ctime>
+#include <vector>
 
 #include "tensor/allocator.h"
 #include "tensor/bf16.h"
+#include "tensor/bf16_tiles.h"
 #include "tensor/tensor.h"  // fail
 
 #if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 13))
@@ -28,46 +30,50 @@ constexpr int64_t kMc = 96;     // rows per group: a multiple of the tiles' 6, 8
 constexpr int64_t kPanel = 64;  // threads cut rows or columns at multiples of this (whole vectors)
 constexpr double kSplitWork = 1 << 20;
 
-uint32_t pair(float lo, float hi) { return (uint32_t)float_to_bf16(lo) | (uint32_t)float_to_bf16(hi) << 16; }
+// Ap from op(A) (M, K), in one of two layouts (the tiles read it through strides ars, aks: word (i, kp) at
+// Ap[i ars + kp aks]):
+//   A as it is (M, K):     Ap (M, Kp),  ars = Kp, aks = 1   each row's pairs from one row of A (pairs_in_rows)
+//   A transposed (K, M):   Ap (Kp, M),  ars = 1,  aks = M   word (kp, i) from A's rows 2 kp, 2 kp + 1 at column i
+//                                                           (pairs_across_rows: two rows of A read side by side)
+// The transposed case used to be written as (M, Kp) too, each word Kp words after the previous one (32 KiB for the
+// weight gradient's K = 16384 rows): half of that product's time. Rows [i0, i1) or pairs [p0, p1) per thread.
+struct PackedA {
+  uint32_t* p;
+  int64_t ars, aks;
+};
 
-// Ap (M, Kp) from op(A) (M, K); rows [i0, i1) or, transposed, pairs [p0, p1) - so threads split either way.
-[[maybe_unused]] void pack_a(bool ta, const float* A, int64_t lda, int64_t M, int64_t K, uint32_t* Ap, int part, int parts) {
+[[maybe_unused]] PackedA pack_a(bool ta, const float* A, int64_t lda, int64_t M, int64_t K, uint32_t* Ap, int part, int parts) {
   const int64_t Kp = (K + 1) / 2;
   if (!ta) {
-    for (int64_t i = M * part / parts; i < M * (part + 1) / parts; i++) {
-      const float* a = A + i * lda;
-      for (int64_t p = 0; p < K / 2; p++) Ap[i * Kp + p] = pair(a[2 * p], a[2 * p + 1]);
-      if (K % 2) Ap[i * Kp + Kp - 1] = pair(a[K - 1], 0.f);
-    }
-    return;
+    const int64_t i0 = M * part / parts, i1 = M * (part + 1) / parts;
+    if (i1 > i0) bf16t::pairs_in_rows(A + i0 * lda, lda, i1 - i0, K, 1.f, Ap + i0 * Kp, Kp, Kp, i1 - i0);
+    return {Ap, Kp, 1};
   }
-  for (int64_t p = Kp * part / parts; p < Kp * (part + 1) / parts; p++) {  // op(A)(i, k) = A[k lda + i]: rows 2p, 2p+1
-    const float *lo = A + 2 * p * lda, *hi = 2 * p + 1 < K ? lo + lda : nullptr;
-    for (int64_t i = 0; i < M; i++) Ap[i * Kp + p] = pair(lo[i], hi ? hi[i] : 0.f);
-  }
+  const int64_t p0 = Kp * part / parts, p1 = Kp * (part + 1) / parts;  // op(A)(i, k) = A[k lda + i]
+  if (p1 > p0) bf16t::pairs_across_rows(A + 2 * p0 * lda, lda, std::min(K, 2 * p1) - 2 * p0, M, 1.f, Ap + p0 * M, M, M, p1 - p0);
+  return {Ap, 1, M};
 }
 
-// Bp (Kp, Np) from op(B) (K, N), zero beyond column N; pairs [p0, p1) or, transposed, 16-column strips.
+// Bp (Kp, Np) from op(B) (K, N), zero beyond column N; pairs [p0, p1) or, transposed, 16-column strips. A transposed B
+// (N, K) is converted 16 of its rows at a time into a row-major block of pairs (16, Kp) (contiguous reads and writes),
+// and the block is then copied out as runs of 16 words, one per pair: one strip of Bp.
 [[maybe_unused]] void pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int64_t Np, uint32_t* Bp, int part,
                              int parts) {
   const int64_t Kp = (K + 1) / 2;
   if (!tb) {
-    for (int64_t p = Kp * part / parts; p < Kp * (part + 1) / parts; p++) {
-      const float *lo = B + 2 * p * ldb, *hi = 2 * p + 1 < K ? lo + ldb : nullptr;
-      uint32_t* row = Bp + p * Np;
-      for (int64_t j = 0; j < N; j++) row[j] = pair(lo[j], hi ? hi[j] : 0.f);
-      for (int64_t j = N; j < Np; j++) row[j] = 0;
-    }
+    const int64_t p0 = Kp * part / parts, p1 = Kp * (part + 1) / parts;
+    if (p1 > p0)
+      bf16t::pairs_across_rows(B + 2 * p0 * ldb, ldb, std::min(K, 2 * p1) - 2 * p0, N, 1.f, Bp + p0 * Np, Np, Np, p1 - p0);
     return;
   }
-  const int64_t strips = Np / 16;  // op(B)(k, j) = B[j ldb + k]: 16 rows of B at a time, each store a run of 16
+  const int64_t strips = Np / 16;  // op(B)(k, j) = B[j ldb + k]
+  std::vector<uint32_t> block((size_t)(16 * Kp));
   for (int64_t s = strips * part / parts; s < strips * (part + 1) / parts; s++) {
+    const int64_t rows = std::min<int64_t>(16, N - s * 16);  // rows past N are zero words
+    bf16t::pairs_in_rows(B + s * 16 * ldb, ldb, rows, K, 1.f, block.data(), Kp, Kp, 16);
     for (int64_t p = 0; p < Kp; p++) {
       uint32_t* out = Bp + p * Np + s * 16;
-      for (int64_t jj = 0; jj < 16; jj++) {
-        const int64_t j = s * 16 + jj;
-        out[jj] = j >= N ? 0u : pair(B[j * ldb + 2 * p], 2 * p + 1 < K ? B[j * ldb + 2 * p + 1] : 0.f);
-      }
+      for (int64_t i = 0; i < 16; i++) out[i] = block[i * Kp + p];
     }
   }
 }
@@ -89,8 +95,8 @@ int tile_in_use() {
 #if defined(DL_BF16_KERNEL)
 // C block (R, 16 W) (+)= Ap rows (R, kp) . Bp (kp, 16 W); the last vector's columns under `last` (ragged N).
 template <int R, int W>
-DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb, float* c, int64_t ldc,
-                         bool acc, __mmask16 last) {
+DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb, float* c,
+                         int64_t ldc, bool acc, __mmask16 last) {
   __m512 s[R][W];
 #pragma GCC unroll 16
   for (int r = 0; r < R; r++)
@@ -103,7 +109,7 @@ DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t lda, const uint3
     for (int w = 0; w < W; w++) bv[w] = (__m512bh)_mm512_load_si512((const void*)(b + p * ldb + w * 16));
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * lda + p]);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * ars + p * aks]);
 #pragma GCC unroll 4
       for (int w = 0; w < W; w++) s[r][w] = _mm512_dpbf16_ps(s[r][w], av, bv[w]);
     }
@@ -116,42 +122,42 @@ DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t lda, const uint3
 
 // M rows in blocks of R; the last M % R rows by the tiles for R - 1, R - 2, ... rows (one block each at most).
 template <int R, int W>
-DL_BF16_TARGET void row_blocks(int64_t M, int64_t kp, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb, float* c,
-                               int64_t ldc, bool acc, __mmask16 last) {
+DL_BF16_TARGET void row_blocks(int64_t M, int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
+                               float* c, int64_t ldc, bool acc, __mmask16 last) {
   int64_t i = 0;
-  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * lda, lda, b, ldb, c + i * ldc, ldc, acc, last);
+  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last);
   if constexpr (R > 1)
-    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * lda, lda, b, ldb, c + i * ldc, ldc, acc, last);
+    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last);
 }
 
 // Columns [j, n) of C (n real columns, vectors of 16 over the padded Bp) in blocks of W vectors, then smaller blocks.
 template <int R, int W>
-DL_BF16_TARGET void columns(int64_t M, int64_t n, int64_t kp, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb,
-                            float* c, int64_t ldc, bool acc) {
+DL_BF16_TARGET void columns(int64_t M, int64_t n, int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b,
+                            int64_t ldb, float* c, int64_t ldc, bool acc) {
   int64_t j = 0;
-  for (; j + 16 * W <= n; j += 16 * W) row_blocks<R, W>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, 0xFFFF);
+  for (; j + 16 * W <= n; j += 16 * W) row_blocks<R, W>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF);
   const int64_t left = n - j;  // fewer than W vectors' columns
   if (left <= 0) return;
   const int vecs = (int)((left + 15) / 16);
   const __mmask16 last = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : (__mmask16)0xFFFF;
-  if (vecs >= 3) row_blocks<8, 3>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, last);
-  else if (vecs == 2) row_blocks<12, 2>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, last);
-  else row_blocks<12, 1>(M, kp, a, lda, b + j, ldb, c + j, ldc, acc, last);
+  if (vecs >= 3) row_blocks<8, 3>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
+  else if (vecs == 2) row_blocks<12, 2>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
+  else row_blocks<12, 1>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
 }
 
 // One panel: rows [0, M) x columns [0, n) of C from packed Ap rows and Bp columns, k in chunks, rows in groups.
-DL_BF16_TARGET void panel(int64_t M, int64_t n, int64_t Kp, const uint32_t* Ap, const uint32_t* Bp, int64_t Np, float beta,
-                          float* C, int64_t ldc, int shape) {
+DL_BF16_TARGET void panel(int64_t M, int64_t n, int64_t Kp, PackedA Ap, const uint32_t* Bp, int64_t Np, float beta, float* C,
+                          int64_t ldc, int shape) {
   for (int64_t k0 = 0; k0 < Kp; k0 += kKc) {
     const int64_t kc = std::min(kKc, Kp - k0);
     const bool acc = k0 > 0 || beta == 1.f;  // the first chunk starts from 0 (beta 0: C is not read)
     for (int64_t i0 = 0; i0 < M; i0 += kMc) {
       const int64_t mc = std::min(kMc, M - i0);
-      const uint32_t *a = Ap + i0 * Kp + k0, *b = Bp + k0 * Np;
+      const uint32_t *a = Ap.p + i0 * Ap.ars + k0 * Ap.aks, *b = Bp + k0 * Np;
       float* c = C + i0 * ldc;
-      if (shape == 1) columns<12, 2>(mc, n, kc, a, Kp, b, Np, c, ldc, acc);
-      else if (shape == 2) columns<8, 3>(mc, n, kc, a, Kp, b, Np, c, ldc, acc);
-      else columns<6, 4>(mc, n, kc, a, Kp, b, Np, c, ldc, acc);
+      if (shape == 1) columns<12, 2>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc);
+      else if (shape == 2) columns<8, 3>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc);
+      else columns<6, 4>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc);
     }
   }
 }
@@ -251,15 +257,15 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    pack_a(ta, A, lda, M, K, ap.p, t, n);
+    const PackedA a = pack_a(ta, A, lda, M, K, ap.p, t, n);
     pack_b(tb, B, ldb, K, N, Np, bp.p, t, n);
 #pragma omp barrier
     for (int p = t; p < parts; p += n) {
       const int64_t total = by_rows ? M : N;
       const int64_t i0 = std::min(total, units * p / parts * kPanel), i1 = std::min(total, units * (p + 1) / parts * kPanel);
       if (i1 <= i0) continue;
-      if (by_rows) panel(i1 - i0, N, Kp, ap.p + i0 * Kp, bp.p, Np, beta, C + i0 * ldc, ldc, shape);
-      else panel(M, i1 - i0, Kp, ap.p, bp.p + i0, Np, beta, C + i0, ldc, shape);
+      if (by_rows) panel(i1 - i0, N, Kp, {a.p + i0 * a.ars, a.ars, a.aks}, bp.p, Np, beta, C + i0 * ldc, ldc, shape);
+      else panel(M, i1 - i0, Kp, a, bp.p + i0, Np, beta, C + i0, ldc, shape);
     }
   }
   if (K == 0 && beta == 0.f)  // no pairs: the panels stored nothing

@@ -7,11 +7,14 @@
 // denormal results are flushed (the instruction's fixed DAZ/FTZ). Per instruction it does twice the multiply-adds of
 // an FMA on the same width.
 //
-// Layout (packing, once per operand per call, round to nearest even: tensor/bf16.h): K is taken in pairs, kp = k / 2.
-//   Ap (M, Kp)  word (i, kp) = [bf16 op(A)(i, 2 kp) | bf16 op(A)(i, 2 kp + 1) << 16]   broadcast to all 16 lanes
+// Layout (packing, once per operand per call, round to nearest even as tensor/bf16.h, with the vectorized packings of
+// tensor/bf16_tiles.h): K is taken in pairs, kp = k / 2.
+//   Ap          word (i, kp) = [bf16 op(A)(i, 2 kp) | bf16 op(A)(i, 2 kp + 1) << 16]   broadcast to all 16 lanes
 //   Bp (Kp, Np) word (kp, j) = [bf16 op(B)(2 kp, j) | bf16 op(B)(2 kp + 1, j) << 16]   16 columns per vector
-// An odd K gets a zero partner; Np is N rounded up to 16 with zero columns, and C's last vector is stored under a
-// mask, so ragged N costs nothing extra. Either transposition is absorbed by the packing.
+// Ap is stored the way op(A) is read cheaply: (M, Kp) for A (M, K), and (Kp, M) for a transposed A (K, M) - two rows of
+// A interleaved, so the packing reads and writes contiguously - and the tiles read it through strides (ars, aks). An
+// odd K gets a zero partner; Np is N rounded up to 16 with zero columns, and C's last vector is stored under a mask,
+// so ragged N costs nothing extra. A transposed B (N, K) is packed 16 rows at a time through a small block.
 //
 // Tiles: as tensor/microkernel.h, a block of R rows x W vectors of C stays in registers for the whole k loop (R W of
 // the 32 zmm registers); per pair kp, W loads of Bp's row, R broadcasts of Ap and R W VDPBF16PS. k in chunks of

@@ -1,7 +1,8 @@
 // tests/tensor/test_bf16_gemm.cpp - the VDPBF16PS GEMM (tensor/bf16_gemm.h) against a float64 product of the
 // bf16-rounded operands: every transpose pair, beta 0 and 1, ragged sizes (odd K, N not a multiple of 16, rows not a
-// multiple of the tiles, more than one k chunk and one row group), leading dimensions wider than the matrices; one
-// and two threads and every tile shape give the same bits; dl::gemm, matmul and linear take it under Precision::bf16.
+// multiple of the tiles, more than one k chunk and one row group, row and column panels), leading dimensions wider than
+// the matrices; one and two threads and every tile shape give the same bits; dl::gemm, matmul and linear take it under
+// Precision::bf16.
 // Tolerance: the products of bf16 numbers are exact in float32 and the sums are float32 in another order, so the error
 // is within K eps_f32 sum_k |a_k b_k|; the test asks 2 (K + 1) eps of that sum. A conversion that truncated instead
 // of rounding, or that split a pair the wrong way, would be off by about 2^-9 sum |a b| and fails.
@@ -83,8 +84,10 @@ void check_against_f64(const Case& c, const Operands& o, const std::vector<float
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  const int64_t sizes[][3] = {{1, 1, 1},     {7, 5, 3},       {13, 17, 33},   {6, 64, 2},
-                              {37, 70, 257}, {100, 130, 300}, {150, 200, 64}, {65, 300, 41}};
+  // {200, 70, 301}: the only case with M >= N large enough for two threads, so the only one that cuts row panels (as
+  // the weight gradient does: M = 512 outputs, N = 128 inputs); each panel then starts inside the packed A.
+  const int64_t sizes[][3] = {{1, 1, 1},       {7, 5, 3},      {13, 17, 33},  {6, 64, 2},    {37, 70, 257},
+                              {100, 130, 300}, {150, 200, 64}, {65, 300, 41}, {200, 70, 301}};
   for (int t = 0; t < 4; t++)
     for (auto& s : sizes)
       for (float beta : {0.f, 1.f}) cs.push_back({(t & 1) != 0, (t & 2) != 0, s[0], s[1], s[2], beta});
