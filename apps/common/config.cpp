@@ -17,13 +17,29 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   return s;
 }
 
+// "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""} (so an empty list is one empty item, which no parser accepts).
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> v;
+  size_t a = 0;
+  for (size_t b; (b = text.find(',', a)) != std::string::npos; a = b + 1) v.push_back(text.substr(a, b - a));
+  v.push_back(text.substr(a));
+  return v;
+}
+
+// The whole of `item` as a finite real, or false.
+static bool read_real(const std::string& item, double& x) {
+  size_t used = 0;
+  try {
+    x = std::stod(item, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used > 0 && used == item.size() && std::isfinite(x);
+}
+
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field) {
   std::vector<int64_t> v;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(at, end - at);
+  for (const std::string& item : split_list(text)) {
     size_t used = 0;
     long long x = 0;
     try {
@@ -34,21 +50,34 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
     if (item.empty() || used != item.size() || x < 1)
       throw ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not a positive integer");
     v.push_back(x);
-    at = end + 1;
   }
   return v;
 }
 
-double parse_positive_real(const std::string& text, const std::string& field) {
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
+std::vector<double> parse_real_list(const std::string& text, const std::string& field, bool allow_zero) {
+  std::vector<double> v;
+  for (const std::string& item : split_list(text)) {
+    double x = NAN;
+    if (!read_real(item, x) || x < 0 || (x == 0 && !allow_zero))
+      throw ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not a " +
+                        (allow_zero ? "non-negative" : "positive") + " number");
+    v.push_back(x);
   }
-  if (used == 0 || used != text.size() || !std::isfinite(x) || x <= 0)
-    throw ConfigError(field + " '" + text + "': expected a positive number like 0.002");
+  return v;
+}
+
+std::vector<std::string> parse_name_list(const std::string& text, const std::string& field,
+                                         const std::vector<std::string>& known) {
+  const std::vector<std::string> v = split_list(text);
+  for (const std::string& item : v)
+    if (std::find(known.begin(), known.end(), item) == known.end())
+      throw ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not one of " + join(known));
+  return v;
+}
+
+double parse_positive_real(const std::string& text, const std::string& field) {
+  double x = NAN;
+  if (!read_real(text, x) || x <= 0) throw ConfigError(field + " '" + text + "': expected a positive number like 0.002");
   return x;
 }
 
@@ -118,7 +147,7 @@ std::pair<std::string, json> parse_override(const std::string& kv) {
   try {
     val = json::parse(v);
   } catch (const json::parse_error&) {
-    val = v;  // bare words are strings: --set norm=batch
+    val = v;                            // bare words are strings: --set norm=batch
   } catch (const json::exception& e) {  // e.g. a number too large for a double: lr=1e999
     throw ConfigError("--set '" + kv + "': " + e.what());
   }

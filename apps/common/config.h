@@ -56,8 +56,17 @@ template <class C> std::vector<std::string> config_field_names() {
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+// ---- comma-separated lists in a config field (or an old flag: `field` is then the flag, "--lengths") ----
+// "a,b" -> {"a", "b"}, every item kept as it is ("" is one empty item).
+std::vector<std::string> split_list(const std::string& text);
 // "3,7,15" -> {3, 7, 15}; a ConfigError names the field and the first item that is not a positive integer.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& field);
+// "0.001,0.003" -> {0.001, 0.003}: each item finite and > 0 (>= 0 with allow_zero); a ConfigError names the field and
+// the item ("field 'lrs': 'x' in \"0.1,x\" is not a positive number").
+std::vector<double> parse_real_list(const std::string& text, const std::string& field, bool allow_zero = false);
+// "fixed,learned" -> {"fixed", "learned"}, each one of `known`; a ConfigError names the field, the item and `known`.
+std::vector<std::string> parse_name_list(const std::string& text, const std::string& field,
+                                         const std::vector<std::string>& known);
 // "0.002" -> 0.002 for an axis value that is a positive real (a learning rate); a ConfigError names the field and
 // the text, e.g. "lr '0.x': expected a positive number like 0.002".
 double parse_positive_real(const std::string& text, const std::string& field);

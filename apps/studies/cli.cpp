@@ -2,10 +2,8 @@
 #include "cli.h"
 
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <limits>
-#include <sstream>
 
 namespace studies {
 
@@ -74,36 +72,12 @@ int harness_main(const harness::Experiment& e, const LegacyFlags& legacy, int ar
 
 // ---- lists in old command lines and in attention-approx ----
 
-static std::vector<std::string> items(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) v.push_back(item);
-  return v;
-}
-
 std::vector<int> parse_ints(const std::string& s, const std::string& flag) {
   std::vector<int> v;
   for (int64_t x : harness::parse_int_list(s, flag)) {
     if (x > std::numeric_limits<int>::max()) throw harness::ConfigError(flag + ": " + std::to_string(x) + " is too large");
     v.push_back((int)x);
   }
-  return v;
-}
-
-std::vector<double> parse_reals(const std::string& s, const std::string& flag, bool allow_zero) {
-  std::vector<double> v;
-  for (const std::string& item : items(s)) {
-    try {
-      size_t used = 0;
-      v.push_back(std::stod(item, &used));
-      if (used != item.size() || !std::isfinite(v.back()) || v.back() < 0 || (!allow_zero && v.back() == 0))
-        throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw CLI::ValidationError(flag, "'" + item + "' in \"" + s + "\" is not a " +
-                                           (allow_zero ? "non-negative" : "positive") + " number");
-    }
-  }
-  if (v.empty()) throw CLI::ValidationError(flag, "an empty list");
   return v;
 }
 

@@ -9,6 +9,7 @@
 // add_attention_approx_command below, one line in main.cpp.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -28,6 +29,21 @@ struct LegacyFlags {
 };
 LegacyRule set_field(const std::string& field);         // v -> --set field=v
 LegacyRule set_string_field(const std::string& field);  // v -> --set field="v" (a list "32,64" or one item "64")
+// The flags of a study's config C: `fields` are the fields whose old flag is their name with '-' for '_'
+// ("--fashion-steps v" -> --set fashion_steps=v; a string field's value quoted, set_string_field); `other` the flags
+// that say something else, `switches` the flags without a value. A name that is not a field of C is a logic_error.
+template <class C>
+LegacyFlags legacy_flags(const std::vector<std::string>& fields, std::map<std::string, LegacyRule> other = {},
+                         std::map<std::string, std::vector<std::string>> switches = {}) {
+  const dl::harness::json defaults = dl::harness::config_to_json(C{});
+  for (const std::string& field : fields) {
+    if (!defaults.contains(field)) throw std::logic_error("legacy_flags: '" + field + "' is not a config field");
+    std::string flag = "--" + field;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    other[flag] = defaults[field].is_string() ? set_string_field(field) : set_field(field);
+  }
+  return {std::move(other), std::move(switches)};
+}
 // The old command line as the harness's: `run` first; `--seeds N` (a count, as every study had it) -> --seeds 0-(N-1)
 // (a list stays a list); the flags in `legacy` as they say (`--flag value` or `--flag=value`); anything else as it is.
 // No arguments at all is `run` (the default preset). A command line that starts with a word (run, cell, list) or is
@@ -36,12 +52,10 @@ std::vector<std::string> legacy_args(std::vector<std::string> args, const Legacy
 // `studies <study> ...` (argv[0] the study's name): the old command line read through `legacy`, then run_main.
 int harness_main(const dl::harness::Experiment& e, const LegacyFlags& legacy, int argc, char** argv);
 
-// ---- lists in old command lines and in attention-approx ----
+// ---- lists in old command lines and in attention-approx (real numbers: harness::parse_real_list) ----
 // "16,64,256" -> {16, 64, 256} (harness::parse_int_list: a ConfigError names `flag` and the item that is not a
 // positive integer).
 std::vector<int> parse_ints(const std::string& s, const std::string& flag);
-// Real numbers ("0.02,0.1"); items must be finite and > 0 unless allow_zero (a CLI::ValidationError names `flag`).
-std::vector<double> parse_reals(const std::string& s, const std::string& flag, bool allow_zero = false);
 
 void add_attention_approx_command(CLI::App& app);  // attention_approx.cpp
 

@@ -140,6 +140,5 @@ TrainResult train_encoder(const PairTask& task, const std::string& loss, double 
 dl::harness::Experiment cosent_experiment();
 struct LegacyFlags;
 const LegacyFlags& cosent_legacy_flags();  // the flags of the command line before the harness (cli.h)
-int cosent_main(int argc, char** argv);    // `studies cosent ...`: argv[0] is "cosent"
 
 }  // namespace studies

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "apps/common/experiment.h"
 #include "apps/common/report.h"
@@ -12,6 +11,7 @@
 #include "cosent.h"
 #include "nn/registry.h"
 #include "selection.h"
+#include "study.h"
 
 namespace studies {
 
@@ -21,7 +21,7 @@ using harness::json;
 
 // ---- the settings -------------------------------------------------------------------------------------------------
 
-std::vector<double> CosentConfig::lr_list() const { return parse_real_list(lrs, "lrs"); }
+std::vector<double> CosentConfig::lr_list() const { return harness::parse_real_list(lrs, "lrs"); }
 
 PairTaskConfig CosentConfig::data() const {
   PairTaskConfig d;
@@ -61,33 +61,27 @@ void CosentConfig::validate() const {
 namespace {
 
 using harness::fixed;  // apps/common/report.h
-std::string lr_str(double lr) {
-  std::ostringstream os;
-  os << lr;
-  return os.str();
-}
 
 // The tokenized pair task of a config, built once per process (the cells and lr points of a run share it).
 const PairTask& task_of(const CosentConfig& c, const harness::RunContext& ctx) {
-  static std::map<std::string, PairTask> made;
-  const std::string key =
-      json{c.task, c.chunk_len, c.val_pairs, c.test_pairs, c.data_seed, c.data_dir, c.tokenizer, c.bpe_merges, c.max_len}.dump();
-  auto it = made.find(key);
-  if (it != made.end()) return it->second;
-  PairTask t = make_pair_task(c.task, c.data());
-  tokenize_task(t, c.tokenizer, c.bpe_merges, c.max_len);
-  if (!ctx.quiet && ctx.writer())
-    std::cerr << "[cosent] " << c.task << ": " << t.train.texts.size() << " / " << t.val.texts.size() << " / "
-              << t.test.texts.size() << " texts (train / val / test), " << t.val_pairs.size() << " val and "
-              << t.test_pairs.size() << " test pairs\n";
-  return made.emplace(key, std::move(t)).first->second;
+  const json key = {c.task,     c.chunk_len, c.val_pairs,  c.test_pairs, c.data_seed,
+                    c.data_dir, c.tokenizer, c.bpe_merges, c.max_len};
+  return built_once<PairTask>(key, [&] {
+    PairTask t = make_pair_task(c.task, c.data());
+    tokenize_task(t, c.tokenizer, c.bpe_merges, c.max_len);
+    if (!ctx.quiet && ctx.writer())
+      std::cerr << "[cosent] " << c.task << ": " << t.train.texts.size() << " / " << t.val.texts.size() << " / "
+                << t.test.texts.size() << " texts (train / val / test), " << t.val_pairs.size() << " val and "
+                << t.test_pairs.size() << " test pairs\n";
+    return t;
+  });
 }
 
 // untrained: the encoder at the seed's initialisation. A loss: its lr grid on the selection seed (with retrieval
 // examples), the lr with the best validation Spearman, then that lr on the cell's seed - or, on the selection seed,
 // the grid's own run.
 harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const CosentConfig c = harness::config_from_json<CosentConfig>(cell.config, cell.label());
+  const CosentConfig c = config_of<CosentConfig>(cell);
   const PairTask& t = task_of(c, ctx);
   harness::CellResult res;
   TrainResult r;
@@ -101,8 +95,8 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
     point_config.erase("seed");
     for (double lr : lrs) {
       point_config["lr"] = lr;
-      points.push_back({"lr" + lr_str(lr),
-                        "[" + c.task + "/" + c.arm + " lr " + lr_str(lr) + " seed " + std::to_string(c.selection_seed) + "]",
+      points.push_back({"lr" + number(lr),
+                        "[" + c.task + "/" + c.arm + " lr " + number(lr) + " seed " + std::to_string(c.selection_seed) + "]",
                         point_config});
     }
     const std::vector<json> tried =
@@ -135,17 +129,9 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
 // ---- the report ---------------------------------------------------------------------------------------------------
 namespace {
 
-using Cells = std::vector<const harness::CellResult*>;
-
-harness::MeanSE over(const Cells& rs, const std::string& metric) {
-  std::vector<double> v;
-  for (auto* r : rs) v.push_back(r->metric(metric));
-  return harness::mean_se(v);
-}
-
 // One arm's row (mean ± SE over its seeds) and, for a loss, its validation curve.
 void arm_row(const std::string& task, const std::string& arm, const Cells& rs, harness::Table& t, harness::Plot& p) {
-  const std::string lr = arm == "untrained" ? "0" : lr_str(rs[0]->extra["lr"].get<double>());
+  const std::string lr = arm == "untrained" ? "0" : number(rs[0]->extra["lr"].get<double>());
   bool all_reach = true;  // steps to 90%: only when every seed's final Spearman is positive
   for (auto* r : rs) all_reach &= r->metric("steps_to_90") >= 0;
   t.rows.push_back({task, arm, lr, std::to_string(rs.size()), harness::format_mean_se(over(rs, "val")),
@@ -153,31 +139,11 @@ void arm_row(const std::string& task, const std::string& arm, const Cells& rs, h
                     all_reach && arm != "untrained" ? harness::format_mean_se(over(rs, "steps_to_90"), 1, 0) : "-",
                     harness::format_mean_se(over(rs, "recall1")), harness::format_mean_se(over(rs, "recall5")),
                     harness::format_mean_se(over(rs, "mrr")), harness::format_mean_se(over(rs, "cos_sd"), 1, 3)});
-  if (arm == "untrained") return;
-  harness::Series curve;
-  curve.title = arm + " (lr " + lr + ")";
-  for (size_t i = 0; i < rs[0]->curve.size(); i++) {
-    std::vector<double> at;
-    for (auto* r : rs)
-      if (i < r->curve.size()) at.push_back(r->curve[i].accuracy);
-    const harness::MeanSE e = harness::mean_se(at);
-    curve.x.push_back(rs[0]->curve[i].step), curve.y.push_back(e.mean), curve.err.push_back(e.se);
-  }
-  p.series.push_back(curve);
+  if (arm != "untrained") p.series.push_back(accuracy_curve(arm + " (lr " + lr + ")", rs));
 }
 
 harness::Table report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
-  std::map<std::string, std::map<std::string, Cells>> by;  // task -> arm -> cells in seed order
-  for (const harness::CellResult& r : rs) by[r.cell.value("task")][r.cell.value("arm")].push_back(&r);
-  for (auto& [task, arms] : by)
-    for (auto& [arm, cells] : arms)
-      std::sort(cells.begin(), cells.end(), [](auto* a, auto* b) { return a->cell.seed < b->cell.seed; });
-  auto in_order = [](std::vector<std::string> order, const auto& present) {  // the preset's order, then any other
-    for (auto& [k, v] : present)
-      if (std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
-    std::erase_if(order, [&](const std::string& k) { return !present.count(k); });
-    return order;
-  };
+  std::map<std::string, std::map<std::string, Cells>> by = cells_by(rs, "task", "arm");  // in seed order
   harness::Table main_t, lr_t;
   main_t.title = "CoSENT vs SBERT softmax vs cosine-MSE: Spearman x 100 of cos(u, v) against the grade";
   main_t.columns = {"pairs",        "loss",    "lr",      "seeds",     "val Spearman",  "test Spearman",
@@ -187,27 +153,27 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
   lr_t.columns = {"pairs", "loss", "lr", "val Spearman", "chosen"};
   lr_t.right = {false, false, true, true, false};
   if (rs.empty()) return main_t;
-  const CosentConfig c0 = harness::config_from_json<CosentConfig>(rs[0].cell.config, rs[0].cell.label());
+  const CosentConfig c0 = config_of<CosentConfig>(rs[0].cell);
   std::string examples;
-  for (const std::string& task : in_order(p.values[0], by)) {
+  for (const std::string& task : in_preset_order(p.values[0], by)) {
     const std::map<std::string, Cells>& arms = by[task];
     harness::Plot plot;
     plot.title = task + ": validation Spearman of cos(u, v) vs step (mean ± SE over seeds)";
     plot.xlabel = "step", plot.ylabel = "Spearman", plot.key = "bottom right";
-    for (const std::string& arm : in_order(p.values[1], arms)) {
+    for (const std::string& arm : in_preset_order(p.values[1], arms)) {
       const Cells& cells = arms.at(arm);
       arm_row(task, arm, cells, main_t, plot);
       if (arm == "untrained") continue;
       for (const json& k : cells[0]->extra["lr_search"])
         lr_t.rows.push_back(
-            {task, arm, lr_str(k["lr"]), fixed(100 * k["val"].get<double>(), 1), k["lr"] == cells[0]->extra["lr"] ? "yes" : ""});
+            {task, arm, number(k["lr"]), fixed(100 * k["val"].get<double>(), 1), k["lr"] == cells[0]->extra["lr"] ? "yes" : ""});
       if (cells[0]->extra["examples"].empty()) continue;
       examples += "**" + task + ", " + arm + " (seed " + std::to_string(cells[0]->cell.seed) + ")**\n";
       for (const json& e : cells[0]->extra["examples"]) examples += "- " + e.get<std::string>() + "\n";
       examples += "\n";
     }
     if (arms.count("cosent"))  // paired over the seeds both ran: the same data, seeds and budget
-      for (const std::string& other : in_order(p.values[1], arms)) {
+      for (const std::string& other : in_preset_order(p.values[1], arms)) {
         if (other == "cosent" || other == "untrained") continue;
         std::vector<double> a, b;
         for (auto* r0 : arms.at(other))
@@ -245,56 +211,28 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
 // ---- the experiment and its command line --------------------------------------------------------------------------
 
 harness::Experiment cosent_experiment() {
-  harness::Experiment e;
-  e.name = "studies/cosent";  // the default output folder: runs/studies/cosent, as before
-  e.command = {"cosent"};     // `studies cosent run ...`: the --jobs workers are started the same way
-  e.description = "studies cosent: CoSENT vs SBERT softmax vs cosine-MSE for sentence encoders (Spearman)";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/cosent";
-  e.default_preset = "default";
+  harness::Experiment e =
+      study_experiment("cosent", "studies cosent: CoSENT vs SBERT softmax vs cosine-MSE for sentence encoders (Spearman)");
   e.axes = {{{"task", {"brown", "sentiment"}}, "", "brown (passage pairs, 3 grades) or sentiment (sentence pairs, 2)"},
             {{"arm", {"untrained", "cosent", "softmax", "cos_mse"}}, "", "a loss, or untrained (the encoder at init)"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    for (const std::string& s : sets)
-      if (s.starts_with("task=") || s.starts_with("arm="))
-        throw harness::ConfigError("--set " + s + ": task and arm are axes: --tasks / --arms (run), --task / --arm (cell)");
-    CosentConfig c = harness::resolve<CosentConfig>(p, v, sets);
-    c.task = v[0], c.arm = v[1];
-    c.validate();
-    return harness::config_to_json(c);
-  };
+  e.resolve = study_resolve<CosentConfig>(e.axes, {"task", "arm"}, [](CosentConfig& c, auto& v) { c.task = v[0], c.arm = v[1]; });
   e.run_cell = run_cell;
   e.report = report;
   e.cost = [](const harness::Cell& cell) {  // the lr grid's runs and the cell's own, in steps
-    const CosentConfig c = harness::config_from_json<CosentConfig>(cell.config, cell.label());
+    const CosentConfig c = config_of<CosentConfig>(cell);
     return c.arm == "untrained" ? 1.0 : (double)c.steps * (c.lr_list().size() + 1) * (c.task == "brown" ? 3 : 1);
   };
   return e;
 }
 
 const LegacyFlags& cosent_legacy_flags() {
-  static const LegacyFlags f = {{{"--losses",
-                                  [](const std::string& v) {
-                                    return std::vector<std::string>{"--arms", "untrained," + v};
-                                  }},
-                                 {"--lrs", set_string_field("lrs")},
-                                 {"--steps", set_field("steps")},
-                                 {"--batch", set_field("batch")},
-                                 {"--eval-every", set_field("eval_every")},
-                                 {"--d-model", set_field("d_model")},
-                                 {"--layers", set_field("layers")},
-                                 {"--layer", set_string_field("layer")},
-                                 {"--lambda", set_field("lambda")},
-                                 {"--tokenizer", set_string_field("tokenizer")},
-                                 {"--bpe-merges", set_field("bpe_merges")},
-                                 {"--max-len", set_field("max_len")},
-                                 {"--chunk-len", set_field("chunk_len")},
-                                 {"--val-pairs", set_field("val_pairs")},
-                                 {"--test-pairs", set_field("test_pairs")},
-                                 {"--queries", set_field("queries")}},
-                                {}};
+  static const LegacyFlags f =
+      legacy_flags<CosentConfig>({"lrs", "steps", "batch", "eval_every", "d_model", "layers", "layer", "lambda", "tokenizer",
+                                  "bpe_merges", "max_len", "chunk_len", "val_pairs", "test_pairs", "queries"},
+                                 {{"--losses", [](const std::string& v) {
+                                     return std::vector<std::string>{"--arms", "untrained," + v};
+                                   }}});
   return f;
 }
-
-int cosent_main(int argc, char** argv) { return harness_main(cosent_experiment(), cosent_legacy_flags(), argc, argv); }
 
 }  // namespace studies

@@ -115,6 +115,5 @@ struct ExactConfig {
 dl::harness::Experiment exact_experiment();
 struct LegacyFlags;
 const LegacyFlags& exact_legacy_flags();  // the flags of the command line before the harness (cli.h)
-int exact_main(int argc, char** argv);    // `studies exact ...`: argv[0] is "exact"
 
 }  // namespace studies

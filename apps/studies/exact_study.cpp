@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <sstream>
 
 #include "apps/common/experiment.h"
 #include "apps/common/report.h"
@@ -11,6 +10,7 @@
 #include "cli.h"
 #include "exact.h"
 #include "selection.h"
+#include "study.h"
 
 namespace studies {
 
@@ -20,21 +20,19 @@ using harness::json;
 
 // ---- the settings -------------------------------------------------------------------------------------------------
 
-std::vector<double> ExactConfig::lr_list() const { return parse_real_list(lrs, "lrs"); }
+std::vector<double> ExactConfig::lr_list() const { return harness::parse_real_list(lrs, "lrs"); }
 
 std::vector<double> ExactConfig::margin_list() const {
   std::vector<double> v;
-  std::stringstream ss(margins);
-  for (std::string item; std::getline(ss, item, ',');)
-    v.push_back(item == "none" ? 0.0 : parse_real_list(item, "margins", true)[0]);
-  if (v.empty()) throw harness::ConfigError("field 'margins': no margin");
-  for (double& m : v)
-    if (m == 0) m = INFINITY;  // "none" or 0: no margin
+  for (const std::string& item : harness::split_list(margins)) {
+    const double m = item == "none" ? 0.0 : harness::parse_real_list(item, "margins", true)[0];
+    v.push_back(m == 0 ? INFINITY : m);  // "none" or 0: no margin
+  }
   return v;
 }
 
 std::vector<std::string> ExactConfig::sigma_list() const {
-  return parse_name_list(sigma_modes, "sigma_modes", {"fixed", "learned"});
+  return harness::parse_name_list(sigma_modes, "sigma_modes", {"fixed", "learned"});
 }
 
 std::vector<ExactArm> ExactConfig::grid() const {
@@ -85,11 +83,6 @@ void ExactConfig::validate() const {
 namespace {
 
 using harness::fixed;  // apps/common/report.h
-std::string number(double x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
 std::string margin_str(const ExactArm& a) { return a.loss == "ce" ? "-" : std::isfinite(a.margin) ? fixed(a.margin, 1) : "none"; }
 std::string sigma_str(const ExactArm& a) { return a.loss == "ce" ? "-" : a.learn_sigma ? "learned" : "fixed 1"; }
 json margin_json(double m) { return std::isfinite(m) ? json(m) : json("none"); }
@@ -103,20 +96,18 @@ std::string point_name(const ExactArm& a) {
 
 // The task of a config, built once per process (the cells and grid points of a run share it).
 const ExactTask& task_of(const ExactConfig& c) {
-  static std::map<std::string, ExactTask> made;
-  const json key = c.task == "mixture" ? json{c.task, c.mixture_train, c.mixture_val, c.mixture_test, c.label_noise}
-                                       : json{c.task, c.fashion_train, c.fashion_val, c.fashion_test, c.fashion_dir};
-  auto it = made.find(key.dump());
-  if (it != made.end()) return it->second;
-  ExactTask t = c.task == "mixture" ? make_mixture_task(c.mixture_train, c.mixture_val, c.mixture_test, c.label_noise)
-                                    : make_fashion_task(c.fashion_train, c.fashion_val, c.fashion_test, c.fashion_dir);
-  return made.emplace(key.dump(), std::move(t)).first->second;
+  if (c.task == "mixture")
+    return built_once<ExactTask>(json{c.task, c.mixture_train, c.mixture_val, c.mixture_test, c.label_noise}, [&] {
+      return make_mixture_task(c.mixture_train, c.mixture_val, c.mixture_test, c.label_noise);
+    });
+  return built_once<ExactTask>(json{c.task, c.fashion_train, c.fashion_val, c.fashion_test, c.fashion_dir},
+                               [&] { return make_fashion_task(c.fashion_train, c.fashion_val, c.fashion_test, c.fashion_dir); });
 }
 
 // The arm's selection grid, each point trained on the selection seed with only a final evaluation (its validation
 // accuracy is what is kept), then the chosen setting on the cell's seed.
 harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const ExactConfig c = harness::config_from_json<ExactConfig>(cell.config, cell.label());
+  const ExactConfig c = config_of<ExactConfig>(cell);
   const ExactTask& task = task_of(c);
   const int steps = c.task_steps();
   const std::vector<ExactArm> grid = c.grid();
@@ -167,15 +158,8 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
 // ---- the report ---------------------------------------------------------------------------------------------------
 namespace {
 
-using Cells = std::vector<const harness::CellResult*>;
-
 std::string pm(const harness::MeanSE& m, double scale, int digits) {
   return fixed(m.mean * scale, digits) + " ± " + fixed(m.se * scale, digits);
-}
-harness::MeanSE over(const Cells& rs, const std::string& metric) {
-  std::vector<double> v;
-  for (auto* r : rs) v.push_back(r->metric(metric));
-  return harness::mean_se(v);
 }
 ExactArm chosen_arm(const harness::CellResult& r) {
   ExactArm a;
@@ -199,16 +183,7 @@ void arm_row(const std::string& task, const Cells& rs, harness::Table& t, harnes
                     pm(over(rs, "test_ece"), 100, 2), pm(over(rs, "temperature"), 1, 2), pm(over(rs, "test_nll_t"), 1, 3),
                     pm(over(rs, "test_ece_t"), 100, 2),
                     a.loss == "exact" && a.learn_sigma ? "learned " + pm(over(rs, "sigma"), 1, 3) : sigma_str(a)});
-  harness::Series sc;
-  sc.title = a.loss == "ce" ? "cross-entropy" : "EXACT";
-  for (size_t k = 0; k < rs[0]->curve.size(); k++) {
-    std::vector<double> v;
-    for (auto* r : rs)
-      if (k < r->curve.size()) v.push_back(100 * r->curve[k].accuracy);
-    const harness::MeanSE m = harness::mean_se(v);
-    sc.x.push_back(rs[0]->curve[k].step), sc.y.push_back(m.mean), sc.err.push_back(m.se);
-  }
-  pc.series.push_back(sc);
+  pc.series.push_back(accuracy_curve(a.loss == "ce" ? "cross-entropy" : "EXACT", rs, 100));
 }
 
 // The selection grid of a task in the order it was tried before the harness: per lr, CE then EXACT's points.
@@ -228,29 +203,21 @@ void grid_rows(const std::string& task, const std::map<std::string, Cells>& arms
 }
 
 harness::Table report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
-  std::map<std::string, std::map<std::string, Cells>> by;  // task -> arm -> cells in seed order
+  std::map<std::string, std::map<std::string, Cells>> by = cells_by(rs, "task", "arm");  // in seed order
   std::vector<int> seeds;
-  for (const harness::CellResult& r : rs)
-    by[r.cell.value("task")][r.cell.value("arm")].push_back(&r), seeds.push_back(r.cell.seed);
+  for (const harness::CellResult& r : rs) seeds.push_back(r.cell.seed);
   std::sort(seeds.begin(), seeds.end());
   seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
-  for (auto& [task, arms] : by)
-    for (auto& [arm, cells] : arms)
-      std::sort(cells.begin(), cells.end(), [](auto* a, auto* b) { return a->cell.seed < b->cell.seed; });
-  std::vector<std::string> tasks = p.values[0];  // the preset's order (mixture first), then any other
-  for (auto& [task, arms] : by)
-    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
   harness::Table t, grid;
   t.title = "EXACT vs cross-entropy: test accuracy and calibration (mean ± SE over " + std::to_string(seeds.size()) + " seeds)";
   t.columns = {"task", "loss", "lr", "margin", "test acc %", "NLL", "ECE %", "T (val)", "NLL (T)", "ECE (T) %", "sigma"};
   t.right = {false, false, true, true, true, true, true, true, true, true, true};
   if (rs.empty()) return t;
-  const ExactConfig c0 = harness::config_from_json<ExactConfig>(rs[0].cell.config, rs[0].cell.label());
+  const ExactConfig c0 = config_of<ExactConfig>(rs[0].cell);
   grid.title = "Selection grid: validation accuracy on the selection seed " + std::to_string(c0.selection_seed);
   grid.columns = {"task", "loss", "lr", "margin", "sigma", "val acc %"};
   grid.right = {false, false, true, true, false, true};
-  for (const std::string& task : tasks) {
-    if (!by.count(task)) continue;
+  for (const std::string& task : in_preset_order(p.values[0], by)) {  // mixture first
     const std::map<std::string, Cells>& arms = by[task];
     harness::Plot pc;
     pc.title = task + ": test accuracy during training (mean ± SE over seeds)";
@@ -289,46 +256,25 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
 // ---- the experiment and its command line --------------------------------------------------------------------------
 
 harness::Experiment exact_experiment() {
-  harness::Experiment e;
-  e.name = "studies/exact";  // the default output folder: runs/studies/exact, as before
-  e.command = {"exact"};     // `studies exact run ...`: the --jobs workers are started the same way
-  e.description = "studies exact: EXACT (expected accuracy) vs cross-entropy: accuracy and calibration";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/exact";
-  e.default_preset = "default";
+  harness::Experiment e =
+      study_experiment("exact", "studies exact: EXACT (expected accuracy) vs cross-entropy: accuracy and calibration");
   e.axes = {{{"task", {"mixture", "fashion"}}, "", "mixture (2-D Gaussians, label noise) or fashion (Fashion-MNIST)"},
             {{"arm", {"ce", "exact"}}, "", "ce (cross-entropy) or exact (expected accuracy)"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    for (const std::string& s : sets)
-      if (s.starts_with("task=") || s.starts_with("arm="))
-        throw harness::ConfigError("--set " + s + ": task and arm are axes: --tasks / --arms (run), --task / --arm (cell)");
-    ExactConfig c = harness::resolve<ExactConfig>(p, v, sets);
-    c.task = v[0], c.arm = v[1];
-    c.validate();
-    return harness::config_to_json(c);
-  };
+  e.resolve = study_resolve<ExactConfig>(e.axes, {"task", "arm"}, [](ExactConfig& c, auto& v) { c.task = v[0], c.arm = v[1]; });
   e.run_cell = run_cell;
   e.report = report;
   e.cost = [](const harness::Cell& cell) {  // the grid's runs and the cell's own, in steps
-    const ExactConfig c = harness::config_from_json<ExactConfig>(cell.config, cell.label());
+    const ExactConfig c = config_of<ExactConfig>(cell);
     return (double)c.task_steps() * (c.grid().size() + 1) * (c.task == "fashion" ? 20 : 1);
   };
   return e;
 }
 
 const LegacyFlags& exact_legacy_flags() {
-  static const LegacyFlags f = {{{"--steps", set_field("steps")},
-                                 {"--fashion-steps", set_field("fashion_steps")},
-                                 {"--batch", set_field("batch")},
-                                 {"--lrs", set_string_field("lrs")},
-                                 {"--margins", set_string_field("margins")},
-                                 {"--label-noise", set_field("label_noise")},
-                                 {"--genz-samples", set_field("genz_samples")},
-                                 {"--fashion-dir", set_string_field("fashion_dir")},
-                                 {"--sigma-modes", set_string_field("sigma_modes")}},
-                                {{"--no-grad-norm", {"--set", "grad_norm=false"}}}};
+  static const LegacyFlags f = legacy_flags<ExactConfig>(
+      {"steps", "fashion_steps", "batch", "lrs", "margins", "label_noise", "genz_samples", "fashion_dir", "sigma_modes"}, {},
+      {{"--no-grad-norm", {"--set", "grad_norm=false"}}});
   return f;
 }
-
-int exact_main(int argc, char** argv) { return harness_main(exact_experiment(), exact_legacy_flags(), argc, argv); }
 
 }  // namespace studies

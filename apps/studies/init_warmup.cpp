@@ -23,6 +23,7 @@
 #include "nn/init.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
+#include "study.h"
 #include "tasks/objectives.h"
 #include "tasks/text_classification.h"
 
@@ -316,7 +317,7 @@ void train(const InitWarmupConfig& o, const Data& d, const harness::RunContext& 
 }
 
 harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = harness::config_from_json<InitWarmupConfig>(cell.config, cell.label());
+  const auto o = config_of<InitWarmupConfig>(cell);
   const Data d = load_data(o);
   harness::CellResult r;
   r.extra = {{"unigram_entropy", d.unigram}, {"bigram_entropy", d.bigram}};
@@ -332,18 +333,13 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
 // ---- the report ---------------------------------------------------------------------------------------------------
 namespace {
 
-using Cells = std::vector<const harness::CellResult*>;
-InitWarmupConfig config_of(const harness::CellResult* r) {
-  return harness::config_from_json<InitWarmupConfig>(r->cell.config, r->cell.label());
-}
-
 // (a): per depth, norm and init (the order before the harness), mean ± SE over the seeds' cells; a plot per depth.
 harness::Table grad_table(const Cells& cells, const std::string& out, const std::string& setting) {
   harness::Table ta;
   ta.title = "(a) Gradient norm per layer at initialisation";
   ta.columns = {"depth", "LN", "init", "|g| first layer", "|g| last layer", "first / last"};
   ta.right = {true, false, false, true, true, true};
-  const InitWarmupConfig o = config_of(cells.front());
+  const InitWarmupConfig o = config_of<InitWarmupConfig>(cells.front()->cell);
   for (int depth : o.depth_list()) {
     harness::Plot p;
     p.title = "Gradient norm of each layer at init, depth " + std::to_string(depth);
@@ -436,18 +432,18 @@ harness::Table report(const std::string& out, const harness::Preset&, const std:
   Cells grads;
   std::map<std::string, Group> by_config;  // training cells by their config without the seed
   for (const harness::CellResult& r : rs) {
-    if (config_of(&r).measure == "grad_norms") {
+    if (config_of<InitWarmupConfig>(r.cell).measure == "grad_norms") {
       grads.push_back(&r);
       continue;
     }
     nlohmann::json key = r.cell.config;
     key.erase("seed"), key.erase("arm");
     Group& g = by_config[key.dump()];
-    g.cfg = config_of(&r), g.cells.push_back(&r);
+    g.cfg = config_of<InitWarmupConfig>(r.cell), g.cells.push_back(&r);
   }
   std::vector<Group> groups;
   for (auto& [key, g] : by_config) groups.push_back(g);
-  const InitWarmupConfig o = rs.empty() ? InitWarmupConfig{} : config_of(&rs.front());
+  const InitWarmupConfig o = rs.empty() ? InitWarmupConfig{} : config_of<InitWarmupConfig>(rs.front().cell);
   const std::string objective = o.objective == "mlm" ? "masked-byte (15% [MASK])" : "next-byte (causal)";
   std::vector<harness::Table> tables;
   if (!grads.empty()) tables.push_back(grad_table(grads, out, objective));
@@ -522,27 +518,18 @@ harness::Table report(const std::string& out, const harness::Preset&, const std:
 // ---- the experiment and its command line --------------------------------------------------------------------------
 
 harness::Experiment init_warmup_experiment() {
-  harness::Experiment e;
-  e.name = "studies/init_warmup";  // the default output folder: runs/studies/init_warmup, as before
-  e.command = {"init-warmup"};     // `studies init-warmup run ...`: the --jobs workers are started the same way
-  e.description = "studies init-warmup: post-LN vs pre-LN: gradient norms at init, warmup, init std, MLM head";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/init_warmup";
-  e.default_preset = "default";
+  harness::Experiment e = study_experiment(
+      "init-warmup", "studies init-warmup: post-LN vs pre-LN: gradient norms at init, warmup, init std, MLM head");
   e.axes = {{{"norm", {"post", "pre"}}, "", "post (post-LN, BERT) or pre (pre-LN, GPT-2)"},
             {{"arm", {}}, "", "a section of the preset's arms_cfg (studies init-warmup list)"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    for (const std::string& s : sets)
-      if (s.starts_with("norm=") || s.starts_with("arm="))
-        throw harness::ConfigError("--set " + s + ": norm and arm are axes: --norms / --arms (run), --norm / --arm (cell)");
-    if (!p.raw.contains("arms_cfg") || !p.raw["arms_cfg"].contains(v[1])) {
+  auto resolve = study_resolve<InitWarmupConfig>(e.axes, {"norm", "arm"}, [](auto& c, auto& v) { c.norm = v[0], c.arm = v[1]; });
+  e.resolve = [resolve](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+    if (!p.raw.contains("arms_cfg") || !p.raw["arms_cfg"].contains(v[1])) {  // the arms are the preset's sections
       std::vector<std::string> known;
       for (auto& [arm, section] : p.raw.value("arms_cfg", nlohmann::json::object()).items()) known.push_back(arm);
       throw harness::ConfigError("unknown arm '" + v[1] + "' (" + p.path + " arms_cfg has: " + harness::join(known) + ")");
     }
-    InitWarmupConfig c = harness::resolve<InitWarmupConfig>(p, v, sets);
-    c.norm = v[0], c.arm = v[1];
-    c.validate();
-    return harness::config_to_json(c);
+    return resolve(p, v, sets);
   };
   e.run_cell = run_cell;
   e.report = report;
@@ -553,26 +540,19 @@ harness::Experiment init_warmup_experiment() {
 }
 
 const LegacyFlags& init_warmup_legacy_flags() {
-  static const LegacyFlags f = {
-      {{"--depths", set_string_field("depths")}, {"--inits", set_string_field("inits")}, {"--train-depth", set_field("depth")},
-       {"--steps", set_field("steps")}, {"--warmup", set_field("warmup")}, {"--eval-every", set_field("eval_every")},
-       {"--d-model", set_field("d_model")}, {"--heads", set_field("heads")}, {"--batch", set_field("batch")},
-       {"--seq-len", set_field("seq_len")}, {"--objective", set_string_field("objective")},
-       {"--text", set_string_field("text")}, {"--lrs", [](const std::string& v) {
-          // lr a, and for two items the factor b / a of the 3x-lr arms; more items have no arms to run them
-          const std::vector<double> lrs = parse_reals(v, "--lrs");
-          if (lrs.size() > 2)
-            throw harness::ConfigError("--lrs " + v + ": the preset's arms run lr and lr x lr_factor; give at most two");
-          std::vector<std::string> w = {"--set", "lr=" + harness::json(lrs[0]).dump()};
-          if (lrs.size() == 2) w.insert(w.end(), {"--set", "lr_factor=" + harness::json(lrs[1] / lrs[0]).dump()});
-          return w;
-        }}},
-      {{"--large", {"--preset", "xl"}}, {"--no-train", {"--arms", "init-grads"}}}};
+  auto lrs = [](const std::string& v) {  // lr a, and for two items the factor b / a of the 3x-lr arms
+    const std::vector<double> lrs = harness::parse_real_list(v, "--lrs");
+    if (lrs.size() > 2)
+      throw harness::ConfigError("--lrs " + v + ": the preset's arms run lr and lr x lr_factor; give at most two");
+    std::vector<std::string> w = {"--set", "lr=" + harness::json(lrs[0]).dump()};
+    if (lrs.size() == 2) w.insert(w.end(), {"--set", "lr_factor=" + harness::json(lrs[1] / lrs[0]).dump()});
+    return w;
+  };
+  static const LegacyFlags f = legacy_flags<InitWarmupConfig>(
+      {"depths", "inits", "steps", "warmup", "eval_every", "d_model", "heads", "batch", "seq_len", "objective", "text"},
+      {{"--train-depth", set_field("depth")}, {"--lrs", lrs}},
+      {{"--large", {"--preset", "xl"}}, {"--no-train", {"--arms", "init-grads"}}});
   return f;
-}
-
-int init_warmup_main(int argc, char** argv) {
-  return harness_main(init_warmup_experiment(), init_warmup_legacy_flags(), argc, argv);
 }
 
 }  // namespace studies

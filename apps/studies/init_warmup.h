@@ -125,6 +125,5 @@ struct InitWarmupConfig {
 dl::harness::Experiment init_warmup_experiment();
 struct LegacyFlags;
 const LegacyFlags& init_warmup_legacy_flags();  // the flags of the command line before the harness (cli.h)
-int init_warmup_main(int argc, char** argv);     // `studies init-warmup ...`: argv[0] is "init-warmup"
 
 }  // namespace studies

@@ -9,7 +9,6 @@
 // kHarnessStudies below (its old command line is read through its LegacyFlags, cli.h). A study not yet on it adds a
 // CLI11 subcommand (cli.h).
 #include <CLI/CLI.hpp>
-#include <cstring>
 #include <iostream>
 
 #include "cli.h"
@@ -23,33 +22,36 @@
 
 namespace {
 
+// A study on the harness: its experiment and the flags of its command line before the harness.
 struct HarnessStudy {
-  const char* name;
-  int (*main)(int argc, char** argv);  // argv[0] is the study's name
-  const char* help;                    // for `studies --help`
+  dl::harness::Experiment (*experiment)();
+  const studies::LegacyFlags& (*legacy)();
 };
 
 const HarnessStudy kHarnessStudies[] = {
-    {"mixers", studies::mixers_main, "attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone"},
-    {"positions", studies::positions_main, "sinusoidal vs learned vs rotary positions, trained short, tested long"},
-    {"init-warmup", studies::init_warmup_main, "post-LN vs pre-LN: gradient norms at init, warmup, init std, MLM head"},
-    {"cosent", studies::cosent_main, "CoSENT vs SBERT softmax vs cosine-MSE for sentence encoders (Spearman)"},
-    {"exact", studies::exact_main, "EXACT (expected accuracy) vs cross-entropy: accuracy and calibration"},
-    {"nsp-bert", studies::nsp_bert_main, "NSP-BERT: a small BERT's next-sentence head as a zero-shot classifier"},
-    {"unilm", studies::unilm_main, "SimBERT in miniature: the UniLM prefix mask, generation + retrieval in one encoder"},
+    {studies::mixers_experiment, studies::mixers_legacy_flags},
+    {studies::positions_experiment, studies::positions_legacy_flags},
+    {studies::init_warmup_experiment, studies::init_warmup_legacy_flags},
+    {studies::cosent_experiment, studies::cosent_legacy_flags},
+    {studies::exact_experiment, studies::exact_legacy_flags},
+    {studies::nsp_bert_experiment, studies::nsp_bert_legacy_flags},
+    {studies::unilm_experiment, studies::unilm_legacy_flags},
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   for (const HarnessStudy& s : kHarnessStudies)
-    if (argc > 1 && std::strcmp(argv[1], s.name) == 0) return s.main(argc - 1, argv + 1);
+    if (argc > 1 && s.experiment().command[0] == argv[1])
+      return studies::harness_main(s.experiment(), s.legacy(), argc - 1, argv + 1);  // argv[0]: the study's name
   CLI::App app{"studies: the attention, position and initialisation questions, each a runnable experiment"};
   app.require_subcommand(1);
-  for (auto add : {studies::add_attention_approx_command})
-    add(app);
-  for (const HarnessStudy& s : kHarnessStudies)  // listed in --help; main() hands them to their own mains above
-    app.add_subcommand(s.name, std::string(s.help) + " (on the harness: studies " + s.name + " --help)")->allow_extras();
+  for (auto add : {studies::add_attention_approx_command}) add(app);
+  for (const HarnessStudy& s : kHarnessStudies) {  // listed in --help; main() hands them to harness_main above
+    const dl::harness::Experiment e = s.experiment();
+    const std::string what = e.description.substr(e.description.find(": ") + 2);  // "studies exact: EXACT ..."
+    app.add_subcommand(e.command[0], what + " (on the harness: studies " + e.command[0] + " --help)")->allow_extras();
+  }
   try {
     app.parse(argc, argv);  // the chosen study runs in its subcommand's callback
   } catch (const CLI::ParseError& e) {

@@ -24,6 +24,7 @@
 #include "optim/adam.h"
 #include "optim/param_groups.h"
 #include "optim/schedule.h"
+#include "study.h"
 #include "tasks/registry.h"
 
 namespace studies {
@@ -329,10 +330,6 @@ struct Arm {  // one task x mixer: its cells per lr (ascending, so of equal mean
   MixersConfig cfg;  // the chosen lr's first seed's
 };
 
-size_t position(const std::vector<std::string>& order, const std::string& v) {
-  return std::find(order.begin(), order.end(), v) - order.begin();
-}
-
 // The arms in the preset's order of tasks and mixers (values picked on the command line that it lacks come after).
 std::vector<Arm> arms_of(const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
   std::map<std::tuple<size_t, std::string, size_t, std::string>, Arm> by;
@@ -354,7 +351,7 @@ std::vector<Arm> arms_of(const harness::Preset& p, const std::vector<harness::Ce
     for (auto* r : a.chosen)
       a.val.push_back(r->metric("val_acc")), a.test.push_back(r->metric("test_acc")), ms.push_back(r->metric("ms_per_step"));
     a.ms = median(ms);
-    a.cfg = harness::config_from_json<MixersConfig>(a.chosen.front()->cell.config, a.chosen.front()->cell.label());
+    a.cfg = config_of<MixersConfig>(a.chosen.front()->cell);
     arms.push_back(a);
   }
   return arms;
@@ -461,77 +458,33 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
 // ---- the experiment and its command line --------------------------------------------------------------------------
 
 harness::Experiment mixers_experiment() {
-  harness::Experiment e;
-  e.name = "studies/mixers";  // the default output folder: runs/studies/mixers, as before
-  e.command = {"mixers"};     // `studies mixers run ...`: the --jobs workers are started the same way
-  e.description = "studies mixers: attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/mixers";
-  e.default_preset = "default";
+  harness::Experiment e = study_experiment(
+      "mixers", "studies mixers: attention vs MLP-Mixer vs FNet vs S4D vs conv as the token mixer of one backbone");
   e.axes = {{{"task", tasks::task_names()}, "", "a single-sequence token classification task"},
             {{"mixer", mixer_names()}, "", "the token mixer: any registry layer"},
             {{"lr", {}}, "", "the learning rate, e.g. 0.002 (the preset's when it has one)"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    for (const std::string& s : sets)
-      for (const std::string axis : {"task", "mixer", "lr"})
-        if (s.starts_with(axis + "="))
-          throw harness::ConfigError("--set " + s + ": " + axis + " is an axis: --" + axis + "s a,b (run) or --" + axis +
-                                     " (cell)");
-    MixersConfig c = harness::resolve<MixersConfig>(p, v, sets);
+  e.resolve = study_resolve<MixersConfig>(e.axes, {"task", "mixer", "lr"}, [](auto& c, auto& v) {
     c.task = v[0], c.mixer = v[1], c.lr = harness::parse_positive_real(v[2], "lr");
-    c.validate();
-    return harness::config_to_json(c);
-  };
+  });
   e.run_cell = run_cell;
   e.report = report;
   e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["seq_len"].get<double>(); };
   return e;
 }
 
-std::vector<std::string> mixers_legacy_args(std::vector<std::string> args) {
-  if (args.empty() || !args[0].starts_with("--") || args[0] == "--help") return args;
-  std::vector<std::string> out = {"run"};
-  for (size_t i = 0; i < args.size(); i++) {
-    std::string flag = args[i], value;
-    const size_t eq = flag.find('=');
-    if (eq != std::string::npos) value = flag.substr(eq + 1), flag.resize(eq);
-    if ((flag != "--seeds" && flag != "--steps" && flag != "--lengths") || (eq == std::string::npos && i + 1 == args.size())) {
-      out.push_back(args[i]);
-      continue;
-    }
-    if (eq == std::string::npos) value = args[++i];
-    if (flag == "--steps") {
-      out.insert(out.end(), {"--set", "steps=" + value});
-    } else if (flag == "--seeds") {  // the old count; the harness's --seeds lists the seeds
-      const bool count = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos && std::stoi(value) > 0;
-      const std::string seeds = !count ? value : value == "1" ? "0" : "0-" + std::to_string(std::stoi(value) - 1);
-      if (count) std::cerr << "studies mixers: --seeds " << value << " (a count, as before) runs seeds " << seeds << "\n";
-      out.insert(out.end(), {"--seeds", seeds});
-    } else {
-      const std::vector<int> ls = parse_ints(value, "--lengths");
-      for (size_t k = 1; k < ls.size(); k++)
-        if (ls[k] != 2 * ls[k - 1])
-          throw harness::ConfigError("--lengths " + value + ": the sweep doubles the length from sweep_from to sweep_to "
-                                     "(--set sweep_from=128 --set sweep_to=1024); give a doubling list");
-      out.insert(out.end(),
-                 {"--set", "sweep_from=" + std::to_string(ls.front()), "--set", "sweep_to=" + std::to_string(ls.back())});
-    }
-  }
-  return out;
-}
-
-int mixers_main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  try {
-    args = mixers_legacy_args(args);
-  } catch (const std::exception& e) {
-    std::cerr << "studies mixers: error: " << e.what() << "\n";
-    return 1;
-  }
-  args.insert(args.begin(), "studies mixers");  // the program's name in --help
-  std::vector<char*> av;
-  for (std::string& a : args) av.push_back(a.data());
-  av.push_back(nullptr);
-  return harness::run_main(mixers_experiment(), (int)args.size(), av.data());
+const LegacyFlags& mixers_legacy_flags() {
+  auto lengths = [](const std::string& value) {  // a doubling list: the sweep's first and last length
+    const std::vector<int> ls = parse_ints(value, "--lengths");
+    for (size_t k = 1; k < ls.size(); k++)
+      if (ls[k] != 2 * ls[k - 1])
+        throw harness::ConfigError("--lengths " + value +
+                                   ": the sweep doubles the length from sweep_from to sweep_to (--set sweep_from=128 --set "
+                                   "sweep_to=1024); give a doubling list");
+    return std::vector<std::string>{"--set", "sweep_from=" + std::to_string(ls.front()), "--set",
+                                    "sweep_to=" + std::to_string(ls.back())};
+  };
+  static const LegacyFlags f = legacy_flags<MixersConfig>({"steps"}, {{"--lengths", lengths}});
+  return f;
 }
 
 }  // namespace studies

@@ -32,7 +32,7 @@
 //   mpirun -n 2 studies mixers run ...                              (each cell data-parallel over the ranks)
 // The presets (apps/studies/presets/mixers/*.json) hold the settings (MixersConfig below) per task; `--set` changes
 // any field. The old form `studies mixers --seeds 3 --steps 500 --lengths 128,256` still runs: an option first means
-// `run`, and the three flags that changed are read as before (mixers_legacy_args).
+// `run`, and the three flags that changed are read as before (mixers_legacy_flags).
 // One cell (task, mixer, lr, seed): train `steps` with AdamW (cosine schedule, the S4 parameter groups) on the
 // harness's run_phase, checkpointing every eval_every steps; every eval_every steps the validation accuracy, and the
 // model with the best validation accuracy so far is saved (<cell>/model.safetensors); the test accuracy is that
@@ -127,11 +127,10 @@ struct MixersConfig {
 };
 
 dl::harness::Experiment mixers_experiment();
-// The old command line (an option right after `mixers`) as the harness's: `run` first; `--seeds N` (a count) ->
-// `--seeds 0-(N-1)`; `--steps N` -> `--set steps=N`; `--lengths a,2a,..,b` -> `--set sweep_from=a --set sweep_to=b`.
-// Anything else is left as it is. A ConfigError names a --lengths that is not a doubling list.
-std::vector<std::string> mixers_legacy_args(std::vector<std::string> args);
-// `studies mixers ...`: argv[0] is "mixers"; returns the exit status (harness::run_main's).
-int mixers_main(int argc, char** argv);
+// The flags of the command line before the harness (cli.h's legacy_args reads them; `--seeds N` is a count there):
+// `--steps N` -> `--set steps=N`; `--lengths a,2a,..,b` -> `--set sweep_from=a --set sweep_to=b` (a ConfigError names
+// a --lengths that is not a doubling list).
+struct LegacyFlags;
+const LegacyFlags& mixers_legacy_flags();
 
 }  // namespace studies

@@ -200,6 +200,5 @@ double finetune_accuracy(const ZeroShotTask& t, const NspBertConfig& o, const st
 dl::harness::Experiment nsp_bert_experiment();
 struct LegacyFlags;
 const LegacyFlags& nsp_bert_legacy_flags();  // the flags of the command line before the harness (cli.h)
-int nsp_bert_main(int argc, char** argv);     // `studies nsp-bert ...`: argv[0] is "nsp-bert"
 
 }  // namespace studies

@@ -9,6 +9,7 @@
 
 #include "apps/common/stats.h"
 #include "nsp_bert.h"
+#include "study.h"
 
 namespace studies {
 
@@ -20,12 +21,6 @@ namespace {
 using dl::harness::fixed;  // apps/common/report.h
 std::string pct(double x) { return fixed(100 * x, 1); }
 std::string pct_se(const harness::MeanSE& m) { return harness::format_mean_se(m); }
-
-using Cells = std::vector<const harness::CellResult*>;
-
-NspBertConfig config_of(const harness::CellResult& r) {
-  return harness::config_from_json<NspBertConfig>(r.cell.config, r.cell.label());
-}
 
 // The pretrained model on held-out documents: untrained vs pretrained vs the floor.
 harness::Table pretraining_table(const json& info, const NspBertConfig& o) {
@@ -87,7 +82,7 @@ void finetune_rows(const std::string& name, const Cells& pre, const Cells& scr, 
   s_ch.title = "majority class";
   jt["finetune"] = json::array();
   const Cells& any = pre.empty() ? scr : pre;
-  for (int budget : config_of(*any.front()).budget_list()) {
+  for (int budget : config_of<NspBertConfig>(any.front()->cell).budget_list()) {
     const std::string b = budget == 0 ? "all" : std::to_string(budget);
     const int n = any.front()->extra["labels"][b];
     for (bool from_pre : {true, false}) {
@@ -126,17 +121,8 @@ void pretraining_plot(const json& info, const std::string& out) {
 
 harness::Table nsp_bert_report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
   if (rs.empty()) return harness::Table{};
-  std::map<std::string, std::map<std::string, Cells>> by;  // task -> arm -> cells, by seed
-  std::vector<std::string> order;                          // the tasks in the preset's order, then any other
-  for (const std::string& task : p.values[0]) order.push_back(task);
-  for (const harness::CellResult& r : rs) {
-    by[r.cell.value("task")][r.cell.value("arm")].push_back(&r);
-    if (std::find(order.begin(), order.end(), r.cell.value("task")) == order.end()) order.push_back(r.cell.value("task"));
-  }
-  for (auto& [task, arms] : by)
-    for (auto& [arm, cells] : arms)
-      std::sort(cells.begin(), cells.end(), [](auto* a, auto* b) { return a->cell.seed < b->cell.seed; });
-  const NspBertConfig o = config_of(rs.front());
+  std::map<std::string, std::map<std::string, Cells>> by = cells_by(rs, "task", "arm");  // in seed order
+  const NspBertConfig o = config_of<NspBertConfig>(rs.front().cell);
   json info;  // the pretraining, from any cell that loaded the pretrained model
   for (const harness::CellResult& r : rs)
     if (r.extra.contains("pretraining")) info = r.extra["pretraining"];
@@ -162,8 +148,7 @@ harness::Table nsp_bert_report(const std::string& out, const harness::Preset& p,
   tt.title = "Zero-shot accuracy of each template (%)";
   tt.columns = {"task", "template (label 0 / label 1 / ...)", "validation", "test"};
   tt.right = {false, false, true, true};
-  for (const std::string& name : order) {
-    if (!by.count(name)) continue;
+  for (const std::string& name : in_preset_order(p.values[0], by)) {
     auto& arms = by[name];
     const harness::CellResult* zs = arms.count("zero-shot") ? arms["zero-shot"].front() : nullptr;
     const json& task = (zs ? zs : arms.begin()->second.front())->extra["task"];

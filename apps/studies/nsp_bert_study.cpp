@@ -12,6 +12,7 @@
 #include "nsp_bert_report.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
+#include "study.h"
 #include "tasks/text_classification.h"
 
 namespace studies {
@@ -34,10 +35,8 @@ PretrainOptions NspBertConfig::pretrain() const {
 
 std::vector<int> NspBertConfig::budget_list() const {
   std::vector<int> v;
-  std::stringstream ss(budgets);
-  for (std::string item; std::getline(ss, item, ',');)
+  for (const std::string& item : harness::split_list(budgets))
     v.push_back(item == "all" ? 0 : (int)harness::parse_int_list(item, "budgets").at(0));
-  if (v.empty()) throw harness::ConfigError("field 'budgets': no budget (e.g. \"16,64,all\")");
   return v;
 }
 
@@ -288,7 +287,7 @@ void zero_shot(const ZeroShotTask& task, const NspBertConfig& o, Pretrained& pre
 std::string budget_name(int budget) { return budget == 0 ? "all" : std::to_string(budget); }
 
 harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = harness::config_from_json<NspBertConfig>(cell.config, cell.label());
+  const auto o = config_of<NspBertConfig>(cell);
   const ZeroShotTask task = zero_shot_task(o.task, o);
   harness::CellResult r;
   r.test_examples = (int64_t)task.test.size();
@@ -328,24 +327,12 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
 // ---- the experiment and its command line --------------------------------------------------------------------------
 
 harness::Experiment nsp_bert_experiment() {
-  harness::Experiment e;
-  e.name = "studies/nsp_bert";  // the default output folder: runs/studies/nsp_bert, as before
-  e.command = {"nsp-bert"};     // `studies nsp-bert run ...`: the --jobs workers are started the same way
-  e.description = "studies nsp-bert: a small BERT's next-sentence head as a zero-shot classifier";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/nsp_bert";
-  e.default_preset = "default";
+  harness::Experiment e =
+      study_experiment("nsp-bert", "studies nsp-bert: a small BERT's next-sentence head as a zero-shot classifier");
   e.axes = {
       {{"task", {"sentiment", "topic"}}, "", "sentiment (UCI sentences) or topic (Brown genres)"},
       {{"arm", {"zero-shot", "pretrained", "scratch"}}, "", "zero-shot (the NSP head), or a fine-tune: pretrained, scratch"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    for (const std::string& s : sets)
-      if (s.starts_with("task=") || s.starts_with("arm="))
-        throw harness::ConfigError("--set " + s + ": task and arm are axes: --tasks / --arms (run), --task / --arm (cell)");
-    NspBertConfig c = harness::resolve<NspBertConfig>(p, v, sets);
-    c.task = v[0], c.arm = v[1];
-    c.validate();
-    return harness::config_to_json(c);
-  };
+  e.resolve = study_resolve<NspBertConfig>(e.axes, {"task", "arm"}, [](auto& c, auto& v) { c.task = v[0], c.arm = v[1]; });
   e.run_cell = run_cell;
   e.report = nsp_bert_report;
   e.cost = [](const harness::Cell& c) {  // the zero-shot cells first: the first of them pretrains the shared BERT
@@ -355,27 +342,12 @@ harness::Experiment nsp_bert_experiment() {
 }
 
 const LegacyFlags& nsp_bert_legacy_flags() {
-  static const LegacyFlags f = {
-      {{"--budgets", set_string_field("budgets")},
-       {"--finetune-steps", set_field("finetune_steps")},
-       {"--finetune-lr", set_field("finetune_lr")},
-       {"--max-eval", set_field("max_eval")},
-       {"--steps", set_field("steps")},
-       {"--batch", set_field("batch")},
-       {"--lr", set_field("lr")},
-       {"--layers", set_field("layers")},
-       {"--d-model", set_field("d_model")},
-       {"--heads", set_field("heads")},
-       {"--ff", set_field("dim_ff")},
-       {"--dropout", set_field("dropout")},
-       {"--max-a", set_field("max_a")},
-       {"--max-b", set_field("max_b")},
-       {"--seed", set_field("pretrain_seed")},
-       {"--cache", set_string_field("cache")}},
-      {{"--pre-ln", {"--set", "pre_ln=true"}}, {"--sinusoidal-positions", {"--set", "sinusoidal_positions=true"}}}};
+  static const LegacyFlags f = legacy_flags<NspBertConfig>(
+      {"budgets", "finetune_steps", "finetune_lr", "max_eval", "steps", "batch", "lr", "layers", "d_model", "heads", "dropout",
+       "max_a", "max_b", "cache"},
+      {{"--ff", set_field("dim_ff")}, {"--seed", set_field("pretrain_seed")}},
+      {{"--pre-ln", {"--set", "pre_ln=true"}}, {"--sinusoidal-positions", {"--set", "sinusoidal_positions=true"}}});
   return f;
 }
-
-int nsp_bert_main(int argc, char** argv) { return harness_main(nsp_bert_experiment(), nsp_bert_legacy_flags(), argc, argv); }
 
 }  // namespace studies

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
+#include "study.h"
 #include "tasks/objectives.h"
 
 namespace studies {
@@ -218,7 +219,7 @@ nlohmann::json to_json(const LengthAccuracy& a) {
 // evaluation that beats every earlier one (the first of equals; those restored from a checkpoint count too) saves the
 // model, which is then tested at every length.
 harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = harness::config_from_json<PositionsConfig>(cell.config, cell.label());
+  const auto o = config_of<PositionsConfig>(cell);
   const std::vector<int> lengths = o.test_lengths();
   PosModelConfig c;
   c.pos = o.pos, c.vocab = o.vocab, c.d_model = o.d_model, c.heads = o.heads, c.depth = o.depth, c.dim_ff = 2 * o.d_model;
@@ -366,10 +367,6 @@ std::string task_rule(const std::string& task, int offset) {
   return task == "lookback" ? "y_t = x_{t-" + std::to_string(offset) + "}" : "y_t = x_0";
 }
 
-size_t position(const std::vector<std::string>& order, const std::string& v) {
-  return std::find(order.begin(), order.end(), v) - order.begin();
-}
-
 // One test length of a cell's result: its "tests" entry (null in the JSON is NaN: no target there).
 double test_value(const harness::CellResult* r, size_t i, const char* key) {
   const nlohmann::json& v = r->extra["tests"][i][key];
@@ -381,7 +378,7 @@ std::vector<harness::Table> task_tables(const std::string& task, const std::vect
                                         const harness::Preset& p, const std::string& out) {
   std::map<std::pair<size_t, std::string>, std::vector<const harness::CellResult*>> by_pos;
   for (auto* r : cells) by_pos[{position(p.values[1], r->cell.value("position")), r->cell.value("position")}].push_back(r);
-  const auto o = harness::config_from_json<PositionsConfig>(cells.front()->cell.config, cells.front()->cell.label());
+  const auto o = config_of<PositionsConfig>(cells.front()->cell);
   const std::vector<int> lengths = o.test_lengths();
   harness::Table ta, tb;
   ta.title = "Task " + task + " (" + task_rule(task, o.offset) + "): accuracy (%) at each test length, all positions (trained at T = " +
@@ -469,24 +466,11 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
 // ---- the experiment and its command line ----------------------------------------------------------------------------
 
 harness::Experiment positions_experiment() {
-  harness::Experiment e;
-  e.name = "studies/positions";  // the default output folder: runs/studies/positions, as before
-  e.command = {"positions"};     // `studies positions run ...`: the --jobs workers are started the same way
-  e.description = "studies positions: sinusoidal vs learned vs rotary positions, trained short, tested long";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/positions";
-  e.default_preset = "default";
+  harness::Experiment e =
+      study_experiment("positions", "studies positions: sinusoidal vs learned vs rotary positions, trained short, tested long");
   e.axes = {{{"task", kTasks}, "", "lookback (y_t = x_{t - offset}) or first (y_t = x_0)"},
             {{"position", kPositions}, "", "none, sinusoidal, learned or rotary"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    for (const std::string& s : sets)
-      if (s.starts_with("task=") || s.starts_with("pos="))
-        throw harness::ConfigError("--set " + s + ": task and position are axes: --tasks / --positions (run), --task / "
-                                   "--position (cell)");
-    PositionsConfig c = harness::resolve<PositionsConfig>(p, v, sets);
-    c.task = v[0], c.pos = v[1];
-    c.validate();
-    return harness::config_to_json(c);
-  };
+  e.resolve = study_resolve<PositionsConfig>(e.axes, {"task", "pos"}, [](auto& c, auto& v) { c.task = v[0], c.pos = v[1]; });
   e.run_cell = run_cell;
   e.report = report;
   e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["train_len"].get<double>(); };
@@ -507,16 +491,11 @@ harness::Experiment positions_experiment() {
 }
 
 const LegacyFlags& positions_legacy_flags() {
-  static const LegacyFlags f = {
-      {{"--train-len", set_field("train_len")}, {"--lengths", set_string_field("lengths")}, {"--offset", set_field("offset")},
-       {"--vocab", set_field("vocab")}, {"--steps", set_field("steps")}, {"--eval-every", set_field("eval_every")},
-       {"--batch", set_field("batch")}, {"--lr", set_field("lr")}, {"--warmup", set_field("warmup")},
-       {"--d-model", set_field("d_model")}, {"--heads", set_field("heads")}, {"--depth", set_field("depth")},
-       {"--test-examples", set_field("test_examples")}},
-      {{"--large", {"--preset", "large"}}, {"--preset-large", {"--preset", "large"}}, {"--no-train", {"analytic"}}}};
+  static const LegacyFlags f = legacy_flags<PositionsConfig>(
+      {"train_len", "lengths", "offset", "vocab", "steps", "eval_every", "batch", "lr", "warmup", "d_model", "heads", "depth",
+       "test_examples"},
+      {}, {{"--large", {"--preset", "large"}}, {"--preset-large", {"--preset", "large"}}, {"--no-train", {"analytic"}}});
   return f;
 }
-
-int positions_main(int argc, char** argv) { return harness_main(positions_experiment(), positions_legacy_flags(), argc, argv); }
 
 }  // namespace studies

@@ -129,6 +129,5 @@ struct PositionsConfig {
 dl::harness::Experiment positions_experiment();
 struct LegacyFlags;
 const LegacyFlags& positions_legacy_flags();  // the flags of the command line before the harness (cli.h)
-int positions_main(int argc, char** argv);     // `studies positions ...`: argv[0] is "positions"
 
 }  // namespace studies

@@ -111,40 +111,4 @@ size_t best_index(const std::vector<double>& scores) {
   return best;
 }
 
-static std::vector<std::string> items(const std::string& text) {
-  std::vector<std::string> v;
-  size_t a = 0;
-  for (size_t b; (b = text.find(',', a)) != std::string::npos; a = b + 1) v.push_back(text.substr(a, b - a));
-  v.push_back(text.substr(a));
-  return v;
-}
-
-std::vector<double> parse_real_list(const std::string& text, const std::string& field, bool allow_zero) {
-  std::vector<double> v;
-  for (const std::string& item : items(text)) {
-    size_t used = 0;
-    double x = NAN;
-    try {
-      x = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || !std::isfinite(x) || x < 0 || (x == 0 && !allow_zero))
-      throw harness::ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not a " +
-                                 (allow_zero ? "non-negative" : "positive") + " number");
-    v.push_back(x);
-  }
-  return v;
-}
-
-std::vector<std::string> parse_name_list(const std::string& text, const std::string& field,
-                                         const std::vector<std::string>& known) {
-  const std::vector<std::string> v = items(text);
-  for (const std::string& item : v)
-    if (std::find(known.begin(), known.end(), item) == known.end())
-      throw harness::ConfigError("field '" + field + "': '" + item + "' in \"" + text + "\" is not one of " +
-                                 harness::join(known));
-  return v;
-}
-
 }  // namespace studies

@@ -40,10 +40,4 @@ std::vector<dl::harness::json> run_selection(const dl::harness::RunContext& ctx,
 // The index of the highest score (the first of equal ones); scores must not be empty.
 size_t best_index(const std::vector<double>& scores);
 
-// A grid's lists in a config field. "0.001,0.003" -> {0.001, 0.003}: each item finite and > 0 (>= 0 with allow_zero),
-// at least one; "a,b" -> {"a", "b"}, each one of `known`. A ConfigError names the field and the item.
-std::vector<double> parse_real_list(const std::string& text, const std::string& field, bool allow_zero = false);
-std::vector<std::string> parse_name_list(const std::string& text, const std::string& field,
-                                         const std::vector<std::string>& known);
-
 }  // namespace studies

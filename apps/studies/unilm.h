@@ -198,6 +198,5 @@ UnilmArm parse_arm(const std::string& arm);
 dl::harness::Experiment unilm_experiment();
 struct LegacyFlags;
 const LegacyFlags& unilm_legacy_flags();  // the flags of the command line before the harness (cli.h)
-int unilm_main(int argc, char** argv);     // `studies unilm ...`: argv[0] is "unilm"
 
 }  // namespace studies

@@ -7,13 +7,13 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "apps/common/experiment.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 #include "apps/common/stats.h"
 #include "cli.h"
+#include "study.h"
 #include "unilm.h"
 
 namespace studies {
@@ -59,7 +59,7 @@ void UnilmConfig::validate() const {
 namespace {
 
 harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = harness::config_from_json<UnilmConfig>(cell.config, cell.label());
+  const auto o = config_of<UnilmConfig>(cell);
   const UnilmData data = make_unilm_pairs(o.data());
   const UnilmRun run = train_unilm(data, o, ctx);
   harness::CellResult r;
@@ -87,7 +87,6 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
 namespace {
 
 using dl::harness::fixed;  // apps/common/report.h
-using Cells = std::vector<const harness::CellResult*>;
 
 const char* mask_name(UnilmMask m) { return m == UnilmMask::prefix ? "prefix" : m == UnilmMask::causal ? "causal" : "full"; }
 std::string arm_losses(const std::string& a) {
@@ -127,9 +126,7 @@ std::string choose_lr(std::map<std::string, std::map<std::string, Cells>>& by, c
     if (!by[x].count("joint")) continue;
     const harness::CellResult& r = *by[x]["joint"].front();
     const double acc = r.extra["curve_token_acc"].back(), r1 = r.extra["curve_recall1"].back();
-    std::ostringstream ls;
-    ls << std::stod(x);
-    lr_t.rows.push_back({ls.str(), fixed(100 * acc, 1), fixed(100 * r1, 1), x == lr ? "yes" : ""});
+    lr_t.rows.push_back({number(std::stod(x)), fixed(100 * acc, 1), fixed(100 * r1, 1), x == lr ? "yes" : ""});
     j["lr_search"].push_back({{"lr", std::stod(x)}, {"val_token_acc", acc}, {"val_recall1", r1}});
   }
   return lr;
@@ -153,20 +150,12 @@ void curve_series(const std::string& arm, const Cells& rs, harness::Plot& pacc, 
 
 harness::Table report(const std::string& out, const harness::Preset& p, const std::vector<harness::CellResult>& rs) {
   if (rs.empty()) return harness::Table{};
-  std::map<std::string, std::map<std::string, Cells>> by;  // lr -> arm -> cells, by seed
-  std::vector<std::string> arms = p.values[0], lrs;        // the preset's order, then any other
-  for (const harness::CellResult& r : rs) {
-    by[r.cell.value("lr")][r.cell.value("arm")].push_back(&r);
+  std::map<std::string, std::map<std::string, Cells>> by = cells_by(rs, "lr", "arm");  // in seed order
+  const std::vector<std::string> lrs = in_preset_order(p.values[1], by);
+  std::vector<std::string> arms = p.values[0];  // the preset's order, then any other
+  for (const harness::CellResult& r : rs)
     if (std::find(arms.begin(), arms.end(), r.cell.value("arm")) == arms.end()) arms.push_back(r.cell.value("arm"));
-  }
-  for (const std::string& x : p.values[1])
-    if (by.count(x)) lrs.push_back(x);
-  for (auto& [x, a] : by) {
-    if (std::find(lrs.begin(), lrs.end(), x) == lrs.end()) lrs.push_back(x);
-    for (auto& [arm, cells] : a)
-      std::sort(cells.begin(), cells.end(), [](auto* u, auto* v) { return u->cell.seed < v->cell.seed; });
-  }
-  const UnilmConfig o = harness::config_from_json<UnilmConfig>(rs.front().cell.config, rs.front().cell.label());
+  const UnilmConfig o = config_of<UnilmConfig>(rs.front().cell);
   const json pairs = rs.front().extra["pairs"];
   json j = {{"options",
              {{"arms", arms},
@@ -206,11 +195,7 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
     if (!runs.count(arm)) continue;
     const Cells& cs = runs[arm];
     seeds = std::max(seeds, cs.size());
-    auto f = [&](const char* metric) {
-      std::vector<double> v;
-      for (auto* r : cs) v.push_back(r->metric(metric));
-      return harness::format_mean_se(harness::mean_se(v));
-    };
+    auto f = [&](const char* metric) { return harness::format_mean_se(over(cs, metric)); };
     for (auto* r : cs) j["arms"][arm].push_back(run_json(*r));
     const UnilmArm a = parse_arm(arm);
     t.rows.push_back({arm, mask_name(a.mask), arm_losses(arm), std::to_string(cs.size()), f("token_acc"), f("exact"),
@@ -270,29 +255,17 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
   return t;
 }
 
-
 }  // namespace
 
 // ---- the experiment and its command line --------------------------------------------------------------------------
 
 harness::Experiment unilm_experiment() {
-  harness::Experiment e;
-  e.name = "studies/unilm";  // the default output folder: runs/studies/unilm, as before
-  e.command = {"unilm"};     // `studies unilm run ...`: the --jobs workers are started the same way
-  e.description = "studies unilm: SimBERT in miniature, the UniLM prefix mask, generation + retrieval in one encoder";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/studies/presets/unilm";
-  e.default_preset = "default";
+  harness::Experiment e = study_experiment(
+      "unilm", "studies unilm: SimBERT in miniature, the UniLM prefix mask, generation + retrieval in one encoder");
   e.axes = {{{"arm", {"untrained", "joint", "gen", "con", "gen_causal"}}, "", "untrained, joint, gen, con or gen_causal"},
             {{"lr", {}}, "", "the learning rate, e.g. 0.01 (the preset's when it has one)"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    for (const std::string& s : sets)
-      if (s.starts_with("arm=") || s.starts_with("lr="))
-        throw harness::ConfigError("--set " + s + ": arm and lr are axes: --arms / --lrs (run), --arm / --lr (cell)");
-    UnilmConfig c = harness::resolve<UnilmConfig>(p, v, sets);
-    c.arm = v[0], c.lr = harness::parse_positive_real(v[1], "lr");
-    c.validate();
-    return harness::config_to_json(c);
-  };
+  e.resolve = study_resolve<UnilmConfig>(e.axes, {"arm", "lr"},
+                                         [](auto& c, auto& v) { c.arm = v[0], c.lr = harness::parse_positive_real(v[1], "lr"); });
   e.run_cell = run_cell;
   e.report = report;
   e.cost = [](const harness::Cell& c) {
@@ -303,24 +276,10 @@ harness::Experiment unilm_experiment() {
 }
 
 const LegacyFlags& unilm_legacy_flags() {
-  static const LegacyFlags f = {{{"--steps", set_field("steps")},
-                                 {"--batch", set_field("batch")},
-                                 {"--eval-every", set_field("eval_every")},
-                                 {"--scale", set_field("scale")},
-                                 {"--d-model", set_field("d_model")},
-                                 {"--layers", set_field("layers")},
-                                 {"--heads", set_field("heads")},
-                                 {"--mlp", set_field("mlp")},
-                                 {"--pairs", set_string_field("pairs")},
-                                 {"--max-a", set_field("max_a")},
-                                 {"--val-pairs", set_field("val_pairs")},
-                                 {"--test-pairs", set_field("test_pairs")},
-                                 {"--decode-pairs", set_field("decode_pairs")},
-                                 {"--data-dir", set_string_field("data_dir")}},
-                                {}};
+  static const LegacyFlags f =
+      legacy_flags<UnilmConfig>({"steps", "batch", "eval_every", "scale", "d_model", "layers", "heads", "mlp", "pairs", "max_a",
+                                 "val_pairs", "test_pairs", "decode_pairs", "data_dir"});
   return f;
 }
-
-int unilm_main(int argc, char** argv) { return harness_main(unilm_experiment(), unilm_legacy_flags(), argc, argv); }
 
 }  // namespace studies

@@ -118,7 +118,7 @@ TEST(StudiesExact, BadSettingsNameTheProblem) {
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
   testing::internal::CaptureStderr();
-  EXPECT_EQ(exact_main((int)argv.size(), argv.data()), 1);
+  EXPECT_EQ(harness_main(exact_experiment(), exact_legacy_flags(), (int)argv.size(), argv.data()), 1);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("unknown task 'cifar'"), std::string::npos);
 }
 

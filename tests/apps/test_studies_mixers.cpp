@@ -12,6 +12,7 @@
 
 #include "app_test_util.h"
 #include "apps/common/results.h"
+#include "apps/studies/cli.h"
 #include "apps/studies/mixers.h"
 
 using namespace studies;
@@ -185,14 +186,15 @@ TEST(StudiesMixers, AKilledSweepResumesToTheUninterruptedResultsAndTable) {
 
 TEST(StudiesMixers, TheOldCommandLineIsReadAsBefore) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(mixers_legacy_args({"run", "--seeds", "3"}), (V{"run", "--seeds", "3"})) << "with run: the harness's flags";
-  EXPECT_EQ(mixers_legacy_args({"--mixers", "attention", "--seeds", "3", "--steps", "40", "--lengths", "64,128,256"}),
+  const LegacyFlags& f = mixers_legacy_flags();
+  EXPECT_EQ(legacy_args({"run", "--seeds", "3"}, f), (V{"run", "--seeds", "3"})) << "with run: the harness's flags";
+  EXPECT_EQ(legacy_args({"--mixers", "attention", "--seeds", "3", "--steps", "40", "--lengths", "64,128,256"}, f),
             (V{"run", "--mixers", "attention", "--seeds", "0-2", "--set", "steps=40", "--set", "sweep_from=64", "--set",
                "sweep_to=256"}));
-  EXPECT_EQ(mixers_legacy_args({"--seeds=1", "--quiet"}), (V{"run", "--seeds", "0", "--quiet"}));
-  EXPECT_EQ(mixers_legacy_args({"--seeds", "0,2"}), (V{"run", "--seeds", "0,2"})) << "a list stays a list";
-  EXPECT_THROW(mixers_legacy_args({"--lengths", "128,300"}), harness::ConfigError);
-  EXPECT_ANY_THROW(mixers_legacy_args({"--lengths", "128,x"}));
+  EXPECT_EQ(legacy_args({"--seeds=1", "--quiet"}, f), (V{"run", "--seeds", "0", "--quiet"}));
+  EXPECT_EQ(legacy_args({"--seeds", "0,2"}, f), (V{"run", "--seeds", "0,2"})) << "a list stays a list";
+  EXPECT_THROW(legacy_args({"--lengths", "128,300"}, f), harness::ConfigError);
+  EXPECT_ANY_THROW(legacy_args({"--lengths", "128,x"}, f));
 }
 
 TEST(StudiesMixers, BadSettingsAreNamed) {
