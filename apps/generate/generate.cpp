@@ -46,6 +46,10 @@ Result generate(const Options& o, const std::function<void(const std::string&)>&
     const int64_t next = nn::sample_token(row.data<float>(), lm.vocab, o.sampling, draw);
     ids.push_back(next);
     r.ids.push_back(next);
+    if (o.stop_at_eos && next == lm.eos) {
+      r.stopped = "the end-of-text token " + lm.text(next) + " (id " + std::to_string(next) + "; --no-stop-at-eos goes on)";
+      break;
+    }
     const std::string piece = lm.text(next);
     r.text += piece;
     if (on_text) on_text(piece);

@@ -3,9 +3,10 @@
 // the same tokens. Two kinds of model (language_model.h opens them):
 //   GPT-2   a Hugging Face safetensors file (nn/models/gpt2.h), stepped on its key/value cache (memory and work per
 //           token grow with the context). Byte-level (at most 256 tokens, e.g. the FPT app's cached language model):
-//           the prompt's bytes are the ids. Larger vocabularies need GPT-2's tokenizer files, vocab.json + merges.txt
-//           (tasks/gpt2_bpe.h): the prompt is encoded with them and each token's bytes are printed as it comes (a
-//           character may arrive in two tokens: the bytes are printed as they are, the terminal joins them).
+//           the prompt's bytes are the ids. Larger vocabularies need GPT-2's tokenizer, vocab.json + merges.txt
+//           (tasks/gpt2_bpe.h) or Hugging Face's tokenizer.json (tasks/gpt2_tokenizer_json.h): the prompt is encoded
+//           with it and each token's bytes are printed as it comes (a character may arrive in two tokens: the
+//           bytes are printed as they are, the terminal joins them).
 //   an LRA cell   a cell of apps/lra_benchmark pretrained with spt-causal (next-token prediction with causal mixers):
 //           the pretraining phase's last checkpoint (<cell>/pretrain/, the model with its LM head, pretrain_head.*)
 //           and the cell's config (the dl.config of <cell>/model.safetensors). The backbone streams one position at a
@@ -13,9 +14,12 @@
 //           The prompt is the task's tokens: ListOps' symbols ("[MAX 2 9"), bytes for the byte tasks, ids otherwise.
 // --recompute runs the whole prefix through forward at every token instead (no streaming state): the same greedy
 // text, and the cost the state saves.
+// End of text: a GPT-2 whose tokenizer has "<|endoftext|>" (id 50256 in GPT-2's own files) stops when it samples that
+// token (stop_at_eos, on by default; --no-stop-at-eos samples on past it, printing it as its text). The end token is
+// the last of Result::ids and is not printed. Byte-level models and LRA cells have no end token.
 // What it is not (yet): a server or batch generator (one sequence at a time); special tokens in a GPT-2 prompt are
 // encoded as text (no "<|endoftext|>" splitting); a tokenizer whose vocabulary differs in size from the model's
-// (nanoGPT's padded 50304) is refused; generation does not stop at an end-of-text token.
+// (nanoGPT's padded 50304) is refused.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -31,18 +35,19 @@ struct Options {
   std::string model;     // GPT-2 safetensors (HF names, with or without the "transformer." prefix)
   std::string lra_cell;  // an lra_benchmark spt-causal cell folder
   int64_t heads = 0;     // GPT-2: 0 = info.json beside the model (the FPT cache writes it), else an error asking for --heads
-  // GPT-2's tokenizer: both files, or a folder holding vocab.json and merges.txt
-  std::string vocab, merges, tokenizer_dir;
+  // GPT-2's tokenizer: vocab.json and merges.txt, or HF's tokenizer.json, or a folder holding either
+  std::string vocab, merges, tokenizer_json, tokenizer_dir;
   std::string prompt;  // GPT-2: text; an LRA cell: the task's tokens (empty: the first 8 tokens of test example 0)
   int64_t tokens = 100;
   dl::nn::SamplingOptions sampling;
   uint64_t seed = 0;
   bool recompute = false;
+  bool stop_at_eos = true;  // stop at the model's end-of-text token, when it has one
 };
 
 struct Result {
   std::string text;           // the generated tokens as printed (the prompt not included)
-  std::vector<int64_t> ids;   // the generated token ids
+  std::vector<int64_t> ids;   // the generated token ids (the end-of-text token last, when it stopped generation)
   std::string prompt_text;    // the prompt as the model read it (its tokens' text)
   int64_t prompt_tokens = 0;  // fed before the first sampled token
   double seconds = 0;         // the sampled tokens' time (the prompt's too with streaming: it is stepped through)

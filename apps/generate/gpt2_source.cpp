@@ -1,13 +1,16 @@
 // apps/generate/gpt2_source.cpp - a GPT-2 safetensors file as a LanguageModel (language_model.h): bytes as tokens when
-// its vocabulary has at most 256 entries, GPT-2's BPE (tasks/gpt2_bpe.h) from vocab.json + merges.txt otherwise.
+// its vocabulary has at most 256 entries, GPT-2's BPE (tasks/gpt2_bpe.h) from vocab.json + merges.txt or from Hugging
+// Face's tokenizer.json (tasks/gpt2_tokenizer_json.h) otherwise.
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "apps/generate/language_model.h"
 #include "nn/models/gpt2.h"
 #include "tasks/gpt2_bpe.h"
+#include "tasks/gpt2_tokenizer_json.h"
 
 namespace gen {
 
@@ -29,13 +32,19 @@ static int64_t heads_of(const Options& o) {
   fail("generate: the number of attention heads is not stored in " + o.model + " and no info.json lies beside it: give --heads");
 }
 
-// The tokenizer files the options name (--tokenizer DIR, or --vocab and --merges), or nothing when none is named.
+// The tokenizer the options name: --tokenizer-json FILE, --vocab and --merges, or --tokenizer DIR (its vocab.json and
+// merges.txt, or its tokenizer.json when those two are absent); nothing when none is named.
 static std::shared_ptr<tasks::Gpt2Bpe> tokenizer_of(const Options& o) {
-  std::string vocab = o.vocab, merges = o.merges;
+  std::string vocab = o.vocab, merges = o.merges, json = o.tokenizer_json;
+  if ((int)!o.tokenizer_dir.empty() + (int)!json.empty() + (int)!(vocab.empty() && merges.empty()) > 1)
+    fail("generate: give one tokenizer: --tokenizer DIR, --tokenizer-json FILE, or --vocab and --merges");
   if (!o.tokenizer_dir.empty()) {
-    if (!vocab.empty() || !merges.empty()) fail("generate: give --tokenizer DIR or --vocab and --merges, not both");
-    vocab = (fs::path(o.tokenizer_dir) / "vocab.json").string(), merges = (fs::path(o.tokenizer_dir) / "merges.txt").string();
+    const fs::path d(o.tokenizer_dir);
+    if (fs::exists(d / "vocab.json") || fs::exists(d / "merges.txt") || !fs::exists(d / "tokenizer.json"))
+      vocab = (d / "vocab.json").string(), merges = (d / "merges.txt").string();  // a missing one is named by the reader
+    else json = (d / "tokenizer.json").string();
   }
+  if (!json.empty()) return std::make_shared<tasks::Gpt2Bpe>(tasks::load_gpt2_tokenizer_json(json));
   if (vocab.empty() != merges.empty())
     fail("generate: GPT-2's tokenizer needs both files: --vocab vocab.json and --merges merges.txt");
   if (vocab.empty()) return nullptr;
@@ -49,8 +58,9 @@ LanguageModel open_gpt2(const Options& o) {
     fail("generate: n_embd " + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + " heads");
   const std::shared_ptr<tasks::Gpt2Bpe> bpe = tokenizer_of(o);
   if (!bpe && c.vocab_size > 256)
-    fail("generate: " + o.model + " has " + std::to_string(c.vocab_size) +
-         " tokens, more than bytes: give its tokenizer files (--vocab vocab.json --merges merges.txt, or --tokenizer DIR)");
+    fail(
+        "generate: " + o.model + " has " + std::to_string(c.vocab_size) +
+        " tokens, more than bytes: give its tokenizer (--vocab vocab.json --merges merges.txt, --tokenizer-json tokenizer.json, or --tokenizer DIR)");
   if (bpe && bpe->vocab_size() != c.vocab_size)
     fail("generate: the tokenizer has " + std::to_string(bpe->vocab_size()) + " tokens and " + o.model + " has " +
          std::to_string(c.vocab_size) + "; expected the same vocabulary");
@@ -64,7 +74,9 @@ LanguageModel open_gpt2(const Options& o) {
   lm.vocab = c.vocab_size, lm.context = c.n_positions;
   if (bpe) {
     for (int32_t id : bpe->encode(o.prompt)) lm.prompt.push_back(id);
-    if (lm.prompt.empty()) lm.prompt.push_back(bpe->find("<|endoftext|>").value_or(bpe->encode("\n")[0]));  // GPT-2's start
+    const std::optional<int32_t> eot = bpe->find("<|endoftext|>");  // 50256 in GPT-2's files
+    if (eot) lm.eos = *eot;
+    if (lm.prompt.empty()) lm.prompt.push_back(eot.value_or(bpe->encode("\n")[0]));  // GPT-2's start
     lm.text = [bpe](int64_t id) { return bpe->token_bytes((int32_t)id); };
   } else {
     for (unsigned char ch : o.prompt) lm.prompt.push_back(ch);

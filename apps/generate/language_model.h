@@ -18,6 +18,7 @@ struct LanguageModel {
   int64_t vocab = 0;            // logits per step
   int64_t context = 0;          // the most positions it reads (0: no limit)
   std::vector<int64_t> prompt;  // the encoded prompt (never empty)
+  int64_t eos = -1;             // the end-of-text token (GPT-2's "<|endoftext|>"), or -1 when it has none
   // one token in -> the next token's logits (V) f32 on the host; the state advances by one position
   std::function<dl::Tensor(int64_t)> step;
   // the whole prefix through forward (no state) -> the logits after its last token (V)

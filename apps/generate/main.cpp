@@ -5,7 +5,7 @@
 //   ./build/generate --model gpt2/model.safetensors --heads 12 --tokenizer gpt2/ --prompt "Hello, I'm" --tokens 50
 //   ./build/generate --lra-cell runs/lra_benchmark/cells/<listops__s4d__spt-causal__seed0> --prompt "[MAX 2 9" --tokens 40
 // Prints the text as it comes (a token's bytes as they are), then on stderr the tokens per second; --recompute: no
-// streaming state (the whole prefix at every token).
+// streaming state (the whole prefix at every token); GPT-2 stops at <|endoftext|> unless --no-stop-at-eos.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("--heads", o.heads, "GPT-2's attention heads (default: info.json beside the model)");
   app.add_option("--vocab", o.vocab, "GPT-2's vocab.json (with --merges), for a vocabulary larger than bytes");
   app.add_option("--merges", o.merges, "GPT-2's merges.txt (with --vocab)");
-  app.add_option("--tokenizer", o.tokenizer_dir, "a folder holding vocab.json and merges.txt");
+  app.add_option("--tokenizer-json", o.tokenizer_json, "GPT-2's tokenizer as Hugging Face's tokenizer.json (ByteLevel BPE)");
+  app.add_option("--tokenizer", o.tokenizer_dir, "a folder holding vocab.json and merges.txt, or tokenizer.json");
   app.add_option("--prompt", o.prompt,
                  "the start: text for GPT-2; an LRA cell's task tokens (ListOps symbols, bytes, or ids; default: the "
                  "first 8 tokens of test example 0)");
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   app.add_option("--top-p", o.sampling.top_p, "keep the smallest set reaching this probability mass")
       ->check(CLI::Range(1e-9, 1.0));
   app.add_option("--seed", o.seed, "the sampling seed: the same seed, the same text");
+  app.add_flag("--stop-at-eos,!--no-stop-at-eos", o.stop_at_eos,
+               "stop at GPT-2's <|endoftext|> when its tokenizer has it (default on)");
   app.add_flag("--recompute", o.recompute, "run the whole prefix at every token (no key/value cache or recurrent state)");
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);

@@ -1,11 +1,13 @@
 // tests/apps/test_generate.cpp - the generate app on tiny GPT-2s written here: byte-level (vocab 256) and with GPT-2's
-// BPE (vocab 300, vocab.json + merges.txt written beside it): the same seed gives the same text, greedy text is the same
-// with the key/value cache and by recomputing the prefix, the prompt goes through the tokenizer and the tokens' bytes
-// stream out, the context limit stops it with a reason, bad input (no heads, no tokenizer for a BPE-sized vocabulary,
-// a tokenizer of another size, one file of two, a long prompt, a missing file) is named, and the executable prints the
+// BPE (vocab 300, vocab.json + merges.txt or tokenizer.json written beside it): the same seed gives the same text,
+// greedy text is the same with the key/value cache and by recomputing the prefix, the prompt goes through the tokenizer
+// (from either format) and the tokens' bytes stream out, the context limit stops it with a reason, bad input (no heads,
+// no tokenizer for a BPE-sized vocabulary, a tokenizer of another size, one file of two, two tokenizers, a long
+// prompt, a missing file) is named, GPT-2 stops at <|endoftext|> unless told not to, and the executable prints the
 // same text for a seed and its tokens/s.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -58,9 +60,39 @@ void tiny_tokenizer(const std::string& dir) {
   v["<|endoftext|>"] = id;
   std::ofstream(dir + "/vocab.json") << v.dump();
   std::ofstream(dir + "/merges.txt") << merges;
+  // the same tokenizer as Hugging Face's tokenizer.json, alone in <dir>_json/
+  nlohmann::json m = nlohmann::json::array();
+  for (size_t a = merges.find('\n') + 1, b; (b = merges.find('\n', a)) != std::string::npos; a = b + 1)
+    m.push_back(merges.substr(a, b - a));
+  const nlohmann::json tj = {
+      {"added_tokens", {{{"id", id}, {"content", "<|endoftext|>"}, {"special", true}}}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"model", {{"type", "BPE"}, {"vocab", v}, {"merges", m}}}};
+  fs::create_directories(dir + "_json");
+  std::ofstream(dir + "_json/tokenizer.json") << tj.dump();
 }
 
 std::string tmp(const std::string& name) { return std::string(DL_BINARY_DIR) + "/test_tmp/generate/" + name; }
+
+// tiny_tokenizer's vocabulary (300, "<|endoftext|>" = 299) on a GPT-2 whose every next-token distribution is the same:
+// ln_f's weight 0 leaves its bias b as every position's output, so logits = wte b, and wte[299] = eos_weight b sets how
+// likely the end token is (the other rows as drawn).
+std::string model_with_end_token(const std::string& dir, double eos_weight) {
+  const std::string file = tiny_model(dir, 300);
+  nn::GPT2Config c;
+  c.vocab_size = 300, c.n_positions = 24, c.n_embd = 16, c.n_layer = 2, c.n_head = 2;
+  Generator g(4);
+  nn::GPT2Model m(c, g);
+  nn::load_gpt2_hf(m, file);
+  auto sd = m.state_dict();
+  Tensor b = randn({16}, g);
+  sd.at("transformer.ln_f.weight").copy_(zeros({16}));
+  sd.at("transformer.ln_f.bias").copy_(b);
+  sd.at("transformer.wte.weight").select(0, 299).copy_(mul_scalar(b, eos_weight / 16.0));  // logit of eos: eos_weight |b|^2 / 16
+  m.save(file);
+  return file;
+}
 
 }  // namespace
 
@@ -108,12 +140,57 @@ TEST(Generate, BpeModelEncodesThePromptAndStreamsTokenBytes) {
   EXPECT_EQ(gen::generate(o).ids, r.ids);  // the same seed
   o.vocab = o.merges = "", o.tokenizer_dir = tmp("tok");
   EXPECT_EQ(gen::generate(o).ids, r.ids);  // --tokenizer DIR reads the same files
+  o.tokenizer_dir = tmp("tok") + "_json";
+  EXPECT_EQ(gen::generate(o).ids, r.ids);  // a folder with only tokenizer.json: the same tokenizer
+  o.tokenizer_dir = "", o.tokenizer_json = tmp("tok") + "_json/tokenizer.json";
+  EXPECT_EQ(gen::generate(o).ids, r.ids);  // --tokenizer-json FILE
+  o.tokenizer_json = "", o.tokenizer_dir = tmp("tok");
   o.sampling.temperature = 0;
   const gen::Result cached = gen::generate(o);
   o.recompute = true;
   EXPECT_EQ(gen::generate(o).ids, cached.ids);
   o.prompt = "";  // no prompt: GPT-2 starts from <|endoftext|>
   EXPECT_EQ(gen::generate(o).prompt_text, "<|endoftext|>");
+}
+
+// <|endoftext|> stops GPT-2 (default), after being sampled: the tokens are those of the run that goes on, cut after
+// the first end token; --no-stop-at-eos (stop_at_eos false) samples on and prints it as its text.
+TEST(Generate, GptStopsAtTheEndOfTextTokenUnlessAskedNotTo) {
+  tiny_tokenizer(tmp("tok_eos"));
+  gen::Options o;
+  o.model = model_with_end_token(tmp("eos"), 5.0), o.tokenizer_dir = tmp("tok_eos"), o.prompt = "the", o.tokens = 20;
+  o.sampling.temperature = 1.0;
+  int cut_mid_text = 0;  // seeds whose first end token comes after at least two other tokens
+  for (uint64_t seed = 0; seed < 12; seed++) {
+    o.seed = seed, o.stop_at_eos = false;
+    const gen::Result on = gen::generate(o);
+    ASSERT_EQ(on.ids.size(), 20u);
+    const auto first = std::find(on.ids.begin(), on.ids.end(), 299);
+    o.stop_at_eos = true;
+    std::string streamed;
+    const gen::Result r = gen::generate(o, [&](const std::string& s) { streamed += s; });
+    if (first == on.ids.end()) {
+      EXPECT_EQ(r.ids, on.ids) << "seed " << seed;
+      EXPECT_EQ(r.stopped, "");
+      continue;
+    }
+    const std::vector<int64_t> cut(on.ids.begin(), first + 1);
+    EXPECT_EQ(r.ids, cut) << "seed " << seed;  // the end token is the last id
+    EXPECT_EQ(r.stopped, "the end-of-text token <|endoftext|> (id 299; --no-stop-at-eos goes on)");
+    EXPECT_EQ(r.text.find("<|endoftext|>"), std::string::npos) << r.text;  // and not printed
+    EXPECT_EQ(streamed, "the" + r.text);
+    if (cut.size() >= 3) cut_mid_text++;
+  }
+  EXPECT_GE(cut_mid_text, 2) << "the end token should come mid-text for some seeds (eos_weight too large?)";
+  // greedy on a model that always prefers the end token: one token, and with --no-stop-at-eos its text each time
+  o.model = model_with_end_token(tmp("eos_greedy"), 50.0), o.sampling = {}, o.sampling.temperature = 0, o.tokens = 3;
+  o.stop_at_eos = true;
+  for (bool recompute : {false, true}) {
+    o.recompute = recompute;
+    EXPECT_EQ(gen::generate(o).ids, std::vector<int64_t>{299}) << recompute;
+  }
+  o.stop_at_eos = false;
+  EXPECT_EQ(gen::generate(o).text, "<|endoftext|><|endoftext|><|endoftext|>");
 }
 
 TEST(Generate, TheContextLimitStopsItWithAReason) {
@@ -137,11 +214,15 @@ TEST(Generate, BadInputIsNamed) {
   o.heads = 2;
   EXPECT_EQ(test::error_of([&] { gen::generate(o); }), "");
   o.model = tiny_model(tmp("bpe300"), 300);
-  has(test::error_of([&] { gen::generate(o); }), "has 300 tokens, more than bytes: give its tokenizer files");
+  has(test::error_of([&] { gen::generate(o); }), "has 300 tokens, more than bytes: give its tokenizer (--vocab");
   tiny_tokenizer(tmp("tok2"));
   o.model = tiny_model(tmp("bpe301"), 301), o.tokenizer_dir = tmp("tok2");
   has(test::error_of([&] { gen::generate(o); }), "the tokenizer has 300 tokens and " + o.model + " has 301");
-  o.tokenizer_dir = "", o.vocab = tmp("tok2") + "/vocab.json";
+  o.tokenizer_json = tmp("tok2") + "_json/tokenizer.json";
+  has(test::error_of([&] { gen::generate(o); }), "give one tokenizer: --tokenizer DIR, --tokenizer-json FILE, or --vocab");
+  o.tokenizer_dir = "", o.tokenizer_json = tmp("tok2") + "/vocab.json";  // not a tokenizer.json: named by the reader
+  has(test::error_of([&] { gen::generate(o); }), tmp("tok2") + "/vocab.json: model is missing; expected an object");
+  o.tokenizer_json = "", o.vocab = tmp("tok2") + "/vocab.json";
   has(test::error_of([&] { gen::generate(o); }), "needs both files");
   o.merges = tmp("tok2") + "/vocab.json";  // the wrong file: the reader names it and its line
   has(test::error_of([&] { gen::generate(o); }), tmp("tok2") + "/vocab.json:1: expected two tokens separated by one space");
@@ -170,4 +251,14 @@ TEST(Generate, ExecutablePrintsTheSameTextForASeedAndItsSpeed) {
   const std::string err = harness::read_text(d + "/err.txt");
   EXPECT_NE(err.find("generate: 8 tokens in "), std::string::npos) << err;
   EXPECT_NE(err.find("tokens/s (GPT-2, BPE tokens, key/value cache; prompt 4 tokens)"), std::string::npos) << err;
+  // the end token: the default stops at it and says so; --no-stop-at-eos prints it and goes on
+  const std::string eos_cmd = std::string(DL_BINARY_DIR) + "/generate --model " + model_with_end_token(tmp("exe_eos"), 50.0) +
+                              " --tokenizer " + tmp("tok3") + " --prompt 'the' --tokens 2 --temperature 0 --threads 1";
+  ASSERT_EQ(std::system((eos_cmd + " > " + d + "/eos.txt 2> " + d + "/eos_err.txt").c_str()), 0);
+  EXPECT_EQ(harness::read_text(d + "/eos.txt"), "the\n");
+  EXPECT_NE(harness::read_text(d + "/eos_err.txt").find("stopped early: the end-of-text token <|endoftext|> (id 299"),
+            std::string::npos)
+      << harness::read_text(d + "/eos_err.txt");
+  ASSERT_EQ(std::system((eos_cmd + " --no-stop-at-eos > " + d + "/eos.txt 2> " + d + "/eos_err.txt").c_str()), 0);
+  EXPECT_EQ(harness::read_text(d + "/eos.txt"), "the<|endoftext|><|endoftext|>\n");
 }
