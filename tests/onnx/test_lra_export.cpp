@@ -1,7 +1,8 @@
 // tests/onnx/test_lra_export.cpp - `lra_benchmark export` end to end through the executable: a cell trained for a
 // few steps, exported, its file accepted by ONNX's checker, and ONNX Runtime reproducing the check file's logits at
-// two batch sizes. Cells: tokens (ListOps) with a Transformer and S4D, a causally pretrained Transformer (its causal
-// masks), two towers (Retrieval with S4), and continuous features (Fashion-MNIST patches with DLR).
+// two batch sizes. Cells: tokens (ListOps) with a Transformer, S4D and a Performer (FAVOR+'s random projection an
+// initializer), a causally pretrained Transformer (its causal masks), two towers (Retrieval with S4), and continuous
+// features (Fashion-MNIST patches with DLR).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -59,6 +60,7 @@ TEST_P(LraExport, RuntimeReproducesTheCheckFile) {
 INSTANTIATE_TEST_SUITE_P(Cells, LraExport,
                          ::testing::Values(AppCase{"listops", "transformer", "scratch", ""},
                                            AppCase{"listops", "s4d", "scratch", ""},
+                                           AppCase{"listops", "performer", "scratch", ""},
                                            AppCase{"listops", "transformer", "spt-causal", ""},
                                            AppCase{"retrieval", "s4", "scratch", "--set seq_len=256"},
                                            AppCase{"image_patches", "dlr", "scratch", ""}),
