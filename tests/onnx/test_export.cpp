@@ -202,7 +202,8 @@ namespace {
 TEST(OnnxExport, ModelOnTheDeviceGivesTheSameFile) {
   Backend* b = device_backend(Device::cuda);
   if (!b || !b->available()) GTEST_SKIP() << "no CUDA device (DL_TEST_DEVICE=twin runs this on the host twin)";
-  for (const Case& c : {make("transformer", "attention"), causal(make("s4d", "s4d")), make("s4", "s4")}) {
+  for (const Case& c :
+       {make("transformer", "attention"), causal(make("s4d", "s4d")), make("s4", "s4"), make("performer", "performer")}) {
     Classifier m(c);
     const std::string on_cpu = m.export_graph().serialize();
     for (Module* mod : std::vector<Module*>{m.backbone.get(), m.head.get()}) {
