@@ -58,9 +58,9 @@ LanguageModel open_gpt2(const Options& o) {
     fail("generate: n_embd " + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + " heads");
   const std::shared_ptr<tasks::Gpt2Bpe> bpe = tokenizer_of(o);
   if (!bpe && c.vocab_size > 256)
-    fail(
-        "generate: " + o.model + " has " + std::to_string(c.vocab_size) +
-        " tokens, more than bytes: give its tokenizer (--vocab vocab.json --merges merges.txt, --tokenizer-json tokenizer.json, or --tokenizer DIR)");
+    fail("generate: " + o.model + " has " + std::to_string(c.vocab_size) +
+         " tokens, more than bytes: give its tokenizer (--vocab vocab.json --merges merges.txt, "
+         "--tokenizer-json tokenizer.json, or --tokenizer DIR)");
   if (bpe && bpe->vocab_size() != c.vocab_size)
     fail("generate: the tokenizer has " + std::to_string(bpe->vocab_size()) + " tokens and " + o.model + " has " +
          std::to_string(c.vocab_size) + "; expected the same vocabulary");

@@ -57,18 +57,16 @@ TEST_P(LraExport, RuntimeReproducesTheCheckFile) {
   if (!skipped.empty()) GTEST_SKIP() << skipped;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cells, LraExport,
-                         ::testing::Values(AppCase{"listops", "transformer", "scratch", ""},
-                                           AppCase{"listops", "s4d", "scratch", ""},
-                                           AppCase{"listops", "performer", "scratch", ""},
-                                           AppCase{"listops", "transformer", "spt-causal", ""},
-                                           AppCase{"retrieval", "s4", "scratch", "--set seq_len=256"},
-                                           AppCase{"image_patches", "dlr", "scratch", ""}),
-                         [](const ::testing::TestParamInfo<AppCase>& i) {
-                           std::string n = i.param.task + "_" + i.param.model + "_" + i.param.regime;
-                           for (char& ch : n)
-                             if (!isalnum((unsigned char)ch)) ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cells, LraExport,
+    ::testing::Values(AppCase{"listops", "transformer", "scratch", ""}, AppCase{"listops", "s4d", "scratch", ""},
+                      AppCase{"listops", "performer", "scratch", ""}, AppCase{"listops", "transformer", "spt-causal", ""},
+                      AppCase{"retrieval", "s4", "scratch", "--set seq_len=256"}, AppCase{"image_patches", "dlr", "scratch", ""}),
+    [](const ::testing::TestParamInfo<AppCase>& i) {
+      std::string n = i.param.task + "_" + i.param.model + "_" + i.param.regime;
+      for (char& ch : n)
+        if (!isalnum((unsigned char)ch)) ch = '_';
+      return n;
+    });
 
 }  // namespace
