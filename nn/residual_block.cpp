@@ -92,4 +92,14 @@ std::string ResidualBlock::export_onnx(onnx::Graph& g, const onnx::Sequence& in,
   return x;
 }
 
+// ---- FLOP count (nn/sequence_layer.h's convention): the mixer's own, and the feed-forward's fc1 and fc2 ----
+double ResidualBlock::forward_flops(int64_t batch, int64_t L) const {
+  const double rows = (double)batch * L;
+  double f = mixer_->forward_flops(batch, L);
+  if (ffn_)
+    f += matmul_flops(rows, ffn_->fc1->in_features, ffn_->fc1->out_features) +
+         matmul_flops(rows, ffn_->fc2->in_features, ffn_->fc2->out_features);
+  return f;
+}
+
 }  // namespace dl::nn

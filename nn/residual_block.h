@@ -45,6 +45,8 @@ class ResidualBlock : public SequenceLayer {
   bool streams_in_constant_memory() const override { return mixer_->streams_in_constant_memory(); }
   // ONNX export: the mixer's own export between the norms and residual sums; the feed-forward as Linear-GELU-Linear.
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
+  // The mixer's count plus the feed-forward's two products (4 L H ffn_hidden); the norms are elementwise, not counted.
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
   SequenceLayer& mixer() { return *mixer_; }
   const SequenceLayer& mixer() const { return *mixer_; }
   bool has_feed_forward() const { return ffn_ != nullptr; }

@@ -2,6 +2,7 @@
 #include "nn/sequence_layer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -37,6 +38,13 @@ std::string SequenceLayer::export_onnx(onnx::Graph&, const onnx::Sequence&, cons
   std::string where = prefix.empty() ? "" : " (" + prefix.substr(0, prefix.size() - 1) + ")";
   fail("layer '" + type_name() + "'" + where + " has no ONNX export yet (docs/onnx.md lists the layers that export)");
 }
+
+double SequenceLayer::forward_flops(int64_t, int64_t) const {
+  fail("layer '" + type_name() + "' has no FLOP count yet (SequenceLayer::forward_flops; docs/adding_a_layer.md)");
+}
+
+double fft_flops(double n) { return n > 1 ? 5.0 * n * std::log2(n) : 0.0; }
+double rfft_flops(double n) { return fft_flops(n) / 2; }
 
 StreamState SequenceLayer::start_stream(int64_t batch) const {
   if (!is_causal())

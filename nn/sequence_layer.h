@@ -14,7 +14,20 @@
 //   start_stream(B), step  a causal layer run as a recurrence, one position at a time (below)
 //   export_onnx            the layer as standard ONNX operators (nn/onnx/, docs/onnx.md); the default refuses,
 //                          naming the layer, so a model never exports as a silently wrong graph
+//   forward_flops(B, L)    FLOPs of one forward over B sequences of L positions (below); the default refuses,
+//                          naming the layer, so a new layer without a count is named, never counted as zero
 // Shape letters: B batch, L length, H channels (d_model).
+//
+// Counting FLOPs. A layer counts the arithmetic of its forward as the papers' FLOP figures do: a multiply-add is 2
+// FLOPs, and what counts is the products - matrix products (2 M K N), attention's scores and weighted sums,
+// convolution taps, a state space kernel's (H, N, L) sums - and FFTs at 5 n log2 n per complex transform of n points
+// (Cooley-Tukey's count, the one FFTW's benchmarks quote; a real transform of n points is half: 2.5 n log2 n).
+// Elementwise work (activations, gates, softmax, norms, masking, residual sums) is left out: it is O(B L H) and
+// memory-bound, and leaving it out keeps a count a reader can check by hand. A training step is counted as 3 x the
+// forward (the backward computes two products per forward product: the input's gradient and the weight's), the
+// usual convention (Kaplan et al. 2020, "6 N per token"). Counts are doubles (they pass 2^53 only far beyond any
+// shape we run). A mask counts only the pairs it allows (a causal attention's triangle), whatever a kernel computes
+// and throws away; padding is not known from (B, L) and counts as real positions.
 //
 // Streaming. A causal layer's output at position t depends on positions 0..t only, so it can run one position at a
 // time: s = start_stream(B); then y_t = step(x_t, s) for t = 0, 1, ..., with x_t and y_t (B, H), equals
@@ -68,7 +81,20 @@ struct SequenceLayer : Module {
   // weights as initializers named prefix + their state_dict names; returns the value name of the output (batch, L, H).
   // The default throws "layer '<type>' has no ONNX export yet".
   virtual std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix);
+
+  // FLOPs of forward() on x (batch, L, H), by the convention above. The default throws
+  // "layer '<type>' has no FLOP count yet", so a layer without a count is named wherever a count is asked for.
+  virtual double forward_flops(int64_t batch, int64_t L) const;
 };
+
+// ---- FLOP counting (the convention in the box above) ----
+// A product (M, K) x (K, N): M N K multiply-adds, 2 M K N FLOPs.
+inline double matmul_flops(double M, double K, double N) { return 2.0 * M * K * N; }
+// One complex FFT of n points: 5 n log2 n; a real one (rfft or its inverse): half of that. 0 for n <= 1.
+double fft_flops(double n);
+double rfft_flops(double n);
+// A training step (forward and backward) counted as 3 x the forward.
+inline double train_step_flops(double forward_flops) { return 3.0 * forward_flops; }
 
 // The own-lr parameters of every SequenceLayer inside `root`, as full dotted names from the root
 // (e.g. "blocks.0.mixer.kernel.log_dt"), in the order the tree lists them.

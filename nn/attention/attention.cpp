@@ -1,6 +1,7 @@
 // nn/attention/attention.cpp - multi-head attention as a composition of primitives (math in nn/attention/attention.h).
 #include "nn/attention/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/linalg.h"
@@ -318,6 +319,20 @@ std::string MultiheadAttention::export_onnx(onnx::Graph& g, const onnx::Sequence
   ox::Rotate rope;
   if (opt.rotary) rope = [&](const std::string& x) { return rotary_onnx(g, x, T, HS, p); };
   return ox::linear(g, *out_proj, ox::self_attention(g, qkv, T, C, NH, allowed, rope), p + "out_proj.");
+}
+
+// ---- FLOP count (nn/sequence_layer.h's convention) ----
+double attention_pairs(int64_t T, bool causal, int64_t window) {
+  if (window <= 0) return causal ? 0.5 * T * (T + 1) : (double)T * T;
+  double pairs = 0;  // per query t: the keys s with |t - s| <= w (and s <= t when causal)
+  for (int64_t t = 0; t < T; t++) pairs += std::min(T - 1, causal ? t : t + window) - std::max<int64_t>(0, t - window) + 1;
+  return pairs;
+}
+
+double MultiheadAttention::forward_flops(int64_t batch, int64_t L) const {
+  const double C = d_model, rows = (double)batch * L;
+  const double projections = matmul_flops(rows, C, 3 * C) + matmul_flops(rows, C, C);  // in_proj (C -> 3C), out_proj
+  return projections + batch * attention_pairs(L, opt.causal, opt.window) * 4 * C;     // q.k and p v: 2 HS per head each
 }
 
 }  // namespace dl::nn

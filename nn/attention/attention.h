@@ -127,6 +127,10 @@ enum class AttentionPath { flash, packed, windowed, fused, composed };
 AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool want_weights, bool training, DType dtype,
                                     Device device, bool prefix = false, int64_t length = 0, int64_t head_size = 0);
 
+// The (query, key) pairs self-attention over T positions computes: T^2, T (T + 1) / 2 when causal, and with a window
+// w > 0 only |t - s| <= w. A FLOP count's unit (nn/sequence_layer.h): each pair costs 4 HS FLOPs per head.
+double attention_pairs(int64_t T, bool causal, int64_t window);
+
 class MultiheadAttention : public SequenceLayer {
  public:
   MultiheadAttention(int64_t d_model, const AttentionOptions& opt, Generator& g);
@@ -153,6 +157,8 @@ class MultiheadAttention : public SequenceLayer {
   // ONNX export (nn/onnx/): the composed path as standard operators, scores = Where(allowed, q k^T / sqrt(HS), -1e9)
   // with allowed = key mask x causal x band (window) as the composed path has them; RoPE with tables for the length.
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
+  // The projections q, k, v, o (8 L C^2) and the scores and weighted sums over attention_pairs (4 C per pair)
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
 
   Var in_proj_weight, in_proj_bias;
   std::shared_ptr<Linear> out_proj;

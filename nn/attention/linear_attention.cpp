@@ -156,6 +156,25 @@ Var Performer::phi(const Var& x, bool is_query, const Tensor& mask) const {
   fail("Performer: feature_projection buffer missing");
 }
 
+// ---- FLOP count (nn/sequence_layer.h's convention) ----
+// Per head, with F features: phi(K)^T V (or the causal prefix sums of the outer products phi(k_s) v_s^T: the same
+// T F HS multiply-adds) and phi(Q) KV, 2 T F HS each, and the denominators phi(q_t)^T z, 2 T F.
+static double linear_attention_flops(double B, double T, double C, double NH, double F) {
+  const double HS = C / NH;
+  return matmul_flops(B * T, C, 4 * C) + B * NH * (2 * matmul_flops(T, F, HS) + matmul_flops(T, F, 1));  // q k v o
+}
+
+double LinearAttention::forward_flops(int64_t batch, int64_t L) const {
+  const double C = q_proj->in_features;
+  return linear_attention_flops(batch, L, C, heads, C / heads);  // elu / relu keep the head size: F = HS
+}
+
+double Performer::forward_flops(int64_t batch, int64_t L) const {
+  const double C = q_proj->in_features, HS = C / heads;
+  const double features = 2 * batch * heads * matmul_flops(L, HS, m);  // W x' for the queries and the keys
+  return linear_attention_flops(batch, L, C, heads, m) + features;
+}
+
 // ---- ONNX export: linear_attention() above in standard operators ----
 std::string LinearAttention::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& p) {
   namespace ox = onnx;

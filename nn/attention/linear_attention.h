@@ -61,6 +61,7 @@ class LinearAttention : public SequenceLayer {
   // ONNX export: the same sums as linear_attention(), the causal ones with CumSum over time; the features through
   // export_phi (elu+1 or relu here, FAVOR+ in the Performer).
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
   int64_t heads;
@@ -81,6 +82,8 @@ class Performer : public LinearAttention {
   static std::shared_ptr<Performer> from_config(int64_t d_model, const LayerConfig& c, Generator& g);
   static std::vector<std::string> config_keys() { return {"heads", "features", "causal"}; }
   std::string type_name() const override { return "Performer"; }
+  // LinearAttention's count with m = features, plus the random feature projection of q and k (2 x 2 L C m)
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
   void redraw(Generator& g);  // draw a new feature_projection
   int64_t m;
 

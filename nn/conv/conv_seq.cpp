@@ -188,4 +188,16 @@ std::string GLUConvBlock::export_onnx(onnx::Graph& g, const onnx::Sequence& in, 
   return ox::linear(g, *output_linear, h, p + "output_linear.");
 }
 
+// ---- FLOP count (nn/sequence_layer.h's convention) ----
+// input_linear (C -> 2C) and output_linear (C -> C), then K taps per position and channel; the dynamic convolution
+// also predicts its kernel (weight_linear, C -> H K), the dilated one adds its pointwise Linear (C -> C). The softmax
+// over the taps, the GLU and the bias are elementwise and not counted.
+double GLUConvBlock::forward_flops(int64_t batch, int64_t L) const {
+  const double rows = (double)batch * L, K = opt.kernel_size;
+  double f = matmul_flops(rows, C, 2 * C) + matmul_flops(rows, C, C) + 2 * rows * C * K;
+  if (kind == "dynamicconv") f += matmul_flops(rows, C, opt.num_heads * K);
+  if (kind == "dilatedconv") f += matmul_flops(rows, C, C);
+  return f;
+}
+
 }  // namespace dl::nn

@@ -99,6 +99,7 @@ class GLUConvBlock : public SequenceLayer {
   // ONNX export: the block's linears and GLU, the mask, then the convolution's own export (lightweight and dilated as a
   // depthwise Conv, dynamic as K shifted products with its predicted kernels).
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
 
   std::string kind;
   std::shared_ptr<Linear> input_linear, output_linear;

@@ -58,4 +58,12 @@ std::string FNet::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const st
   return g.node("Sub", {a, b});                                             // (B, L, H)
 }
 
+// ---- FLOP count (nn/sequence_layer.h's convention) ----
+// What forward() computes: four products against DFT matrices, X C_H and X S_H (2 x 2 L H^2) and C_L (.) and S_L (.)
+// (2 x 2 L^2 H) per batch item; the subtraction is elementwise. An FFT-based FNet would count 5 n log2 n per complex
+// transform instead, O(L H log(L H)): this layer is quadratic in L, and its count says so.
+double FNet::forward_flops(int64_t batch, int64_t L) const {
+  return batch * (2 * matmul_flops(L, H, H) + 2 * matmul_flops(L, L, H));
+}
+
 }  // namespace dl::nn

@@ -42,6 +42,7 @@ class FNet : public SequenceLayer {
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
   std::string extra_repr() const override { return "H=" + std::to_string(H); }
   Var forward(const Var& x, const Tensor& mask) override;  // (B, L, H) -> (B, L, H)
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
   // is_causal() stays false: every output position sees every input position.
 
   int64_t H;

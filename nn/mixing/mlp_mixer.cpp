@@ -55,4 +55,15 @@ std::string MixerBlock::export_onnx(onnx::Graph& g, const onnx::Sequence& in, co
   return ox::add(g, x, mlp(*mlp_channels, ox::layer_norm(g, *norm2, x, p + "norm2."), "mlp_channels"));
 }
 
+// ---- FLOP count (nn/sequence_layer.h's convention) ----
+// forward() pads to seq_len, so the count is that of seq_len positions whatever L <= seq_len is: the token MLP on each
+// of the B C columns (seq_len -> token_hidden -> seq_len) and the channel MLP on each of the B seq_len rows.
+double MixerBlock::forward_flops(int64_t batch, int64_t L) const {
+  if (L > seq_len) fail("MixerBlock: forward_flops for L = " + std::to_string(L) + " > seq_len = " + std::to_string(seq_len));
+  const double C = mlp_channels->fc1->in_features, tok = mlp_tokens->fc1->out_features, ch = mlp_channels->fc1->out_features;
+  const double columns = (double)batch * C, rows = (double)batch * seq_len;
+  return matmul_flops(columns, seq_len, tok) + matmul_flops(columns, tok, seq_len) + matmul_flops(rows, C, ch) +
+         matmul_flops(rows, ch, C);
+}
+
 }  // namespace dl::nn

@@ -24,6 +24,7 @@ class MixerBlock : public SequenceLayer {
   bool wants_feed_forward() const override { return false; }  // mlp_channels is its feed-forward
   // ONNX export for the export length L = seq_len (another length refuses, naming both).
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
 
   std::shared_ptr<LayerNorm> norm1, norm2;
   std::shared_ptr<Mlp> mlp_tokens, mlp_channels;

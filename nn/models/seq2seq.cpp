@@ -7,6 +7,7 @@
 
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
+#include "nn/attention/attention.h"
 #include "nn/init.h"
 #include "nn/onnx/ops.h"
 #include "nn/registry.h"
@@ -359,6 +360,34 @@ void Seq2SeqModel::export_onnx(onnx::Graph& g, int64_t S, int64_t T) {
   h = ox::mul(g, ox::rms_norm(g, *decoder_norm, h, "decoder_norm."), g.constant(float(std::pow((double)C, -0.5))));
   g.add_node("MatMul", {h, ox::transpose(g, emb, {1, 0})}, {"logits"});  // (B, T, C) x (C, V)
   g.add_output("logits", ox::ElemType::f32, {ox::kBatch, T, V});
+}
+
+// ---- FLOP count (nn/sequence_layer.h's convention; the terms in seq2seq.h) ----
+// T5's attention of T queries against S keys with `pairs` (query, key) pairs per batch item: q and o on the T
+// positions, k and v on the S positions (C -> NH d_kv and back), and 4 d_kv FLOPs per pair and head. The relative
+// position bias is a lookup and an addition, not counted.
+static double t5_attention_flops(const T5Attention& a, double B, double T, double S, double pairs) {
+  const double C = a.cfg.d_model, inner = (double)a.cfg.num_heads * a.cfg.d_kv;
+  return matmul_flops(B * T, C, 2 * inner) + matmul_flops(B * S, C, 2 * inner) + B * pairs * 4 * inner;
+}
+
+// One block over L positions of its own stack (S: the source length, for the decoder's cross-attention). The pair
+// block counts all L^2 pairs: which ones its mask allows depends on the segments, not on the shapes.
+static double block_flops(const Seq2SeqModel::Block& b, double B, int64_t L, int64_t S) {
+  const bool dec = b.kind == Seq2SeqModel::Block::decoder_block;
+  double f =
+      b.attention ? t5_attention_flops(*b.attention, B, L, L, attention_pairs(L, dec, 0)) : b.mixer->forward_flops((int64_t)B, L);
+  if (b.cross) f += t5_attention_flops(*b.cross, B, L, S, (double)L * S);
+  return f + matmul_flops(B * L, b.wi->in_features, b.wi->out_features) +
+         matmul_flops(B * L, b.wo->in_features, b.wo->out_features);
+}
+
+double Seq2SeqModel::forward_flops(int64_t batch, int64_t S, int64_t T) const {
+  double f = 0;
+  for (size_t i = 0; i < encoder->size(); i++) f += block_flops((*encoder)[i], batch, S, S);
+  if (pair_block) f += block_flops(*pair_block, batch, S, S);
+  for (size_t i = 0; i < decoder->size(); i++) f += block_flops((*decoder)[i], batch, T, S);
+  return f + matmul_flops((double)batch * T, cfg.d_model, cfg.vocab_size);  // the tied head
 }
 
 }  // namespace dl::nn

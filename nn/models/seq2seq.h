@@ -90,6 +90,11 @@ class Seq2SeqModel : public Module {
   // (batch, T, V), as decode_logits(dec_in, encode(ids, mask, segments), mask). Weights under the state_dict's names;
   // a mixer without an export refuses, naming itself. Greedy decoding loops outside the graph (one run per token).
   void export_onnx(onnx::Graph& g, int64_t S, int64_t T);
+  // FLOPs of one teacher-forced forward (nn/sequence_layer.h's convention) for `batch` pairs of S source and T target
+  // positions: each block's mixer (its own forward_flops; T5's attention counted here, its bias not), the
+  // cross-attention (4 T C^2 + 4 S C^2 + 4 T S C), the feed-forwards (4 C d_ff per position) and the tied head
+  // (2 T C V). The embedding lookup and the norms are not counted. A training step is train_step_flops of it.
+  double forward_flops(int64_t batch, int64_t S, int64_t T) const;
 
   Seq2SeqConfig cfg;
   struct Block;

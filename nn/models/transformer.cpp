@@ -73,4 +73,11 @@ Var DualEncoderHead::forward(const Var& a, const Var& b) const {
   return mlp->forward(cat({a, b, a * b, a - b}, -1));
 }
 
+// ---- FLOP count (nn/sequence_layer.h's convention): the self-attention's, and linear1 and linear2 ----
+double TransformerEncoderLayer::forward_flops(int64_t batch, int64_t L) const {
+  const double rows = (double)batch * L;
+  return self_attn->forward_flops(batch, L) + matmul_flops(rows, linear1->in_features, linear1->out_features) +
+         matmul_flops(rows, linear2->in_features, linear2->out_features);
+}
+
 }  // namespace dl::nn

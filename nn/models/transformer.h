@@ -23,6 +23,8 @@ class TransformerEncoderLayer : public SequenceLayer {
   std::string type_name() const override { return "TransformerEncoderLayer"; }
   bool is_causal() const override { return self_attn->is_causal(); }
   Var forward(const Var& x, const Tensor& mask) override;  // (B, T, C), mask (B, T) 1 = real
+  // the self-attention's count and the feed-forward's two products (4 T C F)
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
 
   std::shared_ptr<MultiheadAttention> self_attn;
   std::shared_ptr<Linear> linear1, linear2;

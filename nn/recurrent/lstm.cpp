@@ -201,4 +201,15 @@ std::string LSTM::export_onnx(onnx::Graph& g, const onnx::Sequence& in, const st
   return ox::transpose(g, seq, {1, 0, 2});  // (B, L, Hd)
 }
 
+// ---- FLOP count (nn/sequence_layer.h's convention) ----
+// Per layer and position the two gate products x_t W_ih^T (I -> 4Hd; Hd -> 4Hd above the first layer) and
+// h_{t-1} W_hh^T (Hd -> 4Hd); the cell (sigmoids, tanh, products with c) and the layer norms are elementwise.
+double LSTM::forward_flops(int64_t batch, int64_t L) const {
+  const double rows = (double)batch * L, Hd = hidden_size;
+  double f = 0;
+  for (size_t k = 0; k < layers.size(); k++)
+    f += matmul_flops(rows, k == 0 ? input_size : Hd, 4 * Hd) + matmul_flops(rows, Hd, 4 * Hd);
+  return f;
+}
+
 }  // namespace dl::nn

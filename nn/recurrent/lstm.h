@@ -63,6 +63,7 @@ class LSTM : public SequenceLayer {
   // (i, o, f, c); the layer-norm variant unrolled over the export length in standard operators (ONNX's LSTM has no
   // norms inside the cell), so its file grows with L (about 15 nodes per step and layer).
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
 
   struct Layer {
     Var w_ih, w_hh, b_ih, b_hh;

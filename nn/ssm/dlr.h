@@ -45,6 +45,7 @@ class DLR : public SSMLayer {
   static std::vector<std::string> config_keys() { return {"d_state", "dt_min", "dt_max", "bidirectional", "dropout", "chunk"}; }
   std::string type_name() const override { return "DLR"; }
   Var kernel_forward(int64_t L) override { return kernel->forward(L, opt.chunk); }
+  double kernel_flops(int64_t L) const override;
   Tensor ssm_recurrent(const Tensor& u) const;  // the recurrence, float64
   // Streaming: the recurrence above (dA = lambda for every channel, dB = 1, C = W, scale 1).
   bool has_diagonal_recurrence() const override { return true; }

@@ -67,6 +67,7 @@ class EMA : public SSMLayer {
   }
   std::string type_name() const override { return "EMA"; }
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
+  double kernel_flops(int64_t L) const override;
   // Streaming: the damped EMA itself, s_t = q s_{t-1} + (p beta) x_t, y_t = sum_n gamma s_t / sqrt(N) (+ D x_t).
   bool has_diagonal_recurrence() const override { return true; }
   DiagonalRecurrence diagonal_recurrence() const override {

@@ -94,6 +94,7 @@ class S4 : public SSMLayer {
   static std::vector<std::string> config_keys() { return {"d_state", "dt_min", "dt_max", "bidirectional", "dropout"}; }
   std::string type_name() const override { return "S4"; }
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
+  double kernel_flops(int64_t L) const override;
   Tensor ssm_recurrent(const Tensor& u) const;        // ssm() by the recurrence, O(N) per step (Woodbury), float64
   Tensor ssm_recurrent_dense(const Tensor& u) const;  // twin: the recurrence with the dense Abar, O(N^2) per step
   // Streaming: ssm_recurrent's O(N) DPLR step one position at a time; the state x (B, H, N) complex float64 on the

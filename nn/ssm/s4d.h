@@ -73,6 +73,7 @@ class S4D : public SSMLayer {
   static std::vector<std::string> config_keys();
   std::string type_name() const override { return "S4D"; }
   Var kernel_forward(int64_t L) override { return kernel->forward(L); }
+  double kernel_flops(int64_t L) const override;
   // Recurrent mode of the same map as ssm(), step by step over L, float64 (for generation and the agreement test).
   Tensor ssm_recurrent(const Tensor& u) const;
   // Streaming: the recurrence above (dA, dB, C of step_params, scale 2 for the implied conjugate modes).

@@ -35,6 +35,7 @@ class S4DMinimal : public SSMLayer {
   static std::vector<std::string> config_keys() { return {"d_state", "dropout"}; }
   std::string type_name() const override { return "S4DMinimal"; }
   Var kernel_forward(int64_t L) override { return unsqueeze(kernel->forward(L), 0); }  // (1, H, L)
+  double kernel_flops(int64_t L) const override;
   // Streaming: the recurrence the kernel unrolls, x_k = Abar x_{k-1} + Bbar u_k, y_k = 2 Re(C x_k) (+ D u_k).
   bool has_diagonal_recurrence() const override { return true; }
   DiagonalRecurrence diagonal_recurrence() const override;

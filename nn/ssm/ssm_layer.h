@@ -69,6 +69,10 @@ class SSMLayer : public SequenceLayer {
   // depthwise Conv (group = H) with the flipped kernel and causal padding (L - 1, 0), or the two-sided kernel
   // [flip(K0), K1] and padding (L - 1, L) when bidirectional, plus the D skip, GELU, output_linear and the GLU.
   std::string export_onnx(onnx::Graph& g, const onnx::Sequence& in, const std::string& prefix) override;
+  // The FFT convolution and the output projection per batch, plus the kernel's own count (once per forward).
+  double forward_flops(int64_t batch, int64_t L) const override;  // nn/sequence_layer.h's convention
+  // FLOPs of kernel_forward(L), which each layer counts for its own kernel (Vandermonde, Cauchy, powers, ...).
+  virtual double kernel_flops(int64_t L) const = 0;
 
   Var D;
   std::shared_ptr<Dropout> drop;
