@@ -229,7 +229,7 @@ harness::Table pconv_report(const std::string& out, const harness::Preset& p, co
       arms.push_back(arm);
     }
     harness::CurveText text;
-    text.title = task + ": mean over seeds (band: ± one standard error); one pretraining per model, shared by the seeds";
+    text.title = task + ": mean over seeds (band: ± one standard error); pretraining shared by the seeds";
     text.pretrain_loss = "span corruption", text.train_loss = "the task's loss";
     harness::plot_learning_curves(text, arms, out + "/plots/" + task);
   }
