@@ -21,6 +21,7 @@
 #
 # The archive holds one folder, dl_gpu_bundle/:
 #   bin/        gpu_smoke, the CUDA tests (test_cuda, test_nccl), test_autograd (every OpCase's AgreesOnDevice),
+#               test_onnx (an export from a model on the GPU writes the CPU's bytes),
 #               bench_cuda, bench_workloads, and every app that takes --device cuda; RUNPATH $ORIGIN/../lib
 #   lib/        every shared library those binaries resolve (ldd) except the allow-list of scripts/gpu_env.sh (glibc,
 #               libstdc++/libgcc_s, the CUDA driver, cuBLAS/cuBLASLt/cuFFT/NCCL), each with RUNPATH $ORIGIN, so a
@@ -56,7 +57,7 @@ done
 NAME=dl_gpu_bundle
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
-BINS=(gpu_smoke test_cuda test_nccl test_autograd bench_cuda bench_workloads lra_benchmark fpt pretrained_convs classify)
+BINS=(gpu_smoke test_cuda test_nccl test_autograd test_onnx bench_cuda bench_workloads lra_benchmark fpt pretrained_convs classify)
 T0=$(date +%s)
 say() { echo "gpu_bundle: $*"; }
 die() { echo "gpu_bundle: $*" >&2; exit 1; }

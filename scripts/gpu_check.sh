@@ -15,7 +15,8 @@
 #      caching allocator and single-rank NCCL against host references (smoke.tsv); then the raw kernels once more under
 #      compute-sanitizer --tool racecheck (their block reductions share memory), when it is there
 #   3. the tests through scripts/gpu_tests.py (results.tsv: binary, test, status, seconds, rerun, note): test_cuda and
-#      test_nccl whole, test_autograd filtered to '*AgreesOnDevice*' (every OpCase); a crash or a hang costs one test,
+#      test_nccl whole, test_autograd filtered to '*AgreesOnDevice*' (every OpCase), test_onnx to '*SameFile*' (an ONNX
+#      export from a model on the GPU is byte-identical to the CPU's); a crash or a hang costs one test,
 #      failures rerun with CUDA_LAUNCH_BLOCKING=1 and under compute-sanitizer memcheck. test_nccl runs as one process:
 #      a one-rank MPI job (OpenMPI from the bundle, no mpirun) under NCCL. Without a device only test_nccl's host tests
 #      run, to keep this runner honest.
@@ -196,7 +197,7 @@ else
   step "3 tests (one process per binary; crash, hang and sticky-error isolation; compute-sanitizer: ${SANITIZER:-not found})"
   t_tests=$(cap 210 180)  # leaves about 3 minutes for the benchmarks and the cells
   t_end=$(($(now) + t_tests))
-  for spec in "test_cuda|*|35" "test_nccl|*|15" "test_autograd|*AgreesOnDevice*|50"; do
+  for spec in "test_cuda|*|35" "test_nccl|*|15" "test_autograd|*AgreesOnDevice*|45" "test_onnx|*SameFile*|5"; do
     IFS='|' read -r bin filter share <<<"$spec"
     left=$((t_end - $(now)))
     run_tests "$bin" "$filter" "$((left < t_tests * share / 100 + 30 ? left : t_tests * share / 100 + 30))"
