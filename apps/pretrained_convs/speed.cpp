@@ -22,27 +22,13 @@ namespace pconv {
 using namespace dl;
 namespace harness = dl::harness;
 
-double train_flops(const CellConfig& c, const std::string& model, int64_t F, int64_t B, int64_t L, int64_t T) {
-  const double C = c.d_model, H = c.heads, V = vocab_size();
-  auto kernels = parse_int_list(c.kernel_sizes, "kernel_sizes");
-  auto K = [&](int i) { return (double)kernels[std::min<size_t>(i, kernels.size() - 1)]; };
-  auto layer = [&](double n, double k) {  // one self-mixing layer over n positions
-    double f = 2 * n * C * F;
-    if (model == "transformer") f += 4 * n * C * C + 2 * n * n * C;
-    else if (model == "lightconv") f += 3 * n * C * C + n * C * k;
-    else if (model == "dynamicconv") f += 3 * n * C * C + n * C * H * k + n * C * k;
-    else f += 4 * n * C * C + n * C * k;
-    return f;
-  };
-  double mac = 0;
-  for (int i = 0; i < c.layers; i++) mac += layer(L, K(i));
-  for (int i = 0; i < c.decoder_layers; i++) {
-    mac += layer(T, K(i));
-    if (model == "transformer") mac -= T * T;  // causal: half the score matrix
-    mac += 2 * T * C * C + 2 * L * C * C + 2 * T * L * C;
-  }
-  mac += T * C * V;
-  return 3 * 2 * mac * B;
+double train_flops(const CellConfig& base, const std::string& model, int64_t d_ff, int64_t B, int64_t L, int64_t T) {
+  CellConfig c = base;
+  c.model = model;
+  nn::Seq2SeqConfig cfg = plan_model(c).cfg;
+  cfg.d_ff = d_ff;
+  Generator g(0);
+  return nn::train_step_flops(nn::Seq2SeqModel(cfg, g).forward_flops(B, L, T));
 }
 
 void run_speed(const CellConfig& base, const SpeedOptions& o) {
@@ -79,7 +65,7 @@ void run_speed(const CellConfig& base, const SpeedOptions& o) {
       double total = 0;
       while (ts.size() < 2 || total < o.min_seconds) ts.push_back(step()), total += ts.back();
       std::sort(ts.begin(), ts.end());
-      Row r{model, L, B, plan.params, 1000 * ts[ts.size() / 2], train_flops(c, model, plan.cfg.d_ff, B, L, o.target) / 1e9};
+      Row r{model, L, B, plan.params, 1000 * ts[ts.size() / 2], nn::train_step_flops(m.forward_flops(B, L, o.target)) / 1e9};
       std::cerr << "[speed] " << model << " L=" << L << " B=" << B << ": " << std::fixed << std::setprecision(1) << r.ms
                 << " ms/step, " << std::setprecision(2) << r.gflop << " GFLOP/step\n";
       rows.push_back(r);
@@ -128,7 +114,8 @@ void run_speed(const CellConfig& base, const SpeedOptions& o) {
   t.notes.push_back("Slope of log(time per sequence) against log(L) over L >= 256 (1 = linear, 2 = quadratic): " + slopes.str());
   t.notes.push_back("Batch = tokens / L sequences, target length " + std::to_string(o.target) +
                     "; the median of at least 2 timed steps after one warm-up, on this machine with the --threads given. "
-                    "FLOPs: speed.h's formulas (matmuls, attention, convolution taps, head; x3 for forward and backward).");
+                    "FLOPs: the model's own count (Seq2SeqModel::forward_flops: matrix products, attention pairs, "
+                    "convolution taps, the head; elementwise work left out), x3 for forward and backward.");
   std::filesystem::create_directories(o.out + "/plots");
   harness::write_text_atomic(o.out + "/speed.json", j.dump(2) + "\n");
   harness::write_text_atomic(o.out + "/speed.md", t.markdown());
