@@ -14,6 +14,7 @@
 //     every batch drawn: token ids, labels and lengths inside PhaseParts::limits, or an error naming the example
 //     --profile (ctx.profile): the third step this process runs is timed op by op (autograd/profile.h); the table
 //     goes to <cell>/profile_<phase>.md and stderr
+// run_phase (phase.cpp) is this loop, one named call per concern; the calls are written out in phase_steps.{h,cpp}.
 // The last two checkpoints are kept; a resume that finds the newest one damaged (truncated, corrupt) says so and
 // continues from the one before it, losing only the steps between them.
 // A phase resumes from the checkpoint in <cell>/<phase name>/ when asked to and continues exactly: same batches
