@@ -19,6 +19,7 @@
 #define DL_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
 #define DL_FMA512_TARGET __attribute__((target("avx512f,fma")))
 #define DL_FMA256_TARGET __attribute__((target("avx2,fma")))
+#include "tensor/bf16_tile_kernel.h"
 #endif
 
 namespace dl {
@@ -93,42 +94,7 @@ int tile_in_use() {
 }
 
 #if defined(DL_BF16_KERNEL)
-// C block (R, 16 W) (+)= Ap rows (R, kp) . Bp (kp, 16 W); the last vector's columns under `last` (ragged N).
-template <int R, int W>
-DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb, float* c,
-                         int64_t ldc, bool acc, __mmask16 last) {
-  __m512 s[R][W];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++)
-      s[r][w] = acc ? _mm512_maskz_loadu_ps(w == W - 1 ? last : 0xFFFF, c + r * ldc + w * 16) : _mm512_setzero_ps();
-  for (int64_t p = 0; p < kp; p++) {
-    __m512bh bv[W];
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) bv[w] = (__m512bh)_mm512_load_si512((const void*)(b + p * ldb + w * 16));
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * ars + p * aks]);
-#pragma GCC unroll 4
-      for (int w = 0; w < W; w++) s[r][w] = _mm512_dpbf16_ps(s[r][w], av, bv[w]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) _mm512_mask_storeu_ps(c + r * ldc + w * 16, w == W - 1 ? last : 0xFFFF, s[r][w]);
-}
-
-// M rows in blocks of R; the last M % R rows by the tiles for R - 1, R - 2, ... rows (one block each at most).
-template <int R, int W>
-DL_BF16_TARGET void row_blocks(int64_t M, int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
-                               float* c, int64_t ldc, bool acc, __mmask16 last) {
-  int64_t i = 0;
-  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last);
-  if constexpr (R > 1)
-    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last);
-}
+using bf16_kernel::row_blocks;  // the register tile, shared with the attention's tiles (tensor/bf16_tile_kernel.h)
 
 // Columns [j, n) of C (n real columns, vectors of 16 over the padded Bp) in blocks of W vectors, then smaller blocks.
 template <int R, int W>

@@ -17,6 +17,7 @@
 #define DL_BF16_WIDE
 #define DL_SCALAR_LOOP
 #endif
+#include "tensor/bf16_tile_kernel.h"  // the register tile (shared with bf16_gemm.cpp)
 #endif
 
 namespace dl::bf16t {
@@ -33,42 +34,6 @@ inline uint32_t rounded_high(float f) {
   return (u & 0x7FFFFFFFu) > 0x7F800000u ? u | 0x00400000u : r;
 }
 inline uint32_t pair_word(float lo, float hi) { return (rounded_high(lo) >> 16) | (rounded_high(hi) & 0xFFFF0000u); }
-
-// C block (R, 16 W) (+)= A rows (R, kp) . B (kp, 16 W).
-template <int R, int W>
-DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb, float* c,
-                         int64_t ldc, bool acc) {
-  __m512 s[R][W];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) s[r][w] = acc ? _mm512_loadu_ps(c + r * ldc + w * 16) : _mm512_setzero_ps();
-  for (int64_t p = 0; p < kp; p++) {
-    __m512bh bv[W];
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) bv[w] = (__m512bh)_mm512_loadu_si512((const void*)(b + p * ldb + w * 16));
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[r * ars + p * aks]);
-#pragma GCC unroll 4
-      for (int w = 0; w < W; w++) s[r][w] = _mm512_dpbf16_ps(s[r][w], av, bv[w]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int w = 0; w < W; w++) _mm512_storeu_ps(c + r * ldc + w * 16, s[r][w]);
-}
-
-// M rows in blocks of R; the last M % R rows by the tiles for R - 1, R - 2, ... rows (one block each at most).
-template <int R, int W>
-DL_BF16_TARGET void row_blocks(int64_t M, int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
-                               float* c, int64_t ldc, bool acc) {
-  int64_t i = 0;
-  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc);
-  if constexpr (R > 1)
-    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc);
-}
 
 // rounded_high on 16 lanes
 DL_BF16_TARGET inline __m512i rounded_high16(__m512 x) {
@@ -159,9 +124,10 @@ void tile_gemm(bool acc, int64_t M, int64_t N, int64_t Kp, const uint32_t* a, in
                int64_t ldb, float* c, int64_t ldc) {
   if (N % 16) fail("bf16t::tile_gemm: N = " + std::to_string(N) + ", expected a multiple of 16");
   int64_t j = 0;
-  for (; j + 64 <= N; j += 64) row_blocks<6, 4>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc);
-  for (; j + 32 <= N; j += 32) row_blocks<12, 2>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc);
-  for (; j < N; j += 16) row_blocks<12, 1>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc);
+  using bf16_kernel::row_blocks;  // whole vectors: no column is masked
+  for (; j + 64 <= N; j += 64) row_blocks<6, 4>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF);
+  for (; j + 32 <= N; j += 32) row_blocks<12, 2>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF);
+  for (; j < N; j += 16) row_blocks<12, 1>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF);
 }
 
 void pairs_in_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, float scale, uint32_t* dst, int64_t ldd, int64_t words,
