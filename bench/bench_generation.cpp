@@ -22,18 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_timing.h"
 #include "nn/models/gpt2.h"
 #include "nn/registry.h"
 #include "nn/residual_block.h"
 
 using namespace dl;
-using Clock = std::chrono::steady_clock;
+using bench::Clock, bench::ms_since, bench::median;
 
-static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 int main(int argc, char** argv) {
   int64_t D = 128, layers = 4, reps = 16;

@@ -30,32 +30,16 @@
 
 #include "apps/common/config.h"
 #include "apps/lra_benchmark/export.h"
+#include "bench/bench_timing.h"
 #include "nn/models/gpt2.h"
 #include "nn/onnx/check_file.h"
 #include "nn/onnx/graph.h"
 #include "tensor/safetensors.h"
 
 using namespace dl;
-using Clock = std::chrono::steady_clock;
+using bench::time_ms, bench::split_commas;
 using json = nlohmann::json;
 using dl::harness::ConfigError;
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median wall ms of `reps` calls of f after one warm-up call.
-template <class F> static double time_ms(int reps, F&& f) {
-  f();
-  std::vector<double> ms;
-  for (int r = 0; r < reps; r++) {
-    auto t0 = Clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return median(ms);
-}
 
 // ONNX Runtime's median ms (and its largest output difference from ours, < 0 when not checked) on model + inputs.
 static json run_ort(const std::string& model, const std::string& inputs, int threads, int reps) {
@@ -81,13 +65,6 @@ struct Options {
   std::string out = "runs/bench_onnx_forward";
 };
 
-static std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');) v.push_back(x);
-  return v;
-}
-
 static Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; i += 2) {
@@ -101,10 +78,10 @@ static Options parse(int argc, char** argv) {
     else if (k == "--layers") o.layers = std::stoll(v);
     else if (k == "--gpt2-layers") o.gpt2_layers = std::stoll(v);
     else if (k == "--out") o.out = v;
-    else if (k == "--models") o.models = split(v);
+    else if (k == "--models") o.models = split_commas(v);
     else if (k == "--batches") {
       o.batches.clear();
-      for (const std::string& b : split(v)) o.batches.push_back(std::stoll(b));
+      for (const std::string& b : split_commas(v)) o.batches.push_back(std::stoll(b));
     } else
       throw ConfigError("bench_onnx_forward: unknown option " + k +
                         " (--threads --reps --len --d --layers --gpt2-layers --batches --models --out)");

@@ -24,23 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_timing.h"
 #include "nn/models/seq2seq.h"
 #include "tasks/tokenizer.h"
 
 using namespace dl;
-using Clock = std::chrono::steady_clock;
+using bench::ms_since, bench::median, bench::time_ms, bench::split_commas;
 
-static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-static std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
-  return out;
-}
 
 // pretrained_convs' small preset (apps/pretrained_convs/presets/small.json); match_params left out (d_ff 384 for both)
 static nn::Seq2SeqConfig small_preset(const std::string& mixer) {
@@ -50,18 +40,6 @@ static nn::Seq2SeqConfig small_preset(const std::string& mixer) {
   return c;
 }
 
-// The median wall time of f over reps runs after one untimed run (first-touch page faults, plan caches), in ms.
-template <class F> static double time_ms(int64_t reps, F&& f) {
-  f();
-  std::vector<double> t;
-  for (int64_t i = 0; i < reps; i++) {
-    auto t0 = Clock::now();
-    f();
-    t.push_back(ms_since(t0));
-  }
-  return median(t);
-}
-
 int main(int argc, char** argv) {
   std::vector<std::string> mixers = {"transformer", "lightconv"};
   std::vector<int64_t> lengths = {8, 16, 32, 64, 128};
@@ -69,10 +47,10 @@ int main(int argc, char** argv) {
   std::string out = "runs/bench_seq2seq_decode";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--mixers") mixers = split(v);
+    if (k == "--mixers") mixers = split_commas(v);
     else if (k == "--lengths") {
       lengths.clear();
-      for (auto& x : split(v)) lengths.push_back(std::stoll(x));
+      for (auto& x : split_commas(v)) lengths.push_back(std::stoll(x));
     } else if (k == "--batch") B = std::stoll(v);
     else if (k == "--src") S = std::stoll(v);
     else if (k == "--reps") reps = std::stoll(v);
