@@ -104,9 +104,10 @@ DL_BF16_TARGET void columns(int64_t M, int64_t n, int64_t kp, const uint32_t* a,
   for (; j + 16 * W <= n; j += 16 * W) row_blocks<R, W>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF);
   const int64_t left = n - j;  // fewer than W vectors' columns
   if (left <= 0) return;
-  const int vecs = (int)((left + 15) / 16);
+  const int vecs = (int)((left + 15) / 16);  // 1 .. W; four only for the 6 x 4 tile (49 .. 63 columns left)
   const __mmask16 last = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : (__mmask16)0xFFFF;
-  if (vecs >= 3) row_blocks<8, 3>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
+  if (vecs == 4) row_blocks<6, 4>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
+  else if (vecs == 3) row_blocks<8, 3>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
   else if (vecs == 2) row_blocks<12, 2>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
   else row_blocks<12, 1>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
 }

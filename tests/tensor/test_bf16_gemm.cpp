@@ -86,8 +86,9 @@ std::vector<Case> cases() {
   std::vector<Case> cs;
   // {200, 70, 301}: the only case with M >= N large enough for two threads, so the only one that cuts row panels (as
   // the weight gradient does: M = 512 outputs, N = 128 inputs); each panel then starts inside the packed A.
-  const int64_t sizes[][3] = {{1, 1, 1},       {7, 5, 3},      {13, 17, 33},  {6, 64, 2},    {37, 70, 257},
-                              {100, 130, 300}, {150, 200, 64}, {65, 300, 41}, {200, 70, 301}};
+  // N = 50 and 127: the 6 x 4 tile's last columns are four vectors, the last one partial (N % 64 in 49 .. 63).
+  const int64_t sizes[][3] = {{1, 1, 1},      {7, 5, 3},     {13, 17, 33},   {6, 64, 2},  {37, 70, 257}, {100, 130, 300},
+                              {150, 200, 64}, {65, 300, 41}, {200, 70, 301}, {9, 50, 20}, {30, 127, 9}};
   for (int t = 0; t < 4; t++)
     for (auto& s : sizes)
       for (float beta : {0.f, 1.f}) cs.push_back({(t & 1) != 0, (t & 2) != 0, s[0], s[1], s[2], beta});
