@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "nn/attention/attention_ops.h"  // prefix_lengths
+#include "tensor/bf16.h"                 // bf16_products_active
+#include "tensor/bf16_gemm.h"            // the bf16 products
 #include "tensor/nn_kernels.h"
 
 namespace dl::nn {
@@ -59,36 +61,68 @@ template <class F> void over_pairs(const Dims& d, int64_t scratch_floats, F&& f)
   openblas_set_num_threads(blas_threads);
 }
 
+// One product Y (M, N) = alpha op(A) op(B) of a pair, on this thread: sgemm (float32, the path's original products),
+// or under Precision::bf16 (bf16 = true) tensor/bf16_gemm.h's VDPBF16PS GEMM - both operands rounded to bf16, float32
+// sums - and then alpha in float32. The bf16 callers pass alpha = 1 for S and dK, whose c is folded into Q' = c Q before
+// rounding (as the blocked attention's products, nn/fused/flash_products.h), and alpha = c for dQ = c (dS K).
+void product(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+             const float* B, int64_t ldb, float* Y, int64_t ldy) {
+  if (!bf16) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
+                alpha, A, (blasint)lda, B, (blasint)ldb, 0.f, Y, (blasint)ldy);
+    return;
+  }
+  bf16_gemm(ta, tb, M, N, K, A, lda, B, ldb, 0.f, Y, ldy, /*threads=*/1);
+  if (alpha != 1.f)
+    for (int64_t i = 0; i < M; i++)
+#pragma omp simd
+      for (int64_t j = 0; j < N; j++) Y[i * ldy + j] *= alpha;
+}
+
 // The three product shapes of one (b, h), T x T matrices with leading dimension T. Causal: cut into row blocks
 // of kCausalBlock, each product skips the all-zero upper triangle beyond its block (about half the work).
 constexpr int64_t kCausalBlock = 64;
 // S = alpha A B^T, A and B (T, HS) with leading dims lda, ldb; causal rows t0..t1 only need columns < t1.
-void scores(const float* A, const float* B, float* S, const Dims& d, bool causal, float alpha, int64_t lda = 0, int64_t ldb = 0) {
+void scores(bool bf16, const float* A, int64_t lda, const float* B, int64_t ldb, float* S, const Dims& d, bool causal,
+            float alpha) {
   const int64_t T = d.T, blk = causal ? kCausalBlock : T;
-  lda = lda ? lda : 3 * d.C, ldb = ldb ? ldb : 3 * d.C;
   for (int64_t t0 = 0; t0 < T; t0 += blk) {
     const int64_t t1 = std::min(T, t0 + blk), n = causal ? t1 : T;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(t1 - t0), (blasint)n, (blasint)d.HS, alpha, A + t0 * lda,
-                (blasint)lda, B, (blasint)ldb, 0.f, S + t0 * T, (blasint)T);
+    product(bf16, false, true, t1 - t0, n, d.HS, alpha, A + t0 * lda, lda, B, ldb, S + t0 * T, T);
   }
 }
 // Y = alpha X W: X (T, T), W (T, HS) with leading dim ldw, Y (T, HS) with leading dim ldy; causal row t0..t1 sums s < t1.
-void rows_times(const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal, float alpha) {
+void rows_times(bool bf16, const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal,
+                float alpha) {
   const int64_t T = d.T, blk = causal ? kCausalBlock : T;
   for (int64_t t0 = 0; t0 < T; t0 += blk) {
     const int64_t t1 = std::min(T, t0 + blk), n = causal ? t1 : T;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(t1 - t0), (blasint)d.HS, (blasint)n, alpha, X + t0 * T,
-                (blasint)T, W, (blasint)ldw, 0.f, Y + t0 * ldy, (blasint)ldy);
+    product(bf16, false, false, t1 - t0, d.HS, n, alpha, X + t0 * T, T, W, ldw, Y + t0 * ldy, ldy);
   }
 }
 // Y = alpha X^T W: X (T, T), W (T, HS); causal output rows s0..s1 sum over t >= s0.
-void cols_times(const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal, float alpha) {
+void cols_times(bool bf16, const float* X, const float* W, int64_t ldw, float* Y, int64_t ldy, const Dims& d, bool causal,
+                float alpha) {
   const int64_t T = d.T, blk = causal ? kCausalBlock : T;
   for (int64_t s0 = 0; s0 < T; s0 += blk) {
     const int64_t s1 = std::min(T, s0 + blk), t0 = causal ? s0 : 0;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)(s1 - s0), (blasint)d.HS, (blasint)(T - t0), alpha,
-                X + t0 * T + s0, (blasint)T, W + t0 * ldw, (blasint)ldw, 0.f, Y + s0 * ldy, (blasint)ldy);
+    product(bf16, true, false, s1 - s0, d.HS, T - t0, alpha, X + t0 * T + s0, T, W + t0 * ldw, ldw, Y + s0 * ldy, ldy);
   }
+}
+
+// The operand Q of S = c Q K^T and dK = c dS^T Q: float32 reads Q in place (c applied by the product); bf16 reads
+// Q' = c Q (T, HS), computed in float32 into `scratch` and rounded by the product, as the blocked attention does.
+struct QOperand {
+  const float* q;
+  int64_t ld;
+  float alpha;
+};
+QOperand q_operand(bool bf16, const float* Q, int64_t ld, float c, const Dims& d, float* scratch) {
+  if (!bf16) return {Q, ld, c};
+  for (int64_t t = 0; t < d.T; t++)
+#pragma omp simd
+    for (int64_t e = 0; e < d.HS; e++) scratch[t * d.HS + e] = c * Q[t * ld + e];
+  return {scratch, d.HS, 1.f};
 }
 
 // The composed path's fill for scores of padding keys: exp(-1e9 - max) is exactly 0 unless every key of the row is
@@ -117,8 +151,9 @@ inline int64_t row_keys(int64_t t, int64_t T, bool causal, int64_t prefix_b) {
 }
 
 // Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved. key_mask (B, T) or null.
-void forward_pair(const float* qkv, const float* key_mask, float* out, float* L, float* S, float* M, const Dims& d, int64_t bh,
-                  bool causal, const Drop& dr, const int64_t* prefix) {
+// Scratch: S (T, T), M (T), Qs (T, HS) (used in bf16).
+void forward_pair(const float* qkv, const float* key_mask, float* out, float* L, float* S, float* M, float* Qs, const Dims& d,
+                  int64_t bh, bool causal, const Drop& dr, const int64_t* prefix, bool bf16) {
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
   const float* Q = qkv + b * T * ld + h * HS;
   const float *K = Q + C, *V = Q + 2 * C;
@@ -126,7 +161,8 @@ void forward_pair(const float* qkv, const float* key_mask, float* out, float* L,
   const float* km = key_mask ? key_mask + b * T : nullptr;
   const int64_t pb = prefix ? prefix[b] : -1;
   const bool tri = causal && !prefix;  // skip the upper triangle in the products (a prefix-LM row may reach past t)
-  scores(Q, K, S, d, tri, c);
+  const QOperand q = q_operand(bf16, Q, ld, c, d, Qs);
+  scores(bf16, q.q, q.ld, K, ld, S, d, tri, q.alpha);
   for (int64_t t = 0; t < T; t++) {
     float* s = S + t * T;
     const int64_t n = row_keys(t, T, causal, pb);  // masked scores give exact zeros, as exp of the composed -1e9 fill does
@@ -148,12 +184,13 @@ void forward_pair(const float* qkv, const float* key_mask, float* out, float* L,
     }
     for (int64_t j = n; j < T; j++) s[j] = 0.f;
   }
-  rows_times(S, V, ld, out + b * T * C + h * HS, C, d, tri, 1.f);  // O = Pd V
+  rows_times(bf16, S, V, ld, out + b * T * C + h * HS, C, d, tri, 1.f);  // O = Pd V
 }
 
-// Backward of one (b, h); P and Pd are recomputed from Q, K, L and the hash.
+// Backward of one (b, h); P and Pd are recomputed from Q, K, L and the hash. Scratch: P, X (T, T), M (T), Qs (T, HS).
 void backward_pair(const float* qkv, const float* key_mask, const float* L, const float* dO, float* dqkv, float* P, float* X,
-                   float* M, const Dims& d, int64_t bh, bool causal, const Drop& dr, const int64_t* prefix) {
+                   float* M, float* Qs, const Dims& d, int64_t bh, bool causal, const Drop& dr, const int64_t* prefix,
+                   bool bf16) {
   const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, C = d.C, HS = d.HS, ld = 3 * C;
   const float* Q = qkv + b * T * ld + h * HS;
   const float *K = Q + C, *V = Q + 2 * C;
@@ -165,7 +202,8 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
   const int64_t pb = prefix ? prefix[b] : -1;
   const bool tri = causal && !prefix;  // skip the upper triangle in the products (a prefix-LM row may reach past t)
   const int64_t first = first_real(km, T);
-  scores(Q, K, P, d, tri, c);
+  const QOperand q = q_operand(bf16, Q, ld, c, d, Qs);
+  scores(bf16, q.q, q.ld, K, ld, P, d, tri, q.alpha);
   for (int64_t t = 0; t < T; t++) {  // P = exp(S - L); X = Pd = P M
     float *p = P + t * T, *x = X + t * T;
     const int64_t n = row_keys(t, T, causal, pb);
@@ -186,9 +224,9 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
     }
   }
   const float* Pd = dr.on ? X : P;
-  cols_times(Pd, G, C, dV, ld, d, tri, 1.f);  // dV = Pd^T dO
-  scores(G, V, X, d, tri, 1.f, C, ld);        // X = dPd = dO V^T
-  for (int64_t t = 0; t < T; t++) {              // dP = dPd M;  dS = P (dP - sum_s P dP)
+  cols_times(bf16, Pd, G, C, dV, ld, d, tri, 1.f);  // dV = Pd^T dO
+  scores(bf16, G, C, V, ld, X, d, tri, 1.f);        // X = dPd = dO V^T
+  for (int64_t t = 0; t < T; t++) {                 // dP = dPd M;  dS = P (dP - sum_s P dP)
     float *p = P + t * T, *x = X + t * T;
     const int64_t n = row_keys(t, T, causal, pb);
     if (dr.on) {
@@ -205,16 +243,17 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
     }
     for (int64_t j = n; j < T; j++) x[j] = 0.f;
   }
-  rows_times(X, K, ld, dQ, ld, d, tri, c);  // dQ = c dS K
-  cols_times(X, Q, ld, dK, ld, d, tri, c);  // dK = c dS^T Q
+  rows_times(bf16, X, K, ld, dQ, ld, d, tri, c);            // dQ = c dS K
+  cols_times(bf16, X, q.q, q.ld, dK, ld, d, tri, q.alpha);  // dK = c dS^T Q (Q' in bf16)
 }
 
 struct QKVAttentionNode : Node {
-  Tensor qkv, L, key_mask;  // qkv (B, T, 3C) contiguous; L (B, NH, T); key_mask (B, T) f32 or undefined
+  Tensor qkv, L, key_mask;      // qkv (B, T, 3C) contiguous; L (B, NH, T); key_mask (B, T) f32 or undefined
   std::vector<int64_t> prefix;  // (B) or empty
   Dims d{};
   bool causal = false;
   Drop drop;
+  bool bf16 = false;  // the forward's products were bf16: the backward's are too
   const char* name() const override { return "qkv_attention"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
     if (!qkv.defined()) fail("qkv_attention: backward called twice without retain_graph");
@@ -224,9 +263,9 @@ struct QKVAttentionNode : Node {
     const float* pk = key_mask.defined() ? key_mask.data<float>() : nullptr;
     float* pd = dqkv.data<float>();
     const int64_t T = d.T;
-    over_pairs(d, 2 * T * T + T, [&](int64_t bh, float* scratch) {
-      backward_pair(pq, pk, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, d, bh, causal, drop,
-                    prefix.empty() ? nullptr : prefix.data());
+    over_pairs(d, 2 * T * T + T + T * d.HS, [&](int64_t bh, float* scratch) {
+      backward_pair(pq, pk, pl, pg, pd, scratch, scratch + T * T, scratch + 2 * T * T, scratch + 2 * T * T + T, d, bh, causal,
+                    drop, prefix.empty() ? nullptr : prefix.data(), bf16);
     });
     return {dqkv};
   }
@@ -241,9 +280,8 @@ void check_packed_qkv(const char* op, const Var& qkv, int64_t heads, double p, b
     fail(name + ": expected qkv (B, T, 3C) with C divisible by heads = " + std::to_string(heads) + ", found " +
          shape_str(qkv.shape()));
   if (qkv.dtype() != DType::f32 || (!any_device && qkv.data().device() != Device::cpu))
-    fail(name + ": implemented for f32 " + (any_device ? "" : "CPU ") +
-         "tensors (use the composed attention otherwise), found " + dtype_name(qkv.dtype()) + " on " +
-         device_name(qkv.data().device()));
+    fail(name + ": implemented for f32 " + (any_device ? "" : "CPU ") + "tensors (use the composed attention otherwise), found " +
+         dtype_name(qkv.dtype()) + " on " + device_name(qkv.data().device()));
   if (!(p >= 0 && p <= 1)) fail(name + ": dropout p must be in [0, 1], found " + std::to_string(p));
 }
 
@@ -254,8 +292,7 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
   if (key_mask.defined() && key_mask.shape() != Shape{d.B, d.T})
     fail("qkv_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({d.B, d.T}) + ", found " +
          shape_str(key_mask.shape()));
-  const std::vector<int64_t> P =
-      prefix.defined() ? prefix_lengths(prefix, d.B, d.T, "qkv_attention") : std::vector<int64_t>();
+  const std::vector<int64_t> P = prefix.defined() ? prefix_lengths(prefix, d.B, d.T, "qkv_attention") : std::vector<int64_t>();
   const int64_t* pp = P.empty() ? nullptr : P.data();
   Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
   const float* pk = km.defined() ? km.data<float>() : nullptr;
@@ -266,11 +303,13 @@ Var qkv_attention(const Var& qkv, int64_t heads, bool causal, double p, bool tra
   const float* px = x.data<float>();
   float *po = out.data<float>(), *pl = L.data<float>();
   const int64_t T = d.T;
-  over_pairs(d, T * T + T,
-             [&](int64_t bh, float* scratch) { forward_pair(px, pk, po, pl, scratch, scratch + T * T, d, bh, causal, dr, pp); });
+  const bool bf16 = bf16_products_active();  // Precision::bf16 where this CPU computes in bf16 (tensor/bf16.h)
+  over_pairs(d, T * T + T + T * d.HS, [&](int64_t bh, float* scratch) {
+    forward_pair(px, pk, po, pl, scratch, scratch + T * T, scratch + T * T + T, d, bh, causal, dr, pp, bf16);
+  });
   if (!any_requires_grad({qkv})) return Var(out);
   auto n = std::make_shared<QKVAttentionNode>();
-  n->qkv = x, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr, n->prefix = P;
+  n->qkv = x, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->drop = dr, n->prefix = P, n->bf16 = bf16;
   return record(n, out, {qkv});
 }
 

@@ -23,6 +23,9 @@
 // result does not depend on the thread count); sgemm runs single-threaded inside, so the two thread pools never
 // run at once. Scratch per thread: two T x T float matrices (at T = 512 they stay in L2). Causal: the products
 // run on row blocks of 64 and skip the all-zero upper triangle beyond each block (about half the work).
+// Under Precision::bf16, where the CPU computes in bf16 (tensor/bf16.h), the five products run on tensor/bf16_gemm.h
+// instead of sgemm: the operands the blocked attention rounds (Q' = c Q, K, V, dO, Pd, dS) are rounded to bf16 and
+// summed in float32; softmax, L, D, masks and dropout stay float32 (tests/nn/fused/test_qkv_attention_bf16.cpp).
 // What it is not: cross-attention, an additive bias, or returned weights (use nn/attention/attention.h).
 #pragma once
 #include "autograd/ops.h"
