@@ -1,4 +1,5 @@
-// nn/fused/qkv_attention.cpp - the packed-qkv attention primitive on sgemm (math in the header).
+// nn/fused/qkv_attention.cpp - the packed-qkv attention primitive on sgemm, or under Precision::bf16 on bf16_gemm (math in
+// the header).
 #include "nn/fused/qkv_attention.h"
 
 #include <cblas.h>
