@@ -96,6 +96,46 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_across_rows(const float* x, int64_t ldx, i
   }
 }
 
+// Rows 2p and 2p + 1 read once, 32 columns at a time: each rounded vector is a half of the across-rows words (the low
+// row's upper 16 bits shifted down, the high row's kept) and, permuted as in convert_row, of its own row's words.
+DL_BF16_TARGET DL_BF16_WIDE void pack_in_and_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* in_rows,
+                                                         int64_t ld_in, int64_t words_in, uint32_t* across, int64_t ld_across,
+                                                         int64_t words_across, int64_t prows) {
+  alignas(64) static const uint16_t kHigh[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+                                                 33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i idx = _mm512_load_si512((const void*)kHigh), upper = _mm512_set1_epi32((int)0xFFFF0000u);
+  auto across_words = [&](__m512i lo, __m512i hi) {
+    return _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, upper));
+  };
+  for (int64_t p = 0; p < prows; p++) {
+    const int64_t r = 2 * p;
+    uint32_t *o = across + p * ld_across, *ilo = in_rows + r * ld_in, *ihi = ilo + ld_in;
+    if (r >= rows) {
+      std::fill(o, o + words_across, 0u);
+      continue;
+    }
+    const bool has_hi = r + 1 < rows;
+    const float *lo = x + r * ldx, *hi = lo + ldx;
+    for (int64_t j = 0; j < n; j += 32) {
+      const int64_t left = std::min<int64_t>(32, n - j);
+      const __mmask16 ma = (__mmask16)((1u << std::min<int64_t>(left, 16)) - 1);
+      const __mmask16 mb = left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0;
+      const __m512i a0 = rounded_high16(_mm512_maskz_loadu_ps(ma, lo + j)),
+                    a1 = rounded_high16(_mm512_maskz_loadu_ps(mb, lo + j + 16));
+      const __m512i b0 = has_hi ? rounded_high16(_mm512_maskz_loadu_ps(ma, hi + j)) : _mm512_setzero_si512();
+      const __m512i b1 = has_hi ? rounded_high16(_mm512_maskz_loadu_ps(mb, hi + j + 16)) : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32((void*)(o + j), ma, across_words(a0, b0));
+      _mm512_mask_storeu_epi32((void*)(o + j + 16), mb, across_words(a1, b1));
+      const __mmask16 mw = (__mmask16)((1u << ((left + 1) / 2)) - 1);
+      _mm512_mask_storeu_epi32((void*)(ilo + j / 2), mw, _mm512_permutex2var_epi16(a0, idx, a1));
+      if (has_hi) _mm512_mask_storeu_epi32((void*)(ihi + j / 2), mw, _mm512_permutex2var_epi16(b0, idx, b1));
+    }
+    std::fill(o + n, o + words_across, 0u);
+    std::fill(ilo + (n + 1) / 2, ilo + words_in, 0u);
+    if (has_hi) std::fill(ihi + (n + 1) / 2, ihi + words_in, 0u);
+  }
+}
+
 // 16 rows at a time: converted row by row into a (16, words) block, then written as runs of 16 words per pair.
 DL_BF16_TARGET DL_BF16_WIDE void pack_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* dst, int64_t ldd,
                                                  int64_t cols, int64_t words) {
@@ -142,6 +182,10 @@ void pairs_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint
                       int64_t words) {
   pack_transposed(x, ldx, rows, n, dst, ldd, cols, words);
 }
+void pairs_in_and_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* in_rows, int64_t ld_in,
+                              int64_t words_in, uint32_t* across, int64_t ld_across, int64_t words_across, int64_t prows) {
+  pack_in_and_across_rows(x, ldx, rows, n, in_rows, ld_in, words_in, across, ld_across, words_across, prows);
+}
 
 #else  // no bf16 kernel in this build: bf16_gemm_usable() is false, so nothing calls these
 
@@ -152,6 +196,10 @@ void tile_gemm(bool, int64_t, int64_t, int64_t, const uint32_t*, int64_t, int64_
 void pairs_in_rows(const float*, int64_t, int64_t, int64_t, float, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
 void pairs_across_rows(const float*, int64_t, int64_t, int64_t, float, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
 void pairs_transposed(const float*, int64_t, int64_t, int64_t, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
+void pairs_in_and_across_rows(const float*, int64_t, int64_t, int64_t, uint32_t*, int64_t, int64_t, uint32_t*, int64_t, int64_t,
+                              int64_t) {
+  missing();
+}
 
 #endif
 

@@ -38,6 +38,11 @@ void pairs_in_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, float s
                    int64_t dst_rows);
 void pairs_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, float scale, uint32_t* dst, int64_t ldd,
                        int64_t words, int64_t prows);
+// Both of the first two from one read of x (no scale): in_rows (rows, words_in) as pairs_in_rows with dst_rows = rows,
+// across (prows, words_across) as pairs_across_rows; the same words as the two calls (the backward's dS, packed for dQ
+// and for dK).
+void pairs_in_and_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* in_rows, int64_t ld_in,
+                              int64_t words_in, uint32_t* across, int64_t ld_across, int64_t words_across, int64_t prows);
 // (no scale: the transposed operands are K and V as they are)
 void pairs_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* dst, int64_t ldd, int64_t cols,
                       int64_t words);

@@ -208,10 +208,9 @@ struct Bf16Backward {
     bf16t::tile_gemm(false, rows, round_up(nv, 16), hp, Gr + t0 * hp, hp, 1, Vt, kKeyBlock, X, kKeyBlock);
   }
   void add_dq_dk(int64_t t0, int64_t rows, int64_t nb, const float* dS, float* dQ, float* dK) {
-    const int64_t kp = (nb + 1) / 2, rp = (rows + 1) / 2;
-    bf16t::pairs_in_rows(dS, kKeyBlock, rows, nb, 1.f, Xr, kKeyBlock / 2, kp, rows);
+    const int64_t kp = (nb + 1) / 2, rp = (rows + 1) / 2;  // dS in both layouts from one read of it
+    bf16t::pairs_in_and_across_rows(dS, kKeyBlock, rows, nb, Xr, kKeyBlock / 2, kp, Xc, kKeyBlock, nb, rp);
     bf16t::tile_gemm(true, rows, d.HSp, kp, Xr, kKeyBlock / 2, 1, Kc, d.HSp, dQ, d.HSp);
-    bf16t::pairs_across_rows(dS, kKeyBlock, rows, nb, 1.f, Xc, kKeyBlock, nb, rp);
     bf16t::tile_gemm(true, nb, d.HSp, rp, Xc, 1, kKeyBlock, Qc + t0 / 2 * d.HSp, d.HSp, dK, d.HSp);
   }
 };

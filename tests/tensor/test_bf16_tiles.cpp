@@ -88,6 +88,27 @@ TEST(Bf16Tiles, PairsAcrossRowsAndTransposedMatchTheScalarRounding) {
     }
 }
 
+// The backward's dS packing: both layouts from one read give the words of the two separate packings, canaries kept
+// (odd and even rows, ragged and whole-vector n, the destination wider than the words it must write).
+TEST(Bf16Tiles, PairsInAndAcrossRowsEqualTheTwoPackings) {
+  SKIP_WITHOUT_BF16();
+  for (int64_t rows : {1, 6, 47, 48})
+    for (int64_t n : {5, 17, 32, 100, 128}) {
+      const int64_t ldx = n + 3, kp = (n + 1) / 2, rp = (rows + 1) / 2, ld_in = kp + 5, ld_ac = n + 7;
+      std::vector<float> x = uniform(rows * ldx, (uint32_t)(rows * 313 + n));
+      for (int64_t i = 0; i < rows * ldx; i += 7) x[i] = 0.f;  // zeros and ties among the values
+      std::vector<uint32_t> in1(rows * ld_in + 1, kCanary), in2 = in1, ac1(rp * ld_ac + 1, kCanary), ac2 = ac1;
+      bf16t::pairs_in_rows(x.data(), ldx, rows, n, 1.f, in1.data(), ld_in, kp, rows);
+      bf16t::pairs_across_rows(x.data(), ldx, rows, n, 1.f, ac1.data(), ld_ac, n, rp);
+      bf16t::pairs_in_and_across_rows(x.data(), ldx, rows, n, in2.data(), ld_in, kp, ac2.data(), ld_ac, n, rp);
+      for (size_t i = 0; i < in1.size(); i++)
+        ASSERT_EQ(in2[i], in1[i]) << "in rows: rows=" << rows << " n=" << n << " row " << i / ld_in << " word " << i % ld_in;
+      for (size_t i = 0; i < ac1.size(); i++)
+        ASSERT_EQ(ac2[i], ac1[i]) << "across rows: rows=" << rows << " n=" << n << " word (" << i / ld_ac << ", " << i % ld_ac
+                                  << ")";
+    }
+}
+
 // C (M, N) (+)= A (M, 2 Kp) B (2 Kp, N) from packed words, against float64 of the bf16 values the words hold.
 void check_tile_gemm(int64_t M, int64_t N, int64_t Kp, bool a_transposed, bool acc) {
   const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(N) + " Kp=" + std::to_string(Kp) +
