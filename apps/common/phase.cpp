@@ -48,7 +48,7 @@ PhaseResult run_phase(const PhaseSpec& spec, PhaseParts& parts, const RunContext
       tasks::Batch b = draw_batch(run, step);  // the global batch, checked against the model's limits
       profile.mark();
       const double share = rank_rows(run, b);  // data-parallel: this rank's rows, n_r / B of the batch
-      loss += forward_backward(run, b, Step{step, micro, run.rank}, (1.0 / spec.accum) * share);
+      loss += forward_backward(run, b, Step{step, micro, run.stream_rank}, (1.0 / spec.accum) * share);
     }
     loss = global_loss(run, step, loss);  // over the ranks; NaN or Inf in it or a gradient: stop before the update
     const auto update_start = Clock::now();

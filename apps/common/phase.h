@@ -98,7 +98,8 @@ int log_interval(const PhaseSpec& spec);
 struct Step {
   int step = 0;   // the optimizer step (0-based)
   int micro = 0;  // the micro-batch within it (< accum)
-  int rank = 0;   // data-parallel: this rank, whose shard of the global batch the loss sees (draw per-rank noise)
+  int rank = 0;   // data-parallel: this rank, whose shard of the global batch the loss sees (draw per-rank noise); 0 on
+                  // every rank for a whole-batch loss (PhaseParts::whole_batch_loss)
 };
 
 // What eval() measured; val_loss NaN / accuracy -1 where it does not measure it.
@@ -117,6 +118,11 @@ struct PhaseParts {
   std::function<EvalPoint()> eval;                            // on the validation split; may be empty
   std::vector<std::pair<std::string, Generator*>> rngs;       // saved and restored with checkpoints (dropout)
   BatchLimits limits;  // the model's vocabulary, classes and positions, checked on every batch (batch_check.h); 0: not checked
+  // Why the loss of a batch is not the mean of its examples' losses (in-batch negatives, a ranking over every pair
+  // of the batch), or "" when it is. Such a loss cannot be split over data-parallel ranks: each rank's shard would
+  // see fewer negatives and train on another loss. With it set, every rank computes the whole batch with the same
+  // random streams, weighted 1/W: the update one process makes (dropout's draw aside), with no speed-up; rank 0 says so.
+  std::string whole_batch_loss;
 };
 
 struct PhaseResult {

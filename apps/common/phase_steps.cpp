@@ -49,6 +49,10 @@ PhaseRun::PhaseRun(const PhaseSpec& spec, PhaseParts& parts, const RunContext& c
   place_model(*parts.model, parse_device(ctx.device));
   if (world > 1) par = std::make_unique<DataParallel>(*parts.model, *parts.opt, *ctx.comm, ctx.parallel);
   for (auto& [name, g] : parts.rngs) stream_base.push_back(mix(std::hash<std::string>{}(g->state_string())));
+  stream_rank = parts.whole_batch_loss.empty() ? rank : 0;
+  if (world > 1 && !parts.whole_batch_loss.empty() && rank == 0)
+    std::cerr << label << ": the loss is not a mean over the batch's examples (" << parts.whole_batch_loss << "), so each of the "
+              << world << " ranks computes all of every batch: the update of one process, no data-parallel speed-up\n";
 }
 
 // ---- resume -------------------------------------------------------------------------------------------------------
@@ -138,7 +142,7 @@ void start_step(PhaseRun& run, int step) {
   optim::apply_schedule(*run.parts.opt, run.parts.schedule, step);
   if (!run.par) return;
   for (size_t i = 0; i < run.parts.rngs.size(); i++)
-    run.parts.rngs[i].second->manual_seed(mix(run.stream_base[i] ^ mix(step * 1000003ull + run.rank)));
+    run.parts.rngs[i].second->manual_seed(mix(run.stream_base[i] ^ mix(step * 1000003ull + run.stream_rank)));
 }
 
 // Every rank draws the same global batch, so the data order does not depend on the number of ranks.
@@ -149,9 +153,11 @@ tasks::Batch draw_batch(const PhaseRun& run, int step) {
 }
 
 // Data-parallel: rank r of W keeps rows [begin, begin + n) of the B, n = B/W (the first B mod W ranks one more), and
-// returns n/B: weighted by it, the ranks' summed gradient is the global batch's. One process keeps all: 1.
+// returns n/B: weighted by it, the ranks' summed gradient is the global batch's. One process keeps all: 1. A
+// whole-batch loss (PhaseParts::whole_batch_loss): every rank keeps all B rows and returns 1/W.
 double rank_rows(const PhaseRun& run, tasks::Batch& b) {
   if (!run.par) return 1.0;
+  if (!run.parts.whole_batch_loss.empty()) return 1.0 / run.world;
   const int B = b.batch_size, base = B / run.world, extra = B % run.world;
   const int n = base + (run.rank < extra), begin = run.rank * base + std::min(run.rank, extra);
   if (n == 0)

@@ -46,6 +46,7 @@ struct PhaseRun {
   std::vector<CurvePoint>& curve;  // the evaluation rows; a resume replaces it by the checkpoint's
   std::string dir, label;          // <cell>/<phase> (its checkpoints), "[cell] phase" (its messages)
   int rank = 0, world = 1;
+  int stream_rank = 0;                // the rank whose shard and random streams this process draws (0 for a whole-batch loss)
   bool quiet = false;                 // no bar and no log lines: ctx.quiet, or not rank 0
   int log_every = 1;                  // a metrics.csv row every k steps (log_interval)
   std::unique_ptr<DataParallel> par;  // with more than one rank; null alone

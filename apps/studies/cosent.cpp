@@ -371,6 +371,7 @@ TrainResult train_encoder(const PairTask& t, const std::string& loss, double lr,
     parts.model = &m, parts.opt = &opt, parts.batches = &batches, parts.schedule = optim::make_schedule(sc);
     parts.loss = [&](const tasks::Batch& b, const harness::Step&) { return pair_loss(m, t, loss, b, c.lambda); };
     parts.eval = [&] { return harness::EvalPoint{NAN, val_spearman()}; };
+    if (loss == "cosent") parts.whole_batch_loss = "CoSENT ranks every pair of the batch against every other";
     harness::run_phase({"train", steps, 1, c.clip, c.eval_every, c.eval_every}, parts, ctx, curve);
   }
   TrainResult r;

@@ -353,6 +353,7 @@ UnilmRun train_unilm(const UnilmData& data, const UnilmConfig& o, const harness:
       return arm_loss(m, arm, batch, o.scale);
     };
     parts.eval = [&] { return harness::EvalPoint{std::numeric_limits<double>::quiet_NaN(), eval_val().token_acc}; };
+    if (arm.con) parts.whole_batch_loss = "the contrastive loss takes the batch's other pairs as negatives";
     harness::run_phase({"train", o.steps, 1, o.clip, o.eval_every, o.checkpoint_every}, parts, ctx, curve);
   }
   UnilmRun r;
