@@ -6,7 +6,9 @@
 // the equivalent PyTorch module does, so weights move both ways (docs/checkpoints.md).
 //
 // Each module has its own forward(...) with the arguments it needs; there is no virtual forward here.
-// Sequence layers that apps choose by name implement nn/registry.h's SequenceLayer.
+// Sequence layers that apps choose by name implement nn/registry.h's SequenceLayer. What an inspection tool may ask
+// of any module (its attention weights, convolution taps, state space kernel) is a handful of hooks below, answered
+// in nn/inspect.h's forms.
 #pragma once
 #include <functional>
 #include <map>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "nn/inspect.h"
 
 namespace dl::nn {
 
@@ -72,6 +75,18 @@ class Module {
   LoadReport load(const std::string& path, const LoadOptions& opt = {});
 
   std::string str(int indent = 0) const;  // a readable tree with parameter shapes
+
+  // ---- what an inspection tool may ask (nn/inspect.h; apps/explain walks the tree and asks every module) ----
+  // A layer with something to picture answers; the defaults answer "nothing", so explain never names a layer's type.
+  //   record_attention(slot)  attention: while slot is set (null stops), forward appends its softmax weights
+  //                           (B, NH, T, S) to it; returns whether the module has attention weights at all
+  //   conv_taps()             a convolution: its taps in one described form (ConvTaps; kind "" = no convolution)
+  //   record_conv_taps(slot)  a convolution whose taps are predicted from its input: forward appends them (B, L, R, K)
+  //   ssm_kernel(L)           a state space layer: its kernel K (Cc, H, L) and step sizes (SSMKernel; K undefined = none)
+  virtual bool record_attention(std::vector<Var>* slot) { return false; }
+  virtual ConvTaps conv_taps() const { return {}; }
+  virtual bool record_conv_taps(std::vector<Var>* slot) { return false; }
+  virtual SSMKernel ssm_kernel(int64_t L) { return {}; }
 
  protected:
   Var register_parameter(const std::string& name, Tensor init, bool requires_grad = true);

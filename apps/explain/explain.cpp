@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -13,8 +15,6 @@
 
 #include "apps/common/report.h"
 #include "apps/common/results.h"
-#include "nn/conv/conv_seq.h"
-#include "nn/ssm/ssm_layer.h"
 #include "subject.h"
 
 namespace explain {
@@ -22,6 +22,44 @@ namespace explain {
 using namespace dl;
 namespace harness = dl::harness;
 namespace fs = std::filesystem;
+
+// Every module of the tree with its dotted path, preorder: explain asks each one what it can show (nn/module.h's
+// hooks) and never names a layer type.
+static void walk(nn::Module& m, const std::string& path, const std::function<void(const std::string&, nn::Module&)>& f) {
+  f(path, m);
+  for (auto& [n, c] : m.named_children()) walk(*c, path.empty() ? n : path + "." + n, f);
+}
+
+// ---- what the forward pass records: every module that answers record_attention / record_conv_taps gets a slot its
+// forward appends to, by path, in tree order ----
+namespace {
+struct Recorders {
+  std::deque<std::pair<std::string, std::vector<Var>>> attention, conv_taps;  // a deque: the slots never move
+  nn::Module* root = nullptr;
+
+  explicit Recorders(nn::Module& m) : root(&m) {
+    walk(m, "", [&](const std::string& p, nn::Module& x) {
+      attention.push_back({p, {}});
+      if (!x.record_attention(&attention.back().second)) attention.pop_back();
+      conv_taps.push_back({p, {}});
+      if (!x.record_conv_taps(&conv_taps.back().second)) conv_taps.pop_back();
+    });
+  }
+  ~Recorders() {  // the slots die here: no layer may keep writing to them
+    walk(*root, "", [](const std::string&, nn::Module& x) { x.record_attention(nullptr), x.record_conv_taps(nullptr); });
+  }
+  // A layer run more than once per forward (the two towers of a retrieval model) gives one map per run.
+  std::vector<NamedWeights> attention_weights(const Subject& s) const {
+    std::vector<NamedWeights> out;
+    for (auto& [name, ws] : attention)
+      for (size_t i = 0; i < ws.size(); i++) {
+        out.push_back({ws.size() == 1 ? name : name + " (sequence " + std::string(1, char('a' + i)) + ")", ws[i]});
+        if (s.mark_axes) s.mark_axes(out.back());
+      }
+    return out;
+  }
+};
+}  // namespace
 
 // ---- 1. the module tree with parameter counts ----
 static void count_modules(const nn::Module& m, const std::string& path, int depth, std::vector<ModuleCount>& out) {
@@ -187,32 +225,6 @@ std::vector<double> frequency_response(const std::vector<double>& k) {
   return mag;
 }
 
-static void find_ssm(nn::Module& m, const std::string& path, std::vector<std::pair<std::string, nn::SSMLayer*>>& out) {
-  if (auto* s = dynamic_cast<nn::SSMLayer*>(&m)) out.push_back({path, s});
-  for (auto& [n, c] : m.named_children()) find_ssm(*c, path.empty() ? n : path + "." + n, out);
-}
-
-// The layer's step sizes: S4 / S4D keep log dt per channel; DLR has no discretisation, but its omega init writes
-// Lambda = -dt/2 + i y with Re Lambda = -x^2, so dt = 2 x^2 per mode is the same quantity.
-static std::vector<double> dt_range(nn::SSMLayer& s, KernelInfo& k) {
-  std::vector<double> per_channel;  // S4 / S4D: dt of each channel h
-  for (auto& [n, p] : s.named_parameters()) {
-    std::vector<double> dt;
-    Tensor v = p.data().to(DType::f64).contiguous();
-    if (n == "kernel.log_dt") {
-      for (int64_t i = 0; i < v.numel(); i++) dt.push_back(std::exp(v.data<double>()[i]));
-      k.dt_source = "exp(kernel.log_dt), one per channel";
-      per_channel = dt;
-    } else if (n == "kernel.Lambda_log_neg_re") {
-      for (int64_t i = 0; i < v.numel(); i++) dt.push_back(2 * v.data<double>()[i] * v.data<double>()[i]);
-      k.dt_source = "2 x^2 from kernel.Lambda_log_neg_re (Re Lambda = -x^2 = -dt/2), one per mode";
-    }
-    if (dt.empty()) continue;
-    k.dt_min = *std::min_element(dt.begin(), dt.end()), k.dt_max = *std::max_element(dt.begin(), dt.end());
-  }
-  return per_channel;
-}
-
 // The channels to plot: with a dt per channel, from the smallest dt (longest memory) to the largest, evenly through
 // the sorted order, so the plot shows the layer's range of memories; otherwise the first n.
 static std::vector<int> pick_channels(const std::vector<double>& dt, int64_t H, int n) {
@@ -227,62 +239,72 @@ static std::vector<int> pick_channels(const std::vector<double>& dt, int64_t H, 
   return out;
 }
 
+// The kernels of a few channels (from the smallest dt to the largest, where dt is per channel) and their frequency
+// responses, as <dir>/kernel_<layer> and freq_<layer>.
+static void plot_ssm_kernel(KernelInfo& k, const nn::SSMKernel& sk, int n_channels, const std::string& dir,
+                            const std::string& cell, bool plots) {
+  const std::string& path = k.layer;
+  const int64_t H = k.K.size(1), L = k.K.size(2);
+  const std::vector<double> dt = sk.dt_per_channel ? sk.dt : std::vector<double>();
+  k.channels = pick_channels(dt, H, n_channels);
+  auto title = [&](int h) {
+    std::ostringstream t;
+    t << "channel " << h;
+    if ((int64_t)dt.size() == H) t << ", dt " << std::setprecision(2) << dt[h];
+    return t.str();
+  };
+  Tensor K = k.K.to(DType::f64).contiguous();
+  std::ostringstream kd, fd, kp, fp;
+  const std::string kname = "kernel_" + file_safe(path), fname = "freq_" + file_safe(path);
+  for (size_t i = 0; i < k.channels.size(); i++) {
+    std::vector<double> v(L);
+    for (int64_t l = 0; l < L; l++) v[l] = K.data<double>()[k.channels[i] * L + l];  // kernel channel 0 (forward)
+    std::vector<double> f = frequency_response(v);
+    kd << "# channel " << k.channels[i] << "\n";
+    for (int64_t l = 0; l < L; l++) kd << l << " " << v[l] << "\n";
+    fd << "# channel " << k.channels[i] << "\n";
+    for (size_t j = 0; j < f.size(); j++) fd << (double)j / (double)L << " " << f[j] << "\n";
+    kd << "\n\n", fd << "\n\n";
+    kp << (i ? ", " : "plot ") << "'" << kname << ".dat' index " << i << " using 1:2 with lines title '" << title(k.channels[i])
+       << "'";
+    fp << (i ? ", " : "plot ") << "'" << fname << ".dat' index " << i << " using 1:2 with lines title '" << title(k.channels[i])
+       << "'";
+  }
+  k.kernel_png = kname + ".png", k.freq_png = fname + ".png";
+  write_plot(dir, kname, kd.str(),
+             "set title '" + cell + ": " + path + " (" + k.type +
+                 ") kernel K[l]'\nset xlabel 'lag l (steps back)'\n"
+                 "set ylabel 'K[l]: weight of the input l steps ago'\nset grid\n" +
+                 kp.str() + "\n",
+             plots);
+  write_plot(dir, fname, fd.str(),
+             "set title '" + cell + ": " + path +
+                 " frequency response |DFT(K)|'\nset xlabel 'frequency (cycles per step)'\n"
+                 "set ylabel 'gain |K(f)|'\nset logscale y\nset grid\n" +
+                 fp.str() + "\n",
+             plots);
+}
+
 static std::vector<KernelInfo> ssm_kernels(nn::Module& root, int64_t L, int n_channels, const std::string& dir,
                                            const std::string& cell, bool plots) {
-  std::vector<std::pair<std::string, nn::SSMLayer*>> layers;
-  find_ssm(root, "", layers);
   std::vector<KernelInfo> out;
-  for (auto& [path, s] : layers) {
+  walk(root, "", [&](const std::string& path, nn::Module& m) {
+    nn::SSMKernel sk = m.ssm_kernel(L);
+    if (!sk.K.defined()) return;
     KernelInfo k;
-    k.layer = path, k.type = s->type_name();
-    k.K = s->learned_kernel(L);  // (Cc, H, L)
-    const std::vector<double> dt = dt_range(*s, k);
-    const int64_t H = k.K.size(1);
-    k.channels = pick_channels(dt, H, n_channels);
-    auto title = [&](int h) {
-      std::ostringstream t;
-      t << "channel " << h;
-      if ((int64_t)dt.size() == H) t << ", dt " << std::setprecision(2) << dt[h];
-      return t.str();
-    };
-    Tensor K = k.K.to(DType::f64).contiguous();
-    std::ostringstream kd, fd, kp, fp;
-    const std::string kname = "kernel_" + file_safe(path), fname = "freq_" + file_safe(path);
-    for (size_t i = 0; i < k.channels.size(); i++) {
-      std::vector<double> v(L);
-      for (int64_t l = 0; l < L; l++) v[l] = K.data<double>()[k.channels[i] * L + l];  // kernel channel 0 (forward)
-      std::vector<double> f = frequency_response(v);
-      kd << "# channel " << k.channels[i] << "\n";
-      for (int64_t l = 0; l < L; l++) kd << l << " " << v[l] << "\n";
-      fd << "# channel " << k.channels[i] << "\n";
-      for (size_t j = 0; j < f.size(); j++) fd << (double)j / (double)L << " " << f[j] << "\n";
-      kd << "\n\n", fd << "\n\n";
-      kp << (i ? ", " : "plot ") << "'" << kname << ".dat' index " << i << " using 1:2 with lines title '"
-         << title(k.channels[i]) << "'";
-      fp << (i ? ", " : "plot ") << "'" << fname << ".dat' index " << i << " using 1:2 with lines title '"
-         << title(k.channels[i]) << "'";
-    }
-    k.kernel_png = kname + ".png", k.freq_png = fname + ".png";
-    write_plot(dir, kname, kd.str(),
-               "set title '" + cell + ": " + path + " (" + k.type + ") kernel K[l]'\nset xlabel 'lag l (steps back)'\n"
-               "set ylabel 'K[l]: weight of the input l steps ago'\nset grid\n" + kp.str() + "\n", plots);
-    write_plot(dir, fname, fd.str(),
-               "set title '" + cell + ": " + path + " frequency response |DFT(K)|'\nset xlabel 'frequency (cycles per step)'\n"
-               "set ylabel 'gain |K(f)|'\nset logscale y\nset grid\n" + fp.str() + "\n", plots);
+    k.layer = path, k.type = m.type_name(), k.K = sk.K, k.dt_source = sk.dt_source;  // K (Cc, H, L)
+    if (!sk.dt.empty())
+      k.dt_min = *std::min_element(sk.dt.begin(), sk.dt.end()), k.dt_max = *std::max_element(sk.dt.begin(), sk.dt.end());
+    plot_ssm_kernel(k, sk, n_channels, dir, cell, plots);
     out.push_back(std::move(k));
-  }
+  });
   return out;
 }
 
 // ---- 5. convolution kernels ----
-// y[t] = sum_k w[k] x[t + offset_k] with offset_k = k d - pad (pad = (K - 1) d when causal, (K - 1) d / 2 otherwise:
-// nn/conv/conv_seq.cpp left_pad), so a tap at a negative offset reads the past.
-static std::vector<int64_t> tap_offsets(const nn::ConvSeqOptions& o, int64_t d) {
-  const int64_t pad = o.causal ? (o.kernel_size - 1) * d : (o.kernel_size - 1) * d / 2;
-  std::vector<int64_t> off;
-  for (int64_t k = 0; k < o.kernel_size; k++) off.push_back(k * d - pad);
-  return off;
-}
+// Every module that answers conv_taps (nn/inspect.h ConvTaps): y[t] = sum_k w[k] x[t + offset_k], so a tap at a
+// negative offset reads the past. Fixed taps are one curve per row; taps predicted from the input were recorded
+// during the forward pass (record_conv_taps) and are one heat map per row (position x tap).
 
 // The weighted mean offset of a row, weighted by |w|: where the taps read on average.
 static double centre_of(const std::vector<double>& row, const std::vector<int64_t>& off) {
@@ -299,89 +321,82 @@ static std::vector<std::vector<double>> rows_of(const Tensor& t2) {  // (R, K) -
   return rows;
 }
 
-static void find_convs(nn::Module& m, const std::string& path, std::vector<std::pair<std::string, nn::SeqConv*>>& out) {
-  if (auto* c = dynamic_cast<nn::SeqConv*>(&m)) out.push_back({path, c});
-  for (auto& [n, c] : m.named_children()) find_convs(*c, path.empty() ? n : path + "." + n, out);
+// Fixed taps: the first n_channels rows of a per-channel layer (every head of a per-head one), one curve each.
+static void plot_fixed_taps(ConvKernelInfo& c, const nn::ConvTaps& t, int n_channels, const std::string& dir,
+                            const std::string& cell, bool plots) {
+  const std::string name = "conv_" + file_safe(c.layer);
+  const std::vector<std::vector<double>> all = rows_of(t.taps);
+  for (size_t r = 0; r < all.size() && (t.row != "channel" || (int)r < n_channels); r++)
+    c.rows.push_back(all[r]), c.row_names.push_back(t.row + " " + std::to_string(r));
+  std::ostringstream dat, gp;
+  for (size_t r = 0; r < c.rows.size(); r++) {
+    c.centre.push_back(centre_of(c.rows[r], c.offsets));
+    dat << "# " << c.row_names[r] << "\n";
+    for (size_t k = 0; k < c.rows[r].size(); k++) dat << c.offsets[k] << " " << c.rows[r][k] << "\n";
+    dat << "\n\n";
+    gp << (r ? ", " : "plot ") << "'" << name << ".dat' index " << r << " using 1:2 with linespoints title '" << c.row_names[r]
+       << "'";
+  }
+  write_plot(dir, name, dat.str(),
+             "set title '" + cell + ": " + c.layer + " (" + c.type + (c.causal ? ", causal" : "") +
+                 ")'\n"
+                 "set xlabel 'tap offset (positions; negative = the past)'\nset ylabel '" +
+                 t.meaning + "'\nset grid\n" + gp.str() + "\n",
+             plots);
+  c.pngs.push_back(name + ".png");
 }
 
-// Lightweight and dilated kernels are weights (read here); a dynamic layer's are predicted from its input, so they
-// were recorded during the forward pass (`recorded`: the (1, L, H, K) kernels of each dynamic layer, by path).
-static std::vector<ConvKernelInfo> conv_kernels(nn::Module& root, const std::map<std::string, std::vector<Var>>& recorded,
-                                                int n_channels, const std::string& dir, const std::string& cell,
-                                                bool plots) {
-  std::vector<std::pair<std::string, nn::SeqConv*>> convs;
-  find_convs(root, "", convs);
-  std::vector<ConvKernelInfo> out;
-  for (auto& [path, conv] : convs) {
-    ConvKernelInfo c;
-    c.layer = path;
-    const std::string name = "conv_" + file_safe(path);
-    std::string what;  // the plot's y label
-    if (auto* l = dynamic_cast<nn::LightweightConv*>(conv)) {
-      c.type = "lightweight", c.kernel_size = l->opt.kernel_size, c.causal = l->opt.causal;
-      c.offsets = tap_offsets(l->opt, 1);
-      c.rows = rows_of(softmax(l->weight.data().reshape({l->opt.num_heads, l->opt.kernel_size}), 1));
-      for (size_t h = 0; h < c.rows.size(); h++) c.row_names.push_back("head " + std::to_string(h));
-      what = "softmax kernel weight (sums to 1 per head)";
-    } else if (auto* d = dynamic_cast<nn::DilatedSeparableConv*>(conv)) {
-      c.type = "dilated", c.kernel_size = d->opt.kernel_size, c.dilation = d->opt.dilation, c.causal = d->opt.causal;
-      c.offsets = tap_offsets(d->opt, d->opt.dilation);
-      const std::vector<std::vector<double>> all = rows_of(d->depthwise_weight.data().reshape({d->C, d->opt.kernel_size}));
-      for (int64_t ch = 0; ch < std::min<int64_t>(n_channels, d->C); ch++)
-        c.rows.push_back(all[ch]), c.row_names.push_back("channel " + std::to_string(ch));
-      what = "depthwise tap (raw; a bias and the pointwise mix follow)";
-    } else if (auto* y = dynamic_cast<nn::DynamicConv*>(conv)) {
-      c.type = "dynamic", c.kernel_size = y->opt.kernel_size, c.causal = y->opt.causal;
-      c.offsets = tap_offsets(y->opt, 1);
-      auto it = recorded.find(path);
-      if (it == recorded.end() || it->second.empty()) continue;
-      Tensor w = it->second.front().data().to(DType::f64).contiguous();  // (1, L, H, K)
-      const int64_t L = w.size(1), H = w.size(2), K = w.size(3);
-      c.maps.assign(H, std::vector<std::vector<double>>(L, std::vector<double>(K)));
-      for (int64_t h = 0; h < H; h++) {
-        double centre = 0;
-        std::ostringstream dat, gp;
-        for (int64_t t = 0; t < L; t++) {
-          for (int64_t k = 0; k < K; k++) {
-            c.maps[h][t][k] = w.data<double>()[((t * H) + h) * K + k];
-            dat << (k ? " " : "") << c.maps[h][t][k];
-          }
-          dat << "\n";
-          centre += centre_of(c.maps[h][t], c.offsets) / (double)L;
-        }
-        c.centre.push_back(centre);
-        const std::string png = name + "_head" + std::to_string(h);
-        gp << "set title '" << cell << ": " << path << " (dynamic), head " << h << "'\n"
-           << "set xlabel 'tap offset (positions; negative = the past)'\nset ylabel 'position t (its own kernel)'\n"
-           << "set yrange [" << L - 0.5 << ":-0.5]\nset xrange [-0.5:" << K - 0.5 << "]\nset cbrange [0:*]\n"
-           << "set xtics (";
-        for (int64_t k = 0; k < K; k++) gp << (k ? ", " : "") << "'" << c.offsets[k] << "' " << k;
-        gp << ")\nset cblabel 'kernel weight (each row sums to 1)'\nset palette grey negative\n"
-           << "plot '" << png << ".dat' matrix with image notitle\n";
-        write_plot(dir, png, dat.str(), gp.str(), plots);
-        c.pngs.push_back(png + ".png");
-      }
-      out.push_back(std::move(c));
-      continue;
-    } else {
-      continue;
-    }
+// Predicted taps w (1, L, R, K) of this input: one heat map per row (head), row t = position t's kernel.
+static void plot_predicted_taps(ConvKernelInfo& c, const nn::ConvTaps& t, const Var& recorded, const std::string& dir,
+                                const std::string& cell, bool plots) {
+  const std::string name = "conv_" + file_safe(c.layer);
+  Tensor w = recorded.data().to(DType::f64).contiguous();  // (1, L, R, K)
+  const int64_t L = w.size(1), R = w.size(2), K = w.size(3);
+  c.maps.assign(R, std::vector<std::vector<double>>(L, std::vector<double>(K)));
+  for (int64_t h = 0; h < R; h++) {
+    double centre = 0;
     std::ostringstream dat, gp;
-    for (size_t r = 0; r < c.rows.size(); r++) {
-      c.centre.push_back(centre_of(c.rows[r], c.offsets));
-      dat << "# " << c.row_names[r] << "\n";
-      for (size_t k = 0; k < c.rows[r].size(); k++) dat << c.offsets[k] << " " << c.rows[r][k] << "\n";
-      dat << "\n\n";
-      gp << (r ? ", " : "plot ") << "'" << name << ".dat' index " << r << " using 1:2 with linespoints title '"
-         << c.row_names[r] << "'";
+    for (int64_t p = 0; p < L; p++) {
+      for (int64_t k = 0; k < K; k++) {
+        c.maps[h][p][k] = w.data<double>()[((p * R) + h) * K + k];
+        dat << (k ? " " : "") << c.maps[h][p][k];
+      }
+      dat << "\n";
+      centre += centre_of(c.maps[h][p], c.offsets) / (double)L;
     }
-    write_plot(dir, name, dat.str(),
-               "set title '" + cell + ": " + path + " (" + c.type + (c.causal ? ", causal" : "") + ")'\n"
-               "set xlabel 'tap offset (positions; negative = the past)'\nset ylabel '" + what + "'\nset grid\n" + gp.str() + "\n",
-               plots);
-    c.pngs.push_back(name + ".png");
-    out.push_back(std::move(c));
+    c.centre.push_back(centre);
+    const std::string png = name + "_" + t.row + std::to_string(h);
+    gp << "set title '" << cell << ": " << c.layer << " (" << c.type << "), " << t.row << " " << h << "'\n"
+       << "set xlabel 'tap offset (positions; negative = the past)'\nset ylabel 'position t (its own kernel)'\n"
+       << "set yrange [" << L - 0.5 << ":-0.5]\nset xrange [-0.5:" << K - 0.5 << "]\nset cbrange [0:*]\n"
+       << "set xtics (";
+    for (int64_t k = 0; k < K; k++) gp << (k ? ", " : "") << "'" << c.offsets[k] << "' " << k;
+    gp << ")\nset cblabel '" << t.meaning << "'\nset palette grey negative\n"
+       << "plot '" << png << ".dat' matrix with image notitle\n";
+    write_plot(dir, png, dat.str(), gp.str(), plots);
+    c.pngs.push_back(png + ".png");
   }
+}
+
+// `recorded`: the predicted taps each layer recorded during the forward pass, by path.
+static std::vector<ConvKernelInfo> conv_kernels(nn::Module& root, const std::map<std::string, Var>& recorded, int n_channels,
+                                                const std::string& dir, const std::string& cell, bool plots) {
+  std::vector<ConvKernelInfo> out;
+  walk(root, "", [&](const std::string& path, nn::Module& m) {
+    const nn::ConvTaps t = m.conv_taps();
+    if (!t.defined()) return;
+    ConvKernelInfo c;
+    c.layer = path, c.type = t.kind, c.kernel_size = t.kernel_size, c.dilation = t.dilation, c.causal = t.causal;
+    c.offsets = t.offsets;
+    if (t.taps.defined()) {
+      plot_fixed_taps(c, t, n_channels, dir, cell, plots);
+    } else {
+      auto it = recorded.find(path);
+      if (it == recorded.end()) return;  // its forward did not run on this input
+      plot_predicted_taps(c, t, it->second, dir, cell, plots);
+    }
+    out.push_back(std::move(c));
+  });
   return out;
 }
 
@@ -465,10 +480,13 @@ static std::string markdown(const Report& r, const std::string& tree, const std:
 
 Report explain_model_file(const std::string& model_file, const Options& o) {
   Subject s = open_subject(model_file, o);
+  std::string dir = o.out.empty() ? (fs::path(model_file).parent_path() / "explain").string() : o.out;
+  return explain_subject(s, o, model_file, dir.empty() ? "explain" : dir);
+}
+
+Report explain_subject(Subject& s, const Options& o, const std::string& model_file, const std::string& out_dir) {
   Report r;
-  r.model_file = model_file, r.app = s.app, r.cell = s.cell, r.input = s.input;
-  r.out_dir = o.out.empty() ? (fs::path(model_file).parent_path() / "explain").string() : o.out;
-  if (r.out_dir.empty()) r.out_dir = "explain";
+  r.model_file = model_file, r.app = s.app, r.cell = s.cell, r.input = s.input, r.out_dir = out_dir;
   fs::create_directories(r.out_dir);
   std::ostringstream out;
   out << r.cell << " (written by " << r.app << "), input: " << r.input << "\n\n";
@@ -483,14 +501,15 @@ Report explain_model_file(const std::string& model_file, const Options& o) {
   s.model->set_requires_grad([](const std::string&) { return true; }, true);
   for (auto& [n, p] : s.model->named_parameters()) p.set_name(n);
   std::vector<NamedWeights> att;
-  std::vector<std::pair<std::string, nn::SeqConv*>> convs;
-  find_convs(*s.model, "", convs);
-  std::map<std::string, std::vector<Var>> recorded;  // a dynamic conv's predicted kernels, by its path
-  for (auto& [p, c] : convs)
-    if (auto* d = dynamic_cast<nn::DynamicConv*>(c)) d->record_kernels = &recorded[p];
-  Var y = s.run(&att);
-  for (auto& [p, c] : convs)
-    if (auto* d = dynamic_cast<nn::DynamicConv*>(c)) d->record_kernels = nullptr;
+  std::map<std::string, Var> predicted;  // the convolution taps predicted from this input, by layer path
+  Var y;
+  {
+    Recorders rec(*s.model);
+    y = s.run();
+    att = rec.attention_weights(s);
+    for (auto& [path, ws] : rec.conv_taps)
+      if (!ws.empty()) predicted[path] = ws.front();
+  }
   r.graph = graph_string(y);
   const std::string graph_text = graph_summary(r.graph, o.graph_lines, &r.graph_nodes);
   out << "== op graph of one forward pass (" << r.graph_nodes << " nodes; output " << shape_str(y.shape()) << ") ==\n"
@@ -521,7 +540,7 @@ Report explain_model_file(const std::string& model_file, const Options& o) {
   }
   {
     NoGradGuard ng;
-    r.convs = conv_kernels(*s.model, recorded, o.kernel_channels, r.out_dir, r.cell, o.plots);
+    r.convs = conv_kernels(*s.model, predicted, o.kernel_channels, r.out_dir, r.cell, o.plots);
   }
   out << "== state-space kernels ==\n";
   for (const KernelInfo& k : r.kernels)

@@ -7,14 +7,16 @@
 //      the parameters with their names and shapes; capped at --graph-lines lines, with a count of each op
 //   3. every attention layer: one heat map per head of that input, rows = queries, columns = keys, each row a
 //      softmax (sums to 1): where that query position reads from
-//   4. every state-space layer (S4, S4D, DLR: nn/ssm/ssm_layer.h): its convolution kernel K[l] for a few channels
-//      (the layer's output is y = K * u + D u, so K is its impulse response) and the kernel's frequency response
-//      |DFT(K)| (which frequencies of the input the layer passes), with the layer's range of step sizes dt
-//   5. every convolution mixer (nn/conv/conv_seq.h, the pretrained_convs models): the taps each output position
-//      reads, y[t] = sum_k w[k] x[t + offset_k]: a lightweight layer's softmax kernel per head (one distribution over
-//      offsets, shared by the head's channels), a dilated layer's depthwise taps per channel at offsets k d - pad, and
-//      a dynamic layer's kernels, predicted at every position of this input (one heat map per head)
+//   4. every state-space layer: its convolution kernel K[l] for a few channels (the layer's output is y = K * u + D u,
+//      so K is its impulse response) and the kernel's frequency response |DFT(K)| (which frequencies of the input the
+//      layer passes), with the layer's range of step sizes dt
+//   5. every convolution: the taps each output position reads, y[t] = sum_k w[k] x[t + offset_k], one curve per row
+//      where the taps are weights (a lightweight layer's softmax kernel per head, a dilated layer's depthwise taps per
+//      channel), one heat map per head where they are predicted at every position of this input (a dynamic layer)
 //   6. <out>/explain.md: all of the above with the pictures linked and one line on how to read each
+// Which modules are attention, convolutions or state space layers, explain does not know: it walks the tree and asks
+// every module nn/module.h's capability hooks (record_attention, conv_taps, record_conv_taps, ssm_kernel, answered in
+// nn/inspect.h's forms). A new layer that answers them is shown with no change here.
 // A seq2seq model (pretrained_convs) runs its encoder on the input and its decoder teacher-forced on a target (the
 // example's, or with --text the model's own greedy output), so its decoder's self- and cross-attention are shown too.
 //
@@ -58,7 +60,7 @@ struct HeadMap {
   double mean_distance = 0, on_first = 0, on_self = 0;
 };
 
-// One SSM layer's kernel: K (Cc, H, L) as the layer itself computes it (SSMLayer::learned_kernel).
+// One SSM layer's kernel: K (Cc, H, L) as the layer itself computes it (its ssm_kernel hook).
 struct KernelInfo {
   std::string layer, type;  // path, "S4D" / "S4" / "DLR" / ...
   dl::Tensor K;             // float32 (Cc, H, L)

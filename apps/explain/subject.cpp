@@ -1,4 +1,4 @@
-// apps/explain/subject.cpp - see subject.h: one opener per app, and the attention recorders they share.
+// apps/explain/subject.cpp - see subject.h: one opener per app.
 #include "subject.h"
 
 #include <sstream>
@@ -10,9 +10,7 @@
 #include "apps/lra_benchmark/model.h"
 #include "apps/pretrained_convs/data.h"
 #include "apps/pretrained_convs/model.h"
-#include "nn/attention/attention.h"
 #include "nn/models/seq2seq.h"
-#include "nn/models/t5.h"
 #include "tasks/batching.h"
 #include "tasks/tokenizer.h"
 #include "tensor/safetensors.h"
@@ -31,41 +29,7 @@ std::string detect_app(const json& c) {
   return "";
 }
 
-// ---- attention recorders: every MultiheadAttention / T5Attention under the root whose path passes `want` gets a
-// vector its forward appends its weights to (nn/attention/attention.h record_weights) ----
 namespace {
-struct Recorders {
-  std::vector<std::pair<std::string, std::vector<Var>>> layers;  // filled once, then never resized (pointers into it)
-  void collect(std::vector<NamedWeights>* out) {
-    for (auto& [name, ws] : layers) {
-      for (size_t i = 0; i < ws.size(); i++)
-        if (out) out->push_back({ws.size() == 1 ? name : name + " (sequence " + std::string(1, char('a' + i)) + ")", ws[i]});
-      ws.clear();
-    }
-  }
-};
-
-void find_attention(nn::Module& m, const std::string& path, std::vector<std::pair<std::string, nn::Module*>>& found) {
-  if (dynamic_cast<nn::MultiheadAttention*>(&m) || dynamic_cast<nn::T5Attention*>(&m)) found.push_back({path, &m});
-  for (auto& [n, c] : m.named_children()) find_attention(*c, path.empty() ? n : path + "." + n, found);
-}
-
-std::shared_ptr<Recorders> attach_recorders(nn::Module& root, const std::function<bool(const std::string&)>& want) {
-  std::vector<std::pair<std::string, nn::Module*>> found;
-  find_attention(root, "", found);
-  auto r = std::make_shared<Recorders>();
-  for (auto& [p, m] : found)
-    if (want(p)) r->layers.push_back({p, {}});
-  size_t i = 0;
-  for (auto& [p, m] : found) {
-    if (!want(p)) continue;
-    std::vector<Var>* slot = &r->layers[i++].second;
-    if (auto* a = dynamic_cast<nn::MultiheadAttention*>(m)) a->record_weights = slot;
-    if (auto* a = dynamic_cast<nn::T5Attention*>(m)) a->record_weights = slot;
-  }
-  return r;
-}
-
 void check_example(int k, const tasks::Dataset& d, const std::string& what) {
   if (k < 0 || k >= (int)d.examples.size())
     throw ConfigError("--example " + std::to_string(k) + ": the " + what + " split has " +
@@ -104,13 +68,10 @@ Subject open_lra(const std::string& path, const json& j, const Options& o) {
     const char* names[] = {"pad", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "[MIN", "[MAX", "[MED", "[SM", "]"};
     for (int32_t id : ex.tokens) s.labels.push_back(id >= 0 && id < 16 ? names[id] : std::to_string(id));
   }
-  auto rec = attach_recorders(*m, [](const std::string&) { return true; });
-  s.run = [m, rec, b](std::vector<NamedWeights>* att) {
+  s.run = [m, b] {
     lra::Inputs a = lra::to_inputs(b), a2;
     if (m->shape.two_tower) a2 = lra::to_inputs(b, true);
-    Var y = m->classify(a, m->shape.two_tower ? &a2 : nullptr);  // (1, classes)
-    rec->collect(att);
-    return y;
+    return m->classify(a, m->shape.two_tower ? &a2 : nullptr);  // (1, classes)
   };
   return s;
 }
@@ -136,12 +97,7 @@ Subject open_fpt(const std::string& path, const json& j, const Options& o) {
             std::to_string(s.length) + " positions real)";
   if (t.bits && b.features.size(2) == 1)  // one bit per token
     for (int64_t i = 0; i < s.length; i++) s.labels.push_back(b.features.data<float>()[i] > 0.5f ? "1" : "0");
-  s.run = [m, b](std::vector<NamedWeights>* att) {
-    std::vector<Var> w;
-    Var y = m->forward(b, m->has_transformer() ? &w : nullptr);  // (1, readout, outputs)
-    for (size_t i = 0; i < w.size() && att; i++) att->push_back({"transformer.h." + std::to_string(i) + ".attn", w[i]});
-    return y;
-  };
+  s.run = [m, b] { return m->forward(b); };  // (1, readout, outputs)
   return s;
 }
 
@@ -191,18 +147,13 @@ Subject open_pconv(const std::string& path, const json& j, const Options& o) {
   s.app = "pretrained_convs", s.cell = c.key(), s.model = m, s.length = ids.size(1), s.real_len = ids.size(1);
   for (int64_t i = 0; i < s.length; i++) s.labels.push_back(byte_label(ids.data<int64_t>()[i]));
   for (int64_t i = 0; i < dec_in.size(1); i++) s.target_labels.push_back(byte_label(dec_in.data<int64_t>()[i]));
-  auto rec = attach_recorders(*m, [](const std::string&) { return true; });
-  s.run = [m, rec, ids, mask, segments, dec_in](std::vector<NamedWeights>* att) {
-    Var enc = m->encode(ids, mask, segments);  // (1, S, C)
-    Var y = m->decode_logits(dec_in, enc, mask);  // (1, T, V)
-    std::vector<NamedWeights> all;
-    rec->collect(&all);
-    for (NamedWeights& w : all) {  // decoder.<i>.attention: target x target; decoder.<i>.cross: target x source
-      const bool dec = w.layer.starts_with("decoder.");
-      w.target_queries = dec, w.target_keys = dec && w.layer.find(".cross") == std::string::npos;
-      if (att) att->push_back(w);
-    }
-    return y;
+  s.run = [m, ids, mask, segments, dec_in] {
+    Var enc = m->encode(ids, mask, segments);    // (1, S, C)
+    return m->decode_logits(dec_in, enc, mask);  // (1, T, V)
+  };
+  s.mark_axes = [](NamedWeights& w) {  // decoder.<i>.attention: target x target; decoder.<i>.cross: target x source
+    const bool dec = w.layer.starts_with("decoder.");
+    w.target_queries = dec, w.target_keys = dec && w.layer.find(".cross") == std::string::npos;
   };
   return s;
 }

@@ -30,6 +30,10 @@ struct NamedWeights {
   bool target_queries = false, target_keys = false;  // the decoder's positions, not the input's (seq2seq)
 };
 
+// What explain pictures is found by asking every module of `model` (nn/module.h's hooks, answered in nn/inspect.h's
+// forms): the attention weights and predicted convolution taps it records while `run` runs, its fixed taps and its
+// state space kernels. An opener knows its app's model and input; it never names a layer type.
+
 struct Subject {
   std::string app, cell, input;  // the app, its cell key, what the input is (in words)
   std::shared_ptr<dl::nn::Module> model;
@@ -37,8 +41,10 @@ struct Subject {
   int64_t real_len = 0;  // real (unpadded) positions of the input; the maps are cut to them
   std::vector<std::string> labels;  // what each position holds ("[MAX", "7", a byte, a bit), where known
   std::vector<std::string> target_labels;  // seq2seq: what each decoder input position holds
-  // One forward pass of the input (grad mode as the caller set it); appends every attention layer's weights.
-  std::function<dl::Var(std::vector<NamedWeights>*)> run;
+  // One forward pass of the input (grad mode as the caller set it).
+  std::function<dl::Var()> run;
+  // Which axes of a layer's map are the decoder's positions (a seq2seq model), or null: every axis is the input's.
+  std::function<void(NamedWeights&)> mark_axes;
 };
 
 // "lra_benchmark", "fpt", "pretrained_convs", or "" when the config is none of theirs.
@@ -46,5 +52,9 @@ std::string detect_app(const nlohmann::json& config);
 
 // Opens `path` (a ConfigError naming the file if no app wrote it), rebuilds the model, loads it, picks the input.
 Subject open_subject(const std::string& path, const Options& o);
+
+// Runs the subject's input, writes <out_dir>/ (maps, kernels, explain.md) and returns what it showed
+// (explain_model_file = open_subject, then this; a test gives it a model of its own).
+Report explain_subject(Subject& s, const Options& o, const std::string& model_file, const std::string& out_dir);
 
 }  // namespace explain

@@ -166,6 +166,7 @@ class MultiheadAttention : public SequenceLayer {
   // When set, forward() takes the composed path and appends its weights (B, NH, T, T) here, so an inspection tool
   // (apps/explain) can read every layer's map from a whole model's forward without threading a pointer through it.
   std::vector<Var>* record_weights = nullptr;
+  bool record_attention(std::vector<Var>* slot) override { return record_weights = slot, true; }  // nn/module.h
   int64_t d_model;
 
  private:

@@ -68,6 +68,32 @@ Var DilatedSeparableConv::forward(const Var& x) {
   return pointwise->forward(transpose(y, 1, 2));                            // (B, L, C)
 }
 
+// ---- what an inspection tool may ask (nn/inspect.h): the taps, in the form y[t] = sum_k w[k] x[t + offsets[k]] ----
+static ConvTaps describe(const std::string& kind, const ConvSeqOptions& o, int64_t dilation, const std::string& row,
+                         const std::string& meaning) {
+  ConvTaps t;
+  t.kind = kind, t.kernel_size = o.kernel_size, t.dilation = dilation, t.causal = o.causal;
+  t.offsets = conv_tap_offsets(o.kernel_size, dilation, o.causal);
+  t.row = row, t.meaning = meaning;
+  return t;
+}
+
+ConvTaps LightweightConv::conv_taps() const {
+  ConvTaps t = describe("lightweight", opt, 1, "head", "softmax kernel weight (sums to 1 per head)");
+  t.taps = softmax(weight.data().reshape({opt.num_heads, opt.kernel_size}).to(Device::cpu), 1);  // (H, K)
+  return t;
+}
+
+ConvTaps DynamicConv::conv_taps() const {  // predicted at every position: recorded by forward (record_kernels)
+  return describe("dynamic", opt, 1, "head", "kernel weight (each position's kernel sums to 1)");
+}
+
+ConvTaps DilatedSeparableConv::conv_taps() const {
+  ConvTaps t = describe("dilated", opt, opt.dilation, "channel", "depthwise tap (raw; a bias and the pointwise mix follow)");
+  t.taps = depthwise_weight.data().reshape({C, opt.kernel_size}).to(Device::cpu).to(DType::f32).contiguous();  // (C, K)
+  return t;
+}
+
 GLUConvBlock::GLUConvBlock(const std::string& k, int64_t d_model, const ConvSeqOptions& o, Generator& g)
     : kind(k), opt(o), C(d_model) {
   input_linear = register_module("input_linear", std::make_shared<Linear>(C, 2 * C, g));

@@ -47,6 +47,8 @@ class LightweightConv : public SeqConv {
   std::string type_name() const override { return "LightweightConv"; }
   Var forward(const Var& x) override;
   std::string export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& prefix) override;
+  // nn/inspect.h: softmax(weight) (H, K), one row per head
+  ConvTaps conv_taps() const override;
   Var weight;  // (H, 1, K)
   int64_t C;
   ConvSeqOptions opt;
@@ -59,6 +61,9 @@ class DynamicConv : public SeqConv {
   std::string type_name() const override { return "DynamicConv"; }
   Var forward(const Var& x) override;
   std::string export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& prefix) override;
+  // nn/inspect.h: predicted taps, recorded per position (record_kernels below) as (B, L, H, K)
+  ConvTaps conv_taps() const override;
+  bool record_conv_taps(std::vector<Var>* slot) override { return record_kernels = slot, true; }
   std::shared_ptr<Linear> weight_linear;  // C -> H K
   int64_t C;
   ConvSeqOptions opt;
@@ -74,6 +79,8 @@ class DilatedSeparableConv : public SeqConv {
   std::string type_name() const override { return "DilatedSeparableConv"; }
   Var forward(const Var& x) override;
   std::string export_onnx(onnx::Graph& g, const std::string& x, int64_t L, const std::string& prefix) override;
+  // nn/inspect.h: the raw depthwise taps (C, K), one row per channel
+  ConvTaps conv_taps() const override;
   Var depthwise_weight, depthwise_bias;  // "depthwise.weight" (C, 1, K), "depthwise.bias" (C)
   std::shared_ptr<Linear> pointwise;
   int64_t C;

@@ -32,6 +32,12 @@ GPT2Attention::GPT2Attention(const GPT2Config& c, Generator& g) : cfg(c) {
 }
 
 Var GPT2Attention::forward(const Var& x, Var* weights) {
+  if (record_weights && !weights) {  // an inspection tool asked (record_attention): the composed path, weights kept
+    Var w;
+    Var y = forward(x, &w);
+    record_weights->push_back(w);
+    return y;
+  }
   const int64_t C = cfg.n_embd;
   Var qkv = c_attn->forward(x);  // (B, T, 3C)
   const bool dropping = is_training() && cfg.dropout > 0;

@@ -43,9 +43,12 @@ class GPT2Attention : public Module {
   Var forward(const Var& x, Var* weights = nullptr);
   // One position (B, C) against the cache (K, V) of the earlier ones, which it extends; eval mode.
   Var step(const Var& x, Tensor& K, Tensor& V);
+  // nn/module.h's hook: while set, forward takes the composed path and appends its weights (B, NH, T, T) here
+  bool record_attention(std::vector<Var>* slot) override { return record_weights = slot, true; }
   std::shared_ptr<Conv1D> c_attn, c_proj;
   std::shared_ptr<Dropout> attn_dropout, resid_dropout;
   GPT2Config cfg;
+  std::vector<Var>* record_weights = nullptr;
 };
 
 class GPT2MLP : public Module {

@@ -49,6 +49,7 @@ class T5Attention : public Module {
   T5Config cfg;
   bool bidirectional;
   std::vector<Var>* record_weights = nullptr;  // when set, forward appends its weights (B, NH, T, S) (apps/explain)
+  bool record_attention(std::vector<Var>* slot) override { return record_weights = slot, true; }  // nn/module.h
 
   // Decoding one position at a time (Seq2SeqModel::decode_step; eval mode, no grad). The same scores as forward's
   // row t: q_t K^T + bias, no 1/sqrt(HS), softmax over the allowed keys, times V.

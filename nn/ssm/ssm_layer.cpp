@@ -2,6 +2,7 @@
 #include "nn/ssm/ssm_layer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "nn/ssm/ssm_ops.h"
 #include "nn/fused/glu.h"
@@ -57,6 +58,23 @@ std::vector<std::string> SSMLayer::own_lr_parameters() const {
 Tensor SSMLayer::learned_kernel(int64_t L) {
   NoGradGuard ng;
   return kernel_forward(L).data().to(Device::cpu).to(DType::f32).contiguous();  // for plots and files: on the host
+}
+
+SSMKernel SSMLayer::ssm_kernel(int64_t L) {
+  SSMKernel k;
+  k.K = learned_kernel(L);
+  for (auto& [n, p] : named_parameters()) {
+    const Tensor v = p.data().to(Device::cpu).to(DType::f64).contiguous();
+    const double* x = v.data<double>();
+    if (n == "kernel.log_dt") {
+      for (int64_t i = 0; i < v.numel(); i++) k.dt.push_back(std::exp(x[i]));
+      k.dt_source = "exp(kernel.log_dt), one per channel", k.dt_per_channel = true;
+    } else if (n == "kernel.Lambda_log_neg_re") {
+      for (int64_t i = 0; i < v.numel(); i++) k.dt.push_back(2 * x[i] * x[i]);
+      k.dt_source = "2 x^2 from kernel.Lambda_log_neg_re (Re Lambda = -x^2 = -dt/2), one per mode";
+    }
+  }
+  return k;
 }
 
 bool SSMLayer::streams_in_constant_memory() const { return is_causal() && has_diagonal_recurrence(); }

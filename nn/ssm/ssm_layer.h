@@ -49,6 +49,10 @@ class SSMLayer : public SequenceLayer {
   bool wants_feed_forward() const override { return false; }
   std::vector<std::string> own_lr_parameters() const override;  // "kernel." + kernel_ssm_parameters()
   Tensor learned_kernel(int64_t L) override;                    // float32 (Cc, H, L), outside the graph
+  // nn/module.h's hook: learned_kernel(L) and the step sizes: exp(kernel.log_dt) per channel (S4, S4D and its
+  // minimal twin), or 2 x^2 per mode from DLR's kernel.Lambda_log_neg_re (its init writes Re Lambda = -x^2 = -dt/2);
+  // none for a kernel without a discretisation step (the EMA)
+  SSMKernel ssm_kernel(int64_t L) override;
 
   // Streaming (nn/sequence_layer.h) by the kernel's own recurrence, where it has a diagonal one: per channel h and
   // mode n, x_k = dA x_{k-1} + dB u_k and y_k = scale Re(sum_n C x_k) + D u_k, then the same GELU and output

@@ -2,7 +2,8 @@
 // config in the "dl.config" metadata): the parameter counts it prints equal the model's and a hand count, every
 // attention map it plots has rows that sum to 1, the S4D kernel it plots is the layer's response to a unit impulse
 // and the diagonal-SSM formula computed here by hand, the frequency response of a 4-tap kernel is the hand DFT, a
-// file from no app is an error naming the file; and a miniature run of the executable on a cell the app trained.
+// file from no app is an error naming the file; a layer explain has never heard of is shown through the capability
+// hooks it answers (nn/module.h); and a miniature run of the executable on a cell the app trained.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,10 +15,12 @@
 #include "app_test_util.h"
 #include "apps/common/results.h"
 #include "apps/explain/explain.h"
+#include "apps/explain/subject.h"
 #include "apps/fpt/data.h"
 #include "apps/fpt/model.h"
 #include "apps/lra_benchmark/data.h"
 #include "apps/lra_benchmark/model.h"
+#include "autograd/linalg.h"
 #include "apps/pretrained_convs/data.h"
 #include "apps/pretrained_convs/model.h"
 #include "nn/ssm/s4d.h"
@@ -355,6 +358,72 @@ TEST(Explain, ConvolutionKernelsAreTheLayersOwn) {
       EXPECT_EQ(k.pngs.size(), 2u);
     }
   }
+}
+
+// A layer explain has never heard of, defined only here: it answers every capability hook of nn/module.h, so explain
+// must show its attention map, its taps and its kernel with no change to explain. Its forward is y = W x with W the
+// causal mean (w[q][k] = 1 / (q + 1) for k <= q), which it records as attention weights (1, 1, T, T).
+struct ToyMixer : dl::nn::SequenceLayer {
+  std::vector<Var>* slot = nullptr;
+  std::string type_name() const override { return "ToyMixer"; }
+  Var forward(const Var& x, const Tensor&) override {  // x (1, T, H)
+    const int64_t T = x.size(1);
+    Tensor w = dl::zeros({T, T});
+    for (int64_t q = 0; q < T; q++)
+      for (int64_t k = 0; k <= q; k++) w.data<float>()[q * T + k] = 1.0f / (float)(q + 1);
+    if (slot) slot->push_back(Var(w.reshape({1, 1, T, T})));
+    return dl::matmul(Var(w.reshape({1, T, T})), x);  // (1, T, H)
+  }
+  bool record_attention(std::vector<Var>* s) override {
+    slot = s;
+    return true;
+  }
+  dl::nn::ConvTaps conv_taps() const override {
+    dl::nn::ConvTaps t;
+    t.kind = "toy", t.kernel_size = 3, t.dilation = 2, t.causal = true, t.offsets = dl::nn::conv_tap_offsets(3, 2, true);
+    t.row = "channel", t.meaning = "a tap", t.taps = dl::zeros({2, 3});
+    for (int64_t i = 0; i < 6; i++) t.taps.data<float>()[i] = (float)i;
+    return t;
+  }
+  dl::nn::SSMKernel ssm_kernel(int64_t L) override {  // K[h][l] = 0.5^l (h + 1), dt 0.1 and 0.2
+    dl::nn::SSMKernel k{dl::zeros({1, 2, L}), {0.1, 0.2}, true, "a toy"};
+    for (int64_t h = 0; h < 2; h++)
+      for (int64_t l = 0; l < L; l++) k.K.data<float>()[h * L + l] = (float)(std::pow(0.5, (double)l) * (h + 1));
+    return k;
+  }
+};
+
+struct ToyModel : dl::nn::Module {
+  std::shared_ptr<ToyMixer> toy = register_module("toy", std::make_shared<ToyMixer>());
+  std::string type_name() const override { return "ToyModel"; }
+};
+
+TEST(Explain, ALayerOfItsOwnIsShownThroughTheHooksItAnswers) {
+  const std::string d = dl::test::app_temp_dir("explain_toy");
+  auto m = std::make_shared<ToyModel>();
+  explain::Subject s;
+  s.app = "test", s.cell = "toy", s.input = "ones", s.model = m, s.length = 5, s.real_len = 5;
+  s.run = [m] { return m->toy->forward(Var(dl::ones({1, 5, 2})), Tensor()); };
+  explain::Report r = explain::explain_subject(s, quiet_options(d), "(in memory)", d);
+  ASSERT_EQ(r.heads.size(), 1u);
+  EXPECT_EQ(r.heads[0].layer, "toy");
+  for (size_t q = 0; q < 5; q++)
+    for (size_t k = 0; k < 5; k++) EXPECT_NEAR(r.heads[0].w[q][k], k <= q ? 1.0 / (q + 1) : 0.0, 1e-7) << q << " " << k;
+  ASSERT_EQ(r.convs.size(), 1u);
+  EXPECT_EQ(r.convs[0].type, "toy");
+  EXPECT_EQ(r.convs[0].offsets, (std::vector<int64_t>{-4, -2, 0}));
+  ASSERT_EQ(r.convs[0].rows.size(), 2u);
+  EXPECT_EQ(r.convs[0].rows[1], (std::vector<double>{3, 4, 5}));
+  EXPECT_EQ(r.convs[0].row_names[1], "channel 1");
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels[0].type, "ToyMixer");
+  EXPECT_EQ(r.kernels[0].K.size(2), 5);
+  EXPECT_DOUBLE_EQ(r.kernels[0].dt_min, 0.1);
+  EXPECT_DOUBLE_EQ(r.kernels[0].dt_max, 0.2);
+  EXPECT_FLOAT_EQ(r.kernels[0].K.data<float>()[5 + 2], 0.5f);  // channel 1, lag 2: 0.25 x 2
+  const std::string md = dl::harness::read_text(d + "/explain.md");
+  for (const char* part : {"## Attention maps", "## State-space kernels", "## Convolution kernels"})
+    EXPECT_NE(md.find(part), std::string::npos) << part;
 }
 
 // A file from no app, a file that is no safetensors, a config of no app, and an example beyond the split.
