@@ -10,7 +10,7 @@
 //
 // One step = zero_grad, forward, loss, backward, AdamW step (lr 1e-3, wd 0.01), fp32 (or --precision bf16), fixed seed, timed after warm-up;
 // the median is reported. Output: one JSON line with the same fields as torch_workloads.py plus
-//   model_gflop   model FLOPs per step (analytic, see flops_* below), gflops = model_gflop / median step time,
+//   model_gflop   model FLOPs per step (the model's own count, below), gflops = model_gflop / median step time,
 //   minflt_per_step  minor page faults per timed step (getrusage ru_minflt deltas; 0 means no fresh pages were touched),
 //   alloc_peak_mb    the caching allocator's peak bytes in use,
 //   cpu_ms_per_step  user + system CPU time per timed step, all threads (spinning OpenMP workers count; with
@@ -24,14 +24,11 @@
 // each workload's CPU size) to reach GPU sizes. The JSON line then also holds "device" and "batch"; the CPU line is
 // unchanged (bench/run_vs_torch.sh reads it).
 //
-// FLOP model (fwd + bwd = 3x fwd; counts multiply-adds as 2):
-//   dense      6 * P_mm * tokens       P_mm = weights used in matmuls (Linear/in_proj/LSTM weights, GPT's tied
-//                                      output head; embedding lookups, norms and biases excluded)
-//   attention  12 * B * T^2 * C * layers   (q k^T and p v: 2 * 2 B T^2 C forward, twice that backward; the causal
-//                                      GPT is counted in full, as both implementations compute the full square)
-//   s4d FFT    3 * 2 * 5 (2L) log2(2L) / 2 * B * H * layers  (forward: an rfft and an irfft of length 2L per (b, h),
-//                                      ~2.5 n log2 n each; backward twice that); the kernel's Vandermonde is ignored
-//   lstm       dense only (W_ih over all steps, W_hh per step, the head)
+// FLOPs: a step is 3 x the model's forward_flops (bench/workload_models.h), which sums its layers' own counts
+// (nn/sequence_layer.h's convention: a multiply-add is 2; matrix products, attention's allowed query-key pairs - the
+// causal GPT's T (T + 1) / 2, whatever part of the T^2 square a kernel computes -, the S4D kernel's Vandermonde sums
+// and its FFTs; an embedding lookup is free). Before 2026-12-05 it was a formula of the parameters (docs/performance.md
+// gives both counts per workload; docs/results' older lines hold the old one).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -139,15 +136,6 @@ struct Workload {
   double flops = 0;  // model FLOPs per step
 };
 
-int64_t matmul_params(const Module& m) {  // weights that go through sgemm (2-D, not embeddings)
-  int64_t n = 0;
-  for (auto& [name, v] : m.named_parameters())
-    if (v.dim() == 2 && name.find("emb.") == std::string::npos && name.find("wte.") == std::string::npos &&
-        name.find("wpe.") == std::string::npos && name.find("kernel.") == std::string::npos)
-      n += v.numel();
-  return n;
-}
-
 // batch: 0 for the workload's own (32, or 64 for lstm_bits). The batch is drawn on the host (the same numbers on
 // either device) and moved to `device` with the model (apps/common/device.h's place_model).
 Workload build(const std::string& name, int64_t L, Attn fused, Device device, int64_t batch) {
@@ -164,7 +152,7 @@ Workload build(const std::string& name, int64_t L, Attn fused, Device device, in
     w.model = m;
     w.loss = [m, x, y] { return cross_entropy(m->forward(x), y); };
     w.tokens = B * L;
-    w.flops = 6.0 * matmul_params(*m) * w.tokens + 12.0 * B * L * L * C * NL;
+    w.flops = train_step_flops(m->forward_flops(B, L));
   } else if (name == "s4d") {
     const int64_t B = batch ? batch : 32, H = 128, NL = 4;
     auto m = std::make_shared<S4DClassifier>(256, H, 64, NL, 10, 0.1, g);
@@ -172,8 +160,7 @@ Workload build(const std::string& name, int64_t L, Attn fused, Device device, in
     w.model = m;
     w.loss = [m, x, y] { return cross_entropy(m->forward(x), y); };
     w.tokens = B * L;
-    const double n = 2.0 * L;
-    w.flops = 6.0 * matmul_params(*m) * w.tokens + 3.0 * 2.0 * 2.5 * n * std::log2(n) * B * H * NL;
+    w.flops = train_step_flops(m->forward_flops(B, L));
   } else if (name == "lstm_bits") {
     const int64_t B = batch ? batch : 64;
     auto m = std::make_shared<LSTMBits>(8, 256, 2, g);
@@ -181,7 +168,7 @@ Workload build(const std::string& name, int64_t L, Attn fused, Device device, in
     w.model = m;
     w.loss = [m, x, y] { return cross_entropy(m->forward(Var(x)), y); };
     w.tokens = B * L;
-    w.flops = 6.0 * matmul_params(*m) * w.tokens;
+    w.flops = train_step_flops(m->forward_flops(B, L));
   } else if (name == "gpt_char") {
     const int64_t B = batch ? batch : 32, C = 128, NL = 4, V = 256;
     auto m = std::make_shared<GPT>(V, L, C, 4, NL, 0.1, fused, g);
@@ -190,7 +177,7 @@ Workload build(const std::string& name, int64_t L, Attn fused, Device device, in
     w.model = m;
     w.loss = [m, x, t, B, L] { return cross_entropy(reshape(m->forward(x), {B * L, V}), t); };
     w.tokens = B * L;
-    w.flops = 6.0 * (matmul_params(*m) + V * C) * w.tokens + 12.0 * B * L * L * C * NL;
+    w.flops = train_step_flops(m->forward_flops(B, L));
   } else {
     fail("bench_workloads: unknown workload '" + name + "' (transformer_listops, s4d, lstm_bits, gpt_char, scaling)");
   }

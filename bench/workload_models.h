@@ -1,5 +1,7 @@
 // bench/workload_models.h - the models of bench_workloads.cpp, each the twin of the class of the same name in
 // bench/torch_workloads.py (same shapes and parameter counts), so the training steps compared are the same work.
+// Each counts its forward's FLOPs (forward_flops(B, L), nn/sequence_layer.h's convention) from its layers' own counts
+// (MultiheadAttention, S4D, LSTM) and its linears' products; embedding lookups, norms and pooling are free.
 #pragma once
 #include <cmath>
 #include <memory>
@@ -50,7 +52,10 @@ struct SelfAttention : SequenceLayer {
     return mha->out_proj->forward(prim == Prim::flash ? flash_attention(qkv, o.heads, o.causal, o.dropout, is_training(), *gen)
                                                       : qkv_attention(qkv, o.heads, o.causal, o.dropout, is_training(), *gen));
   }
+  double forward_flops(int64_t B, int64_t L) const override { return mha->forward_flops(B, L); }  // the same map
 };
+
+inline double linear_flops(const Linear& l, double rows) { return matmul_flops(rows, l.in_features, l.out_features); }
 
 // best: the path MultiheadAttention itself takes (choose_attention_path: the blocked kernel from kFlashFrom on, the
 // packed one below), what the apps run; packed: the packed kernel at every length; composed and fused as named.
@@ -82,6 +87,9 @@ struct EncoderLayer : Module {
     Var h = x + drop->forward(self_attn->forward(norm1->forward(x), Tensor()));
     return h + drop->forward(linear2->forward(drop->forward(gelu(linear1->forward(norm2->forward(h))))));
   }
+  double forward_flops(int64_t B, int64_t L) const {
+    return self_attn->forward_flops(B, L) + linear_flops(*linear1, (double)B * L) + linear_flops(*linear2, (double)B * L);
+  }
 };
 
 struct TransformerClassifier : Module {
@@ -104,6 +112,11 @@ struct TransformerClassifier : Module {
     Var h = emb->forward(x) + Var(pe.narrow(0, 0, x.size(1)));  // (B, T, C)
     for (auto& l : layers->items()) h = l->forward(h);
     return head->forward(mean(ln->forward(h), {1}));  // (B, classes)
+  }
+  double forward_flops(int64_t B, int64_t L) const {
+    double f = linear_flops(*head, (double)B);  // on the pooled (B, C)
+    for (auto& l : layers->items()) f += l->forward_flops(B, L);
+    return f;
   }
 };
 
@@ -142,6 +155,11 @@ struct S4DClassifier : Module {
     for (auto& l : layers->items()) h = l->forward(h);
     return head->forward(mean(ln->forward(h), {1}));
   }
+  double forward_flops(int64_t B, int64_t L) const {
+    double f = linear_flops(*head, (double)B);
+    for (auto& l : layers->items()) f += l->s4d->forward_flops(B, L);
+    return f;
+  }
 };
 
 struct LSTMBits : Module {
@@ -156,6 +174,7 @@ struct LSTMBits : Module {
     Var h = lstm->forward(x, Tensor());  // (B, L, Hd)
     return head->forward(select(h, 1, x.size(1) - 1));
   }
+  double forward_flops(int64_t B, int64_t L) const { return lstm->forward_flops(B, L) + linear_flops(*head, (double)B); }
 };
 
 // nanoGPT's block: x + drop(c_proj(attn(ln_1(x)))), x + drop(mlp_proj(gelu(c_fc(ln_2(x))))); causal, dropout on
@@ -203,6 +222,12 @@ struct GPTBlock : Module {
     Var h = x + drop->forward(c_proj->forward(merge_heads(y)));
     return h + drop->forward(mlp_proj->forward(gelu(c_fc->forward(ln_2->forward(h)))));
   }
+  // the linears, and the causal attention's T (T + 1) / 2 pairs at 4 C each (q.k and p v), as nn::GPT2Transformer
+  double forward_flops(int64_t B, int64_t T) const {
+    const double rows = (double)B * T, C = (double)c_proj->in_features;
+    return linear_flops(*c_attn, rows) + linear_flops(*c_proj, rows) + linear_flops(*c_fc, rows) + linear_flops(*mlp_proj, rows) +
+           4 * C * B * attention_pairs(T, true, 0);
+  }
 };
 
 struct GPT : Module {
@@ -224,6 +249,11 @@ struct GPT : Module {
     Var z = wte->forward(x) + wpe->forward(arange(T));  // (B, T, C)
     for (auto& b : h->items()) z = b->forward(z);
     return matmul(ln_f->forward(z), transpose(wte->weight, 0, 1));  // tied head: (B, T, vocab)
+  }
+  double forward_flops(int64_t B, int64_t T) const {
+    double f = matmul_flops((double)B * T, wte->weight.size(1), wte->weight.size(0));  // the tied head
+    for (auto& b : h->items()) f += b->forward_flops(B, T);
+    return f;
   }
 };
 

@@ -71,6 +71,13 @@ Var LraModel::classify(const Inputs& a, const Inputs* b) {
   return head_->forward(gelu(head2_->forward(feats)));
 }
 
+double LraModel::forward_flops(int64_t batch, int64_t L) const {
+  const double towers = shape.two_tower ? 2.0 : 1.0, B = (double)batch;
+  double head = nn::matmul_flops(B, head_->in_features, head_->out_features);
+  if (head2_) head += nn::matmul_flops(B, head2_->in_features, head2_->out_features);
+  return towers * SequenceBackbone::forward_flops(batch, L) + head;
+}
+
 Var LraModel::pretrain_logits(const Var& h) { return pretrain_head_->forward(h); }
 
 }  // namespace lra

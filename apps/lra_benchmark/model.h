@@ -54,9 +54,13 @@ class LraModel : public dl::nn::SequenceBackbone {
   LraModel(const CellConfig& c, const TaskShape& t, bool causal, Generator& g);
   std::string type_name() const override { return "LraModel"; }
 
-  Var encode(const Inputs& in);                                                      // (B, L, D) after the final norm
-  Var classify(const Inputs& a, const Inputs* b = nullptr);                          // (B, classes); b for two-tower tasks
-                                                                                     // (a regression task: (B, 1), standardised)
+  Var encode(const Inputs& in);                              // (B, L, D) after the final norm
+  Var classify(const Inputs& a, const Inputs* b = nullptr);  // (B, classes); b for two-tower tasks
+                                                             // (a regression task: (B, 1), standardised)
+  // FLOPs of classify on B sequences (B pairs for a two-tower task) of L positions, nn/sequence_layer.h's convention:
+  // the backbone's own count (once per tower) plus the head's products on the pooled (B, D); the pretraining head is
+  // not part of it. A training step is nn::train_step_flops of it.
+  double forward_flops(int64_t batch, int64_t L) const;
   Var pretrain_logits(const Var& h);                                                 // (B, L, vocab) or (B, L, F)
   int64_t pretrain_head_params() const { return pretrain_head_->num_parameters(); }  // not part of the fine-tuned model
 

@@ -70,6 +70,8 @@ SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
   std::sort(ms.begin(), ms.end());
   r.ms_per_step = ms.empty() ? 0 : ms[ms.size() / 2];  // the median (the upper one of an even count)
   r.steps_per_s = r.ms_per_step > 0 ? 1000.0 / r.ms_per_step : 0;
+  r.model_gflop = nn::train_step_flops(m.forward_flops(c.batch, r.seq_len)) / 1e9;
+  r.gflops = r.model_gflop * r.steps_per_s;
   r.peak_rss_mb = peak_rss_mb();
   return r;
 }
@@ -89,6 +91,8 @@ json SpeedResult::to_json(const std::string& preset) const {
           {"seq_len", seq_len},
           {"ms_per_step", round2(ms_per_step)},
           {"steps_per_s", round2(steps_per_s)},
+          {"model_gflop", model_gflop},
+          {"gflops", round2(gflops)},
           {"peak_rss_mb", round2(peak_rss_mb)},
           {"shape", s}};
 }

@@ -9,7 +9,9 @@
 // run_phase takes them: forward, cross-entropy, backward, then apply_update (gradient clipping, AdamW with the
 // cell's parameter groups, zeroed gradients). After `warmup` untimed steps it prints one JSON line per cell:
 //   {"preset", "task", "model", "params", "batch", "seq_len", "ms_per_step" (median), "steps_per_s",
-//    "peak_rss_mb" (of the whole process so far: run one cell per process to compare cells), "shape"}
+//    "model_gflop" (a training step's FLOPs, the model's own count: 3 x LraModel::forward_flops), "gflops" (model_gflop
+//    per second of the median step), "peak_rss_mb" (of the whole process so far: run one cell per process to compare
+//    cells), "shape"}
 // "shape" is the TaskShape (vocab, features, classes, max_len, two_tower) that bench/torch_lra.py takes as --shape,
 // since the PyTorch twin cannot read our datasets. The task's data is made as the trainer makes it (the preset's
 // sizes), since the shape depends on it (ListOps' longest example).
@@ -36,6 +38,7 @@ struct SpeedResult {
   int64_t params = 0;  // the fine-tuned model's (the pretraining head left out, as CellResult::params)
   int batch = 0, seq_len = 0;
   double ms_per_step = 0, steps_per_s = 0, peak_rss_mb = 0;
+  double model_gflop = 0, gflops = 0;  // per training step (nn/sequence_layer.h's convention), and per second
   json to_json(const std::string& preset) const;
 };
 

@@ -124,6 +124,13 @@ Var GPT2Transformer::forward_embeds(const Var& embeds, std::vector<Var>* attenti
   return ln_f->forward(x);
 }
 
+double GPT2Transformer::forward_flops(int64_t batch, int64_t T) const {
+  const double BT = (double)batch * T, C = (double)cfg.n_embd;
+  const double attention = matmul_flops(BT, C, 3 * C) + 4 * C * batch * attention_pairs(T, true, 0) + matmul_flops(BT, C, C);
+  const double mlp = matmul_flops(BT, C, 4 * C) + matmul_flops(BT, 4 * C, C);
+  return (double)cfg.n_layer * (attention + mlp);
+}
+
 GPT2Model::GPT2Model(const GPT2Config& c, Generator& g) : cfg(c) {
   transformer = register_module("transformer", std::make_shared<GPT2Transformer>(c, g));
   // HF init: every weight N(0, 0.02), biases 0, LayerNorm (1, 0), and the residual projections (c_proj)
@@ -160,6 +167,10 @@ Var GPT2Model::step(const Tensor& ids, StreamState& s) {
   for (int64_t i = 0; i < cfg.n_layer; i++) x = (*tr.h)[i].step(x, s.t[2 * i], s.t[2 * i + 1]);
   s.pos++;
   return matmul(tr.ln_f->forward(x), transpose(tr.wte->weight, 0, 1));  // (B, V)
+}
+
+double GPT2Model::forward_flops(int64_t batch, int64_t T) const {
+  return transformer->forward_flops(batch, T) + matmul_flops((double)batch * T, (double)cfg.n_embd, (double)cfg.vocab_size);
 }
 
 Var GPT2Model::loss(const Var& logits, const Tensor& targets) const {

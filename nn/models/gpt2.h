@@ -82,6 +82,9 @@ class GPT2Transformer : public Module {  // HF's GPT2Model: the "transformer." p
   // ONNX export of forward_embeds for T positions (docs/onnx.md): the graph value `embeds` (batch, T, C) -> the
   // ln_f output's value (batch, T, C); weights under prefix + the state_dict's names ("transformer." in GPT2Model).
   std::string export_embeds(onnx::Graph& g, const std::string& embeds, int64_t T, const std::string& prefix) const;
+  // FLOPs of forward_embeds on (B, T) positions (nn/sequence_layer.h's convention): per block c_attn (2 B T C 3C),
+  // the causal attention's T (T + 1) / 2 query-key pairs (4 C each), c_proj (2 B T C^2) and the MLP (2 x 2 B T C 4C)
+  double forward_flops(int64_t batch, int64_t T) const;
   std::shared_ptr<Embedding> wte, wpe;
   std::shared_ptr<ModuleList<GPT2Block>> h;
   std::shared_ptr<LayerNorm> ln_f;
@@ -95,6 +98,9 @@ class GPT2Model : public Module {  // HF's GPT2LMHeadModel
   std::string type_name() const override { return "GPT2Model"; }
   Var forward(const Tensor& idx);                            // logits (B, T, V)
   Var loss(const Var& logits, const Tensor& targets) const;  // mean cross entropy, ignore_index -100
+  // FLOPs of forward on (B, T) ids: the transformer's, plus the tied head's product (2 B T C V); the lookups of wte
+  // and wpe are free (nn/sequence_layer.h's convention). A training step is train_step_flops of it.
+  double forward_flops(int64_t batch, int64_t T) const;
   // Generation: the cache of every block for a batch of B, then one token id per sequence (B) i64 -> the next
   // token's logits (B, V). Past n_positions a step throws, naming the limit.
   StreamState start_stream(int64_t batch) const;

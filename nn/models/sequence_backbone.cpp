@@ -53,6 +53,12 @@ Var SequenceBackbone::encode(const Tensor& input, const Tensor& mask) {
   return apply_sequence_norm(*final_norm_, x);
 }
 
+double SequenceBackbone::forward_flops(int64_t batch, int64_t L) const {
+  double f = in_proj_ ? matmul_flops((double)batch * L, in_proj_->in_features, in_proj_->out_features) : 0.0;
+  for (auto& b : blocks_->items()) f += b->forward_flops(batch, L);
+  return f;
+}
+
 StreamState SequenceBackbone::start_stream(int64_t batch) const {
   StreamState s;
   for (size_t i = 0; i < blocks_->size(); i++) {

@@ -69,6 +69,10 @@ class SequenceBackbone : public Module {
   static std::string export_pool(onnx::Graph& g, const std::string& h, const std::string& mask, int64_t L,
                                  const std::string& how = "mean");
 
+  // FLOPs of encode on (B, L) positions (nn/sequence_layer.h's convention): the features' input projection (2 B L F D)
+  // and every block's own count; the embedding lookup, positions, norms and pooling are free.
+  double forward_flops(int64_t batch, int64_t L) const;
+
   ResidualBlock& block(size_t i) { return (*blocks_)[i]; }
   size_t num_blocks() const { return blocks_->size(); }
   Device device() const;  // where the parameters are

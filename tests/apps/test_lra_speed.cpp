@@ -1,5 +1,5 @@
 // tests/apps/test_lra_speed.cpp - `lra_benchmark speed`'s code path on miniature cells: one timed step each,
-// and the JSON line's fields are the model's own (parameter count, batch, length) and plausible timings.
+// and the JSON line's fields are the model's own (parameter count, batch, length, FLOPs) and plausible timings.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -50,5 +50,15 @@ TEST(LraSpeed, OneStepPerCellReportsTheModelsOwnFields) {
       EXPECT_GT(j.at("ms_per_step").get<double>(), 0);
       EXPECT_NEAR(r.steps_per_s * r.ms_per_step, 1000.0, 1e-6);
       EXPECT_GT(j.at("peak_rss_mb").get<double>(), 0);
+
+      // a training step's FLOPs are 3 x the model's own count: its blocks' counts (each tower) plus the head's products
+      const int64_t B = c.batch, L = r.shape.max_len, D = c.d_model;
+      double parts = 0;
+      for (size_t i = 0; i < reference.num_blocks(); i++) parts += reference.block(i).forward_flops(B, L);
+      if (r.shape.features > 0) parts += 2.0 * B * L * (r.shape.features + 1) * D;  // the features' input projection
+      double head = 2.0 * B * D * r.shape.classes;
+      if (r.shape.two_tower) parts *= 2, head += 2.0 * B * 4 * D * D;  // both towers; the hidden layer on [a, b, a*b, a-b]
+      EXPECT_NEAR(j.at("model_gflop").get<double>(), 3 * (parts + head) / 1e9, 1e-12 * (parts + head));
+      EXPECT_NEAR(r.gflops, r.model_gflop * r.steps_per_s, 1e-9);
     }
 }

@@ -1,7 +1,7 @@
 // tests/nn/test_layer_flops.cpp - the FLOP counts the layers own (SequenceLayer::forward_flops, nn/sequence_layer.h's
 // convention: a multiply-add is 2, products and FFTs count, elementwise work does not).
-//   hand counts   a few layers, a residual block and two seq2seq models at small shapes, each number worked out in
-//                 the comment beside it from the layer's math, not from the code that computes it
+//   hand counts   a few layers, a residual block, two seq2seq models, the sequence backbone and GPT-2 at small shapes,
+//                 each number worked out in the comment beside it from the layer's math, not from the code computing it
 //   every layer   walks the registry, so a layer added without a count fails here by name: positive, affine in the
 //                 batch (the SSM kernels are computed once per forward), and the growth in L its math has
 //                 (quadratic for softmax attention and FNet, linear for the linear-time mixers, L log L for the SSMs)
@@ -9,7 +9,9 @@
 
 #include "nn/attention/attention.h"
 #include "nn/conv/conv_seq.h"
+#include "nn/models/gpt2.h"
 #include "nn/models/seq2seq.h"
+#include "nn/models/sequence_backbone.h"
 #include "nn/recurrent/lstm.h"
 #include "nn/registry.h"
 #include "nn/residual_block.h"
@@ -83,6 +85,33 @@ TEST(LayerFlops, Seq2SeqByHand) {
   // T5 attention: encoder q, o + k, v 2 x 12 x 8 x 32 = 6144 and 2 x 36 pairs x 32 = 2304; decoder 2 x 8 x 8 x 32 = 4096
   // and the causal 1 + 2 + 3 + 4 = 10 pairs, 2 x 10 x 32 = 640.
   EXPECT_EQ(Seq2SeqModel(c, g).forward_flops(2, 6, 4), shared + 6144 + 2304 + 4096 + 640);
+}
+
+// The backbone's count is its parts': the features' input projection and each block's own count (the blocks are the
+// ResidualBlock of the test above, 6720 + 5120 each); the embedding lookup, positions, norms and pools are free.
+TEST(LayerFlops, SequenceBackboneIsTheSumOfItsParts) {
+  SequenceBackboneOptions o;
+  o.features = 3, o.d_model = 8, o.layers = 2, o.block.ffn_hidden = 16;
+  Generator g(5);
+  const MixerFactory mixer = [](int64_t d, Generator& gg) { return attention(d, 2, false, 0, gg); };
+  SequenceBackbone features(o, mixer, g);
+  // in_proj on B L = 10 rows: 2 x 10 x 3 x 8 = 480
+  EXPECT_EQ(features.forward_flops(2, 5), 480 + 2 * (6720 + 5120));
+  o.vocab = 20, o.features = 0, o.positions = "learned", o.max_len = 5;  // a lookup instead: free
+  SequenceBackbone tokens(o, mixer, g);
+  EXPECT_EQ(tokens.forward_flops(2, 5), 2 * (6720 + 5120));
+}
+
+// GPT-2, C = 8, 2 heads, 2 blocks, V = 300, B = 2, T = 5 (B T = 10 rows). A block: c_attn 2 x 10 x 8 x 24 = 3840, the
+// causal 15 pairs x 4 C = 480 per sequence (960), c_proj 2 x 10 x 8 x 8 = 1280, the MLP 2 x (2 x 10 x 8 x 32) = 10240:
+// 16320. The tied head: 2 x 10 x 8 x 300 = 48000; wte and wpe are lookups.
+TEST(LayerFlops, Gpt2ByHand) {
+  GPT2Config c;
+  c.vocab_size = 300, c.n_positions = 8, c.n_embd = 8, c.n_head = 2, c.n_layer = 2;
+  Generator g(6);
+  GPT2Model m(c, g);
+  EXPECT_EQ(m.transformer->forward_flops(2, 5), 2 * 16320);
+  EXPECT_EQ(m.forward_flops(2, 5), 2 * 16320 + 48000);
 }
 
 // Every registry layer has a count: a new layer without one fails here with its name (the default's message).
