@@ -3,12 +3,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <memory>
 
-#include "apps/common/jobs.h"
+#include "apps/common/model_cache.h"
 #include "data.h"
 #include "model.h"
 #include "nn/models/gpt2.h"
@@ -21,7 +18,6 @@
 namespace fpt {
 
 using namespace dl;
-namespace fs = std::filesystem;
 namespace harness = dl::harness;
 
 std::string english_corpus(nlohmann::json* what) {
@@ -128,20 +124,11 @@ PretrainedInfo pretrained_transformer(const std::string& source, const CellConfi
   if (source != "language" && source != "bit_memory")
     throw ConfigError("unknown pretraining source '" + source + "' (language, bit_memory)");
   const std::string dir = tasks::data_cache_dir() + "/fpt/" + key_of(source, c);
-  PretrainedInfo p{dir + "/transformer.safetensors", {}};
-  std::unique_ptr<harness::FolderLock> lock;  // several --jobs workers (or runs) may want it at once: one builds it,
-  if (ctx.writer()) lock = std::make_unique<harness::FolderLock>(dir, ctx.quiet);  // the others wait, then find it
-  if (rebuild && ctx.writer()) fs::remove_all(dir);
-  ctx.comm->barrier();
-  if (fs::exists(dir + "/info.json")) {
-    p.info = harness::read_cache_info(dir);
-    return p;
-  }
-  if (!ctx.quiet) std::cerr << "[fpt] building the " << source << "-pretrained transformer once (cached in " << dir << ")\n";
-  harness::RunContext pctx = ctx;
-  pctx.dir = dir, pctx.resume = true, pctx.label = "[" + source + " pretraining]";
-  if (ctx.writer()) fs::create_directories(dir);
-  ctx.comm->barrier();
+  harness::ModelCache cache(dir, ctx, rebuild);  // --jobs workers (or runs) may want it at once: one builds it
+  PretrainedInfo p{dir + "/transformer.safetensors", cache.info()};
+  if (cache.built()) return p;
+  const harness::RunContext pctx =
+      cache.build_context("[" + source + " pretraining]", "[fpt] building the " + source + "-pretrained transformer once");
   auto t0 = std::chrono::steady_clock::now();
   Generator g(12345);
   nlohmann::json info;
@@ -189,11 +176,7 @@ PretrainedInfo pretrained_transformer(const std::string& source, const CellConfi
   info["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   info["steps_per_s"] = r.seconds > 0 ? r.steps_run / r.seconds : 0;
   info["architecture"] = {{"layers", c.layers}, {"d_model", c.d_model}, {"heads", c.heads}};
-  if (ctx.writer()) {
-    save_safetensors(p.path, weights, {{"format", "pt"}, {"dl.fpt_source", source}});
-    harness::write_text_atomic(dir + "/info.json", info.dump(2) + "\n");  // last: its presence means "built"
-  }
-  ctx.comm->barrier();
+  cache.finish(info, [&] { save_safetensors(p.path, weights, {{"format", "pt"}, {"dl.fpt_source", source}}); });
   p.info = info;
   return p;
 }

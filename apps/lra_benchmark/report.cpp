@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "apps/common/seed_group.h"
 #include "apps/common/stats.h"
 #include "nn/models/model_registry.h"
 
@@ -27,24 +28,13 @@ bool is_state_space(const std::string& model) {
 }
 
 // The seeds of one task/model/regime, in seed order.
-struct Group {
+struct Group : harness::SeedGroup {
   std::string task, model, regime;
-  std::vector<const CellResult*> seeds;
-  std::vector<double> metric(const std::string& name) const {
-    std::vector<double> v;
-    for (auto* r : seeds) v.push_back(r->metric(name));
-    return v;
-  }
-  bool regression() const { return seeds.front()->metrics.count("test_rmse") > 0; }  // cell.cpp's regression metrics
+  bool regression() const { return has("test_rmse"); }       // cell.cpp's regression metrics
   double mean_over_seeds(double CellResult::*field) const {  // e.g. the wall time or steps/s of the table's last columns
     double m = 0;
     for (auto* r : seeds) m += r->*field / seeds.size();
     return m;
-  }
-  std::vector<int> seed_ids() const {
-    std::vector<int> s;
-    for (auto* r : seeds) s.push_back(r->cell.seed);
-    return s;
   }
 };
 

@@ -3,11 +3,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <iostream>
-#include <memory>
 
-#include "apps/common/jobs.h"
+#include "apps/common/model_cache.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
 #include "tasks/brown.h"
@@ -16,7 +13,6 @@
 namespace pconv {
 
 using namespace dl;
-namespace fs = std::filesystem;
 namespace harness = dl::harness;
 
 static std::string key_of(const CellConfig& c, const nn::Seq2SeqConfig& m) {
@@ -73,21 +69,11 @@ Pretrained pretrained_model(const CellConfig& c, const harness::RunContext& ctx,
   nn::Seq2SeqConfig mc = plan_model(c).cfg;
   mc.pair_attention = false;  // the _xattn variants share their base model's pretraining
   const std::string dir = tasks::data_cache_dir() + "/pretrained_convs/" + key_of(c, mc);
-  Pretrained p{dir + "/model.safetensors", {}};
-  std::unique_ptr<harness::FolderLock> lock;  // several --jobs workers (or runs) may want it at once: one builds it,
-  if (ctx.writer()) lock = std::make_unique<harness::FolderLock>(dir, ctx.quiet);  // the others wait, then find it
-  if (rebuild && ctx.writer()) fs::remove_all(dir);
-  ctx.comm->barrier();
-  if (fs::exists(dir + "/info.json")) {
-    p.info = harness::read_cache_info(dir);
-    return p;
-  }
-  if (!ctx.quiet)
-    std::cerr << "[pretrained_convs] span-corruption pretraining of " << mc.mixer << " once (cached in " << dir << ")\n";
-  harness::RunContext pctx = ctx;
-  pctx.dir = dir, pctx.resume = true, pctx.label = "[" + mc.mixer + " span corruption]";
-  if (ctx.writer()) fs::create_directories(dir);
-  ctx.comm->barrier();
+  harness::ModelCache cache(dir, ctx, rebuild);  // --jobs workers (or runs) may want it at once: one builds it
+  Pretrained p{dir + "/model.safetensors", cache.info()};
+  if (cache.built()) return p;
+  const harness::RunContext pctx = cache.build_context("[" + mc.mixer + " span corruption]",
+                                                       "[pretrained_convs] span-corruption pretraining of " + mc.mixer + " once");
   const auto t0 = std::chrono::steady_clock::now();
   PretrainData data = span_corruption_data(c.pt_len, c.density, c.mean_span, c.pt_windows, 0);
   Generator g(4242);
@@ -106,11 +92,7 @@ Pretrained pretrained_model(const CellConfig& c, const harness::RunContext& ctx,
             {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
             {"steps_per_s", r.seconds > 0 ? r.steps_run / r.seconds : 0},
             {"curve", jc}};
-  if (ctx.writer()) {
-    m.save(p.path, {{"format", "pt"}, {"dl.pretrained_convs", mc.mixer}});
-    harness::write_text_atomic(dir + "/info.json", p.info.dump(2) + "\n");  // last: its presence means "built"
-  }
-  ctx.comm->barrier();
+  cache.finish(p.info, [&] { m.save(p.path, {{"format", "pt"}, {"dl.pretrained_convs", mc.mixer}}); });
   return p;
 }
 

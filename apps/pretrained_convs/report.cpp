@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "apps/common/seed_group.h"
 #include "apps/common/stats.h"
 
 namespace pconv {
@@ -18,20 +19,8 @@ using harness::MeanSE;
 
 namespace {
 
-struct Group {
+struct Group : harness::SeedGroup {
   std::string task, model, regime;
-  std::vector<const CellResult*> seeds;
-  std::vector<double> metric(const std::string& k) const {
-    std::vector<double> v;
-    for (auto* r : seeds) v.push_back(r->metric(k));
-    return v;
-  }
-  std::vector<int> seed_list() const {
-    std::vector<int> v;
-    for (auto* r : seeds) v.push_back(r->cell.seed);
-    return v;
-  }
-  bool has(const std::string& k) const { return !seeds.empty() && seeds.front()->metrics.count(k); }
 };
 
 using dl::harness::fixed;  // apps/common/report.h
@@ -39,7 +28,7 @@ using dl::harness::fixed;  // apps/common/report.h
 // b - a in test accuracy: paired over seeds when both ran the same ones, else the two errors combined.
 MeanSE difference(const Group& a, const Group& b, const std::string& metric = "test_acc") {
   const int64_t n = a.seeds.front()->test_examples;
-  if (a.seed_list() == b.seed_list()) return harness::paired_difference(a.metric(metric), b.metric(metric), n);
+  if (a.seed_ids() == b.seed_ids()) return harness::paired_difference(a.metric(metric), b.metric(metric), n);
   MeanSE ma = harness::accuracy_mean_se(a.metric(metric), n), mb = harness::accuracy_mean_se(b.metric(metric), n);
   return {mb.mean - ma.mean, std::hypot(ma.se, mb.se), std::min(ma.n, mb.n), false};
 }
@@ -57,7 +46,7 @@ harness::Table pconv_report(const std::string& out, const harness::Preset& p, co
   std::vector<std::string> order;
   std::vector<std::string> tasks, models;
   for (auto& r : rs) {
-    Group g{r.cell.value("task"), r.cell.value("model"), r.cell.value("regime"), {}};
+    Group g{{}, r.cell.value("task"), r.cell.value("model"), r.cell.value("regime")};
     const std::string k = g.task + "/" + g.model + "/" + g.regime;
     if (!by.count(k)) order.push_back(k), by[k] = g;
     by[k].seeds.push_back(&r);
