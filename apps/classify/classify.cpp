@@ -8,6 +8,7 @@
 
 #include "apps/common/batch_tensors.h"
 #include "apps/common/stats.h"
+#include "apps/common/typed_experiment.h"
 #include "nn/models/sequence_backbone.h"
 #include "optim/adam.h"
 #include "optim/param_groups.h"
@@ -28,6 +29,13 @@ struct Config {
     f("test_size", c.test_size), f("d_model", c.d_model), f("layers", c.layers), f("batch", c.batch), f("steps", c.steps);
     f("warmup", c.warmup), f("eval_every", c.eval_every), f("seed", c.seed), f("lr", c.lr), f("ssm_lr", c.ssm_lr);
     f("weight_decay", c.weight_decay), f("dropout", c.dropout), f("clip", c.clip), f("data_path", c.data_path);
+  }
+  void validate() const {  // sizes and rates; the task and the layer are checked as axis values
+    const std::string key = task + "/" + layer;
+    for (auto [name, v] :
+         {std::pair{"seq_len", seq_len}, {"d_model", d_model}, {"layers", layers}, {"batch", batch}, {"steps", steps}})
+      harness::require_positive(key, name, v);
+    harness::require_positive(key, "lr", lr);
   }
 };
 
@@ -68,9 +76,7 @@ static double accuracy(Encoder& m, const tasks::Dataset& d, harness::BatchLimits
   return (double)correct / d.examples.size();
 }
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  Config c;
-  harness::apply_config(c, cell.config, cell.label());
+harness::CellResult run_cell(const Config& c, const harness::Cell&, const harness::RunContext& ctx) {
   tasks::TaskData data = tasks::make_task(c.task, {c.seq_len, c.train_size, c.val_size, c.test_size, (uint64_t)c.seed, c.data_path});
   if (data.train.feature_dim > 0 || !data.train.examples.at(0).tokens2.empty() || data.train.num_classes < 2)
     throw harness::ConfigError(c.task + ": classify takes single token sequences with labels (lra_benchmark takes the rest)");
@@ -150,12 +156,7 @@ harness::Experiment experiment() {
   for (auto& t : tasks::task_registry()) tasks.push_back(t.name);
   for (auto& l : nn::layer_registry()) layers.push_back(l.name);
   e.axes = {{{"task", tasks}, "", "a classification task"}, {{"layer", layers}, "", "a registry layer"}};
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    Config c = harness::resolve<Config>(p, v, sets);
-    c.task = v[0], c.layer = v[1];
-    return harness::config_to_json(c);
-  };
-  e.run_cell = run_cell;
+  harness::typed_cells<Config>(e, run_cell);
   e.report = report;
   return e;
 }

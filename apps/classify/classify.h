@@ -7,6 +7,5 @@
 namespace classify {
 
 dl::harness::Experiment experiment();
-dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
 
 }  // namespace classify

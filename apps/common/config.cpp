@@ -248,6 +248,44 @@ Preset parse_preset(const std::string& text, const std::string& path, const std:
   return p;
 }
 
+std::vector<std::vector<std::string>> combinations(const std::vector<std::vector<std::string>>& lists) {
+  std::vector<std::vector<std::string>> out = {{}};
+  for (const std::vector<std::string>& list : lists) {
+    std::vector<std::vector<std::string>> longer;
+    for (const std::vector<std::string>& head : out)
+      for (const std::string& v : list) {
+        longer.push_back(head);
+        longer.back().push_back(v);
+      }
+    out = std::move(longer);
+  }
+  return out;
+}
+
+void check_axis_values(const std::vector<Axis>& axes, const std::vector<std::string>& values) {
+  if (values.size() != axes.size())
+    throw std::logic_error("a cell has " + std::to_string(values.size()) + " axis values, the app " +
+                           std::to_string(axes.size()) + " axes");
+  for (size_t i = 0; i < axes.size(); i++) {
+    const std::vector<std::string>& known = axes[i].known;
+    if (!known.empty() && std::find(known.begin(), known.end(), values[i]) == known.end())
+      throw ConfigError("unknown " + axes[i].name + " '" + values[i] + "' (known: " + join(known) + ")");
+  }
+}
+
+void refuse_axis_sets(const std::vector<Axis>& axes, const std::vector<std::string>& sets) {
+  std::vector<std::string> names, runs, cells;
+  for (const Axis& a : axes) names.push_back(a.name), runs.push_back("--" + a.name + "s"), cells.push_back("--" + a.name);
+  if (names.empty()) return;
+  const std::string last = names.back();
+  names.pop_back();
+  const std::string what = names.empty() ? last + " is an axis" : join(names) + " and " + last + " are axes";
+  for (const std::string& s : sets)
+    for (const Axis& a : axes)
+      if (s.starts_with(a.config_field() + "="))
+        throw ConfigError("--set " + s + ": " + what + ": " + join(runs, " / ") + " (run), " + join(cells, " / ") + " (cell)");
+}
+
 std::vector<std::pair<std::string, json>> Preset::sections_for(const std::vector<std::string>& v) const {
   std::vector<std::pair<std::string, json>> out;
   if (raw.contains("defaults")) out.push_back({path + " defaults", raw["defaults"]});

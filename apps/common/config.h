@@ -18,11 +18,17 @@
 //     "cells_cfg": {"listops/s4d": {...}, "listops/s4d/spt-masked": {...}} }
 // Resolution, later wins: the struct's defaults < defaults < each axis's section in axis order < cells_cfg
 // entries whose "/"-joined values match the cell's leading axes (fewer parts first) < `--set` (in order).
+//
+// resolve_cell<C> is the one typed cell resolver of every app and study: the axis values checked against their axes
+// (only here), a --set of an axis's field refused, the resolution above, each axis value stored in its field (Axis::
+// field), the app's AxisMeaning hook, C::validate(). typed_experiment.h carries its C to the app's run_cell.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -139,6 +145,11 @@ template <class C> void apply_overrides(C& c, const std::vector<std::string>& ov
 struct Axis {
   std::string name;                // singular: "task"; the preset's list is "<name>s"
   std::vector<std::string> known;  // the values an app accepts (checked when the preset loads); empty: any
+  // the config field a cell's value goes into; empty: the field named `name` (written `= ""` so that a two-member
+  // Axis{name, known} is no -Wmissing-field-initializers warning)
+  std::string field = "";
+
+  const std::string& config_field() const { return field.empty() ? name : field; }
 };
 
 struct Preset {
@@ -161,13 +172,64 @@ Preset load_preset(const std::string& name_or_path, const std::string& dir, cons
 Preset parse_preset(const std::string& text, const std::string& path, const std::vector<Axis>& axes);
 std::vector<std::string> preset_names(const std::string& dir);
 
-// The resolved config of one cell: preset sections, then the overrides.
+// The config of one cell from the preset's sections, then the overrides (resolve_cell's middle step).
 template <class C>
 C resolve(const Preset& p, const std::vector<std::string>& cell_values, const std::vector<std::string>& overrides) {
   C c;
   for (auto& [where, section] : p.sections_for(cell_values)) apply_config(c, section, where);
   apply_overrides(c, overrides);
   return c;
+}
+
+// ---- the typed cell resolver: the one place a cell's config is made, for every app and study ----
+// Every combination of the lists, one list per axis in axis order: {{a, b}, {x}} -> {a, x}, {b, x}.
+std::vector<std::vector<std::string>> combinations(const std::vector<std::vector<std::string>>& lists);
+// One value per axis, each one of the axis's known values where it names them: "unknown arm 'frozen' (known: fpt, ...)".
+void check_axis_values(const std::vector<Axis>& axes, const std::vector<std::string>& values);
+// A --set of a field that an axis sets is refused, naming the axes' flags:
+// "--set arm=ce: task and arm are axes: --tasks / --arms (run), --task / --arm (cell)".
+void refuse_axis_sets(const std::vector<Axis>& axes, const std::vector<std::string>& sets);
+
+// An axis's value into its config field (Axis::field): a string as it is, a real as a positive number (an lr axis:
+// "lr 'x': expected a positive number like 0.002"); a field of another type, or none, is the app's mistake.
+template <class C> void set_axis_field(C& c, const Axis& axis, const std::string& value) {
+  bool found = false;
+  C::fields(c, [&](const char* k, auto& field) {
+    using T = std::decay_t<decltype(field)>;
+    if (axis.config_field() != k) return;
+    found = true;
+    if constexpr (std::is_same_v<T, std::string>) field = value;
+    else if constexpr (std::is_same_v<T, double>) field = parse_positive_real(value, axis.name);
+    else throw std::logic_error("axis '" + axis.name + "': its field must be a string or a real");
+  });
+  if (!found) throw std::logic_error("axis '" + axis.name + "': the config has no field '" + axis.config_field() + "'");
+}
+
+// What an axis's value means beyond its field (fpt: arm "fpt-L2" is arm "fpt" with 2 layers); may be empty.
+template <class C> using AxisMeaning = std::function<void(C&)>;
+
+// One cell's config as the app's struct C: its axis values checked (here and only here), a --set of an axis field
+// refused, the struct's defaults < the preset's sections < the --set overrides, each axis's value stored in its field
+// (whatever a section said), `meaning` applied, then C::validate(). Every error names where the bad value came from.
+template <class C>
+C resolve_cell(const Preset& p, const std::vector<std::string>& values, const std::vector<std::string>& sets,
+               const AxisMeaning<C>& meaning = {}) {
+  check_axis_values(p.axes, values);
+  refuse_axis_sets(p.axes, sets);
+  C c = resolve<C>(p, values, sets);
+  for (size_t i = 0; i < values.size(); i++) set_axis_field(c, p.axes[i], values[i]);
+  if (meaning) meaning(c);
+  c.validate();
+  return c;
+}
+
+// load_preset, then every cell the preset names resolved (so validated): a typo fails when the preset loads.
+template <class C>
+Preset load_checked_preset(const std::string& name_or_path, const std::string& dir, const std::vector<Axis>& axes,
+                           const AxisMeaning<C>& meaning = {}) {
+  Preset p = load_preset(name_or_path, dir, axes);
+  for (const std::vector<std::string>& values : combinations(p.values)) resolve_cell<C>(p, values, {}, meaning);
+  return p;
 }
 
 }  // namespace dl::harness

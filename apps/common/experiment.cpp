@@ -74,26 +74,21 @@ std::vector<Cell> expand_cells(const Experiment& e, const Preset& p, const std::
   std::vector<std::string> axes;
   for (auto& a : e.axes) axes.push_back(a.name);
   std::vector<Cell> cells;
-  std::vector<std::string> cur(values.size());
-  std::function<void(size_t)> walk = [&](size_t i) {
-    if (i == values.size()) {
-      if (seeds.empty()) {  // the config's own seed
-        json c = e.resolve(p, cur, sets);
-        if (!c.contains("seed") || !c["seed"].is_number_integer())
-          throw std::logic_error(e.name + ": the config has no integer field 'seed'");
-        cells.push_back(Cell{axes, cur, c["seed"].get<int>(), c});
-        return;
-      }
-      for (int s : seeds) {
-        std::vector<std::string> with_seed = sets;
-        with_seed.push_back("seed=" + std::to_string(s));
-        cells.push_back(Cell{axes, cur, s, e.resolve(p, cur, with_seed)});
-      }
-      return;
+  for (const std::vector<std::string>& v : combinations(values)) {
+    if (seeds.empty()) {  // the config's own seed
+      ResolvedConfig r = e.resolve(p, v, sets);
+      if (!r.config.contains("seed") || !r.config["seed"].is_number_integer())
+        throw std::logic_error(e.name + ": the config has no integer field 'seed'");
+      cells.push_back(Cell{axes, v, r.config["seed"].get<int>(), r.config, r.typed});
+      continue;
     }
-    for (auto& v : values[i]) cur[i] = v, walk(i + 1);
-  };
-  walk(0);
+    for (int s : seeds) {
+      std::vector<std::string> with_seed = sets;
+      with_seed.push_back("seed=" + std::to_string(s));
+      ResolvedConfig r = e.resolve(p, v, with_seed);
+      cells.push_back(Cell{axes, v, s, r.config, r.typed});
+    }
+  }
   return cells;
 }
 
@@ -287,10 +282,7 @@ int run_main(const Experiment& e, int argc, char** argv) {
         else if (p.values[i].size() == 1) chosen = p.values[i];
         else throw ConfigError("cell: --" + a.name + " is required (the preset has: " + join(p.values[i]) + ")");
       }
-      for (auto& v : chosen)
-        if (!a.known.empty() && std::find(a.known.begin(), a.known.end(), v) == a.known.end())
-          throw ConfigError("unknown " + a.name + " '" + v + "' (known: " + join(a.known) + ")");
-      if (!chosen.empty()) values[i] = chosen;
+      if (!chosen.empty()) values[i] = chosen;  // (each checked against the axis by the resolver, as every cell is)
     }
     std::vector<Cell> cells = expand_cells(e, p, values, seeds_of(o, p), o.sets);  // resolves (validates) every cell
     comm = &communicator(o.comm, parse_device(o.device));

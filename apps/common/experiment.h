@@ -19,6 +19,7 @@
 // SIGINT/SIGTERM: the running phase checkpoints and the app exits with status 130 (resume with --resume).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <any>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -36,6 +37,13 @@ struct AxisSpec : Axis {
   std::string help;      // for --help
 };
 
+// A cell's config as its resolve made it: the app's struct (Cell::typed, what run_cell reads) and its JSON, written
+// once from the struct (Cell::config: the result, the model file's metadata, --resume's checks).
+struct ResolvedConfig {
+  json config;
+  std::any typed;
+};
+
 // An app's own subcommand: registered on the CLI, run after parsing (inside the harness's error handling).
 struct Command {
   CLI::App* cmd = nullptr;
@@ -51,8 +59,10 @@ struct Experiment {
   // {"mixers"} for `studies mixers run ...`): --jobs starts its workers with them.
   std::vector<std::string> command;
   std::vector<AxisSpec> axes;
-  // The cell's config, resolved from the preset and the overrides and validated, as JSON (stored in its result).
-  std::function<json(const Preset&, const std::vector<std::string>& values, const std::vector<std::string>& sets)> resolve;
+  // The cell's config, resolved from the preset and the overrides and validated; typed_cells (typed_experiment.h) sets
+  // it and run_cell for the app's config struct.
+  std::function<ResolvedConfig(const Preset&, const std::vector<std::string>& values, const std::vector<std::string>& sets)>
+      resolve;
   // Trains and evaluates one cell (all its phases) in ctx.dir; the harness writes its result.json.
   std::function<CellResult(const Cell&, const RunContext&)> run_cell;
   // The run's table from its finished cells (the harness writes results.md / results.json); the app may also

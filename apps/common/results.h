@@ -8,6 +8,7 @@
 //   <out>/cells/<cell>/                one cell: result.json (written last), metrics.csv, <phase>/ checkpoints, ...
 // A cell is one value of each of the app's axes and a seed; its folder is "<v1>__<v2>__...__seed<k>".
 #pragma once
+#include <any>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -23,7 +24,8 @@ struct Cell {
   std::vector<std::string> axes;    // the app's axis names, e.g. task, model, regime
   std::vector<std::string> values;  // one value per axis
   int seed = 0;
-  json config;  // the resolved config (stored in the result)
+  json config;     // the resolved config (stored in the result)
+  std::any typed;  // the same as the app's config struct (apps/common/typed_experiment.h); empty when read from a result
 
   std::string name() const;                                 // listops__s4d__scratch__seed0 (the folder)
   std::string key() const;                                  // listops/s4d/scratch (the seeds of one key are averaged)

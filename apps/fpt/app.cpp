@@ -1,6 +1,7 @@
 // apps/fpt/app.cpp - see app.h.
 #include "app.h"
 
+#include "apps/common/typed_experiment.h"
 #include "cell.h"
 #include "config.h"
 #include "report.h"
@@ -15,10 +16,7 @@ harness::Experiment experiment() {
   e.description = "FPT: frozen pretrained transformers as universal computation engines (Lu et al. 2021)";
   e.presets_dir = presets_dir();
   for (auto& a : axes()) e.axes.push_back({a, "", a.name});
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    return resolve_cell(p, v[0], v[1], sets).to_json();
-  };
-  e.run_cell = run_cell;
+  harness::typed_cells<CellConfig>(e, run_cell, depth_of_arm);
   e.report = fpt_report;
   e.list = [](std::ostream& os) {
     os << "arms: fpt (language-pretrained, attention and feed-forward frozen), full (random, all trained), full_lang\n"

@@ -85,8 +85,7 @@ static nlohmann::json load_source(FptModel& m, const CellConfig& c, const harnes
   return out;
 }
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const CellConfig c = CellConfig::from_json(cell.config, cell.label() + " config");
+harness::CellResult run_cell(const CellConfig& c, const harness::Cell& cell, const harness::RunContext& ctx) {
   const FptTask& task = fpt_task(c);
   Generator g((uint64_t)c.seed);
   FptModel m(c, task, g);
@@ -123,7 +122,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
       break;
     }
   res.steps_per_s = pr.seconds > 0 ? pr.steps_run / pr.seconds : 0;
-  dl::harness::save_cell_model(ctx, m, c.key(), c.to_json());
+  dl::harness::save_cell_model(ctx, m, c.key(), cell.config);
   if (!ctx.quiet)
     std::cerr << ctx.label << " val " << 100 * val << "%  test " << 100 * test << "%  (" << res.extra["trainable_params"]
               << " of " << res.params << " parameters trained)\n";

@@ -6,6 +6,7 @@
 
 #include "apps/common/phase.h"
 #include "apps/common/results.h"
+#include "apps/common/typed_experiment.h"
 #include "config.h"
 
 namespace fpt {
@@ -13,6 +14,11 @@ namespace fpt {
 // language, random, bit_memory, or none (the LSTM)
 std::string source_of(const std::string& arm);
 
-dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
+// One cell with the config the harness resolved for it (apps/common/typed_experiment.h; cell.config is its JSON).
+dl::harness::CellResult run_cell(const CellConfig& c, const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
+// The same for a Cell built by hand (tests): its config read from cell.config, every field checked.
+inline dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx) {
+  return run_cell(dl::harness::config_of<CellConfig>(cell), cell, ctx);
+}
 
 }  // namespace fpt

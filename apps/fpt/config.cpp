@@ -1,8 +1,6 @@
 // apps/fpt/config.cpp - the cell's fields, their checks and the axes (see config.h).
 #include "config.h"
 
-#include <algorithm>
-
 namespace fpt {
 
 namespace harness = dl::harness;
@@ -47,26 +45,19 @@ void CellConfig::validate() const {
     throw ConfigError(key() + ": bits, patterns and patch must be >= 0 (0: the default)");
 }
 
+void depth_of_arm(CellConfig& c) {
+  auto [base, depth] = split_depth(c.arm);
+  c.arm = base;
+  if (depth > 0) c.layers = depth;
+}
+
 CellConfig resolve_cell(const harness::Preset& p, const std::string& task, const std::string& arm,
                         const std::vector<std::string>& overrides) {
-  for (auto& [axis, value] : {std::pair{0, task}, {1, arm}}) {
-    const auto& known = p.axes.at(axis).known;
-    if (std::find(known.begin(), known.end(), value) == known.end())
-      throw ConfigError("unknown " + p.axes[axis].name + " '" + value + "' (known: " + harness::join(known) + ")");
-  }
-  CellConfig c = harness::resolve<CellConfig>(p, {task, arm}, overrides);
-  auto [base, depth] = split_depth(arm);
-  c.task = task, c.arm = base;
-  if (depth > 0) c.layers = depth;
-  c.validate();
-  return c;
+  return harness::resolve_cell<CellConfig>(p, {task, arm}, overrides, depth_of_arm);
 }
 
 harness::Preset load_preset(const std::string& name_or_path) {
-  harness::Preset p = harness::load_preset(name_or_path, presets_dir(), axes());
-  for (auto& t : p.values[0])
-    for (auto& a : p.values[1]) resolve_cell(p, t, a, {});
-  return p;
+  return harness::load_checked_preset<CellConfig>(name_or_path, presets_dir(), axes(), depth_of_arm);
 }
 
 }  // namespace fpt

@@ -74,7 +74,11 @@ extern const std::vector<int> kDepths;         // the depths an arm "<fpt|random
 std::pair<std::string, int> split_depth(const std::string& arm);
 std::string presets_dir();
 std::vector<dl::harness::Axis> axes();
-dl::harness::Preset load_preset(const std::string& name_or_path);  // and validates every cell it names
+// What the arm axis means beyond its field: an arm "<fpt|random>-L<k>" is arm fpt or random with k layers.
+void depth_of_arm(CellConfig& c);
+// The harness's typed resolver (apps/common/config.h) with these axes and depth_of_arm: a preset with every cell it
+// names resolved, and one cell's config.
+dl::harness::Preset load_preset(const std::string& name_or_path);
 CellConfig resolve_cell(const dl::harness::Preset& p, const std::string& task, const std::string& arm,
                         const std::vector<std::string>& overrides);
 

@@ -1,6 +1,7 @@
 // apps/lra_benchmark/app.cpp - see app.h.
 #include "app.h"
 
+#include "apps/common/typed_experiment.h"
 #include "cell.h"
 #include "config.h"
 #include "nn/models/model_registry.h"
@@ -19,10 +20,7 @@ harness::Experiment experiment() {
   e.presets_dir = presets_dir();
   for (auto& a : axes()) e.axes.push_back({a, "", a.name});
   e.axes[2].fallback = "scratch";
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    return resolve_cell(p, v[0], v[1], v[2], sets).to_json();
-  };
-  e.run_cell = run_cell;
+  harness::typed_cells<CellConfig>(e, run_cell);
   e.cost = [](const harness::Cell& cell) {  // training steps: self-pretrained cells run their pretraining first
     const json& c = cell.config;
     return c.at("steps").get<double>() + (c.at("regime") != "scratch" ? c.at("pretrain_steps").get<double>() : 0);

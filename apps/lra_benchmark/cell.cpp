@@ -79,8 +79,7 @@ static harness::PhaseResult train(bool pretrain, LraModel& m, Generator& dropout
   return harness::run_phase(spec, parts, ctx, curve);
 }
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const CellConfig c = CellConfig::from_json(cell.config, cell.label() + " config");
+harness::CellResult run_cell(const CellConfig& c, const harness::Cell& cell, const harness::RunContext& ctx) {
   const tasks::TaskData& data = task_data(c);
   const TaskShape shape = shape_of(data);
   if (shape.regression ? c.loss == "ce" : (c.loss == "mse" || c.loss == "l1"))
@@ -162,7 +161,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
   res.steps_per_s = train_seconds > 0 ? steps_run / train_seconds : 0;
   if (ctx.comm->size() > 1) res.extra["comm_s_per_step"] = steps_run > 0 ? comm_seconds / steps_run : 0;
   if (ctx.writer()) {
-    dl::harness::save_cell_model(ctx, m, c.key(), c.to_json());
+    dl::harness::save_cell_model(ctx, m, c.key(), cell.config);
     write_learned_kernels(m, ctx.dir, m.shape.max_len, kernels);
   }
   if (!ctx.quiet && shape.regression)

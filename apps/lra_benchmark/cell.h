@@ -24,7 +24,8 @@
 
 namespace lra {
 
-dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
+// One cell with the config the harness resolved for it (apps/common/typed_experiment.h; cell.config is its JSON).
+dl::harness::CellResult run_cell(const CellConfig& c, const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
 
 // Evaluate a saved model (the fine-tuned model.safetensors of a cell) on a split: returns accuracy, or for a regression
 // task the RMSE in the target's units.

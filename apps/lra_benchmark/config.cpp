@@ -59,24 +59,11 @@ void CellConfig::validate() const {
 
 CellConfig resolve_cell(const harness::Preset& p, const std::string& task, const std::string& model, const std::string& regime,
                         const std::vector<std::string>& overrides) {
-  for (auto& [axis, value] : {std::pair{0, task}, {1, model}, {2, regime}}) {
-    const auto& known = p.axes.at(axis).known;
-    if (std::find(known.begin(), known.end(), value) == known.end())
-      throw ConfigError("unknown " + p.axes[axis].name + " '" + value + "' (known: " + harness::join(known) + ")");
-  }
-  CellConfig c = harness::resolve<CellConfig>(p, {task, model, regime}, overrides);
-  c.task = task, c.model = model, c.regime = regime;  // the cell's axes, whatever a section said
-  c.validate();
-  return c;
+  return harness::resolve_cell<CellConfig>(p, {task, model, regime}, overrides);
 }
 
 harness::Preset load_preset(const std::string& name_or_path) {
-  harness::Preset p = harness::load_preset(name_or_path, presets_dir(), axes());
-  // validate every cell now, so a typo fails before hours of training
-  for (auto& t : p.values[0])
-    for (auto& m : p.values[1])
-      for (auto& r : p.values[2]) resolve_cell(p, t, m, r, {});
-  return p;
+  return harness::load_checked_preset<CellConfig>(name_or_path, presets_dir(), axes());
 }
 
 }  // namespace lra

@@ -75,12 +75,13 @@ struct CellConfig {
 extern const std::vector<std::string> kPaperModels;  // transformer, s4, s4d, dlr: the models the paper compares
 
 // The model axis: nn/models/model_registry.h (transformer, every registry layer, the variants such as s4d-random).
-extern const std::vector<std::string> kRegimes;      // scratch, spt-causal, spt-masked, text-masked (data.h)
-std::string presets_dir();                           // apps/lra_benchmark/presets in the source tree
-std::vector<dl::harness::Axis> axes();               // task, model, regime with their known values
+extern const std::vector<std::string> kRegimes;  // scratch, spt-causal, spt-masked, text-masked (data.h)
+std::string presets_dir();                       // apps/lra_benchmark/presets in the source tree
+std::vector<dl::harness::Axis> axes();           // task, model, regime with their known values
 
-dl::harness::Preset load_preset(const std::string& name_or_path);  // and validates every cell it names
-// The resolved config of one cell, with `--set` overrides ("field=value"; value parsed as JSON, else a string).
+// The harness's typed resolver (apps/common/config.h) with these axes: a preset with every cell it names resolved, and
+// one cell's config with `--set` overrides ("field=value"; value parsed as JSON, else a string).
+dl::harness::Preset load_preset(const std::string& name_or_path);
 CellConfig resolve_cell(const dl::harness::Preset& p, const std::string& task, const std::string& model,
                         const std::string& regime, const std::vector<std::string>& overrides);
 

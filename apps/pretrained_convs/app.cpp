@@ -1,6 +1,7 @@
 // apps/pretrained_convs/app.cpp - see app.h.
 #include "app.h"
 
+#include "apps/common/typed_experiment.h"
 #include "cell.h"
 #include "config.h"
 #include "report.h"
@@ -15,10 +16,7 @@ harness::Experiment experiment() {
   e.description = "Are pre-trained convolutions better than pre-trained Transformers? (Tay et al. 2021)";
   e.presets_dir = presets_dir();
   for (auto& a : axes()) e.axes.push_back({a, a.name == "regime" ? "pretrained" : "", a.name});
-  e.resolve = [](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
-    return resolve_cell(p, v, sets).to_json();
-  };
-  e.run_cell = run_cell;
+  harness::typed_cells<CellConfig>(e, run_cell);
   e.report = pconv_report;
   e.list = [](std::ostream& os) {
     os << "models: transformer (T5 self-attention, relative position bias), lightconv, dynamicconv, dilatedconv (GLU +\n"

@@ -51,8 +51,7 @@ static double val_loss(nn::Seq2SeqModel& m, const Seq2SeqTask& t, int batch, int
   return s / nb;
 }
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const CellConfig c = CellConfig::from_json(cell.config, cell.label() + " config");
+harness::CellResult run_cell(const CellConfig& c, const harness::Cell& cell, const harness::RunContext& ctx) {
   const Seq2SeqTask& task = seq2seq_task(c);
   const ModelPlan plan = plan_model(c);
   Generator g((uint64_t)c.seed);
@@ -114,7 +113,7 @@ harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContex
     res.extra["ood_examples"] = ood.n;
   }
   res.steps_per_s = pr.seconds > 0 ? pr.steps_run / pr.seconds : 0;
-  dl::harness::save_cell_model(ctx, m, c.key(), c.to_json());
+  dl::harness::save_cell_model(ctx, m, c.key(), cell.config);
   if (!ctx.quiet && ctx.writer())
     std::cerr << ctx.label << " val " << 100 * res.metrics["val_acc"] << "%  test " << 100 * res.metrics["test_acc"] << "%"
               << (res.metrics.count("ood_acc") ? "  held-out " + std::to_string(100 * res.metrics["ood_acc"]) + "%" : "") << "\n";

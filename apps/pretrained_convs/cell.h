@@ -9,6 +9,7 @@
 
 namespace pconv {
 
-dl::harness::CellResult run_cell(const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
+// One cell with the config the harness resolved for it (apps/common/typed_experiment.h; cell.config is its JSON).
+dl::harness::CellResult run_cell(const CellConfig& c, const dl::harness::Cell& cell, const dl::harness::RunContext& ctx);
 
 }  // namespace pconv

@@ -1,7 +1,6 @@
 // apps/pretrained_convs/config.cpp - the cell's fields, their checks and the axes (see config.h).
 #include "config.h"
 
-#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -94,23 +93,11 @@ dl::nn::Seq2SeqConfig seq2seq_config(const CellConfig& c, const std::string& mix
 
 CellConfig resolve_cell(const harness::Preset& p, const std::vector<std::string>& values,
                         const std::vector<std::string>& overrides) {
-  for (size_t axis = 0; axis < values.size(); axis++) {
-    const auto& known = p.axes.at(axis).known;
-    if (std::find(known.begin(), known.end(), values[axis]) == known.end())
-      throw ConfigError("unknown " + p.axes[axis].name + " '" + values[axis] + "' (known: " + harness::join(known) + ")");
-  }
-  CellConfig c = harness::resolve<CellConfig>(p, values, overrides);
-  c.task = values[0], c.model = values[1], c.regime = values[2];
-  c.validate();
-  return c;
+  return harness::resolve_cell<CellConfig>(p, values, overrides);
 }
 
 harness::Preset load_preset(const std::string& name_or_path) {
-  harness::Preset p = harness::load_preset(name_or_path, presets_dir(), axes());
-  for (auto& t : p.values[0])
-    for (auto& m : p.values[1])
-      for (auto& r : p.values[2]) resolve_cell(p, {t, m, r}, {});
-  return p;
+  return harness::load_checked_preset<CellConfig>(name_or_path, presets_dir(), axes());
 }
 
 }  // namespace pconv

@@ -68,7 +68,9 @@ extern const std::vector<std::string> kTasks, kRegimes;
 const std::vector<std::string>& models();
 std::string presets_dir();
 std::vector<dl::harness::Axis> axes();
-dl::harness::Preset load_preset(const std::string& name_or_path);  // and validates every cell it names
+// The harness's typed resolver (apps/common/config.h) with these axes: a preset with every cell it names resolved, and
+// one cell's config (values: task, model, regime).
+dl::harness::Preset load_preset(const std::string& name_or_path);
 CellConfig resolve_cell(const dl::harness::Preset& p, const std::vector<std::string>& values,
                         const std::vector<std::string>& overrides);
 

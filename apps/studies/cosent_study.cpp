@@ -80,8 +80,7 @@ const PairTask& task_of(const CosentConfig& c, const harness::RunContext& ctx) {
 // untrained: the encoder at the seed's initialisation. A loss: its lr grid on the selection seed (with retrieval
 // examples), the lr with the best validation Spearman, then that lr on the cell's seed - or, on the selection seed,
 // the grid's own run.
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const CosentConfig c = config_of<CosentConfig>(cell);
+harness::CellResult run_cell(const CosentConfig& c, const harness::Cell& cell, const harness::RunContext& ctx) {
   const PairTask& t = task_of(c, ctx);
   harness::CellResult res;
   TrainResult r;
@@ -215,8 +214,7 @@ harness::Experiment cosent_experiment() {
       study_experiment("cosent", "studies cosent: CoSENT vs SBERT softmax vs cosine-MSE for sentence encoders (Spearman)");
   e.axes = {{{"task", {"brown", "sentiment"}}, "", "brown (passage pairs, 3 grades) or sentiment (sentence pairs, 2)"},
             {{"arm", {"untrained", "cosent", "softmax", "cos_mse"}}, "", "a loss, or untrained (the encoder at init)"}};
-  e.resolve = study_resolve<CosentConfig>(e.axes, {"task", "arm"}, [](CosentConfig& c, auto& v) { c.task = v[0], c.arm = v[1]; });
-  e.run_cell = run_cell;
+  harness::typed_cells<CosentConfig>(e, run_cell);
   e.report = report;
   e.cost = [](const harness::Cell& cell) {  // the lr grid's runs and the cell's own, in steps
     const CosentConfig c = config_of<CosentConfig>(cell);

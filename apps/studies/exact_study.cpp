@@ -106,8 +106,7 @@ const ExactTask& task_of(const ExactConfig& c) {
 
 // The arm's selection grid, each point trained on the selection seed with only a final evaluation (its validation
 // accuracy is what is kept), then the chosen setting on the cell's seed.
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const ExactConfig c = config_of<ExactConfig>(cell);
+harness::CellResult run_cell(const ExactConfig& c, const harness::Cell& cell, const harness::RunContext& ctx) {
   const ExactTask& task = task_of(c);
   const int steps = c.task_steps();
   const std::vector<ExactArm> grid = c.grid();
@@ -260,8 +259,7 @@ harness::Experiment exact_experiment() {
       study_experiment("exact", "studies exact: EXACT (expected accuracy) vs cross-entropy: accuracy and calibration");
   e.axes = {{{"task", {"mixture", "fashion"}}, "", "mixture (2-D Gaussians, label noise) or fashion (Fashion-MNIST)"},
             {{"arm", {"ce", "exact"}}, "", "ce (cross-entropy) or exact (expected accuracy)"}};
-  e.resolve = study_resolve<ExactConfig>(e.axes, {"task", "arm"}, [](ExactConfig& c, auto& v) { c.task = v[0], c.arm = v[1]; });
-  e.run_cell = run_cell;
+  harness::typed_cells<ExactConfig>(e, run_cell);
   e.report = report;
   e.cost = [](const harness::Cell& cell) {  // the grid's runs and the cell's own, in steps
     const ExactConfig c = config_of<ExactConfig>(cell);

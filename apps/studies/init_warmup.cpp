@@ -316,8 +316,7 @@ void train(const InitWarmupConfig& o, const Data& d, const harness::RunContext& 
   if (ctx.writer()) std::filesystem::remove_all(ctx.dir + "/train");  // the checkpoints: --resume skips a finished cell
 }
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = config_of<InitWarmupConfig>(cell);
+harness::CellResult run_cell(const InitWarmupConfig& o, const harness::Cell&, const harness::RunContext& ctx) {
   const Data d = load_data(o);
   harness::CellResult r;
   r.extra = {{"unigram_entropy", d.unigram}, {"bigram_entropy", d.bigram}};
@@ -522,8 +521,8 @@ harness::Experiment init_warmup_experiment() {
       "init-warmup", "studies init-warmup: post-LN vs pre-LN: gradient norms at init, warmup, init std, MLM head");
   e.axes = {{{"norm", {"post", "pre"}}, "", "post (post-LN, BERT) or pre (pre-LN, GPT-2)"},
             {{"arm", {}}, "", "a section of the preset's arms_cfg (studies init-warmup list)"}};
-  auto resolve = study_resolve<InitWarmupConfig>(e.axes, {"norm", "arm"}, [](auto& c, auto& v) { c.norm = v[0], c.arm = v[1]; });
-  e.resolve = [resolve](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
+  harness::typed_cells<InitWarmupConfig>(e, run_cell);
+  e.resolve = [resolve = e.resolve](const harness::Preset& p, const std::vector<std::string>& v, const std::vector<std::string>& sets) {
     if (!p.raw.contains("arms_cfg") || !p.raw["arms_cfg"].contains(v[1])) {  // the arms are the preset's sections
       std::vector<std::string> known;
       for (auto& [arm, section] : p.raw.value("arms_cfg", nlohmann::json::object()).items()) known.push_back(arm);
@@ -531,7 +530,6 @@ harness::Experiment init_warmup_experiment() {
     }
     return resolve(p, v, sets);
   };
-  e.run_cell = run_cell;
   e.report = report;
   e.cost = [](const harness::Cell& c) {
     return c.config["measure"] == "grad_norms" ? 1.0 : c.config["steps"].get<double>() * c.config["depth"].get<double>();

@@ -268,9 +268,7 @@ Trained train(const MixerNetConfig& c, const tasks::TaskData& data, const Mixers
   return t;
 }
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  MixersConfig o;
-  harness::apply_config(o, cell.config, cell.label());
+harness::CellResult run_cell(const MixersConfig& o, const harness::Cell& cell, const harness::RunContext& ctx) {
   const tasks::TaskData data = task_data(o);
   MixerNetConfig ref = base_config(o, "attention", data);  // the reference count: attention with F = ffn_mult D
   ref.ffn_hidden = (int64_t)o.ffn_mult * o.d_model;
@@ -463,10 +461,7 @@ harness::Experiment mixers_experiment() {
   e.axes = {{{"task", tasks::task_names()}, "", "a single-sequence token classification task"},
             {{"mixer", mixer_names()}, "", "the token mixer: any registry layer"},
             {{"lr", {}}, "", "the learning rate, e.g. 0.002 (the preset's when it has one)"}};
-  e.resolve = study_resolve<MixersConfig>(e.axes, {"task", "mixer", "lr"}, [](auto& c, auto& v) {
-    c.task = v[0], c.mixer = v[1], c.lr = harness::parse_positive_real(v[2], "lr");
-  });
-  e.run_cell = run_cell;
+  harness::typed_cells<MixersConfig>(e, run_cell);
   e.report = report;
   e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["seq_len"].get<double>(); };
   return e;

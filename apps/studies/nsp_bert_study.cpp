@@ -286,8 +286,7 @@ void zero_shot(const ZeroShotTask& task, const NspBertConfig& o, Pretrained& pre
 // The budget's name in metrics and phase folders: "16", "all".
 std::string budget_name(int budget) { return budget == 0 ? "all" : std::to_string(budget); }
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = config_of<NspBertConfig>(cell);
+harness::CellResult run_cell(const NspBertConfig& o, const harness::Cell& cell, const harness::RunContext& ctx) {
   const ZeroShotTask task = zero_shot_task(o.task, o);
   harness::CellResult r;
   r.test_examples = (int64_t)task.test.size();
@@ -332,8 +331,7 @@ harness::Experiment nsp_bert_experiment() {
   e.axes = {
       {{"task", {"sentiment", "topic"}}, "", "sentiment (UCI sentences) or topic (Brown genres)"},
       {{"arm", {"zero-shot", "pretrained", "scratch"}}, "", "zero-shot (the NSP head), or a fine-tune: pretrained, scratch"}};
-  e.resolve = study_resolve<NspBertConfig>(e.axes, {"task", "arm"}, [](auto& c, auto& v) { c.task = v[0], c.arm = v[1]; });
-  e.run_cell = run_cell;
+  harness::typed_cells<NspBertConfig>(e, run_cell);
   e.report = nsp_bert_report;
   e.cost = [](const harness::Cell& c) {  // the zero-shot cells first: the first of them pretrains the shared BERT
     return c.config["arm"] == "zero-shot" ? 1e9 : c.config["finetune_steps"].get<double>();

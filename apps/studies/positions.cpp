@@ -218,8 +218,7 @@ nlohmann::json to_json(const LengthAccuracy& a) {
 // Adam (no weight decay, so the learned table's unused rows stay at init), linear warmup then constant lr; an
 // evaluation that beats every earlier one (the first of equals; those restored from a checkpoint count too) saves the
 // model, which is then tested at every length.
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = config_of<PositionsConfig>(cell);
+harness::CellResult run_cell(const PositionsConfig& o, const harness::Cell& cell, const harness::RunContext& ctx) {
   const std::vector<int> lengths = o.test_lengths();
   PosModelConfig c;
   c.pos = o.pos, c.vocab = o.vocab, c.d_model = o.d_model, c.heads = o.heads, c.depth = o.depth, c.dim_ff = 2 * o.d_model;
@@ -469,9 +468,8 @@ harness::Experiment positions_experiment() {
   harness::Experiment e =
       study_experiment("positions", "studies positions: sinusoidal vs learned vs rotary positions, trained short, tested long");
   e.axes = {{{"task", kTasks}, "", "lookback (y_t = x_{t - offset}) or first (y_t = x_0)"},
-            {{"position", kPositions}, "", "none, sinusoidal, learned or rotary"}};
-  e.resolve = study_resolve<PositionsConfig>(e.axes, {"task", "pos"}, [](auto& c, auto& v) { c.task = v[0], c.pos = v[1]; });
-  e.run_cell = run_cell;
+            {{"position", kPositions, "pos"}, "", "none, sinusoidal, learned or rotary"}};
+  harness::typed_cells<PositionsConfig>(e, run_cell);
   e.report = report;
   e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["train_len"].get<double>(); };
   e.commands = [](CLI::App& app) {

@@ -20,21 +20,6 @@ harness::Experiment study_experiment(const std::string& command, const std::stri
   return e;
 }
 
-void refuse_axis_sets(const std::vector<harness::AxisSpec>& axes, const std::vector<std::string>& fields,
-                      const std::vector<std::string>& sets) {
-  std::vector<std::string> names, runs, cells;
-  for (const harness::AxisSpec& a : axes)
-    names.push_back(a.name), runs.push_back("--" + a.name + "s"), cells.push_back("--" + a.name);
-  const std::string last = names.back();
-  names.pop_back();
-  const std::string what = names.empty() ? last + " is an axis" : harness::join(names) + " and " + last + " are axes";
-  for (const std::string& s : sets)
-    for (const std::string& f : fields)
-      if (s.starts_with(f + "="))
-        throw harness::ConfigError("--set " + s + ": " + what + ": " + harness::join(runs, " / ") + " (run), " +
-                                   harness::join(cells, " / ") + " (cell)");
-}
-
 std::map<std::string, std::map<std::string, Cells>> cells_by(const std::vector<harness::CellResult>& rs, const std::string& outer,
                                                              const std::string& inner) {
   std::map<std::string, std::map<std::string, Cells>> by;

@@ -3,13 +3,14 @@
 // and its tables.
 //
 //   study_experiment   the study's place on the harness: `studies <command> run|cell|list`, output runs/studies/<f>,
-//                      presets apps/studies/presets/<f> (f: the command with '_' for '-'), default preset "default"
-//   study_resolve      the harness's resolve for the study's config: a --set of an axis's field refused (naming the
-//                      axes' flags), the preset's sections and the overrides applied, the axis values stored, the
-//                      config validated, then as JSON
+//                      presets apps/studies/presets/<f> (f: the command with '_' for '-'), default preset "default";
+//                      the study then names its axes and calls harness::typed_cells<Config>(e, run_cell), as every
+//                      app does (apps/common/typed_experiment.h: the axes checked, a --set of an axis's field refused,
+//                      the preset's sections and the overrides, validate(); run_cell gets the config struct)
 //   config_of, cells_by, in_preset_order, position, over, accuracy_curve, number
-//                      the report's steps: the finished cells by two axes in seed order, the preset's order of a
-//                      table's rows, a metric's mean ± SE over seeds, an evaluation curve's mean ± SE over seeds
+//                      the report's steps: a finished cell's config, the finished cells by two axes in seed order, the
+//                      preset's order of a table's rows, a metric's mean ± SE over seeds, an evaluation curve's mean ±
+//                      SE over seeds
 //   built_once         a study's data built once per process (the cells and selection points of a run share it)
 // What it is not: a second harness. Running, resuming, --jobs and reports stay in apps/common/experiment.h.
 #pragma once
@@ -21,6 +22,7 @@
 
 #include "apps/common/experiment.h"
 #include "apps/common/stats.h"
+#include "apps/common/typed_experiment.h"
 
 namespace studies {
 
@@ -29,30 +31,9 @@ using Cells = std::vector<const dl::harness::CellResult*>;
 // `studies <command> ...` (command "nsp-bert": runs/studies/nsp_bert, apps/studies/presets/nsp_bert).
 dl::harness::Experiment study_experiment(const std::string& command, const std::string& description);
 
-// A --set of one of `fields` (fields[i]: the config field axis i sets; positions' axis "position" sets "pos") is a
-// ConfigError: "--set arm=ce: task and arm are axes: --tasks / --arms (run), --task / --arm (cell)".
-void refuse_axis_sets(const std::vector<dl::harness::AxisSpec>& axes, const std::vector<std::string>& fields,
-                      const std::vector<std::string>& sets);
-
-// Experiment::resolve for a study whose config C has validate(): set_axes(c, values) stores the cell's axis values
-// (whatever a preset section said), after the preset and the overrides.
-template <class C>
-auto study_resolve(const std::vector<dl::harness::AxisSpec>& axes, const std::vector<std::string>& fields,
-                   std::function<void(C&, const std::vector<std::string>&)> set_axes) {
-  return [axes, fields, set_axes](const dl::harness::Preset& p, const std::vector<std::string>& values,
-                                  const std::vector<std::string>& sets) {
-    refuse_axis_sets(axes, fields, sets);
-    C c = dl::harness::resolve<C>(p, values, sets);
-    set_axes(c, values);
-    c.validate();
-    return dl::harness::config_to_json(c);
-  };
-}
-
-// A cell's resolved config as the study's struct (every field checked again; an error names the cell).
-template <class C> C config_of(const dl::harness::Cell& cell) {
-  return dl::harness::config_from_json<C>(cell.config, cell.label());
-}
+// A cell's config as the study's struct (apps/common/typed_experiment.h): the one resolved for it in this run, or for
+// a finished cell read back from its result.json (the reports), from its JSON with every field checked.
+using dl::harness::config_of;
 
 // The finished cells grouped by the values of two axes (e.g. task -> arm), each group in seed order.
 std::map<std::string, std::map<std::string, Cells>> cells_by(const std::vector<dl::harness::CellResult>& rs,

@@ -58,8 +58,7 @@ void UnilmConfig::validate() const {
 // ---- one cell -----------------------------------------------------------------------------------------------------
 namespace {
 
-harness::CellResult run_cell(const harness::Cell& cell, const harness::RunContext& ctx) {
-  const auto o = config_of<UnilmConfig>(cell);
+harness::CellResult run_cell(const UnilmConfig& o, const harness::Cell& cell, const harness::RunContext& ctx) {
   const UnilmData data = make_unilm_pairs(o.data());
   const UnilmRun run = train_unilm(data, o, ctx);
   harness::CellResult r;
@@ -264,9 +263,7 @@ harness::Experiment unilm_experiment() {
       "unilm", "studies unilm: SimBERT in miniature, the UniLM prefix mask, generation + retrieval in one encoder");
   e.axes = {{{"arm", {"untrained", "joint", "gen", "con", "gen_causal"}}, "", "untrained, joint, gen, con or gen_causal"},
             {{"lr", {}}, "", "the learning rate, e.g. 0.01 (the preset's when it has one)"}};
-  e.resolve = study_resolve<UnilmConfig>(e.axes, {"arm", "lr"},
-                                         [](auto& c, auto& v) { c.arm = v[0], c.lr = harness::parse_positive_real(v[1], "lr"); });
-  e.run_cell = run_cell;
+  harness::typed_cells<UnilmConfig>(e, run_cell);
   e.report = report;
   e.cost = [](const harness::Cell& c) {
     const UnilmArm a = parse_arm(c.config["arm"]);

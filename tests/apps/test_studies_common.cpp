@@ -53,16 +53,15 @@ TEST(StudiesCommon, ExperimentAndAxisRefusal) {
   EXPECT_EQ(e.command, (std::vector<std::string>{"nsp-bert"}));
   EXPECT_EQ(e.presets_dir, std::string(DL_SOURCE_DIR) + "/apps/studies/presets/nsp_bert");
   EXPECT_EQ(e.default_preset, "default");
-  const std::vector<harness::AxisSpec> two = {{{"task", {}}, "", ""}, {{"position", {}}, "", ""}};
+  // (the refusal is the harness's typed resolver's now, apps/common/config.h; each axis names the field it sets)
+  const std::vector<harness::Axis> two = {{"task", {}}, {"position", {}, "pos"}};
   EXPECT_EQ(dl::test::error_of([&] {
-              refuse_axis_sets(two, {"task", "pos"}, {"steps=3", "pos=alibi"});
+              harness::refuse_axis_sets(two, {"steps=3", "pos=alibi"});
             }),
             "--set pos=alibi: task and position are axes: --tasks / --positions (run), --task / --position (cell)");
-  EXPECT_EQ(dl::test::error_of([&] { refuse_axis_sets(two, {"task", "pos"}, {"steps=3", "position_scale=2"}); }), "");
-  const std::vector<harness::AxisSpec> three = {{{"task", {}}, "", ""}, {{"mixer", {}}, "", ""}, {{"lr", {}}, "", ""}};
-  EXPECT_EQ(dl::test::error_of([&] {
-              refuse_axis_sets(three, {"task", "mixer", "lr"}, {"lr=0.1"});
-            }),
+  EXPECT_EQ(dl::test::error_of([&] { harness::refuse_axis_sets(two, {"steps=3", "position_scale=2"}); }), "");
+  const std::vector<harness::Axis> three = {{"task", {}}, {"mixer", {}}, {"lr", {}}};
+  EXPECT_EQ(dl::test::error_of([&] { harness::refuse_axis_sets(three, {"lr=0.1"}); }),
             "--set lr=0.1: task, mixer and lr are axes: --tasks / --mixers / --lrs (run), --task / --mixer / --lr (cell)");
 }
 
