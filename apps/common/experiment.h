@@ -38,7 +38,7 @@ struct AxisSpec : Axis {
 };
 
 // A cell's config as its resolve made it: the app's struct (Cell::typed, what run_cell reads) and its JSON, written
-// once from the struct (Cell::config: the result, the model file's metadata, --resume's checks).
+// once from the struct (Cell::config: the result, the model file's metadata, the ranks' same-config check).
 struct ResolvedConfig {
   json config;
   std::any typed;

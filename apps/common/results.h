@@ -24,8 +24,8 @@ struct Cell {
   std::vector<std::string> axes;    // the app's axis names, e.g. task, model, regime
   std::vector<std::string> values;  // one value per axis
   int seed = 0;
-  json config;     // the resolved config (stored in the result)
-  std::any typed;  // the same as the app's config struct (apps/common/typed_experiment.h); empty when read from a result
+  json config;       // the resolved config (stored in the result)
+  std::any typed{};  // the same as the app's config struct (typed_experiment.h); empty in a cell read from a result
 
   std::string name() const;                                 // listops__s4d__scratch__seed0 (the folder)
   std::string key() const;                                  // listops/s4d/scratch (the seeds of one key are averaged)
