@@ -52,33 +52,29 @@ Runs one_and_two_ranks(const std::string& mpirun, const std::string& name, const
   return {table_of(d + "/one"), table_of(d + "/two"), read(d + "/two.log")};
 }
 
-void skip_without_mpi(const std::string& mpirun) {
+// One study's table on two ranks equals one process's, and the two ranks' log says why they do not speed up.
+void expect_one_process_table(const std::string& name, const std::string& args, const std::string& why) {
+  const std::string mpirun = find_mpirun();
   if (mpirun.empty()) GTEST_SKIP() << "mpirun is not installed";
   if (!dl::harness::built_with_mpi()) GTEST_SKIP() << "built without MPI: the studies cannot run data-parallel";
+  const Runs r = one_and_two_ranks(mpirun, name, args);
+  EXPECT_FALSE(r.one.empty());
+  EXPECT_EQ(r.one, r.two) << "two ranks trained another loss than one process";
+  EXPECT_NE(r.log.find(why), std::string::npos) << r.log;
 }
 
 TEST(StudiesMpirun, CosentOnTwoRanksGivesOneProcesssTable) {
-  const std::string mpirun = find_mpirun();
-  skip_without_mpi(mpirun);
-  if (HasFatalFailure() || IsSkipped()) return;
-  const Runs r = one_and_two_ranks(mpirun, "cosent",
-                                   "--tasks brown --arms cosent --set steps=12 --set eval_every=6 --set lrs='\"0.01\"' "
-                                   "--set queries=40 --set val_pairs=80 --set test_pairs=80");
-  EXPECT_FALSE(r.one.empty());
-  EXPECT_EQ(r.one, r.two) << "two ranks trained another loss than one process";
-  EXPECT_NE(r.log.find("CoSENT ranks every pair of the batch"), std::string::npos) << r.log;
+  expect_one_process_table("cosent",
+                           "--tasks brown --arms cosent --set steps=12 --set eval_every=6 --set lrs='\"0.01\"' "
+                           "--set queries=40 --set val_pairs=80 --set test_pairs=80",
+                           "CoSENT ranks every pair of the batch");
 }
 
 TEST(StudiesMpirun, UnilmContrastiveArmOnTwoRanksGivesOneProcesssTable) {
-  const std::string mpirun = find_mpirun();
-  skip_without_mpi(mpirun);
-  if (HasFatalFailure() || IsSkipped()) return;
-  const Runs r = one_and_two_ranks(mpirun, "unilm",
-                                   "--arms con --set steps=12 --set eval_every=6 --set checkpoint_every=6 "
-                                   "--set test_pairs=60 --set val_pairs=40 --set decode_pairs=5");
-  EXPECT_FALSE(r.one.empty());
-  EXPECT_EQ(r.one, r.two) << "two ranks trained another loss than one process";
-  EXPECT_NE(r.log.find("takes the batch's other pairs as negatives"), std::string::npos) << r.log;
+  expect_one_process_table("unilm",
+                           "--arms con --set steps=12 --set eval_every=6 --set checkpoint_every=6 "
+                           "--set test_pairs=60 --set val_pairs=40 --set decode_pairs=5",
+                           "takes the batch's other pairs as negatives");
 }
 
 }  // namespace
