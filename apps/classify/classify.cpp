@@ -148,15 +148,13 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
 }
 
 harness::Experiment experiment() {
-  harness::Experiment e;
-  e.name = "classify";
-  e.description = "any registry layer, trained from scratch on a token classification task";
-  e.presets_dir = std::string(DL_SOURCE_DIR) + "/apps/classify/presets";
   std::vector<std::string> tasks, layers;
   for (auto& t : tasks::task_registry()) tasks.push_back(t.name);
   for (auto& l : nn::layer_registry()) layers.push_back(l.name);
-  e.axes = {{{"task", tasks}, "", "a classification task"}, {{"layer", layers}, "", "a registry layer"}};
-  harness::typed_cells<Config>(e, run_cell);
+  harness::Experiment e = harness::typed_experiment<Config>(
+      "classify", "any registry layer, trained from scratch on a token classification task",
+      std::string(DL_SOURCE_DIR) + "/apps/classify/presets",
+      {{{"task", tasks}, "", "a classification task"}, {{"layer", layers}, "", "a registry layer"}}, run_cell);
   e.report = report;
   return e;
 }

@@ -4,12 +4,17 @@
 //   preset, axis values, --set --resolve_cell<C> (config.h)--> C --> Cell::typed ----------> run_cell(const C&, cell, ctx)
 //                                                               \--> Cell::config (JSON, written once from C): the
 //                                                                    result, the model file's metadata, --resume
-// An app names its axes (Experiment::axes), writes C::fields and C::validate(), and hands over its cell:
-//   e.axes = {{{"task", tasks}, "", "a task"}, {{"layer", layers}, "", "a layer"}};
-//   harness::typed_cells<Config>(e, run_cell);   // CellResult run_cell(const Config&, const Cell&, const RunContext&)
+// An app writes C::fields and C::validate(), and its experiment is one call that names it, its presets, its axes and
+// its cell; the app then adds only what differs (report, list, cost, its own subcommands):
+//   Experiment e = typed_experiment<Config>("classify", "a registry layer on a task", dir, axes, run_cell);
+//   e.report = report;                    // CellResult run_cell(const Config&, const Cell&, const RunContext&)
+// An app whose axes are config.h Axis values (its load_preset takes them) passes axis_specs(axes(), fallbacks).
 // What it is not: a second Experiment. run_main, --jobs, --resume and the reports are experiment.h's, unchanged.
 #pragma once
+#include <algorithm>
 #include <any>
+#include <map>
+#include <stdexcept>
 
 #include "apps/common/config.h"
 #include "apps/common/experiment.h"
@@ -36,6 +41,30 @@ template <class C> void typed_cells(Experiment& e, TypedRun<C> run, AxisMeaning<
     return ResolvedConfig{config_to_json(c), std::move(c)};
   };
   e.run_cell = [run](const Cell& cell, const RunContext& ctx) { return run(config_of<C>(cell), cell, ctx); };
+}
+
+// The experiment of an app with config struct C: its executable's name (the default output folder runs/<name>), its
+// --help banner, its presets folder and its axes, the cells run by `run` through typed_cells. The default preset stays
+// Experiment's ("tiny"); report, list, cost and commands are the app's to add.
+template <class C>
+Experiment typed_experiment(const std::string& name, const std::string& description, const std::string& presets_dir,
+                            std::vector<AxisSpec> axes, TypedRun<C> run, AxisMeaning<C> meaning = {}) {
+  Experiment e;
+  e.name = name, e.description = description, e.presets_dir = presets_dir, e.axes = std::move(axes);
+  typed_cells<C>(e, run, std::move(meaning));
+  return e;
+}
+
+// Experiment::axes from an app's config.h axes: each axis's --help text is its name, and `fallbacks` gives the value
+// `cell` takes for an axis not given (e.g. {"regime", "scratch"}); the other axes have none. A fallback for an axis the
+// list does not have is a mistake in the app, a std::logic_error naming it.
+inline std::vector<AxisSpec> axis_specs(const std::vector<Axis>& axes, const std::map<std::string, std::string>& fallbacks = {}) {
+  for (const auto& f : fallbacks)
+    if (std::none_of(axes.begin(), axes.end(), [&](const Axis& a) { return a.name == f.first; }))
+      throw std::logic_error("axis_specs: a fallback '" + f.second + "' for axis '" + f.first + "', which the app does not have");
+  std::vector<AxisSpec> specs;
+  for (const Axis& a : axes) specs.push_back({a, fallbacks.count(a.name) ? fallbacks.at(a.name) : "", a.name});
+  return specs;
 }
 
 }  // namespace dl::harness

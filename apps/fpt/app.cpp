@@ -11,12 +11,9 @@ namespace fpt {
 namespace harness = dl::harness;
 
 harness::Experiment experiment() {
-  harness::Experiment e;
-  e.name = "fpt";
-  e.description = "FPT: frozen pretrained transformers as universal computation engines (Lu et al. 2021)";
-  e.presets_dir = presets_dir();
-  for (auto& a : axes()) e.axes.push_back({a, "", a.name});
-  harness::typed_cells<CellConfig>(e, run_cell, depth_of_arm);
+  harness::Experiment e = harness::typed_experiment<CellConfig>(
+      "fpt", "FPT: frozen pretrained transformers as universal computation engines (Lu et al. 2021)", presets_dir(),
+      harness::axis_specs(axes()), run_cell, depth_of_arm);
   e.report = fpt_report;
   e.list = [](std::ostream& os) {
     os << "arms: fpt (language-pretrained, attention and feed-forward frozen), full (random, all trained), full_lang\n"

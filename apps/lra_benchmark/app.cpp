@@ -14,16 +14,12 @@ namespace lra {
 namespace harness = dl::harness;
 
 harness::Experiment experiment() {
-  harness::Experiment e;
-  e.name = "lra_benchmark";
-  e.description = "LRA benchmark: scratch vs. self-pretrained Transformers and state-space models (Amos et al. 2023)";
-  e.presets_dir = presets_dir();
-  for (auto& a : axes()) e.axes.push_back({a, "", a.name});
-  e.axes[2].fallback = "scratch";
-  harness::typed_cells<CellConfig>(e, run_cell);
+  harness::Experiment e = harness::typed_experiment<CellConfig>(
+      "lra_benchmark", "LRA benchmark: scratch vs. self-pretrained Transformers and state-space models (Amos et al. 2023)",
+      presets_dir(), harness::axis_specs(axes(), {{"regime", "scratch"}}), run_cell);
   e.cost = [](const harness::Cell& cell) {  // training steps: self-pretrained cells run their pretraining first
-    const json& c = cell.config;
-    return c.at("steps").get<double>() + (c.at("regime") != "scratch" ? c.at("pretrain_steps").get<double>() : 0);
+    const CellConfig c = harness::config_of<CellConfig>(cell);
+    return (double)c.steps + (c.regime != "scratch" ? c.pretrain_steps : 0);
   };
   e.report = lra_report;
   e.list = [](std::ostream& os) {
@@ -31,8 +27,8 @@ harness::Experiment experiment() {
     for (auto& t : dl::tasks::task_registry()) os << "  " << t.name << "  - " << t.description << "\n";
     os << "models (nn/models/model_registry.cpp; each a registry layer in the backbone):\n";
     for (auto& m : dl::nn::model_registry())
-      os << "  " << m.name << "  - " << m.summary << " [" << dl::nn::family_name(m.family) << (m.name != m.layer ? ", layer " + m.layer : "")
-         << (m.layer_cfg.empty() ? "" : " " + m.layer_cfg) << "]\n";
+      os << "  " << m.name << "  - " << m.summary << " [" << dl::nn::family_name(m.family)
+         << (m.name != m.layer ? ", layer " + m.layer : "") << (m.layer_cfg.empty() ? "" : " " + m.layer_cfg) << "]\n";
   };
   return e;
 }

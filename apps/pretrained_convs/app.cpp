@@ -11,12 +11,9 @@ namespace pconv {
 namespace harness = dl::harness;
 
 harness::Experiment experiment() {
-  harness::Experiment e;
-  e.name = "pretrained_convs";
-  e.description = "Are pre-trained convolutions better than pre-trained Transformers? (Tay et al. 2021)";
-  e.presets_dir = presets_dir();
-  for (auto& a : axes()) e.axes.push_back({a, a.name == "regime" ? "pretrained" : "", a.name});
-  harness::typed_cells<CellConfig>(e, run_cell);
+  harness::Experiment e = harness::typed_experiment<CellConfig>(
+      "pretrained_convs", "Are pre-trained convolutions better than pre-trained Transformers? (Tay et al. 2021)", presets_dir(),
+      harness::axis_specs(axes(), {{"regime", "pretrained"}}), run_cell);
   e.report = pconv_report;
   e.list = [](std::ostream& os) {
     os << "models: transformer (T5 self-attention, relative position bias), lightconv, dynamicconv, dilatedconv (GLU +\n"
