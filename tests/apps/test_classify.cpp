@@ -89,3 +89,16 @@ TEST(Classify, SigtermCheckpointsAndResumeEndsWhereAnUninterruptedRunEnds) {
   EXPECT_EQ(a["metrics"], b["metrics"]);
   EXPECT_EQ(a["curve"], b["curve"]);
 }
+
+// A warmup as long as the run is refused before training, naming the cell, the field and the steps (it was the
+// schedule's "warmup_cosine: needs 0 <= warmup < total", naming neither).
+TEST(Classify, WarmupNotBelowStepsIsRefusedNamingTheField) {
+  const std::string out = dl::test::app_temp_dir("classify_warmup");
+  const std::string cmd = kExe + " cell --task listops --layer lstm --quiet --threads 1 --out " + out +
+                          " --set steps=10 --set warmup=30 > " + out + "/log 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  std::ifstream in(out + "/log");
+  std::stringstream log;
+  log << in.rdbuf();
+  EXPECT_NE(log.str().find("listops/lstm: field 'warmup' 30 must be in [0, steps 10)"), std::string::npos) << log.str();
+}
