@@ -531,8 +531,9 @@ harness::Experiment init_warmup_experiment() {
     return resolve(p, v, sets);
   };
   e.report = report;
-  e.cost = [](const harness::Cell& c) {
-    return c.config["measure"] == "grad_norms" ? 1.0 : c.config["steps"].get<double>() * c.config["depth"].get<double>();
+  e.cost = [](const harness::Cell& cell) {  // steps x depth; measuring the gradients at init trains nothing
+    const auto c = config_of<InitWarmupConfig>(cell);
+    return c.measure == "grad_norms" ? 1.0 : (double)c.steps * c.depth;
   };
   return e;
 }

@@ -463,7 +463,10 @@ harness::Experiment mixers_experiment() {
             {{"lr", {}}, "", "the learning rate, e.g. 0.002 (the preset's when it has one)"}};
   harness::typed_cells<MixersConfig>(e, run_cell);
   e.report = report;
-  e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["seq_len"].get<double>(); };
+  e.cost = [](const harness::Cell& cell) {  // steps x sequence length
+    const auto c = config_of<MixersConfig>(cell);
+    return (double)c.steps * c.seq_len;
+  };
   return e;
 }
 

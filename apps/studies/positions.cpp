@@ -471,7 +471,10 @@ harness::Experiment positions_experiment() {
             {{"position", kPositions, "pos"}, "", "none, sinusoidal, learned or rotary"}};
   harness::typed_cells<PositionsConfig>(e, run_cell);
   e.report = report;
-  e.cost = [](const harness::Cell& c) { return c.config["steps"].get<double>() * c.config["train_len"].get<double>(); };
+  e.cost = [](const harness::Cell& cell) {  // steps x training length
+    const auto c = config_of<PositionsConfig>(cell);
+    return (double)c.steps * c.train_len;
+  };
   e.commands = [](CLI::App& app) {
     auto out = std::make_shared<std::string>("runs/studies/positions");
     auto threads = std::make_shared<int>(1);
