@@ -140,4 +140,12 @@ inline void check_head(const Case& c, const Inputs& in, const Tensor& out, const
     }
 }
 
+// Every (b, h) of one case's out and dqkv against check_head's reference; a failure names the case.
+inline void expect_every_head(const Case& c, const Inputs& in, const Tensor& out, const Tensor& dqkv) {
+  int bad = 0;
+  for (int64_t b = 0; b < kB; b++)
+    for (int64_t h = 0; h < kNH; h++) check_head(c, in, out, dqkv, b, h, bad);
+  EXPECT_EQ(bad, 0) << c.what();
+}
+
 }  // namespace dl::test::bf16_attention
