@@ -72,7 +72,7 @@ check "hung rank: rank 0 names rank 1 and its host" "grep -q 'rank 1 (host [^)]*
 # 5. configs that differ between ranks
 "$mpirun" -np 2 bash -c '
   extra=""; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && extra="--set lr=0.1"
-  exec "$0" "$@" $extra' "$exe" "${args[@]}" --set steps=10 --out "$tmp/mismatch" > "$tmp/mismatch.log" 2>&1
+  exec "$0" "$@" $extra' "$exe" "${args[@]}" --set steps=10 --set warmup=2 --out "$tmp/mismatch" > "$tmp/mismatch.log" 2>&1
 rc=$?
 check "config mismatch: the job fails (status $rc)" "[ $rc != 0 ]"
 check "config mismatch: named" "grep -q 'differs between ranks: rank 1' $tmp/mismatch.log"
