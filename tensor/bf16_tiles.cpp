@@ -96,6 +96,13 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_across_rows(const float* x, int64_t ldx, i
   }
 }
 
+// The across-rows words of two rounded vectors: the low row's upper 16 bits shifted down, the high row's kept. A
+// function, not a lambda: a lambda does not inherit the target attribute, so a build without -march=native
+// (scripts/fuzz.sh's) could not compile its AVX-512 body.
+DL_BF16_TARGET inline __m512i across_words(__m512i lo, __m512i hi) {
+  return _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
 // Rows 2p and 2p + 1 read once, 32 columns at a time: each rounded vector is a half of the across-rows words (the low
 // row's upper 16 bits shifted down, the high row's kept) and, permuted as in convert_row, of its own row's words.
 DL_BF16_TARGET DL_BF16_WIDE void pack_in_and_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* in_rows,
@@ -103,10 +110,7 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_in_and_across_rows(const float* x, int64_t
                                                          int64_t words_across, int64_t prows) {
   alignas(64) static const uint16_t kHigh[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
                                                  33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
-  const __m512i idx = _mm512_load_si512((const void*)kHigh), upper = _mm512_set1_epi32((int)0xFFFF0000u);
-  auto across_words = [&](__m512i lo, __m512i hi) {
-    return _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, upper));
-  };
+  const __m512i idx = _mm512_load_si512((const void*)kHigh);
   for (int64_t p = 0; p < prows; p++) {
     const int64_t r = 2 * p;
     uint32_t *o = across + p * ld_across, *ilo = in_rows + r * ld_in, *ihi = ilo + ld_in;
