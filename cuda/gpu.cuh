@@ -1,5 +1,6 @@
 // cuda/gpu.cuh - Gpu, the platform of CudaBackend<Gpu> (cuda/backend.h): what only the GPU does. The Thrust ops run
-// with thrust::cuda::par (kernels on the legacy default stream, in order with cudaMemcpy, cuBLAS and cuFFT), operands
+// with thrust::cuda::par_nosync (kernels on the legacy default stream, in order with cudaMemcpy, cuBLAS and cuFFT, and
+// queued like any kernel launch: the host does not wait for each one), operands
 // are handed to them as they are (their raw pointers are device pointers), memory is cudaMalloc'd, the hand-written
 // kernels are launched (cuda/kernels.cu), GEMMs and FFTs go to cuBLAS and cuFFT. Its methods: cuda/gpu.cu.
 // Compiled by nvcc only; the twin of this struct, for the host, is Twin in cuda/twin.cpp.
@@ -20,7 +21,14 @@ namespace dl::cuda {
 struct Gpu {
   // Thrust's temporaries (sort, reduce_by_key, the reductions' partials) come from the backend's caching allocator, as
   // tensors do: no cudaMalloc / cudaFree (which synchronises the device) per algorithm.
-  auto par() const { return thrust::cuda::par(thrust_scratch_); }
+  // par_nosync, not par: thrust::cuda::par waits for the device at the end of every algorithm (cudaStreamSynchronize),
+  // so the host spun through each op (the first GPU run, 2026-12-05: CPU time per step equal to its wall time) and the
+  // GPU idled between launches. Nothing here needs that wait: every op, copy and library call is on the one legacy
+  // stream, so a result is ready for whatever is queued after it, a temporary handed back to the cache is reused only
+  // by later work on that stream, a copy to the host (cudaMemcpy) waits for the work before it, and NCCL's stream waits
+  // on an event recorded on this one (apps/common/backends/comm_nccl.cpp). An algorithm that returns a value to the
+  // host (a reduce, a count) still waits, as it must. A kernel's error is then reported by a later call.
+  auto par() const { return thrust::cuda::par_nosync(thrust_scratch_); }
   const Tensor& view(const Tensor& t) const { return t; }
 
   // Device scratch for Thrust, cuBLAS's workspace and cuFFT's work areas: the backend's caching allocator, set once by
@@ -62,7 +70,7 @@ struct Gpu {
   void unscratch(void* p, size_t n) const {
     if (scratch_free_) scratch_free_(p, n);
   }
-  struct ThrustScratch {  // the allocator thrust::cuda::par(a) asks for its temporaries
+  struct ThrustScratch {  // the allocator thrust::cuda::par_nosync(a) asks for its temporaries
     using value_type = char;
     const Gpu* gpu;
     // at least one byte: the cache hands out no block (nullptr) for 0, which Thrust would take for a failure

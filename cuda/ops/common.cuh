@@ -3,7 +3,7 @@
 //
 // The idea: every device op is a Thrust algorithm over a plain functor whose operator() is
 // __host__ __device__. cuda/ops_*.cu instantiate the launch functions with the CUDA execution policy
-// (thrust::cuda::par: kernels on the legacy default stream, in order with cudaMemcpy and cuBLAS);
+// (thrust::cuda::par_nosync: kernels on the legacy default stream, in order with cudaMemcpy and cuBLAS);
 // tests/cuda_logic/ instantiates the SAME functions with thrust::cpp::par, so the index arithmetic and
 // the formulas run, and are tested against tensor/'s CPU kernels, on a machine without a GPU. The two
 // instantiations have different template arguments, hence different symbols: both can live in one binary.
@@ -12,7 +12,7 @@
 // Each operand is described by its strides over S (0 on a broadcast dim), so transposed, narrowed and
 // expanded views are read in place and never copied. joint_layout() drops size-1 dims and merges
 // adjacent dims that are contiguous for every operand (as tensor/elementwise.cpp's make_loop does), so a
-// contiguous operand costs one divmod-free step and a transposed one a few.
+// contiguous operand costs one divmod-free step and a transposed one a few (32-bit divisions below 2^31 elements).
 // What it is not: a tuned kernel library. One thread per output element (or per row for row ops),
 // no shared-memory tiling; correctness first, measured speed later (scripts/gpu_check.sh).
 #pragma once
@@ -33,19 +33,34 @@ namespace dl::ops {
 constexpr int kMaxDims = 8;  // after merging; a tensor of higher rank is an error naming the op
 
 // One operand's strides over a (merged) index space.
+// offset(i) peels the dims off i from the innermost; the outermost dim needs no divmod (i / (the inner dims' product)
+// is already below its size), so a contiguous operand (rank 1 after merging) costs one multiply. When the index space
+// has fewer than 2^31 elements (`narrow`, set by merge_dims) the divisions are 32-bit: a 64-bit division is a long
+// software sequence on a GPU (tens of instructions), a 32-bit one a few, and these ops are one thread per element.
 struct Strided {
   int rank = 0;
+  bool narrow = false;  // every flat index fits 31 bits
   int64_t shape[kMaxDims] = {};
   int64_t stride[kMaxDims] = {};
-  // Element offset of flat output index i (row-major over shape).
+  // Element offset of flat output index i (row-major over shape), 0 <= i < the product of shape.
   DL_HD int64_t offset(int64_t i) const {
+    if (rank == 0) return 0;
     int64_t off = 0;
-    for (int d = rank - 1; d >= 0; d--) {
-      int64_t k = i % shape[d];
-      i /= shape[d];
-      off += k * stride[d];
+    if (narrow) {
+      uint32_t u = (uint32_t)i;
+      for (int d = rank - 1; d > 0; d--) {
+        const uint32_t n = (uint32_t)shape[d], q = u / n;
+        off += (int64_t)(u - q * n) * stride[d];
+        u = q;
+      }
+      return off + (int64_t)u * stride[0];
     }
-    return off;
+    for (int d = rank - 1; d > 0; d--) {
+      const int64_t q = i / shape[d];
+      off += (i - q * shape[d]) * stride[d];
+      i = q;
+    }
+    return off + i * stride[0];
   }
 };
 
@@ -69,9 +84,12 @@ inline std::vector<Strided> merge_dims(const Shape& shape, const std::vector<Sha
   if ((int)msh.size() > kMaxDims)
     fail(std::string(op) + " (cuda): " + std::to_string(msh.size()) + " dims after merging, at most " +
          std::to_string(kMaxDims) + " are supported (shape " + shape_str(shape) + ")");
+  int64_t numel = 1;
+  for (int64_t n : msh) numel *= n;
   std::vector<Strided> out(strides.size());
   for (size_t o = 0; o < strides.size(); o++) {
     out[o].rank = (int)msh.size();
+    out[o].narrow = numel < (int64_t(1) << 31);
     for (size_t d = 0; d < msh.size(); d++) out[o].shape[d] = msh[d], out[o].stride[d] = mst[o][d];
   }
   return out;

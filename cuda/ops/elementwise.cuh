@@ -4,7 +4,7 @@
 // comparisons) and where.
 //
 // Each launch function takes tensors (for their raw pointers, shapes and strides) and an execution
-// policy: thrust::cuda::par in cuda/ops_elementwise.cu, thrust::cpp::par in tests/cuda_logic/. Inputs are
+// policy: thrust::cuda::par_nosync in cuda/ops_elementwise.cu, thrust::cpp::par in tests/cuda_logic/. Inputs are
 // any views with the output's shape (the caller in tensor/ expands broadcast operands, which gives them
 // stride 0); outputs are contiguous except for copy_strided, whose destination may be any view too.
 // The formulas are those of tensor/elementwise.cpp; the CPU is the reference they are tested against.

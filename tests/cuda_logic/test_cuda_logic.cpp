@@ -34,6 +34,39 @@ namespace dl {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
+// Strided::offset, the index map of every strided op: the 32-bit path (index spaces below 2^31 elements) and the
+// 64-bit one agree with the plain row-major sum over the dims, for merged layouts of up to 5 dims with transposed and
+// broadcast (stride 0) operands; a space of 2^31 elements or more takes the 64-bit path.
+TEST(CudaLogic, StridedOffsetIsTheRowMajorSumInBothWidths) {
+  Generator g(11);
+  for (int trial = 0; trial < 200; trial++) {
+    const int rank = 1 + (int)(g.next_u64() % 5);
+    Shape shape, strides;
+    for (int d = 0; d < rank; d++) shape.push_back(2 + (int64_t)(g.next_u64() % 7));
+    for (int d = 0; d < rank; d++) strides.push_back((int64_t)(g.next_u64() % 4) * (1 + (int64_t)(g.next_u64() % 50)));
+    ops::Strided s = ops::merge_dims(shape, {strides}, "test")[0];
+    ASSERT_TRUE(s.narrow);
+    ops::Strided w = s;
+    w.narrow = false;
+    const int64_t n = shape_numel(shape);
+    for (int64_t i = 0; i < n; i += 1 + (int64_t)(g.next_u64() % 3)) {
+      int64_t want = 0, r = i;
+      for (int d = rank - 1; d >= 0; d--) want += (r % shape[d]) * strides[d], r /= shape[d];
+      ASSERT_EQ(s.offset(i), want) << "narrow, i " << i << " of " << shape_str(shape) << " strides " << shape_str(strides);
+      ASSERT_EQ(w.offset(i), want) << "wide, i " << i << " of " << shape_str(shape) << " strides " << shape_str(strides);
+    }
+  }
+  // 2^31 elements and more: 64-bit divisions, and offsets past 2^32
+  const Shape big = {3, 1 << 20, 1024};
+  ops::Strided b = ops::merge_dims(big, {Shape{1, 3 << 10, 3}}, "test")[0];  // dim 0 transposed; dims 1, 2 merge
+  EXPECT_FALSE(b.narrow);
+  const int64_t i = 3LL * (1 << 20) * 1024 - 5;  // the last row's 1020th element
+  EXPECT_EQ(b.offset(i), 2LL + ((1LL << 20) - 1) * (3LL << 10) + 1019LL * 3);  // past 2^32
+  EXPECT_TRUE(ops::merge_dims({1 << 30}, {Shape{1}}, "test")[0].narrow);
+  EXPECT_FALSE(ops::merge_dims({1LL << 31}, {Shape{1}}, "test")[0].narrow);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Strided copy: contiguous() of any view, and a copy into a non-contiguous destination.
 TEST(CudaLogic, CopyStridedEqualsContiguous) {
   Generator g(1);
