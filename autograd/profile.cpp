@@ -8,6 +8,7 @@
 #include <map>
 
 #include "autograd/variable.h"
+#include "tensor/backend.h"
 
 namespace dl {
 namespace {
@@ -15,6 +16,15 @@ namespace {
 std::atomic<bool> g_on{false};
 std::map<std::string, OpProfile> g_rows;  // by op name
 double g_last_ms = 0;                     // the forward clock: when the previous op was recorded
+// The device backend once an op's output was on a device: its ops only queue work, so every clock read first waits
+// for the device (else an op's row would hold the time of whatever was queued before the next wait).
+Backend* g_device = nullptr;
+
+// Waits for the device's queued work when an op has run on one (see g_device).
+void device_wait(const Tensor& out) {
+  if (!g_device && out.defined() && out.device() != Device::cpu) g_device = &require_backend(out.device(), "profile");
+  if (g_device) g_device->synchronize();
+}
 
 double megabytes(const Tensor& t) { return t.defined() ? double(t.numel()) * dtype_size(t.dtype()) / 1e6 : 0.0; }
 
@@ -36,6 +46,7 @@ bool profiling() { return g_on.load(std::memory_order_relaxed); }
 
 ProfileScope::ProfileScope() {
   g_rows.clear();
+  g_device = nullptr;
   g_last_ms = detail::profile_now_ms();
   g_on.store(true, std::memory_order_relaxed);
 }
@@ -75,11 +86,13 @@ std::string profile_report(const std::string& title, int top) {
 namespace detail {
 
 double profile_now_ms() {
+  if (g_device) g_device->synchronize();
   using namespace std::chrono;
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
 void profile_forward(const Node& n, const Tensor& out) {
+  device_wait(out);
   const double now = profile_now_ms();
   OpProfile& r = row(n);
   r.forward_calls++;
@@ -89,6 +102,7 @@ void profile_forward(const Node& n, const Tensor& out) {
 }
 
 void profile_backward(const Node& n, double start_ms, const std::vector<Tensor>& grads) {
+  for (const Tensor& g : grads) device_wait(g);
   OpProfile& r = row(n);
   r.backward_calls++;
   r.backward_ms += profile_now_ms() - start_ms;

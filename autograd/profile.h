@@ -10,6 +10,8 @@
 // Each op's row: calls and milliseconds per pass, and megabytes written (forward: its output; backward: its input
 // gradients). profile_report() sorts by total time and gives each row's share.
 //
+// On a device (an op's output on CUDA) the ops only queue work, so once one has, every clock read first waits for the
+// device (Backend::synchronize): each row holds its own kernels' time, and the step runs slower than unprofiled.
 // Off by default; when off the cost is one branch per recorded op and per backward node. One thread records at a
 // time (the training step's thread); the ops' own OpenMP threads are inside the measured wall time.
 // What it is not: a sampling profiler (no call stacks, no time inside an op by kernel), nor a count of FLOPs.

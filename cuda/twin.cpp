@@ -69,6 +69,7 @@ void on_segv(int) {
 }
 
 std::atomic<size_t> g_limit{0};
+std::atomic<int64_t> g_syncs{0};  // Twin::synchronize() calls
 
 }  // namespace
 
@@ -91,7 +92,7 @@ struct Twin {
     reason.clear();
     return true;
   }
-  void synchronize() {}
+  void synchronize() { g_syncs.fetch_add(1); }  // nothing queued; counted (host_twin_synchronizations)
 
   void* malloc(size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -212,6 +213,7 @@ Backend& host_twin() {
   return *twin;
 }
 
+int64_t host_twin_synchronizations() { return g_syncs.load(); }
 int64_t host_twin_allocations() { return static_cast<CudaBackend<Twin>&>(host_twin()).allocator().requests(); }
 
 void set_host_twin_memory_limit(size_t bytes) { g_limit.store(bytes); }

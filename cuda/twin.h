@@ -22,6 +22,7 @@ namespace dl::cuda {
 
 Backend& host_twin();             // the one twin backend of this process
 int64_t host_twin_allocations();  // device blocks handed out since the start (cached or not): did a run use the device?
+int64_t host_twin_synchronizations();  // calls of the backend's synchronize() since the start (who waits for the device)
 // Simulated device memory: with a limit, the twin's platform fails an allocation that would hold more than `bytes`
 // (0: no limit), so the allocator's out-of-memory path runs (the retry after emptying the cache, the error).
 void set_host_twin_memory_limit(size_t bytes);

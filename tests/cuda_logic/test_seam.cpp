@@ -3,6 +3,8 @@
 // here as they would on a GPU.
 #include <gtest/gtest.h>
 
+#include "autograd/ops.h"
+#include "autograd/profile.h"
 #include "cuda/twin.h"
 #include "logic_util.h"
 #include "tensor/backend.h"
@@ -64,6 +66,26 @@ TEST(Seam, OutOfDeviceMemoryEmptiesTheCacheThenNamesWhatWasAskedAndHeld) {
     EXPECT_NE(e.find("1572864 bytes held by tensors"), std::string::npos) << e;
     b.free(q, 1536 << 10);
   }
+}
+
+// On a device the ops only queue work (the GPU's Thrust policy is par_nosync), so the op profile must wait for the
+// device before each clock read, or a row would hold whatever was queued before the next wait. The same step made
+// without the profile waits not once: the waits are the profile's, and the ops themselves never block.
+TEST(Seam, TheOpProfileWaitsForTheDeviceAndTheOpsDoNot) {
+  Generator g(3);
+  Var x(randn({4, 8}, g).to(Device::cuda), true), w(randn({8, 5}, g).to(Device::cuda), true);
+  auto step = [&] { sum(relu(matmul(x, w))).backward(); };
+  const int64_t s0 = cuda::host_twin_synchronizations();
+  step();
+  EXPECT_EQ(cuda::host_twin_synchronizations(), s0) << "an unprofiled step waited for the device";
+  {
+    ProfileScope scope;
+    step();
+  }
+  int64_t calls = 0;
+  for (const OpProfile& r : profile_table()) calls += r.forward_calls + r.backward_calls;
+  EXPECT_GE(calls, 6) << "matmul, relu and sum, forward and backward";
+  EXPECT_GE(cuda::host_twin_synchronizations() - s0, calls) << "a profiled op's clock was read without a wait";
 }
 
 }  // namespace
