@@ -30,5 +30,5 @@ class S4DKernel(nn.Module):
         A = -torch.exp(self.inv_A_real) + 1j * self.A_imag
         dtA = A * torch.exp(self.log_dt)[:, None]
         Ct = torch.view_as_complex(self.C) * (torch.exp(dtA) - 1.0) / A * torch.view_as_complex(self.B)  # C Bbar
-        powers = torch.exp(dtA[:, :, None] * torch.arange(L))  # Abar^l, (H, N2, L)
+        powers = torch.exp(dtA[:, :, None] * torch.arange(L, device=dtA.device))  # Abar^l, (H, N2, L)
         return 2 * torch.einsum("chn,hnl->chl", Ct, powers).real

@@ -25,7 +25,11 @@
 #      (DL_GPU_BENCH: transformer_listops 64 x 1024, s4d 64 x 4096, lstm_bits 256 x 256, gpt_char 64 x 512; 5 steps
 #      after 2 warm-up) into bench.jsonl; then one 20-step cell of each app (scripts/gpu_cells.sh) with --device cuda,
 #      its steps/s and peak GPU memory, its loss curve against the CPU reference in the bundle (cells.tsv)
-# DL_GPU_STEPS (default "smoke tests bench cells") picks steps 2-4 for a second call within one lease, e.g.
+#   5. where the time goes: one training step of transformer_listops and of s4d at the GPU sizes, op by op
+#      (bench_workloads --profile: each op's row waits for the device, autograd/profile.h), the top rows in the
+#      summary; then the LRA paper preset's ListOps Transformer (6 layers, width 512, batch 32, length 2000) timed by
+#      `lra_benchmark speed --device cuda` against issue 44's 5 steps/s
+# DL_GPU_STEPS (default "smoke tests bench cells profile") picks steps 2-5 for a second call within one lease, e.g.
 # DL_GPU_STEPS="bench cells" after a first call spent its time on the tests; the preflight always runs.
 # OUTDIR receives at most 6 files: summary.txt (written as the steps go, completed by an EXIT trap whatever happens,
 # and printed last), results.tsv, smoke.tsv, bench.jsonl, cells.tsv and logs.tar.gz (every process's output).
@@ -45,13 +49,17 @@ SUMMARY=$OUTDIR/summary.txt SMOKE=$OUTDIR/smoke.tsv RESULTS=$OUTDIR/results.tsv 
 : >"$BENCH"
 printf 'binary\ttest\tstatus\tseconds\trerun\tnote\n' >"$RESULTS"
 printf 'cell\tsteps_per_s\tcpu_steps_per_s\tmax_rel_train_loss\tmax_rel_val_loss\tval_acc\tcpu_val_acc\tverdict\trc\twall_s\tpeak_gpu_mib\n' >"$CELLS"
+# PyTorch (the benchmarks' reference) runs with the library path this machine gave us: the folders the preflight puts
+# first for our binaries (the toolkit's lib64) hold another cuDNN than the one PyTorch's wheel brings, and PyTorch
+# refuses to start on it (the first run, 2026-12-05: "cuDNN version incompatibility ... (9, 19, 0) ... (9, 14, 0)").
+LD_MACHINE=${LD_LIBRARY_PATH-}
 source "$B/scripts/gpu_env.sh"
 source "$B/scripts/gpu_cells.sh"
 REPORT=("${PYTHON:-python3}" "$B/scripts/gpu_check_report.py")
 NO_DEVICE="" STOPPED="" FAILED=""
 
 note() { echo "$*" >>"$SUMMARY"; }
-STEPS=" ${DL_GPU_STEPS:-smoke tests bench cells} "
+STEPS=" ${DL_GPU_STEPS:-smoke tests bench cells profile} "
 wanted() { [[ $STEPS == *" $1 "* ]] || { note ""; note "$2: not asked for (DL_GPU_STEPS=${DL_GPU_STEPS:-})"; return 1; }; }
 now() { date +%s; }
 # seconds a step may take: at most WANT, and never past the deadline less RESERVE (what the later steps need)
@@ -169,7 +177,7 @@ if [ -z "$NO_DEVICE" ] && [ -n "$SANITIZER" ] && [ "$(cap 60 330)" -ge 20 ]; the
   timeout -k 5 "$(cap 60 330)" "$SANITIZER" --tool racecheck --error-exitcode 99 "$B/bin/gpu_smoke" --only kernel. \
     >"$LOGS/smoke_racecheck.log" 2>&1
   rc=$?
-  note "  racecheck (compute-sanitizer, the raw kernels): $(grep -m1 'ERROR SUMMARY' "$LOGS/smoke_racecheck.log" || echo "no summary"), exit $rc$(
+  note "  racecheck (compute-sanitizer, the raw kernels): $(grep -m1 -E '(ERROR|RACECHECK) SUMMARY' "$LOGS/smoke_racecheck.log" | sed 's/^=* *//' || echo "no summary"), exit $rc$(
     [ $rc -eq 99 ] && echo ": races found" || { [ $rc -ne 0 ] && echo ": the smoke itself failed or was stopped"; })"
   [ $rc -eq 0 ] || FAILED="$FAILED racecheck(rc $rc)"
 elif [ -z "$NO_DEVICE" ]; then
@@ -231,7 +239,7 @@ else
       c=$(cap 75 100)
       if [ "$c" -lt 15 ]; then note "  $variant $wl: not run (out of time)"; continue; fi
       if [ $variant = ours ]; then cmd=("$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8)
-      else cmd=("${PYTHON:-python3}" "$B/bench/torch_workloads.py" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8); fi
+      else cmd=(env LD_LIBRARY_PATH="$LD_MACHINE" "${PYTHON:-python3}" "$B/bench/torch_workloads.py" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8); fi
       gpu_mem_watch
       timeout -k 5 "$c" "${cmd[@]}" >"$LOGS/bench_${variant}_$wl.log" 2>&1
       rc=$?
@@ -275,6 +283,42 @@ else
     printf '%s\t%s\t%s\t%s\n' "$row" "$rc" "$wall" "$peak" >>"$CELLS"
     [ $rc -eq 0 ] && [[ $row != *DIVERGED* ]] || FAILED="$FAILED cell:$cell"
   done
+  step_end
+  fi
+  if wanted profile "5 where the time goes"; then
+  step "5 where the time goes: one step op by op (bench_workloads --profile); the paper preset's ListOps Transformer"
+  for spec in ${DL_GPU_PROFILE:-transformer_listops:64:1024 s4d:64:4096}; do
+    IFS=: read -r wl batch len <<<"$spec"
+    c=$(cap 60 60)
+    if [ "$c" -lt 15 ]; then note "  profile $wl: not run (out of time)"; continue; fi
+    timeout -k 5 "$c" "$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --steps 1 --warmup 1 \
+      --threads 8 --profile >"$LOGS/profile_$wl.log" 2>&1
+    rc=$?
+    note "  profile $wl ($batch x $len, exit $rc; logs/profile_$wl.log), the ops of one step, longest first:"
+    grep -E '^\| ' "$LOGS/profile_$wl.log" | grep -v -e '| ---' | head -14 | cut -c1-150 | sed 's/^/    /' >>"$SUMMARY"
+    grep -E ' ops; forward|^AdamW' "$LOGS/profile_$wl.log" | sed 's/^/    /' >>"$SUMMARY"
+    [ $rc -eq 0 ] || FAILED="$FAILED profile:$wl"
+  done
+  c=$(cap 120 5)
+  if [ "$c" -ge 20 ]; then
+    gpu_mem_watch
+    DL_DATA_DIR="$WORK/cells/paper_data" timeout -k 5 "$c" "$B/bin/lra_benchmark" speed --preset paper --tasks listops \
+      --models transformer --device cuda --steps 3 --warmup 1 --threads 8 ${DL_GPU_PAPER_SETS:-} >"$LOGS/paper_listops.log" 2>&1
+    rc=$?
+    peak=$(gpu_mem_peak)
+    line=$(grep -m1 '^{' "$LOGS/paper_listops.log")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+      note "  LRA paper preset, ListOps Transformer (target 5 steps/s): $(echo "$line" | "${PYTHON:-python3}" -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+print("{steps_per_s} steps/s ({ms_per_step} ms), batch {batch} x {seq_len}, {params} params,".format(**j), "%.2f model TFLOP/s" % (j["gflops"] / 1000))' 2>&1), peak ${peak:-?} MiB"
+    else
+      note "  LRA paper preset, ListOps Transformer: failed, rc $rc: $(tail -1 "$LOGS/paper_listops.log" | cut -c1-200)"
+      FAILED="$FAILED paper_listops"
+    fi
+  else
+    note "  LRA paper preset, ListOps Transformer: not run (out of time)"
+  fi
   step_end
   fi
 fi

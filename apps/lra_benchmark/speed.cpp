@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "apps/common/device.h"
 #include "apps/common/experiment.h"
 #include "apps/common/phase.h"
 #include "cell.h"
@@ -35,6 +36,11 @@ static Inputs random_inputs(const TaskShape& s, int64_t B, int64_t L, Generator&
   return in;
 }
 
+static Inputs on_device(const Inputs& in, Device d) {
+  auto to = [d](const Tensor& t) { return t.defined() ? t.to(d) : t; };
+  return {to(in.tokens), to(in.features), to(in.mask)};
+}
+
 static double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -43,7 +49,10 @@ static double peak_rss_mb() {
 
 SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
   harness::set_threads(o.threads);
+  const Device dev = harness::parse_device(o.device);
+  Backend* device = dev == Device::cpu ? nullptr : &require_backend(dev, "lra_benchmark speed");
   SpeedResult r;
+  r.device = o.device;
   r.task = c.task, r.model = c.model, r.batch = c.batch;
   r.shape = task_shape(c);
   r.seq_len = r.shape.max_len;  // a batch of the longest sequences: the most a training step of this cell costs
@@ -51,12 +60,14 @@ SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
   Generator g((uint64_t)c.seed + 1);  // the fine-tuning model's seed, as run_cell
   LraModel m(c, r.shape, c.regime == "spt-causal", g);
   r.params = m.num_parameters() - m.pretrain_head_params();
+  harness::place_model(m, dev);
   optim::AdamW opt = make_optimizer(m, c, c.lr);  // the fine-tuning phase's
   m.train();
 
   Inputs a = random_inputs(r.shape, c.batch, r.seq_len, g), b;
   if (r.shape.two_tower) b = random_inputs(r.shape, c.batch, r.seq_len, g);
   Tensor labels = randint(0, r.shape.classes, {c.batch}, g);
+  a = on_device(a, dev), b = on_device(b, dev), labels = labels.to(dev);
 
   std::vector<double> ms;
   for (int step = 0; step < o.warmup + o.steps; step++) {
@@ -65,6 +76,7 @@ SpeedResult measure_speed(const CellConfig& c, const SpeedOptions& o) {
     loss.backward();
     loss.item();  // the trainer reads the loss every step
     dl::harness::apply_update(m, opt, c.clip);
+    if (device) device->synchronize();  // the device's work, not its queueing
     if (step >= o.warmup) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
@@ -94,6 +106,7 @@ json SpeedResult::to_json(const std::string& preset) const {
           {"model_gflop", model_gflop},
           {"gflops", round2(gflops)},
           {"peak_rss_mb", round2(peak_rss_mb)},
+          {"device", device},
           {"shape", s}};
 }
 
@@ -109,6 +122,7 @@ SpeedCommand::SpeedCommand(CLI::App& app) {
   cmd_->add_option("--steps", opt_.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
   cmd_->add_option("--warmup", opt_.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd_->add_option("--threads", opt_.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd_->add_option("--device", opt_.device, "cpu or cuda")->capture_default_str();
 }
 
 void SpeedCommand::run() const {

@@ -1,7 +1,7 @@
 // apps/lra_benchmark/speed.h - training steps per second of each cell's model, beside bench/torch_lra.py.
 //
 //   lra_benchmark speed [--preset tiny|small|FILE] [--tasks ..] [--models ..] [--set k=v].. [--steps 5] [--warmup 2]
-//                       [--threads 2]
+//                       [--threads 2] [--device cpu|cuda]
 //
 // For every task x model of the preset (the scratch regime's fine-tuning configuration) it builds the LraModel the
 // cell builds, feeds random inputs of the cell's batch size at the task's longest sequence (both towers for
@@ -15,6 +15,8 @@
 // "shape" is the TaskShape (vocab, features, classes, max_len, two_tower) that bench/torch_lra.py takes as --shape,
 // since the PyTorch twin cannot read our datasets. The task's data is made as the trainer makes it (the preset's
 // sizes), since the shape depends on it (ListOps' longest example).
+// --device cuda: the model and the batch on the GPU (apps/common/device.h), each step ending with the device's
+// synchronize(), and "device" in the line (scripts/gpu_check.sh times the paper preset's ListOps Transformer so).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -30,6 +32,7 @@ struct SpeedOptions {
   int steps = 5;    // timed steps
   int warmup = 2;   // untimed steps first (allocator and FFT plans warm up)
   int threads = 2;  // OpenMP threads
+  std::string device = "cpu";
 };
 
 struct SpeedResult {
@@ -38,6 +41,7 @@ struct SpeedResult {
   int64_t params = 0;  // the fine-tuned model's (the pretraining head left out, as CellResult::params)
   int batch = 0, seq_len = 0;
   double ms_per_step = 0, steps_per_s = 0, peak_rss_mb = 0;
+  std::string device = "cpu";
   double model_gflop = 0, gflops = 0;  // per training step (nn/sequence_layer.h's convention), and per second
   json to_json(const std::string& preset) const;
 };

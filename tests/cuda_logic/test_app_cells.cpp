@@ -23,6 +23,7 @@
 #include "apps/fpt/pretrain.h"
 #include "apps/lra_benchmark/app.h"
 #include "apps/lra_benchmark/config.h"
+#include "apps/lra_benchmark/speed.h"
 #include "apps/pretrained_convs/app.h"
 #include "apps/pretrained_convs/config.h"
 #include "apps/pretrained_convs/pretrain.h"
@@ -207,6 +208,23 @@ TEST(AppCellsOnDevice, LraBenchmarkEqualsTheCpu) {
   auto spt = harness::expand_cells(e, p, {{"listops"}, {"transformer"}, {"spt-masked"}}, {0}, sets);
   cells.insert(cells.end(), spt.begin(), spt.end());
   expect_same_runs(e, p, cells, "lra_benchmark");
+}
+
+// `lra_benchmark speed --device cuda` (what scripts/gpu_check.sh times the paper preset's ListOps Transformer with): the
+// model and the batch go to the device, and each timed step ends with one wait for it.
+TEST(AppCellsOnDevice, LraSpeedTimesStepsOnTheDevice) {
+  harness::Preset p = lra::load_preset("tiny");
+  lra::CellConfig c = lra::resolve_cell(p, "listops", "transformer", "scratch",
+                                        {"d_model=16", "layers=1", "heads=2", "seq_len=32", "train_size=16", "val_size=16",
+                                         "test_size=16", "batch=4"});
+  lra::SpeedOptions o;
+  o.steps = 2, o.warmup = 1, o.threads = 1, o.device = "cuda";
+  const int64_t a0 = cuda::host_twin_allocations(), s0 = cuda::host_twin_synchronizations();
+  lra::SpeedResult r = lra::measure_speed(c, o);
+  EXPECT_EQ(r.to_json("tiny").at("device"), "cuda");
+  EXPECT_GT(r.steps_per_s, 0);
+  EXPECT_GT(cuda::host_twin_allocations() - a0, 100) << "the step did not run on the device";
+  EXPECT_EQ(cuda::host_twin_synchronizations() - s0, 3) << "one wait per step (warm-up included)";
 }
 
 // classify: S4D, attention, the LSTM and a convolution as the mixer, ListOps.
