@@ -36,9 +36,7 @@ struct Config {
          {std::pair{"seq_len", seq_len}, {"d_model", d_model}, {"layers", layers}, {"batch", batch}, {"steps", steps}})
       harness::require_positive(key, name, v);
     harness::require_positive(key, "lr", lr);
-    if (warmup < 0 || warmup >= steps)
-      throw harness::ConfigError(key + ": field 'warmup' " + std::to_string(warmup) + " must be in [0, steps " +
-                                 std::to_string(steps) + ")");
+    harness::require_warmup(key, warmup, steps);
   }
 };
 

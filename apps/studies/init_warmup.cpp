@@ -184,8 +184,7 @@ void InitWarmupConfig::validate() const {
   if (init_label(init) == init) bad("field 'init': unknown init '" + init + "' (known: 0.02, lecun, xavier)");
   if (objective != "causal" && objective != "mlm") bad("field 'objective': '" + objective + "' is not causal or mlm");
   if (d_model % heads) bad("d_model " + std::to_string(d_model) + " is not a multiple of heads " + std::to_string(heads));
-  if (measure == "training" && warmup >= steps)
-    bad("field 'warmup' " + std::to_string(warmup) + " must be below steps " + std::to_string(steps));
+  if (measure == "training") harness::require_warmup(key, warmup, steps);
   if (seq_len < 2) bad("field 'seq_len' must be at least 2, found " + std::to_string(seq_len));
   depth_list(), init_list();
 }

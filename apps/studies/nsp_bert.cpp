@@ -12,10 +12,7 @@
 #include <iostream>
 #include <set>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
+#include "apps/common/model_cache.h"
 #include "apps/common/results.h"
 #include "apps/common/signals.h"
 #include "autograd/ops.h"
@@ -304,23 +301,10 @@ std::string pretrain_key(const PretrainOptions& o) {
 }
 
 namespace {
-// An exclusive lock on <path> held while it lives (flock: released by the kernel if the process dies).
-struct FileLock {
-  explicit FileLock(const std::string& path) : fd(::open(path.c_str(), O_CREAT | O_RDWR, 0644)) {
-    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("nsp-bert: cannot lock " + path);
-  }
-  ~FileLock() { ::close(fd); }  // closing releases the lock
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-  int fd;
-};
-
-bool load_cached(Pretrained& p, const std::string& dir) {
-  if (!fs::exists(dir + "/info.json")) return false;
+void load_cached(Pretrained& p, const nlohmann::json& info) {
   nn::LoadReport rep = p.model->load(p.path);
   if (!rep.ok()) throw nn::CheckpointError(p.path + ": " + rep.str());
-  p.info = harness::read_cache_info(dir);
-  return true;
+  p.info = info;
 }
 }  // namespace
 
@@ -331,28 +315,25 @@ Pretrained pretrained_english_bert(const PretrainOptions& o, const std::string& 
   p.gen = std::make_shared<Generator>(o.seed);
   p.model = std::make_shared<BertForPreTraining>(o.bert, *p.gen);
   p.path = dir + "/bert.safetensors";
-  if (load_cached(p, dir)) return p;
   harness::RunContext ctx;
   if (cell) ctx.comm = cell->comm, ctx.quiet = cell->quiet, ctx.profile = cell->profile, ctx.stop_after = cell->stop_after;
-  fs::create_directories(dir);
-  std::unique_ptr<FileLock> lock;  // one process: wait for another that builds it (--jobs), then read its model
-  if (ctx.comm->size() == 1) lock = std::make_unique<FileLock>(dir + ".lock");
-  if (load_cached(p, dir)) return p;
-  if (!ctx.quiet && ctx.writer()) std::cerr << "[nsp-bert] pretraining the BERT once (cached in " << dir << ")\n";
+  harness::ModelCache cache(dir, ctx, false);  // --jobs workers and ranks: one builds it, the others wait, then read it
+  if (cache.built()) {
+    load_cached(p, cache.info());
+    return p;
+  }
+  harness::RunContext pctx = cache.build_context("[nsp-bert pretraining]", "[nsp-bert] pretraining the BERT once");
+  pctx.out = dir;
   harness::install_stop_handlers();  // Ctrl-C / SIGTERM: checkpoint after the current step, then stop
   auto t0 = std::chrono::steady_clock::now();
   tasks::EnglishCorpus corpus = tasks::english_corpus();
   auto [train_docs, val_docs] = split_documents(sentence_documents(corpus.text), 0.05, o.seed + 7);
-  ctx.out = ctx.dir = dir, ctx.resume = true, ctx.label = "[nsp-bert pretraining]";
-  pretrain_bert(*p.model, *p.gen, train_docs, val_docs, o, ctx, p.info);
+  pretrain_bert(*p.model, *p.gen, train_docs, val_docs, o, pctx, p.info);
   p.info["corpus"] = {{"brown_documents", corpus.brown_documents}, {"fortune_files", corpus.fortune_files},
                       {"bytes", corpus.text.size()}};
   p.info["seconds_this_process"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   p.info["key"] = pretrain_key(o);
-  if (ctx.writer()) {
-    p.model->save(p.path, {{"format", "pt"}, {"dl.study", "nsp_bert"}, {"dl.key", pretrain_key(o)}});
-    harness::write_text_atomic(dir + "/info.json", p.info.dump(2) + "\n");  // last: its presence means "built"
-  }
+  cache.finish(p.info, [&] { p.model->save(p.path, {{"format", "pt"}, {"dl.study", "nsp_bert"}, {"dl.key", pretrain_key(o)}}); });
   return p;
 }
 

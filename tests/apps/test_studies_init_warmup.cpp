@@ -142,7 +142,7 @@ TEST(StudiesInitWarmup, RefusesBadSettingsByName) {
   EXPECT_NE(error("warmup", {"inits=0.02,kaiming"}).find("unknown init 'kaiming'"), std::string::npos);
   EXPECT_NE(error("warmup", {"init=he"}).find("unknown init 'he'"), std::string::npos);
   EXPECT_NE(error("warmup", {"depths=2,x"}).find("'depths'"), std::string::npos);
-  EXPECT_NE(error("warmup", {"warmup=100"}).find("must be below steps 100"), std::string::npos);
+  EXPECT_NE(error("warmup", {"warmup=100"}).find("field 'warmup' 100 must be in [0, steps 100)"), std::string::npos);
   EXPECT_NE(error("warmup", {"schedule=cosine"}).find("'schedule'"), std::string::npos);
   EXPECT_NE(error("warmup", {"heads=3"}).find("not a multiple of heads 3"), std::string::npos);
   EXPECT_NE(error("warmup", {"norm=pre"}).find("--norms"), std::string::npos) << "an axis";
