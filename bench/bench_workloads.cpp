@@ -19,8 +19,10 @@
 //
 // --device cuda (apps/common/device.h): the model's parameters and the batch move to the device before the first step
 // (the Transformer's sinusoid table too), each timed step ends with the device's synchronize(), and attention takes
-// the path MultiheadAttention takes on a device (the composed one: the packed, blocked and fused kernels are CPU-only,
-// so --attention packed / fused are refused there). --batch B and --len L set the batch and the length (defaults:
+// the path MultiheadAttention takes on a device with --attention best (the default): the device's flash primitive
+// (cuda/ops/attention.cuh), as the apps run; --attention composed times the composed path (cuBLAS products, a T x T
+// matrix); packed and fused are CPU kernels and refused there. Until 2026-12-05 the device always ran composed, which
+// the first GPU run measured. --batch B and --len L set the batch and the length (defaults:
 // each workload's CPU size) to reach GPU sizes. The JSON line then also holds "device" and "batch"; the CPU line is
 // unchanged (bench/run_vs_torch.sh reads it).
 //
@@ -437,8 +439,8 @@ int run_main(int argc, char** argv) {
   if (device != Device::cpu && (name == "scaling" || name == "kernels"))
     usage_error(name + " times the CPU kernels; --device " + device_arg + " runs the four workloads only");
   if (device != Device::cpu && (attn == Attn::packed || attn == Attn::fused))
-    usage_error("--attention packed and fused are CPU kernels; on --device " + device_arg + " attention is composed");
-  if (device != Device::cpu) attn = Attn::composed;  // what MultiheadAttention takes on a device (best included)
+    usage_error("--attention packed and fused are CPU kernels; on --device " + device_arg +
+                " attention is best (the layer's own path there: the device's flash primitive) or composed");
   if (precision != "fp32" && precision != "bf16") usage_error("--precision must be fp32 or bf16, found '" + precision + "'");
   set_matmul_precision(parse_precision(precision));
   if (precision == "bf16") std::fprintf(stderr, "bench_workloads: %s\n", precision_note().c_str());
@@ -465,7 +467,9 @@ int run_main(int argc, char** argv) {
               name.c_str(), (long long)len, (long long)w.model->num_parameters(), s.ms, w.tokens / (s.ms / 1000.0), peak_rss_mb(),
               s.loss, gflop, gflop / (s.ms / 1000.0), s.minflt_per_step, host_allocator_stats().peak_bytes_in_use / 1048576.0,
               s.cpu_ms,
-              attn == Attn::best       ? (len >= kFlashFrom ? "best (blocked)" : "best (packed)")
+              attn == Attn::best       ? (device != Device::cpu ? "best (device flash)"
+                                          : len >= kFlashFrom ? "best (blocked)"
+                                                              : "best (packed)")
               : attn == Attn::packed   ? "packed"
               : attn == Attn::composed ? "composed"
                                        : "fused",

@@ -25,7 +25,8 @@
 #      (DL_GPU_BENCH: transformer_listops 64 x 1024, s4d 64 x 4096, lstm_bits 256 x 256, gpt_char 64 x 512; 5 steps
 #      after 2 warm-up) into bench.jsonl; then one 20-step cell of each app (scripts/gpu_cells.sh) with --device cuda,
 #      its steps/s and peak GPU memory, its loss curve against the CPU reference in the bundle (cells.tsv)
-#   5. where the time goes: one training step of transformer_listops and of s4d at the GPU sizes, op by op
+#   5. where the time goes: one training step of transformer_listops (its layer's device path, then composed) and of
+#      s4d at the GPU sizes, op by op
 #      (bench_workloads --profile: each op's row waits for the device, autograd/profile.h), the top rows in the
 #      summary; then the LRA paper preset's ListOps Transformer (6 layers, width 512, batch 32, length 2000) timed by
 #      `lra_benchmark speed --device cuda` against issue 44's 5 steps/s
@@ -287,17 +288,21 @@ else
   fi
   if wanted profile "5 where the time goes"; then
   step "5 where the time goes: one step op by op (bench_workloads --profile); the paper preset's ListOps Transformer"
-  for spec in ${DL_GPU_PROFILE:-transformer_listops:64:1024 s4d:64:4096}; do
-    IFS=: read -r wl batch len <<<"$spec"
+  # WORKLOAD:BATCH:LEN[:ATTENTION]; the Transformer once on the layer's own device path (the flash primitive) and once
+  # composed (cuBLAS products and a T x T matrix: what the first run's benchmark timed)
+  for spec in ${DL_GPU_PROFILE:-transformer_listops:64:1024 transformer_listops:64:1024:composed s4d:64:4096}; do
+    IFS=: read -r wl batch len attn <<<"$spec"
+    attn=${attn:-best}
     c=$(cap 60 60)
-    if [ "$c" -lt 15 ]; then note "  profile $wl: not run (out of time)"; continue; fi
-    timeout -k 5 "$c" "$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --steps 1 --warmup 1 \
-      --threads 8 --profile >"$LOGS/profile_$wl.log" 2>&1
+    if [ "$c" -lt 15 ]; then note "  profile $wl ($attn): not run (out of time)"; continue; fi
+    log=$LOGS/profile_${wl}_$attn.log
+    timeout -k 5 "$c" "$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --attention "$attn" \
+      --steps 1 --warmup 1 --threads 8 --profile >"$log" 2>&1
     rc=$?
-    note "  profile $wl ($batch x $len, exit $rc; logs/profile_$wl.log), the ops of one step, longest first:"
-    grep -E '^\| ' "$LOGS/profile_$wl.log" | grep -v -e '| ---' | head -14 | cut -c1-150 | sed 's/^/    /' >>"$SUMMARY"
-    grep -E ' ops; forward|^AdamW' "$LOGS/profile_$wl.log" | sed 's/^/    /' >>"$SUMMARY"
-    [ $rc -eq 0 ] || FAILED="$FAILED profile:$wl"
+    note "  profile $wl, attention $attn ($batch x $len, exit $rc; logs/$(basename "$log")), the ops of one step, longest first:"
+    grep -E '^\| ' "$log" | grep -v -e '| ---' | head -14 | cut -c1-150 | sed 's/^/    /' >>"$SUMMARY"
+    grep -E ' ops; forward|^AdamW|^\{' "$log" | cut -c1-300 | sed 's/^/    /' >>"$SUMMARY"
+    [ $rc -eq 0 ] || FAILED="$FAILED profile:$wl:$attn"
   done
   c=$(cap 120 5)
   if [ "$c" -ge 20 ]; then
