@@ -16,6 +16,9 @@
 //            dk_s = sum_t dS_ts (c q_t),  dv_s = sum_t P_ts M_ts dO_t      one thread per key (b, h, s)
 // Each thread sums its terms in key (or query) order, so the result does not depend on the launch, and nothing is
 // atomic. Memory: out, L (B NH T floats) and D; the scores exist one tile at a time in each thread's registers.
+// Head sizes 16, 32 and 64 are compiled as constants (the functors' HSC; attention() picks one, 0 = any head size): the
+// loops over a head then unroll and a thread's q, o and gradient rows can live in registers instead of local memory,
+// which an array indexed by a loop bound only known at run time cannot (the first GPU run, 2026-12-05, ran them so).
 // What it is not: a tensor-core kernel (fp32 FMA, each thread reads its keys from L2; the K/V tiles are not staged in
 // shared memory), cross-attention, an additive bias, returned weights; head size at most kAttnMaxHead.
 #pragma once
@@ -27,6 +30,22 @@ namespace dl::ops {
 constexpr int64_t kAttnMaxHead = 128;  // the per-thread q, o and gradient rows are arrays of this many floats
 constexpr int64_t kAttnTile = 32;      // keys per step of the online softmax (one rescale per tile)
 constexpr float kAttnPadScore = -1e9f;
+
+// `#pragma unroll` for nvcc's device pass only (other compilers warn about a pragma they do not know).
+#if defined(__CUDA_ARCH__)
+#define DL_UNROLL _Pragma("unroll")
+#else
+#define DL_UNROLL
+#endif
+
+// a . b over HSC elements when HSC > 0 (a compile-time length: the loop unrolls), else over n
+template <int HSC> DL_HD inline float head_dot(const float* a, const float* b, int64_t n) {
+  const int64_t len = HSC > 0 ? HSC : n;
+  float acc = 0;
+  DL_UNROLL
+  for (int64_t e = 0; e < len; e++) acc += a[e] * b[e];
+  return acc;
+}
 
 struct AttnProblem {
   const float* qkv;       // (B, T, 3C)
@@ -57,14 +76,15 @@ struct AttnProblem {
   }
 };
 
-struct AttnForwardF {
+template <int HSC> struct AttnForwardF {
   AttnProblem p;
   float *out, *L;  // (B, T, C), (B NH T)
   DL_HD void operator()(int64_t i) const {
-    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = p.HS, n = p.keys(b, t);
+    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.keys(b, t);
     const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
     float q[kAttnMaxHead], o[kAttnMaxHead], S[kAttnTile];
     const float* qt = p.q(b, h, t);
+    DL_UNROLL
     for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], o[e] = 0.f;
     float m = -INFINITY, l = 0.f;
     for (int64_t s0 = 0; s0 < n; s0 += kAttnTile) {
@@ -72,21 +92,24 @@ struct AttnForwardF {
       float mt = m;
       for (int64_t j = 0; j < nb; j++) {
         const int64_t s = s0 + j;
-        S[j] = p.pad(b, s) ? kAttnPadScore : p.dot(q, p.q(b, h, s) + p.C);
+        S[j] = p.pad(b, s) ? kAttnPadScore : head_dot<HSC>(q, p.q(b, h, s) + p.C, HS);
         mt = S[j] > mt ? S[j] : mt;
       }
       const float a = m_exp(m - mt);  // 0 on the first tile (m = -inf)
       l *= a;
-      for (int64_t e = 0; e < HS; e++) o[e] *= a;
+      DL_UNROLL
+    for (int64_t e = 0; e < HS; e++) o[e] *= a;
       for (int64_t j = 0; j < nb; j++) {
         const float pe = m_exp(S[j] - mt), w = pe * p.keep(key, s0 + j);
         l += pe;
         const float* v = p.q(b, h, s0 + j) + 2 * p.C;
-        for (int64_t e = 0; e < HS; e++) o[e] += w * v[e];
+        DL_UNROLL
+    for (int64_t e = 0; e < HS; e++) o[e] += w * v[e];
       }
       m = mt;
     }
     float* y = out + (b * T + t) * p.C + h * HS;
+    DL_UNROLL
     for (int64_t e = 0; e < HS; e++) y[e] = o[e] / l;
     L[i] = m + m_log(l);
   }
@@ -102,38 +125,42 @@ struct AttnDeltaF {  // D_t = dO_t . out_t per row
   }
 };
 
-struct AttnGradQF {  // one thread per query row: dq_t = c sum_s dS_ts k_s
+template <int HSC> struct AttnGradQF {  // one thread per query row: dq_t = c sum_s dS_ts k_s
   AttnProblem p;
   const float *L, *D, *dout;
   float* dqkv;
   DL_HD void operator()(int64_t i) const {
-    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = p.HS, n = p.keys(b, t);
+    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.keys(b, t);
     const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
     float q[kAttnMaxHead], dq[kAttnMaxHead];
     const float* qt = p.q(b, h, t);
     const float* dO = dout + (b * T + t) * p.C + h * HS;
+    DL_UNROLL
     for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], dq[e] = 0.f;
     const float Li = L[i], Di = D[i];
     for (int64_t s = 0; s < n; s++) {
       if (p.pad(b, s)) continue;  // dS = 0: the fill does not depend on q
       const float *k = p.q(b, h, s) + p.C, *v = k + p.C;
-      const float P = m_exp(p.dot(q, k) - Li), dS = P * (p.keep(key, s) * p.dot(dO, v) - Di);
-      for (int64_t e = 0; e < HS; e++) dq[e] += dS * k[e];
+      const float P = m_exp(head_dot<HSC>(q, k, HS) - Li), dS = P * (p.keep(key, s) * head_dot<HSC>(dO, v, HS) - Di);
+      DL_UNROLL
+    for (int64_t e = 0; e < HS; e++) dq[e] += dS * k[e];
     }
     float* g = dqkv + (b * T + t) * 3 * p.C + h * HS;
+    DL_UNROLL
     for (int64_t e = 0; e < HS; e++) g[e] = p.c * dq[e];
   }
 };
 
-struct AttnGradKVF {  // one thread per key (b, h, s): dk_s = sum_t dS_ts (c q_t), dv_s = sum_t P_ts M_ts dO_t
+template <int HSC> struct AttnGradKVF {  // one thread per key (b, h, s): dk_s = sum_t dS_ts (c q_t), dv_s = sum_t P_ts M_ts dO_t
   AttnProblem p;
   const float *L, *D, *dout;
   float* dqkv;
   DL_HD void operator()(int64_t j) const {
-    const int64_t T = p.T, s = j % T, bh = j / T, h = bh % p.NH, b = bh / p.NH, HS = p.HS;
+    const int64_t T = p.T, s = j % T, bh = j / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS;
     const bool pad = p.pad(b, s);
     const float *k = p.q(b, h, s) + p.C, *v = k + p.C;
     float dk[kAttnMaxHead], dv[kAttnMaxHead], q[kAttnMaxHead];
+    DL_UNROLL
     for (int64_t e = 0; e < HS; e++) dk[e] = dv[e] = 0.f;
     // rows before s see it only under a prefix (s < prefix_b) or without a mask
     const int64_t t0 = (p.causal || p.prefix) && !(p.prefix && s < p.prefix[b]) ? s : 0, first = p.first_real(b);
@@ -142,17 +169,21 @@ struct AttnGradKVF {  // one thread per key (b, h, s): dk_s = sum_t dS_ts (c q_t
       if (s >= nt) continue;
       const int64_t i = bh * T + t;
       const float* qt = p.q(b, h, t);
-      for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e];
+      DL_UNROLL
+    for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e];
       const float* dO = dout + (b * T + t) * p.C + h * HS;
       // a row with no real key has uniform weights 1/n_t (the fill everywhere; L_t = -1e9 + log n_t would round)
-      const float P = first >= nt ? 1.f / (float)nt : m_exp((pad ? kAttnPadScore : p.dot(q, k)) - L[i]);
+      const float P = first >= nt ? 1.f / (float)nt : m_exp((pad ? kAttnPadScore : head_dot<HSC>(q, k, HS)) - L[i]);
       const float M = p.drop ? p.keep(row_key(p.seed, (uint64_t)i), s) : 1.f;
-      for (int64_t e = 0; e < HS; e++) dv[e] += P * M * dO[e];
+      DL_UNROLL
+    for (int64_t e = 0; e < HS; e++) dv[e] += P * M * dO[e];
       if (pad) continue;
-      const float dS = P * (M * p.dot(dO, v) - D[i]);
-      for (int64_t e = 0; e < HS; e++) dk[e] += dS * q[e];
+      const float dS = P * (M * head_dot<HSC>(dO, v, HS) - D[i]);
+      DL_UNROLL
+    for (int64_t e = 0; e < HS; e++) dk[e] += dS * q[e];
     }
     float* g = dqkv + (b * T + s) * 3 * p.C + p.C + h * HS;
+    DL_UNROLL
     for (int64_t e = 0; e < HS; e++) g[e] = dk[e], g[p.C + e] = dv[e];
   }
 };
@@ -170,11 +201,21 @@ inline AttnProblem attn_problem(const AttentionArgs& a, const Tensor& qkv, const
   return p;
 }
 
+// f.template operator()<HSC>() with the head size as a constant where it is one of the compiled ones, else HSC = 0.
+template <class F> void with_head_size(int64_t HS, F&& f) {
+  switch (HS) {
+    case 16: f.template operator()<16>(); break;
+    case 32: f.template operator()<32>(); break;
+    case 64: f.template operator()<64>(); break;
+    default: f.template operator()<0>();
+  }
+}
+
 template <class Exec>
 void attention(const Exec& exec, const AttentionArgs& a, const Tensor& qkv, const Tensor& km, const Tensor& prefix,
                const Tensor& out, const Tensor& L) {
   AttnProblem p = attn_problem(a, qkv, km, prefix);
-  for_n(exec, p.B * p.NH * p.T, AttnForwardF{p, dptr<float>(out), dptr<float>(L)});
+  with_head_size(p.HS, [&]<int HSC>() { for_n(exec, p.B * p.NH * p.T, AttnForwardF<HSC>{p, dptr<float>(out), dptr<float>(L)}); });
 }
 
 template <class Exec>
@@ -184,8 +225,10 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& 
   const int64_t rows = p.B * p.NH * p.T;
   Tensor D = Tensor::empty({rows}, DType::f32, qkv.device());  // a scratch row of the platform (device or twin host)
   for_n(exec, rows, AttnDeltaF{p, dptr<float>(out), dptr<float>(dout), dptr<float>(D)});
-  for_n(exec, rows, AttnGradQF{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
-  for_n(exec, rows, AttnGradKVF{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
+  with_head_size(p.HS, [&]<int HSC>() {
+    for_n(exec, rows, AttnGradQF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
+    for_n(exec, rows, AttnGradKVF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
+  });
 }
 
 }  // namespace dl::ops

@@ -57,7 +57,7 @@ void expect_attention_agrees(const AttnCase& c) {
   EXPECT_TRUE(all_close(back(xd.grad()), xc.grad(), test::kAgreeF32, c.name + " dqkv"));
 }
 
-// Odd lengths (37: one full key tile of 32 and a partial one), heads of 8 to 128, each mask, the prefix-LM mask, a row
+// Odd lengths (37: one full key tile of 32 and a partial one), heads of 8 to 128 (16, 32 and 64 compiled as constants), each mask, the prefix-LM mask, a row
 // whose keys are all padding (uniform weights), and dropout with the CPU's counter-hash mask.
 TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
   std::vector<AttnCase> cases = {
@@ -70,6 +70,10 @@ TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
       {"dropout 0.3", 2, 37, 16, 2, false, false, false, false, 0.3},
       {"causal + dropout + padding", 3, 33, 24, 3, true, true, false, false, 0.2},
       {"head size 128", 1, 9, 128, 1},
+      // the head sizes compiled as constants (cuda/ops/attention.cuh's HSC), each through a different mask
+      {"head size 16, prefix-LM + key padding", 2, 21, 32, 2, false, true, true},
+      {"head size 32, causal + dropout + padding", 2, 37, 64, 2, true, true, false, false, 0.2},
+      {"head size 64, plain", 2, 35, 128, 2},
       {"one position", 2, 1, 8, 1, true},
   };
   for (const AttnCase& c : cases) expect_attention_agrees(c);
