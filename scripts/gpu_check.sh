@@ -22,7 +22,8 @@
 #      run, to keep this runner honest.
 #   4. bench_cuda (sgemm, row softmax, FFT convolution alone), then
 #      bench_workloads --device cuda beside bench/torch_workloads.py --device cuda (PyTorch with SDPA) at GPU sizes
-#      (DL_GPU_BENCH: transformer_listops 64 x 1024, s4d 64 x 4096, lstm_bits 256 x 256, gpt_char 64 x 512; 5 steps
+#      (DL_GPU_BENCH: transformer_listops 64 x 1024, s4d 64 x 4096, lstm_bits 256 x 256, gpt_char 64 x 512, and the
+#      Transformer and GPT again in bf16 beside torch.autocast; 5 steps
 #      after 2 warm-up) into bench.jsonl; then one 20-step cell of each app (scripts/gpu_cells.sh) with --device cuda,
 #      its steps/s and peak GPU memory, its loss curve against the CPU reference in the bundle (cells.tsv)
 #   5. where the time goes: one training step of transformer_listops (its layer's device path, then composed) and of
@@ -234,24 +235,27 @@ else
     grep -E '^BM_' "$LOGS/bench_cuda.log" | sed 's/^/    /' >>"$SUMMARY"
     [ $rc -eq 0 ] || FAILED="$FAILED bench_cuda"
   fi
-  for spec in ${DL_GPU_BENCH:-transformer_listops:64:1024 s4d:64:4096 lstm_bits:256:256 gpt_char:64:512}; do
-    IFS=: read -r wl batch len <<<"$spec"
+  # WORKLOAD:BATCH:LEN[:PRECISION]; bf16: ours with --precision bf16 (cuBLAS bf16 GEMMs, float32 sums) beside autocast
+  for spec in ${DL_GPU_BENCH:-transformer_listops:64:1024 transformer_listops:64:1024:bf16 s4d:64:4096 lstm_bits:256:256 gpt_char:64:512 gpt_char:64:512:bf16}; do
+    IFS=: read -r wl batch len prec <<<"$spec"
+    prec=${prec:-fp32}
+    tag=$wl$([ "$prec" = fp32 ] || echo "_$prec")
     for variant in ours torch; do
       c=$(cap 75 100)
-      if [ "$c" -lt 15 ]; then note "  $variant $wl: not run (out of time)"; continue; fi
-      if [ $variant = ours ]; then cmd=("$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8)
-      else cmd=(env LD_LIBRARY_PATH="$LD_MACHINE" "${PYTHON:-python3}" "$B/bench/torch_workloads.py" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8); fi
+      if [ "$c" -lt 15 ]; then note "  $variant $tag: not run (out of time)"; continue; fi
+      if [ $variant = ours ]; then cmd=("$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8 --precision "$prec")
+      else cmd=(env LD_LIBRARY_PATH="$LD_MACHINE" "${PYTHON:-python3}" "$B/bench/torch_workloads.py" "$wl" --device cuda --batch "$batch" --len "$len" --steps 5 --warmup 2 --threads 8 --precision "$prec"); fi
       gpu_mem_watch
-      timeout -k 5 "$c" "${cmd[@]}" >"$LOGS/bench_${variant}_$wl.log" 2>&1
+      timeout -k 5 "$c" "${cmd[@]}" >"$LOGS/bench_${variant}_$tag.log" 2>&1
       rc=$?
       peak=$(gpu_mem_peak)
-      line=$(grep -m1 '^{' "$LOGS/bench_${variant}_$wl.log")
-      if [ $rc -eq 0 ] && [ -n "$line" ]; then
+      line=$(grep -m1 '^{' "$LOGS/bench_${variant}_$tag.log")
+      if [ $rc -eq 0 ] && [ -n "$line" ] && [[ $line != *'"error"'* ]]; then
         echo "${line%\}}, \"variant\": \"$variant\", \"peak_gpu_mib\": ${peak:-null}}" >>"$BENCH"
       else
-        err=$(tail -2 "$LOGS/bench_${variant}_$wl.log" | tr '\n"\\' "  /" | cut -c1-300)
-        echo "{\"workload\": \"$wl\", \"len\": $len, \"batch\": $batch, \"variant\": \"$variant\", \"failed\": true, \"rc\": $rc, \"error\": \"$err\"}" >>"$BENCH"
-        [ $variant = ours ] && FAILED="$FAILED bench:$wl"
+        err=$( (grep -m1 -o '"error": "[^"]*"' "$LOGS/bench_${variant}_$tag.log"; tail -2 "$LOGS/bench_${variant}_$tag.log") | tr '\n"\\' "  /" | cut -c1-300)
+        echo "{\"workload\": \"$wl\", \"precision\": \"$prec\", \"len\": $len, \"batch\": $batch, \"variant\": \"$variant\", \"failed\": true, \"rc\": $rc, \"error\": \"$err\"}" >>"$BENCH"
+        [ $variant = ours ] && FAILED="$FAILED bench:$tag"
       fi
     done
   done

@@ -76,7 +76,10 @@ def bench(path):
             r = json.loads(line)
         except ValueError:
             continue
-        got[(r.get("workload"), r.get("variant"))] = r
+        w = r.get("workload")  # a bf16 run is its own row: "gpt_char bf16" (ours --precision bf16 beside autocast)
+        if r.get("precision", "fp32") != "fp32":
+            w = f"{w} {r['precision']}"
+        got[(w, r.get("variant"))] = r
     names = sorted({w for w, _ in got})
     print("  | workload | len x batch | ours ms | torch ms | ours tok/s | torch tok/s | ours/torch tok/s | ours TFLOP/s | "
           "torch TFLOP/s | ours MFU fp32 / tf32 / bf16 |")
