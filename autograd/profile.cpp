@@ -20,10 +20,9 @@ double g_last_ms = 0;                     // the forward clock: when the previou
 // for the device (else an op's row would hold the time of whatever was queued before the next wait).
 Backend* g_device = nullptr;
 
-// Waits for the device's queued work when an op has run on one (see g_device).
-void device_wait(const Tensor& out) {
-  if (!g_device && out.defined() && out.device() != Device::cpu) g_device = &require_backend(out.device(), "profile");
-  if (g_device) g_device->synchronize();
+// Notes the device the first time an op's tensor is on one; from then on profile_now_ms() waits for it.
+void note_device(const Tensor& t) {
+  if (!g_device && t.defined() && t.device() != Device::cpu) g_device = &require_backend(t.device(), "profile");
 }
 
 double megabytes(const Tensor& t) { return t.defined() ? double(t.numel()) * dtype_size(t.dtype()) / 1e6 : 0.0; }
@@ -92,7 +91,7 @@ double profile_now_ms() {
 }
 
 void profile_forward(const Node& n, const Tensor& out) {
-  device_wait(out);
+  note_device(out);
   const double now = profile_now_ms();
   OpProfile& r = row(n);
   r.forward_calls++;
@@ -102,7 +101,7 @@ void profile_forward(const Node& n, const Tensor& out) {
 }
 
 void profile_backward(const Node& n, double start_ms, const std::vector<Tensor>& grads) {
-  for (const Tensor& g : grads) device_wait(g);
+  for (const Tensor& g : grads) note_device(g);
   OpProfile& r = row(n);
   r.backward_calls++;
   r.backward_ms += profile_now_ms() - start_ms;

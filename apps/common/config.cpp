@@ -105,7 +105,8 @@ void require_positive(const std::string& key, const char* field, double value) {
 
 void require_warmup(const std::string& key, int64_t warmup, int64_t steps) {
   if (warmup < 0 || warmup >= steps)
-    throw ConfigError(key + ": field 'warmup' " + std::to_string(warmup) + " must be in [0, steps " + std::to_string(steps) + ")");
+    throw ConfigError(key + ": field 'warmup' " + std::to_string(warmup) + " must be in [0, steps " + std::to_string(steps) +
+                      ")");
 }
 
 void set_field(std::string& field, const json& v, const std::string& key, const std::string& where) {

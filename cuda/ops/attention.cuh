@@ -69,11 +69,6 @@ struct AttnProblem {
   DL_HD float keep(uint32_t key, int64_t s) const {  // M_ts for the row whose key is row_key(seed, i)
     return !drop ? 1.f : (uint64_t)row_draw(key, (uint32_t)s) >= thr ? r : 0.f;
   }
-  DL_HD float dot(const float* a, const float* b) const {
-    float acc = 0;
-    for (int64_t e = 0; e < HS; e++) acc += a[e] * b[e];
-    return acc;
-  }
 };
 
 template <int HSC> struct AttnForwardF {
@@ -98,13 +93,13 @@ template <int HSC> struct AttnForwardF {
       const float a = m_exp(m - mt);  // 0 on the first tile (m = -inf)
       l *= a;
       DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) o[e] *= a;
+      for (int64_t e = 0; e < HS; e++) o[e] *= a;
       for (int64_t j = 0; j < nb; j++) {
         const float pe = m_exp(S[j] - mt), w = pe * p.keep(key, s0 + j);
         l += pe;
         const float* v = p.q(b, h, s0 + j) + 2 * p.C;
         DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) o[e] += w * v[e];
+        for (int64_t e = 0; e < HS; e++) o[e] += w * v[e];
       }
       m = mt;
     }
@@ -121,7 +116,7 @@ struct AttnDeltaF {  // D_t = dO_t . out_t per row
   float* D;
   DL_HD void operator()(int64_t i) const {
     const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, at = (b * T + t) * p.C + h * p.HS;
-    D[i] = p.dot(dout + at, out + at);
+    D[i] = head_dot<0>(dout + at, out + at, p.HS);
   }
 };
 
@@ -143,7 +138,7 @@ template <int HSC> struct AttnGradQF {  // one thread per query row: dq_t = c su
       const float *k = p.q(b, h, s) + p.C, *v = k + p.C;
       const float P = m_exp(head_dot<HSC>(q, k, HS) - Li), dS = P * (p.keep(key, s) * head_dot<HSC>(dO, v, HS) - Di);
       DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) dq[e] += dS * k[e];
+      for (int64_t e = 0; e < HS; e++) dq[e] += dS * k[e];
     }
     float* g = dqkv + (b * T + t) * 3 * p.C + h * HS;
     DL_UNROLL
@@ -170,17 +165,17 @@ template <int HSC> struct AttnGradKVF {  // one thread per key (b, h, s): dk_s =
       const int64_t i = bh * T + t;
       const float* qt = p.q(b, h, t);
       DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e];
+      for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e];
       const float* dO = dout + (b * T + t) * p.C + h * HS;
       // a row with no real key has uniform weights 1/n_t (the fill everywhere; L_t = -1e9 + log n_t would round)
       const float P = first >= nt ? 1.f / (float)nt : m_exp((pad ? kAttnPadScore : head_dot<HSC>(q, k, HS)) - L[i]);
       const float M = p.drop ? p.keep(row_key(p.seed, (uint64_t)i), s) : 1.f;
       DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) dv[e] += P * M * dO[e];
+      for (int64_t e = 0; e < HS; e++) dv[e] += P * M * dO[e];
       if (pad) continue;
       const float dS = P * (M * head_dot<HSC>(dO, v, HS) - D[i]);
       DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) dk[e] += dS * q[e];
+      for (int64_t e = 0; e < HS; e++) dk[e] += dS * q[e];
     }
     float* g = dqkv + (b * T + s) * 3 * p.C + p.C + h * HS;
     DL_UNROLL

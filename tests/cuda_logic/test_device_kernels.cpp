@@ -57,8 +57,9 @@ void expect_attention_agrees(const AttnCase& c) {
   EXPECT_TRUE(all_close(back(xd.grad()), xc.grad(), test::kAgreeF32, c.name + " dqkv"));
 }
 
-// Odd lengths (37: one full key tile of 32 and a partial one), heads of 8 to 128 (16, 32 and 64 compiled as constants), each mask, the prefix-LM mask, a row
-// whose keys are all padding (uniform weights), and dropout with the CPU's counter-hash mask.
+// Odd lengths (37: one full key tile of 32 and a partial one), heads of 8 to 128 (16, 32 and 64 compiled as constants),
+// each mask, the prefix-LM mask, a row whose keys are all padding (uniform weights), and dropout with the CPU's
+// counter-hash mask.
 TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
   std::vector<AttnCase> cases = {
       {"plain", 2, 37, 16, 2},
