@@ -34,4 +34,10 @@ DL_HD inline uint32_t mix32(uint32_t x) {  // "lowbias32" (C. Wellons): a full-a
 }
 DL_HD inline uint32_t row_draw(uint32_t key, uint32_t j) { return mix32(key ^ (j * 0x9E3779B9U)); }
 
+// The keep test `draw >= thr` (thr = round(p 2^32), in [0, 2^32]) as a 32-bit compare: a 64-bit one widens every lane
+// and halves the vector. thr = 2^32 keeps nothing, so a caller compares against keep_threshold32(thr) and gives a kept
+// element keep_scale(thr, r) instead of r: both are 0 only in that case, so the mask is the 64-bit test's exactly.
+DL_HD inline uint32_t keep_threshold32(uint64_t thr) { return thr > 0xFFFFFFFFull ? 0xFFFFFFFFu : (uint32_t)thr; }
+DL_HD inline float keep_scale(uint64_t thr, float r) { return thr > 0xFFFFFFFFull ? 0.f : r; }
+
 }  // namespace dl

@@ -5,6 +5,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "tensor/backend.h"
 #include "tensor/elementwise.h"
 #include "tensor/nn_kernels.h"
@@ -486,11 +490,23 @@ uint64_t dropout_threshold(double p) {
 }
 double dropout_scale(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }  // what a kept element is multiplied by
 // The keep bits of elements j0 .. j0 + len (len <= 32) of a draw row with this key: bit j set = element j0 + j kept.
+// All 32 draws are made (the ones past len are masked off): a fixed-length loop vectorises, and the compare is 32-bit
+// (keep_threshold32). A plain loop over the bits with a 64-bit compare stayed scalar, 5x the pass's memory time.
 inline uint32_t draw_half_word(uint32_t key, int64_t j0, int64_t len, uint64_t thr) {
+  if (thr > 0xFFFFFFFFull) return 0;  // p = 1 (or rounds to it): nothing kept
+  const uint32_t t = keep_threshold32(thr);
+  uint32_t d[32];
+#pragma omp simd
+  for (int j = 0; j < 32; j++) d[j] = row_draw(key, (uint32_t)(j0 + j));
   uint32_t b = 0;
+#if defined(__AVX512F__)
+  b = (uint32_t)_mm512_cmpge_epu32_mask(_mm512_loadu_si512(d), _mm512_set1_epi32((int)t)) |
+      (uint32_t)_mm512_cmpge_epu32_mask(_mm512_loadu_si512(d + 16), _mm512_set1_epi32((int)t)) << 16;
+#else
 #pragma omp simd reduction(| : b)
-  for (int64_t j = 0; j < len; j++) b |= (uint32_t)((uint64_t)row_draw(key, (uint32_t)(j0 + j)) >= thr) << j;
-  return b;
+  for (int j = 0; j < 32; j++) b |= (uint32_t)(d[j] >= t) << j;
+#endif
+  return len >= 32 ? b : b & ((1u << len) - 1);
 }
 }  // namespace
 

@@ -43,9 +43,50 @@ struct Drop {
 };
 // m[j] = keep(row, s0 + j) ? r : 0 for j < n
 inline void mask_tile_row(const Drop& dr, uint64_t row, int64_t s0, float* m, int64_t n) {
-  const uint32_t key = row_key(dr.seed, row);
+  const uint32_t key = row_key(dr.seed, row), t = keep_threshold32(dr.thr);
+  const float r = keep_scale(dr.thr, dr.r);
 #pragma omp simd
-  for (int64_t j = 0; j < n; j++) m[j] = (uint64_t)row_draw(key, (uint32_t)(s0 + j)) >= dr.thr ? dr.r : 0.f;
+  for (int64_t j = 0; j < n; j++) m[j] = row_draw(key, (uint32_t)(s0 + j)) >= t ? r : 0.f;
+}
+
+// s[j] = e^(s[j] - shift) for j < n and 0 for n <= j < nv (nv a whole number of 16-float vectors), returning the sum;
+// with dropout on, pm[j] = s[j] M(row, s0 + j) in the same pass (one read of the row instead of three: exponentials,
+// the mask, the product). pm may be s itself: then s ends as P M and the sum is still P's. Written as blocks of 16
+// lanes: a plain loop over j < n vectorises four vectors at a time and leaves a row's last 0-63 elements to a scalar
+// loop - with the causal diagonal's short rows, most of a GPT step's exponentials ran there (perf: exp_fast's scalar
+// vcmpltss, 12% of the bf16 step). Whole blocks take no select; the one ragged block masks its lanes.
+DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, float* pm, int64_t n, int64_t nv, float shift,
+                                                                    const Drop& dr, uint64_t row, int64_t s0) {
+  constexpr int kLanes = 16;
+  float lane[kLanes] = {};
+  const uint32_t key = dr.on ? row_key(dr.seed, row) : 0, t = keep_threshold32(dr.thr);
+  const float r = keep_scale(dr.thr, dr.r);
+  auto block = [&](int64_t j0, int left) DL_WIDE_VECTORS {  // lanes j < left are keys the row sees
+    float* x = s + j0;
+    if (left == kLanes) {
+#pragma omp simd
+      for (int j = 0; j < kLanes; j++) lane[j] += x[j] = exp_fast(x[j] - shift);
+    } else {
+#pragma omp simd
+      for (int j = 0; j < kLanes; j++) lane[j] += x[j] = j < left ? exp_fast(x[j] - shift) : 0.f;
+    }
+    if (dr.on) {
+      float* y = pm + j0;
+#pragma omp simd
+      for (int j = 0; j < kLanes; j++) y[j] = (row_draw(key, (uint32_t)(s0 + j0 + j)) >= t ? r : 0.f) * x[j];
+    }
+  };
+  int64_t j0 = 0;
+  for (; j0 + kLanes <= n; j0 += kLanes) block(j0, kLanes);
+  if (j0 < n) block(j0, (int)(n - j0)), j0 += kLanes;
+  if (j0 < nv) {  // blocks past the row's keys
+    std::fill(s + j0, s + nv, 0.f);
+    if (dr.on) std::fill(pm + j0, pm + nv, 0.f);
+  }
+  for (int w = kLanes / 2; w >= 1; w /= 2)  // a tree in vectors: a serial sum of the 16 lanes was a quarter of the call
+#pragma omp simd
+    for (int j = 0; j < w; j++) lane[j] += lane[j + w];
+  return lane[0];
 }
 
 // max_j x[j] over j < n (n >= 1) in 16 independent lanes: a plain `omp simd reduction(max)` loop stays scalar here.
@@ -76,7 +117,7 @@ struct Problem {
 // ---- forward ----------------------------------------------------------------------------------------------------
 // Scratch per thread: the products' packed operands (Products::floats), then the algorithm's own tiles.
 template <class Products> int64_t forward_floats(const Dims& d) {
-  return Products::floats(d) + kQueryBlock * d.HSp + 2 * kQueryBlock * kKeyBlock + 3 * kQueryBlock;
+  return Products::floats(d) + kQueryBlock * d.HSp + kQueryBlock * kKeyBlock + 3 * kQueryBlock;
 }
 
 // One (b, h): writes head h's columns of out (B, T, C) and L (B NH, T).
@@ -89,8 +130,7 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
   Products mul(d, ws);                                    // K^T, V, Q' packed as its products want them
   float* O = ws + Products::floats(d);                    // (Br, HSp): the block's output accumulator
   float* S = O + Br * HSp;                                // (Br, Bc): scores, then P * M
-  float* Mk = S + Br * Bc;                                // (Br, Bc): one row of the dropout mask at a time
-  float *m = Mk + Br * Bc, *l = m + Br, *alpha = l + Br;  // (Br) each: running max, running sum, rescale factor
+  float *m = S + Br * Bc, *l = m + Br, *alpha = l + Br;   // (Br) each: running max, running sum, rescale factor
   mul.head(K, V, ld);
   const float c = (float)(1.0 / std::sqrt((double)d.HS));
   for (int64_t t0 = 0; t0 < T; t0 += Br) {
@@ -117,21 +157,9 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
         }
         const float mx = std::max(m[r], row_max(s, n));
         alpha[r] = exp_fast(m[r] - mx);  // e^(m - m'); 0 on the row's first tile (m = -inf)
-        float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-        DL_VECTORIZE_WIDE
-        for (int64_t j = 0; j < n; j++) {
-          s[j] = exp_fast(s[j] - mx);
-          sum += s[j];
-        }
-        std::fill(s + n, s + nv, 0.f);
+        const float sum = exp_row(s, s, n, nv, mx, pr.drop, bh * T + t, s0);  // with dropout s ends as P M
         l[r] = alpha[r] * l[r] + sum;
         m[r] = mx;
-        if (pr.drop.on) {
-          mask_tile_row(pr.drop, bh * T + t, s0, Mk, n);
-#pragma omp simd
-          for (int64_t j = 0; j < n; j++) s[j] *= Mk[j];
-        }
       }
       for (int64_t r = 0; r < rows; r++)
         if (alpha[r] != 1.f)
@@ -200,12 +228,9 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
 #pragma omp simd
             for (int64_t j = 0; j < n; j++) p[j] = km[s0 + j] != 0.f ? p[j] : kPadScore;
           }
-#pragma omp simd
-          DL_VECTORIZE_WIDE
-          for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
-          std::fill(p + n, p + nv, 0.f);
+          exp_row(p, pm, n, nv, Lt, pr.drop, bh * T + t, s0);  // P, and P M with dropout
         }
-        if (pr.drop.on) {
+        if (pr.drop.on && first >= nt) {
           mask_tile_row(pr.drop, bh * T + t, s0, pm, n);
 #pragma omp simd
           for (int64_t j = 0; j < n; j++) pm[j] *= p[j];
@@ -223,14 +248,21 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
           continue;
         }
         const float Dt = D[t];
-        if (pr.drop.on) {  // pm = P M, so P dP = pm dPd
+        // dS in 16-lane blocks as exp_row (short rows stay in vectors); the ragged block masks, later blocks are 0
+        auto ds = [&](int64_t j0, int left) DL_WIDE_VECTORS {
+          float *xc = x + j0, *pc = p + j0, *pmc = pm + j0;
+          if (pr.drop.on) {  // pm = P M, so P dP = pm dPd
 #pragma omp simd
-          for (int64_t j = 0; j < n; j++) x[j] = pm[j] * x[j] - p[j] * Dt;
-        } else {
+            for (int j = 0; j < 16; j++) xc[j] = j < left ? pmc[j] * xc[j] - pc[j] * Dt : 0.f;
+          } else {
 #pragma omp simd
-          for (int64_t j = 0; j < n; j++) x[j] = p[j] * (x[j] - Dt);
-        }
-        std::fill(x + n, x + nv, 0.f);
+            for (int j = 0; j < 16; j++) xc[j] = j < left ? pc[j] * (xc[j] - Dt) : 0.f;
+          }
+        };
+        int64_t j0 = 0;
+        for (; j0 + 16 <= n; j0 += 16) ds(j0, 16);
+        if (j0 < n) ds(j0, (int)(n - j0)), j0 += 16;
+        if (j0 < nv) std::fill(x + j0, x + nv, 0.f);
       }
       mul.add_dq_dk(t0, rows, nb, X, dQa + t0 * HSp, dKa);  // dQ += dS K (times c below), dK += dS^T (c Q)
     }

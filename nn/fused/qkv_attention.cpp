@@ -39,11 +39,10 @@ Drop make_drop(double p, bool on, uint64_t seed) {
 }
 // m[s] = keep ? r : 0 for s < n
 inline void mask_row(const Drop& dr, uint64_t row, float* m, int64_t n) {
-  const uint32_t key = row_key(dr.seed, row);
-  const uint64_t thr = dr.thr;
-  const float r = dr.r;
+  const uint32_t key = row_key(dr.seed, row), t = keep_threshold32(dr.thr);
+  const float r = keep_scale(dr.thr, dr.r);
 #pragma omp simd
-  for (int64_t s = 0; s < n; s++) m[s] = (uint64_t)row_draw(key, (uint32_t)s) >= thr ? r : 0.f;
+  for (int64_t s = 0; s < n; s++) m[s] = row_draw(key, (uint32_t)s) >= t ? r : 0.f;
 }
 
 // Runs f(bh, thread scratch) over the B NH pairs on OpenMP threads, with OpenBLAS single-threaded meanwhile.

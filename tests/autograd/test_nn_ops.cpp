@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "op_harness.h"
+#include "tensor/counter_hash.h"
 
 using namespace dl;
 using namespace dl::test;
@@ -216,6 +217,27 @@ TEST(Dropout, OnePassIsDrawThenApply) {
   Generator g(3);
   DropoutOut o = dropout_one_pass(x, 0.5, g);
   for (float v : o.y.to_vector()) EXPECT_TRUE(std::isnan(v));
+}
+
+// The keep bits against their definition, written out with the 64-bit compare: element i of 4096-element row k is
+// kept iff row_draw(row_key(base, k), i mod 4096) >= round(p 2^32). p = 1 - 1e-11 rounds to 2^32 (nothing kept),
+// p = 0 keeps everything.
+TEST(Dropout, KeepBitsAreTheCounterHashDefinition) {
+  const int64_t n = 2 * 4096 + 45;
+  for (double p : {0.0, 0.1, 0.5, 0.9, 1.0 - 1e-11, 1.0}) {
+    Generator g(23), gb(23);
+    const uint64_t base = gb.next_u64(), thr = (uint64_t)std::llround(p * 4294967296.0);
+    const std::vector<uint64_t> bits = dropout_keep_bits(n, p, g);
+    for (int64_t i = 0; i < n; i++) {
+      const bool want = (uint64_t)row_draw(row_key(base, (uint64_t)(i / 4096)), (uint32_t)(i % 4096)) >= thr;
+      ASSERT_EQ((bits[i / 64] >> (i % 64)) & 1, want ? 1u : 0u) << "p = " << p << ", element " << i;
+    }
+    for (int64_t i = n; i < (int64_t)bits.size() * 64; i++) ASSERT_EQ((bits[i / 64] >> (i % 64)) & 1, 0u) << "past n: " << i;
+  }
+  // The 32-bit form of the test: at thr = 2^32 the clipped threshold admits a draw of 0xFFFFFFFF, the scale is what drops it
+  EXPECT_EQ(keep_threshold32(1ull << 32), 0xFFFFFFFFu);
+  EXPECT_EQ(keep_scale(1ull << 32, 2.f), 0.f);
+  EXPECT_EQ(keep_scale(0xFFFFFFFFull, 2.f), 2.f);
 }
 
 TEST(Dropout, KeptFractionIsOneMinusP) {
