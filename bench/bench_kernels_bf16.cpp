@@ -88,6 +88,24 @@ static void BM_Linear(benchmark::State& st) {
   if (product == 2) time_gemm(st, bf16, -1, true, false, out, R, in);   // dy (R, out) as A^T, x (R, in)
 }
 
+// args: bf16 (0/1), layer (0: 128 -> 512, 1: 512 -> 128), bias (0/1): the whole forward y = x W^T (+ b) through
+// dl::linear on 8192 rows (gpt_char's), so what the bias costs around the product is seen.
+static void BM_LinearForward(benchmark::State& st) {
+  const bool bf16 = st.range(0) != 0, with_bias = st.range(2) != 0;
+  if (bf16 && !bf16_gemm_usable()) {
+    st.SkipWithError(("no bf16 arithmetic here: " + cpu_info().name()).c_str());
+    return;
+  }
+  const int64_t R = 8192, in = st.range(1) ? 512 : 128, out = st.range(1) ? 128 : 512;
+  Generator g(0);
+  Tensor x = randn({R, in}, g), w = randn({out, in}, g), b = with_bias ? randn({out}, g) : Tensor();
+  const Precision was = set_matmul_precision(bf16 ? Precision::bf16 : Precision::fp32);
+  for (auto _ : st) benchmark::DoNotOptimize(linear(x, w, b));
+  set_matmul_precision(was);
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * R * in * out * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(std::to_string(in) + " -> " + std::to_string(out) + (with_bias ? ", bias" : ", no bias"));
+}
+
 // clang-format off
 BENCHMARK(BM_Peak)->Args({0, 1})->Args({0, 2})->Args({1, 1})->Args({1, 2})->Iterations(1)->UseRealTime();
 BENCHMARK(BM_Gemm)
@@ -98,6 +116,7 @@ BENCHMARK(BM_Gemm)
     ->Args({0, 0, 512, 512, 512, 0})->Args({1, 0, 512, 512, 512, 0})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Linear)->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LinearForward)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 // clang-format on
 
 BENCHMARK_MAIN();

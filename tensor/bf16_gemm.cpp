@@ -99,32 +99,34 @@ using bf16_kernel::row_blocks;  // the register tile, shared with the attention'
 // Columns [j, n) of C (n real columns, vectors of 16 over the padded Bp) in blocks of W vectors, then smaller blocks.
 template <int R, int W>
 DL_BF16_TARGET void columns(int64_t M, int64_t n, int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b,
-                            int64_t ldb, float* c, int64_t ldc, bool acc) {
+                            int64_t ldb, float* c, int64_t ldc, bool acc, const float* bias) {
   int64_t j = 0;
-  for (; j + 16 * W <= n; j += 16 * W) row_blocks<R, W>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF);
+  for (; j + 16 * W <= n; j += 16 * W)
+    row_blocks<R, W>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF, bias ? bias + j : nullptr);
   const int64_t left = n - j;  // fewer than W vectors' columns
   if (left <= 0) return;
   const int vecs = (int)((left + 15) / 16);  // 1 .. W; four only for the 6 x 4 tile (49 .. 63 columns left)
   const __mmask16 last = left % 16 ? (__mmask16)((1u << (left % 16)) - 1) : (__mmask16)0xFFFF;
-  if (vecs == 4) row_blocks<6, 4>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
-  else if (vecs == 3) row_blocks<8, 3>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
-  else if (vecs == 2) row_blocks<12, 2>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
-  else row_blocks<12, 1>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last);
+  const float* bj = bias ? bias + j : nullptr;
+  if (vecs == 4) row_blocks<6, 4>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last, bj);
+  else if (vecs == 3) row_blocks<8, 3>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last, bj);
+  else if (vecs == 2) row_blocks<12, 2>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last, bj);
+  else row_blocks<12, 1>(M, kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, last, bj);
 }
 
 // One panel: rows [0, M) x columns [0, n) of C from packed Ap rows and Bp columns, k in chunks, rows in groups.
 DL_BF16_TARGET void panel(int64_t M, int64_t n, int64_t Kp, PackedA Ap, const uint32_t* Bp, int64_t Np, float beta, float* C,
-                          int64_t ldc, int shape) {
+                          int64_t ldc, int shape, const float* bias) {
   for (int64_t k0 = 0; k0 < Kp; k0 += kKc) {
     const int64_t kc = std::min(kKc, Kp - k0);
-    const bool acc = k0 > 0 || beta == 1.f;  // the first chunk starts from 0 (beta 0: C is not read)
+    const bool acc = k0 > 0 || beta == 1.f;  // the first chunk starts from 0 or the bias (beta 0: C is not read)
     for (int64_t i0 = 0; i0 < M; i0 += kMc) {
       const int64_t mc = std::min(kMc, M - i0);
       const uint32_t *a = Ap.p + i0 * Ap.ars + k0 * Ap.aks, *b = Bp + k0 * Np;
       float* c = C + i0 * ldc;
-      if (shape == 1) columns<12, 2>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc);
-      else if (shape == 2) columns<8, 3>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc);
-      else columns<6, 4>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc);
+      if (shape == 1) columns<12, 2>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc, bias);
+      else if (shape == 2) columns<8, 3>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc, bias);
+      else columns<6, 4>(mc, n, kc, a, Ap.ars, Ap.aks, b, Np, c, ldc, acc, bias);
     }
   }
 }
@@ -203,10 +205,11 @@ int set_bf16_tile(int shape) {
 }
 
 void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-               float beta, float* C, int64_t ldc, int threads) {
+               float beta, float* C, int64_t ldc, int threads, const float* bias) {
 #if defined(DL_BF16_KERNEL)
   if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
   if (beta != 0.f && beta != 1.f) fail("bf16_gemm: beta " + std::to_string(beta) + ", expected 0 or 1");
+  if (bias && beta != 0.f) fail("bf16_gemm: a bias with beta 1 (the bias is the starting value in place of C)");
   if (M <= 0 || N <= 0) return;
   const int64_t Kp = (K + 1) / 2, Np = (N + 15) / 16 * 16;
   struct Scratch {  // from the caching allocator, so packing touches no fresh pages
@@ -231,12 +234,13 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
       const int64_t total = by_rows ? M : N;
       const int64_t i0 = std::min(total, units * p / parts * kPanel), i1 = std::min(total, units * (p + 1) / parts * kPanel);
       if (i1 <= i0) continue;
-      if (by_rows) panel(i1 - i0, N, Kp, {a.p + i0 * a.ars, a.ars, a.aks}, bp.p, Np, beta, C + i0 * ldc, ldc, shape);
-      else panel(M, i1 - i0, Kp, a, bp.p + i0, Np, beta, C + i0, ldc, shape);
+      if (by_rows) panel(i1 - i0, N, Kp, {a.p + i0 * a.ars, a.ars, a.aks}, bp.p, Np, beta, C + i0 * ldc, ldc, shape, bias);
+      else panel(M, i1 - i0, Kp, a, bp.p + i0, Np, beta, C + i0, ldc, shape, bias ? bias + i0 : nullptr);
     }
   }
   if (K == 0 && beta == 0.f)  // no pairs: the panels stored nothing
-    for (int64_t i = 0; i < M; i++) std::fill(C + i * ldc, C + i * ldc + N, 0.f);
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) C[i * ldc + j] = bias ? bias[j] : 0.f;
 #else
   fail("bf16_gemm: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif

@@ -41,9 +41,11 @@ int set_bf16_tile(int shape);
 
 // C (M, N) = op(A) op(B) + beta C for beta 0 or 1, in bf16 with float32 sums, on up to `threads` OpenMP threads (row or
 // column panels of 64). op(A) is (M, K): A (M, K) with row stride lda, or (K, M) when ta; op(B) is (K, N): B (K, N)
-// with row stride ldb, or (N, K) when tb. Callers check bf16_gemm_usable() (tensor/bf16.h) first.
+// with row stride ldb, or (N, K) when tb. With `bias` (N floats; beta 0 only) every row of C starts from it instead of
+// zero - a linear layer's y = x W^T + b in one pass over C, the same bits as copying b into C and taking beta 1.
+// Callers check bf16_gemm_usable() (tensor/bf16.h) first.
 void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-               float beta, float* C, int64_t ldc, int threads);
+               float beta, float* C, int64_t ldc, int threads, const float* bias = nullptr);
 
 // The benchmark's peak probes: GFLOP/s of a register-only loop of independent FMAs (float32, 2 flops per lane) or
 // VDPBF16PS (4 flops per lane) on 512-bit vectors, on the calling thread. 0 where the instruction is missing.

@@ -15,16 +15,21 @@
 
 namespace dl::bf16_kernel {
 
-// C block (R, 16 W) (+)= A rows (R, kp) . B (kp, 16 W): acc false starts from zero (C is not read).
+// C block (R, 16 W) (+)= A rows (R, kp) . B (kp, 16 W): acc false starts from zero (C is not read), or from the row
+// vector `bias` (16 W columns, the same for every row) where one is given: a linear layer's bias without a pass over C.
 template <int R, int W>
 DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb, float* c,
-                         int64_t ldc, bool acc, __mmask16 last) {
+                         int64_t ldc, bool acc, __mmask16 last, const float* bias) {
   __m512 s[R][W];
 #pragma GCC unroll 16
   for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int w = 0; w < W; w++)
-      s[r][w] = acc ? _mm512_maskz_loadu_ps(w == W - 1 ? last : 0xFFFF, c + r * ldc + w * 16) : _mm512_setzero_ps();
+    for (int w = 0; w < W; w++) {
+      const __mmask16 m = w == W - 1 ? last : 0xFFFF;
+      s[r][w] = acc    ? _mm512_maskz_loadu_ps(m, c + r * ldc + w * 16)
+                : bias ? _mm512_maskz_loadu_ps(m, bias + w * 16)
+                       : _mm512_setzero_ps();
+    }
   for (int64_t p = 0; p < kp; p++) {
     __m512bh bv[W];
 #pragma GCC unroll 4
@@ -45,11 +50,11 @@ DL_BF16_TARGET void tile(int64_t kp, const uint32_t* a, int64_t ars, int64_t aks
 // M rows in blocks of R; the last M % R rows by the tiles for R - 1, R - 2, ... rows (one block each at most).
 template <int R, int W>
 DL_BF16_TARGET void row_blocks(int64_t M, int64_t kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
-                               float* c, int64_t ldc, bool acc, __mmask16 last) {
+                               float* c, int64_t ldc, bool acc, __mmask16 last, const float* bias = nullptr) {
   int64_t i = 0;
-  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last);
+  for (; i + R <= M; i += R) tile<R, W>(kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last, bias);
   if constexpr (R > 1)
-    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last);
+    if (i < M) row_blocks<R - 1, W>(M - i, kp, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, acc, last, bias);
 }
 
 }  // namespace dl::bf16_kernel

@@ -336,6 +336,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   Shape ys = x.shape();
   ys.back() = w.size(0);
   Tensor y = Tensor::empty(ys, x.dtype());
+  if (bias.defined() && x.dtype() == DType::f32 && w.dtype() == DType::f32 && bias.dtype() == DType::f32 &&
+      bf16_products_active()) {  // the bias as the tiles' starting value, not a pass over y
+    const Tensor xc = x.contiguous(), wc = w.contiguous(), bc = bias.contiguous();
+    const int64_t in = w.size(1), out = w.size(0), R = y.numel() / std::max<int64_t>(out, 1);  // rows of y, also for in = 0
+    std::call_once(g_blas_once, [] { openblas_set_num_threads(1); });
+    bf16_gemm(false, true, R, out, in, xc.data<float>(), in, wc.data<float>(), in, 0.f, y.data<float>(), out,
+              omp_in_parallel() ? 1 : omp_get_max_threads(), bc.data<float>());
+    return y;
+  }
   if (bias.defined()) copy_into(y, bias);  // the bias is the sgemm's beta = 1 starting value
   Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x, y2 = x.dim() == 1 ? y.unsqueeze(0) : y;
   matmul_into(y2, x2, w.transpose(0, 1), bias.defined());

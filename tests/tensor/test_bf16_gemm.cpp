@@ -160,3 +160,50 @@ TEST(Bf16Gemm, LinearAndMatmulRoundTheirOperands) {
       ASSERT_NEAR(py[r * 24 + o], ref + pb[o], tol) << "linear row " << r << " col " << o;
     }
 }
+
+// The bias as the starting value (beta 0, `bias`) against C filled with the bias and beta 1: the same bits, for every
+// case above (ragged N, row and column panels: a column panel reads the bias from its own first column), one and two
+// threads, K = 0 (C is the bias), and nothing outside the (M, N) block written. Then linear under bf16, which takes
+// that path, against matmul plus the bias in the same order (bias first, then the pairs).
+TEST(Bf16Gemm, BiasStartIsTheBiasCopiedWithBetaOne) {
+  REQUIRE_BF16();
+  uint32_t seed = 300;
+  std::vector<Case> cs = cases();
+  cs.push_back({false, true, 20, 37, 0, 0.f});
+  for (Case c : cs) {
+    if (c.beta != 0.f) continue;
+    Operands o = make(c, seed++);
+    std::vector<float> bias(c.N);
+    for (int64_t j = 0; j < c.N; j++) bias[j] = o.C0[j] * 3.f;  // any values: the first row of C0, scaled
+    Case c1 = c;
+    c1.beta = 1.f;
+    Operands o1 = o;
+    for (int64_t i = 0; i < c.M; i++)
+      for (int64_t j = 0; j < c.N; j++) o1.C0[i * o.ldc + j] = bias[j];
+    const std::vector<float> want = run(c1, o1, 1);
+    for (int threads : {1, 2}) {
+      std::vector<float> C = o.C0;
+      for (int64_t i = 0; i < c.M; i++)
+        for (int64_t j = 0; j < c.N; j++) C[i * o.ldc + j] = NAN;  // beta 0 with a bias must not read C either
+      bf16_gemm(c.ta, c.tb, c.M, c.N, c.K, o.A.data(), o.lda, o.B.data(), o.ldb, 0.f, C.data(), o.ldc, threads, bias.data());
+      for (int64_t i = 0; i < c.M; i++)
+        for (int64_t j = 0; j < o.ldc; j++) {
+          const float w = j < c.N ? want[i * o.ldc + j] : o.C0[i * o.ldc + j];
+          ASSERT_EQ(C[i * o.ldc + j], w) << name(c) << " threads " << threads << " at (" << i << ", " << j << ")";
+        }
+    }
+  }
+  std::vector<float> v(4, 1.f);
+  EXPECT_THROW(bf16_gemm(false, false, 2, 2, 2, v.data(), 2, v.data(), 2, 1.f, v.data(), 2, 1, v.data()), std::exception);
+
+  Generator g(6);
+  Tensor x = randn({4, 9, 40}, g), w = randn({50, 40}, g), b = randn({50}, g);  // N = 50: a ragged last vector
+  const Precision was = set_matmul_precision(Precision::bf16);
+  Tensor y = linear(x, w, b);
+  set_matmul_precision(was);
+  std::vector<float> C(36 * 50);
+  for (int64_t i = 0; i < 36; i++)
+    for (int64_t j = 0; j < 50; j++) C[i * 50 + j] = b.data<float>()[j];
+  bf16_gemm(false, true, 36, 50, 40, x.data<float>(), 40, w.data<float>(), 40, 1.f, C.data(), 50, 1);
+  for (int64_t i = 0; i < 36 * 50; i++) ASSERT_EQ(y.data<float>()[i], C[i]) << "linear element " << i;
+}
