@@ -56,8 +56,9 @@ bool fast_sgemm_applies(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
 }
 
 void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                float beta, float* C, int64_t ldc) {
+                float beta, float* C, int64_t ldc, const float* bias) {
 #if defined(__AVX512F__)
+  if (bias && beta != 0.f) fail("fast_sgemm: a bias with beta 1 (the bias is the starting value in place of C)");
   const int64_t N16 = N / micro::kV * micro::kV;  // the columns the vectors cover; the rest go to cblas below
   const float* Bk = B;                            // op(B) with its rows contiguous, row stride ldbk
   int64_t ldbk = ldb;
@@ -81,15 +82,17 @@ void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* 
     for (int64_t i0 = 0; i0 < M; i0 += kMc) {
       const int64_t mc = std::min(kMc, M - i0);
       const float* a = A + i0 * ars + k0 * aks;
-      if (acc)
-        micro::gemm<true>(mc, N16, kc, a, ars, aks, Bk + k0 * ldbk, ldbk, C + i0 * ldc, ldc);
-      else
-        micro::gemm<false>(mc, N16, kc, a, ars, aks, Bk + k0 * ldbk, ldbk, C + i0 * ldc, ldc);
+      if (acc) micro::gemm<true>(mc, N16, kc, a, ars, aks, Bk + k0 * ldbk, ldbk, C + i0 * ldc, ldc);
+      else micro::gemm<false>(mc, N16, kc, a, ars, aks, Bk + k0 * ldbk, ldbk, C + i0 * ldc, ldc, bias);
     }
   }
-  if (N16 < N)  // the ragged columns: op(B)'s columns N16.. are B's columns (B + N16) or, transposed, its rows
+  if (N16 < N) {  // the ragged columns: op(B)'s columns N16.. are B's columns (B + N16) or, transposed, its rows
+    if (bias)     // there the bias is copied in and cblas adds (beta 1)
+      for (int64_t i = 0; i < M; i++) std::copy(bias + N16, bias + N, C + i * ldc + N16);
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)(N - N16),
-                (blasint)K, 1.f, A, (blasint)lda, tb ? B + N16 * ldb : B + N16, (blasint)ldb, beta, C + N16, (blasint)ldc);
+                (blasint)K, 1.f, A, (blasint)lda, tb ? B + N16 * ldb : B + N16, (blasint)ldb, bias ? 1.f : beta, C + N16,
+                (blasint)ldc);
+  }
 #else  // fast_sgemm_applies is false in such a build, so no caller gets here
   fail("fast_sgemm: this build has no AVX-512 (check fast_sgemm_applies first)");
 #endif

@@ -39,7 +39,8 @@ bool fast_sgemm_applies(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
 
 // C (M, N) = op(A) op(B) + beta C for beta 0 or 1 (alpha 1), on the calling thread. op(A) is (M, K): A is (M, K)
 // with row stride lda, or (K, M) when ta. op(B) is (K, N): B is (K, N) with row stride ldb, or (N, K) when tb.
+// With `bias` (N floats; beta 0 only) every row of C starts from it: the same bits as C = bias and beta 1.
 void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                float beta, float* C, int64_t ldc);
+                float beta, float* C, int64_t ldc, const float* bias = nullptr);
 
 }  // namespace dl

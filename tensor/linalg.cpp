@@ -31,9 +31,20 @@ constexpr int64_t kPanel = 64;
 constexpr double kSplitWork = 1 << 20;  // M N K below this: one call (the fork costs more than it saves)
 std::once_flag g_blas_once;
 
+// bias (N values, beta 0 only): C's rows start from it - the tiles' starting value where fast_sgemm takes the product,
+// else copied into C for a beta 1 call (the same bits either way).
 template <class T>
 void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
-               T beta, T* C, int64_t ldc) {
+               T beta, T* C, int64_t ldc, const T* bias) {
+  if constexpr (std::is_same_v<T, float>)
+    if (bias && fast_sgemm_applies(ta, tb, M, N, K, alpha, 0.f)) {
+      fast_sgemm(ta, tb, M, N, K, A, lda, B, ldb, 0.f, C, ldc, bias);
+      return;
+    }
+  if (bias) {
+    for (int64_t i = 0; i < M; i++) std::copy(bias, bias + N, C + i * ldc);
+    beta = (T)1;
+  }
   if constexpr (std::is_same_v<T, float>) {
     if (fast_sgemm_applies(ta, tb, M, N, K, alpha, beta))  // the AVX-512 twin (tensor/fast_sgemm.h)
       fast_sgemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
@@ -45,21 +56,22 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
                 alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }
 
+// bias: see blas_call (beta 0 only; linear's y = x w^T + b).
 template <class T>
 void gemm_panels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
-                 T beta, T* C, int64_t ldc) {
+                 T beta, T* C, int64_t ldc, const T* bias = nullptr) {
   std::call_once(g_blas_once, [] { openblas_set_num_threads(1); });
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   if constexpr (std::is_same_v<T, float>)  // Precision::bf16 (tensor/bf16.h): packs once, cuts its own panels
     if (alpha == 1.f && (beta == 0.f || beta == 1.f) && bf16_products_active()) {
-      bf16_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, nt);
+      bf16_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, nt, bias);
       return;
     }
   const bool by_rows = M >= N;
   const int64_t units = ((by_rows ? M : N) + kPanel - 1) / kPanel;
   const int parts = (int)std::min<int64_t>(nt, units);
   if (parts < 2 || (double)M * N * K < kSplitWork) {
-    blas_call<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    blas_call<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     return;
   }
 #pragma omp parallel for num_threads(parts) schedule(static)
@@ -68,9 +80,10 @@ void gemm_panels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, con
     const int64_t i0 = std::min(total, units * p / parts * kPanel), i1 = std::min(total, units * (p + 1) / parts * kPanel);
     if (i1 <= i0) continue;
     if (by_rows)  // rows i0..i1 of op(A) and C
-      blas_call<T>(ta, tb, i1 - i0, N, K, alpha, ta ? A + i0 : A + i0 * lda, lda, B, ldb, beta, C + i0 * ldc, ldc);
+      blas_call<T>(ta, tb, i1 - i0, N, K, alpha, ta ? A + i0 : A + i0 * lda, lda, B, ldb, beta, C + i0 * ldc, ldc, bias);
     else  // columns i0..i1 of op(B) and C
-      blas_call<T>(ta, tb, M, i1 - i0, K, alpha, A, lda, tb ? B + i0 * ldb : B + i0, ldb, beta, C + i0, ldc);
+      blas_call<T>(ta, tb, M, i1 - i0, K, alpha, A, lda, tb ? B + i0 * ldb : B + i0, ldb, beta, C + i0, ldc,
+                   bias ? bias + i0 : nullptr);
   }
 }
 }  // namespace
@@ -336,13 +349,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   Shape ys = x.shape();
   ys.back() = w.size(0);
   Tensor y = Tensor::empty(ys, x.dtype());
-  if (bias.defined() && x.dtype() == DType::f32 && w.dtype() == DType::f32 && bias.dtype() == DType::f32 &&
-      bf16_products_active()) {  // the bias as the tiles' starting value, not a pass over y
+  if (bias.defined() && w.dtype() == x.dtype() && bias.dtype() == x.dtype()) {  // one product, the bias its start
     const Tensor xc = x.contiguous(), wc = w.contiguous(), bc = bias.contiguous();
     const int64_t in = w.size(1), out = w.size(0), R = y.numel() / std::max<int64_t>(out, 1);  // rows of y, also for in = 0
-    std::call_once(g_blas_once, [] { openblas_set_num_threads(1); });
-    bf16_gemm(false, true, R, out, in, xc.data<float>(), in, wc.data<float>(), in, 0.f, y.data<float>(), out,
-              omp_in_parallel() ? 1 : omp_get_max_threads(), bc.data<float>());
+    dispatch_float(x.dtype(), "linear", [&]<class T>() {
+      gemm_panels<T>(false, true, R, out, in, (T)1, xc.data<T>(), in, wc.data<T>(), in, (T)0, y.data<T>(), out, bc.data<T>());
+    });
     return y;
   }
   if (bias.defined()) copy_into(y, bias);  // the bias is the sgemm's beta = 1 starting value

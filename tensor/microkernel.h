@@ -29,14 +29,15 @@ typedef float vf __attribute__((vector_size(kV * sizeof(float)), aligned(sizeof(
 #endif
 constexpr int rows_for(int W) { return std::min(12, (kRegs - W - 2) / W); }  // 6 x 4, 12 x 2, 12 x 1 (AVX-512)
 
+// kAcc false starts from zero, or from the row vector `bias` (W kV floats, the same for every row) where one is given.
 template <int R, int W, bool kAcc>
 DL_WIDE_VECTORS inline void block(int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
-                                  int64_t ldc) {
+                                  int64_t ldc, const float* bias) {
   vf acc[R][W];
 #pragma GCC unroll 16
   for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int w = 0; w < W; w++) acc[r][w] = kAcc ? *(const vf*)(c + r * ldc + w * kV) : vf{};
+    for (int w = 0; w < W; w++) acc[r][w] = kAcc ? *(const vf*)(c + r * ldc + w * kV) : bias ? *(const vf*)(bias + w * kV) : vf{};
   for (int64_t k = 0; k < K; k++) {
     vf bk[W];
 #pragma GCC unroll 4
@@ -57,22 +58,24 @@ DL_WIDE_VECTORS inline void block(int64_t K, const float* a, int64_t ars, int64_
 // M rows in blocks of R; the last M % R rows by the kernels for R - 1, R - 2, ... rows (one block each at most).
 template <int R, int W, bool kAcc>
 void row_blocks(int64_t M, int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
-                int64_t ldc) {
+                int64_t ldc, const float* bias) {
   int64_t i = 0;
-  for (; i + R <= M; i += R) block<R, W, kAcc>(K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc);
+  for (; i + R <= M; i += R) block<R, W, kAcc>(K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, bias);
   if constexpr (R > 1)
-    if (i < M) row_blocks<R - 1, W, kAcc>(M - i, K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc);
+    if (i < M) row_blocks<R - 1, W, kAcc>(M - i, K, a + i * ars, ars, aks, b, ldb, c + i * ldc, ldc, bias);
 }
 
-// C (M, N) = A B (kAcc false) or C += A B (kAcc true); N a multiple of kV; B and C row-major with ldb, ldc.
+// C (M, N) = A B (kAcc false; rows start from `bias` (N floats) where one is given) or C += A B (kAcc true); N a
+// multiple of kV; B and C row-major with ldb, ldc.
 template <bool kAcc>
 void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
-          int64_t ldc) {
+          int64_t ldc, const float* bias = nullptr) {
+  auto at = [bias](int64_t j) { return bias ? bias + j : nullptr; };
   int64_t j = 0;
   if constexpr (kMaxW == 4)
-    for (; j + 4 * kV <= N; j += 4 * kV) row_blocks<rows_for(4), 4, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
-  for (; j + 2 * kV <= N; j += 2 * kV) row_blocks<rows_for(2), 2, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
-  for (; j + kV <= N; j += kV) row_blocks<rows_for(1), 1, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc);
+    for (; j + 4 * kV <= N; j += 4 * kV) row_blocks<rows_for(4), 4, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc, at(j));
+  for (; j + 2 * kV <= N; j += 2 * kV) row_blocks<rows_for(2), 2, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc, at(j));
+  for (; j + kV <= N; j += kV) row_blocks<rows_for(1), 1, kAcc>(M, K, a, ars, aks, b + j, ldb, c + j, ldc, at(j));
 }
 
 }  // namespace dl::micro

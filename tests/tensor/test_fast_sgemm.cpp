@@ -11,9 +11,11 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "tensor/elementwise.h"
 #include "tensor/fast_sgemm.h"
 #include "tensor/linalg.h"
 #include "tensor/tensor.h"
@@ -133,4 +135,52 @@ TEST(FastSgemm, TakesOnlyWhatItCanCompute) {
   set_fast_sgemm(false);
   EXPECT_FALSE(fast_sgemm_applies(false, false, 100, 100, 100, 1.f, 0.f)) << "switched off";
   set_fast_sgemm(was);
+}
+
+// A linear layer's bias as the tiles' starting value (fast_sgemm's `bias`, beta 0) against the bias copied into C and
+// beta 1: the same bits, for ragged N (the columns past the last vector go to cblas with the bias copied there), both
+// transpose pairs of B, two k chunks; nothing outside (M, N) written. Then linear in float32 and float64 against the
+// copy + matmul it replaced, bit for bit, on 1 and 2 threads (row and column panels), and with the fast path off.
+TEST(FastSgemm, BiasStartIsTheBiasCopiedWithBetaOne) {
+  if (!fast_sgemm_compiled()) GTEST_SKIP() << "built without AVX-512: every product runs on OpenBLAS";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> U(-1.f, 1.f);
+  for (bool tb : {false, true})
+    for (int64_t N : {16, 33, 64, 100})
+      for (int64_t K : {7, 300}) {
+        const int64_t M = 13, lda = K + 3, ldb = (tb ? K : N) + 5, ldc = N + 7;
+        std::vector<float> A(M * lda), B((tb ? N : K) * ldb), bias(N), C1(M * ldc), C2;
+        for (float& v : A) v = U(rng);
+        for (float& v : B) v = U(rng);
+        for (float& v : bias) v = U(rng);
+        for (float& v : C1) v = U(rng);
+        C2 = C1;
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++) C1[i * ldc + j] = bias[j], C2[i * ldc + j] = NAN;
+        fast_sgemm(false, tb, M, N, K, A.data(), lda, B.data(), ldb, 1.f, C1.data(), ldc);
+        fast_sgemm(false, tb, M, N, K, A.data(), lda, B.data(), ldb, 0.f, C2.data(), ldc, bias.data());
+        for (int64_t i = 0; i < M * ldc; i++)
+          ASSERT_EQ(C2[i], C1[i]) << "tb " << tb << " N " << N << " K " << K << " at " << i / ldc << ", " << i % ldc;
+      }
+  Generator g(4);
+  for (DType dt : {DType::f32, DType::f64}) {
+    // 300 x 70 cuts row panels on two threads, 20 x 130 column panels (a column panel reads the bias from its column)
+    for (auto [R, out] : {std::pair<int64_t, int64_t>{300, 70}, {20, 130}}) {
+      Tensor x = randn({R, 130}, g).to(dt), w = randn({out, 130}, g).to(dt), b = randn({out}, g).to(dt);
+      const int nt = omp_get_max_threads();
+      for (bool fast : {true, false})
+        for (int threads : {1, 2}) {
+          const bool was = set_fast_sgemm(fast);
+          omp_set_num_threads(threads);
+          Tensor want = Tensor::empty({R, out}, dt);  // what linear did before: the bias copied, then y += x w^T
+          copy_into(want, b);
+          matmul_into(want, x, w.transpose(0, 1), true);
+          Tensor y = linear(x, w, b);
+          omp_set_num_threads(nt);
+          set_fast_sgemm(was);
+          ASSERT_EQ(std::memcmp(y.raw_data(), want.raw_data(), (size_t)want.numel() * dtype_size(dt)), 0)
+              << "linear with a bias, " << dtype_name(dt) << " R " << R << " fast " << fast << " threads " << threads;
+        }
+    }
+  }
 }
