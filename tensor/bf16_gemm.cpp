@@ -79,6 +79,16 @@ struct PackedA {
   }
 }
 
+// Pair words for a packing, from the caching allocator, so packing touches no fresh pages.
+struct PairScratch {
+  size_t bytes;
+  uint32_t* p;
+  explicit PairScratch(size_t n) : bytes(std::max<size_t>(n, 1) * 4), p((uint32_t*)host_alloc(bytes)) {}
+  ~PairScratch() { host_free(p, bytes); }
+  PairScratch(const PairScratch&) = delete;
+  PairScratch& operator=(const PairScratch&) = delete;
+};
+
 struct TileShape {
   int rows, vecs;
 };
@@ -212,12 +222,7 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
   if (bias && beta != 0.f) fail("bf16_gemm: a bias with beta 1 (the bias is the starting value in place of C)");
   if (M <= 0 || N <= 0) return;
   const int64_t Kp = (K + 1) / 2, Np = (N + 15) / 16 * 16;
-  struct Scratch {  // from the caching allocator, so packing touches no fresh pages
-    size_t bytes;
-    uint32_t* p;
-    explicit Scratch(size_t n) : bytes(std::max<size_t>(n, 1) * 4), p((uint32_t*)host_alloc(bytes)) {}
-    ~Scratch() { host_free(p, bytes); }
-  } ap((size_t)(M * Kp)), bp((size_t)(Kp * Np));
+  PairScratch ap((size_t)(M * Kp)), bp((size_t)(Kp * Np));
   const bool split = threads > 1 && !omp_in_parallel() && (double)M * N * K >= kSplitWork;
   const int nt = split ? threads : 1;
   const bool by_rows = M >= N;
@@ -243,6 +248,41 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
       for (int64_t j = 0; j < N; j++) C[i * ldc + j] = bias ? bias[j] : 0.f;
 #else
   fail("bf16_gemm: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
+}
+
+Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N) {
+  Bf16PackedB p;
+  p.K = K, p.N = N, p.Np = (N + 15) / 16 * 16;
+  p.words.assign((size_t)((K + 1) / 2 * p.Np), 0u);
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_pack_b: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  if (K > 0 && N > 0) pack_b(tb, B, ldb, K, N, p.Np, p.words.data(), 0, 1);
+#else
+  fail("bf16_pack_b: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
+  return p;
+}
+
+void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda, const Bf16PackedB& B, int64_t c0, float beta,
+                      float* C, int64_t ldc) {
+#if defined(DL_BF16_KERNEL)
+  if (beta != 0.f && beta != 1.f) fail("bf16_gemm_packed: beta " + std::to_string(beta) + ", expected 0 or 1");
+  if (c0 % 16 || c0 < 0 || n < 0 || c0 + n > B.N)
+    fail("bf16_gemm_packed: columns [" + std::to_string(c0) + ", " + std::to_string(c0 + n) + ") of a packed B with " +
+         std::to_string(B.N) + " (the first a multiple of 16)");
+  if (M <= 0 || n <= 0) return;
+  if (B.K == 0) {
+    for (int64_t i = 0; i < M; i++)
+      if (beta == 0.f) std::fill(C + i * ldc, C + i * ldc + n, 0.f);
+    return;
+  }
+  const int64_t Kp = (B.K + 1) / 2;
+  PairScratch ap((size_t)(M * Kp));
+  const PackedA a = pack_a(ta, A, lda, M, B.K, ap.p, 0, 1);
+  panel(M, n, Kp, a, B.words.data() + c0, B.Np, beta, C, ldc, tile_in_use(), nullptr);
+#else
+  fail("bf16_gemm_packed: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif
 }
 

@@ -29,6 +29,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dl {
 
@@ -47,6 +48,17 @@ int set_bf16_tile(int shape);
 void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                float beta, float* C, int64_t ldc, int threads, const float* bias = nullptr);
 
+// B packed once for many products - a recurrent weight, the same at every step of a sequence (nn/fused/lstm_kernels.cpp):
+// op(B) (K, N) as pair words (Kp, Np), Np = N rounded up to 16 columns, zero beyond N.
+struct Bf16PackedB {
+  int64_t K = 0, N = 0, Np = 0;
+  std::vector<uint32_t> words;
+};
+Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N);
+// C (M, n) = op(A) B[:, c0 : c0 + n] + beta C (beta 0 or 1) on the calling thread, from the packed B (c0 a multiple of
+// 16, c0 + n <= N): the same bits as bf16_gemm on the same operands, without converting B again.
+void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda, const Bf16PackedB& B, int64_t c0, float beta,
+                      float* C, int64_t ldc);
 // The benchmark's peak probes: GFLOP/s of a register-only loop of independent FMAs (float32, 2 flops per lane) or
 // VDPBF16PS (4 flops per lane) on 512-bit vectors, on the calling thread. 0 where the instruction is missing.
 double probe_fma_gflops(int64_t iters);

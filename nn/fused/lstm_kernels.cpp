@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
+#include "tensor/bf16.h"
+#include "tensor/bf16_gemm.h"
 #include "tensor/elementwise.h"
 #include "tensor/linalg.h"
 #include "tensor/nn_kernels.h"
@@ -19,6 +22,23 @@ namespace dl::nn {
 namespace {
 
 inline double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// A step's recurrent product C (M, n) (+)= A (M, K) W[:, c0 : c0 + n], W (K, N) row-major. Under Precision::bf16 the
+// weight's pair words are packed once per sequence: a step's product is small (64 x 128 x 256 per thread and gate
+// here), and converting W again at every step cost about as much as the product. Bits as dl::gemm's bf16 path.
+struct RecurrentWeight {
+  const float* w;
+  int64_t N;
+  std::optional<Bf16PackedB> packed;
+  RecurrentWeight(const float* w_, int64_t K, int64_t N_, bool aligned) : w(w_), N(N_) {
+    if (aligned && bf16_products_active()) packed = bf16_pack_b(false, w, N, K, N);  // every c0 a multiple of 16
+  }
+  void product(int64_t M, int64_t n, int64_t K, const float* A, int64_t lda, int64_t c0, float beta, float* C,
+               int64_t ldc) const {
+    if (packed) bf16_gemm_packed(false, M, n, A, lda, *packed, c0, beta, C, ldc);
+    else gemm<float>(false, false, M, n, K, 1.f, A, lda, w + c0, N, beta, C, ldc);
+  }
+};
 
 struct LstmCellNode : Node {
   Tensor gates, c;  // saved inputs (contiguous); the activations are recomputed in backward
@@ -99,6 +119,7 @@ struct LstmSequenceNode : Node {
     const float *pdy = dy.data<float>(), *pact = act.data<float>(), *pc = c.data<float>(), *pw = w_hh.data<float>();
     float *pdG = dG.data<float>(), *pdh = dh_rec.data<float>(), *pdc = dc_next.data<float>(), *pdb = db.data<float>();
     const int nt = loop_threads(B, Hd);
+    const RecurrentWeight whh(pw, G4, Hd, true);  // W_hh (4Hd, Hd): column c0 = u.j0, a multiple of 16
     SpinBarrier step_done;  // one meeting per step (tensor/spin_barrier.h: a sleeping omp barrier cost more)
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -107,7 +128,7 @@ struct LstmSequenceNode : Node {
       const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
       for (int64_t t = L - 1; t >= 0; t--) {
         if (t < L - 1)  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
-          gemm<float>(false, false, B, u.j1 - u.j0, G4, 1.f, pdG + (t + 1) * B * G4, G4, pw + u.j0, Hd, 0.f, pdh + u.j0, Hd);
+          whh.product(B, u.j1 - u.j0, G4, pdG + (t + 1) * B * G4, G4, u.j0, 0.f, pdh + u.j0, Hd);
         for (int64_t b = 0; b < B; b++) {
           const float *a = pact + (t * B + b) * G4, *cp = pc + (t * B + b) * Hd, *cn = cp + B * Hd;
           const float* dyr = pdy + (b * L + t) * Hd;
@@ -172,6 +193,7 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
   // AVX-512 sgemm needs (tensor/fast_sgemm.h; a transposed B would be copied again at every step)
   Tensor w_hhT = n->w_hh.transpose(0, 1).contiguous();
   const float* pw = w_hhT.data<float>();
+  const RecurrentWeight whhT(pw, Hd, G4, Hd % 16 == 0);  // W_hh^T (Hd, 4Hd): columns from q Hd + u.j0
   // act = X W_ih^T for all steps: one sgemm of (L B, I) @ (I, 4Hd); the cell adds b = b_ih + b_hh
   gemm<float>(false, true, L * B, G4, I, 1.f, n->x.data<float>(), I, n->w_ih.data<float>(), I, 0.f, pa, G4);
   Tensor bias = add(b_ih.data(), b_hh.data()).contiguous();  // (4Hd)
@@ -187,7 +209,7 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
       float* at = pa + t * B * G4;
       const float* hp = ph + t * B * Hd;  // h_{t-1}
       for (int64_t q = 0; q < 4; q++)     // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh^T[:, q Hd + j0 : q Hd + j1]
-        gemm<float>(false, false, B, u.j1 - u.j0, Hd, 1.f, hp, Hd, pw + q * Hd + u.j0, G4, 1.f, at + q * Hd + u.j0, G4);
+        whhT.product(B, u.j1 - u.j0, Hd, hp, Hd, q * Hd + u.j0, 1.f, at + q * Hd + u.j0, G4);
       for (int64_t b = 0; b < B; b++) {
         float* a = at + b * G4;
         const float* cp = pc + (t * B + b) * Hd;

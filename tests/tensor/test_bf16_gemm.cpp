@@ -207,3 +207,31 @@ TEST(Bf16Gemm, BiasStartIsTheBiasCopiedWithBetaOne) {
   bf16_gemm(false, true, 36, 50, 40, x.data<float>(), 40, w.data<float>(), 40, 1.f, C.data(), 50, 1);
   for (int64_t i = 0; i < 36 * 50; i++) ASSERT_EQ(y.data<float>()[i], C[i]) << "linear element " << i;
 }
+
+// B packed once (bf16_pack_b) and products over column slices of it (bf16_gemm_packed, as the LSTM's steps take them)
+// against bf16_gemm on the same columns: the same bits, for both layouts of B, both of A, beta 0 and 1, a ragged last
+// slice and odd K; a slice that does not start on a 16-column boundary is refused.
+TEST(Bf16Gemm, PackedBOverColumnSlicesIsBf16Gemm) {
+  REQUIRE_BF16();
+  uint32_t seed = 500;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t K : {9, 256, 301}) {
+        const Case whole{ta, tb, 37, 200, K, 1.f};
+        Operands o = make(whole, seed++);
+        const Bf16PackedB P = bf16_pack_b(tb, o.B.data(), o.ldb, K, whole.N);
+        for (float beta : {0.f, 1.f})
+          for (auto [c0, n] : {std::pair<int64_t, int64_t>{0, 200}, {16, 64}, {128, 72}, {192, 8}}) {
+            const float* Bs = tb ? o.B.data() + c0 * o.ldb : o.B.data() + c0;  // columns c0.. of op(B)
+            std::vector<float> want = o.C0, got = o.C0;
+            bf16_gemm(ta, tb, whole.M, n, K, o.A.data(), o.lda, Bs, o.ldb, beta, want.data() + c0, o.ldc, 1);
+            bf16_gemm_packed(ta, whole.M, n, o.A.data(), o.lda, P, c0, beta, got.data() + c0, o.ldc);
+            ASSERT_EQ(got, want) << "ta " << ta << " tb " << tb << " K " << K << " beta " << beta << " columns " << c0 << ".."
+                                 << c0 + n;
+          }
+      }
+  const Bf16PackedB P = bf16_pack_b(false, std::vector<float>(8 * 40, 1.f).data(), 40, 8, 40);
+  std::vector<float> A(8, 1.f), C(40);
+  EXPECT_THROW(bf16_gemm_packed(false, 1, 16, A.data(), 8, P, 8, 0.f, C.data(), 40), std::exception);
+  EXPECT_THROW(bf16_gemm_packed(false, 1, 32, A.data(), 8, P, 16, 0.f, C.data(), 40), std::exception);
+}

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "nn/recurrent/lstm.h"
+#include "tensor/bf16.h"
 #include "op_harness.h"
 #include "tolerance.h"
 
@@ -15,7 +16,7 @@ using namespace dl::nn;
 
 namespace {
 
-void expect_agree(int64_t B, int64_t L, int64_t I, int64_t Hd, int64_t layers) {
+void expect_agree(int64_t B, int64_t L, int64_t I, int64_t Hd, int64_t layers, Tol tol = kAgreeF32) {
   const std::string what = "B=" + std::to_string(B) + " L=" + std::to_string(L) + " I=" + std::to_string(I) +
                            " Hd=" + std::to_string(Hd) + " layers=" + std::to_string(layers);
   LSTMOptions o;
@@ -29,15 +30,15 @@ void expect_agree(int64_t B, int64_t L, int64_t I, int64_t Hd, int64_t layers) {
   Var xa(x.clone(), true), xb(x.clone(), true);
   Var ya = fast.forward(xa, Tensor()), yb = plain.forward(xb, Tensor());
   // The fast cell's sigmoid/tanh differ from libm's by < 5e-7; over L steps that stays inside kAgreeF32.
-  EXPECT_TRUE(all_close(ya.data(), yb.data(), kAgreeF32, what + " output"));
+  EXPECT_TRUE(all_close(ya.data(), yb.data(), tol, what + " output"));
   Tensor dy = randn(ya.shape(), g);
   ya.backward(dy);
   yb.backward(dy);
-  EXPECT_TRUE(all_close(xa.grad(), xb.grad(), kAgreeF32, what + " dx"));
+  EXPECT_TRUE(all_close(xa.grad(), xb.grad(), tol, what + " dx"));
   auto pa = fast.named_parameters(), pb = plain.named_parameters();
   ASSERT_EQ(pa.size(), pb.size());
   for (size_t i = 0; i < pa.size(); i++)
-    EXPECT_TRUE(all_close(pa[i].second.grad(), pb[i].second.grad(), kAgreeF32, what + " " + pa[i].first));
+    EXPECT_TRUE(all_close(pa[i].second.grad(), pb[i].second.grad(), tol, what + " " + pa[i].first));
 }
 
 TEST(LSTMFast, SequenceNodeAgreesWithPerStepGraph) {
@@ -46,6 +47,20 @@ TEST(LSTMFast, SequenceNodeAgreesWithPerStepGraph) {
   expect_agree(2, 9, 4, 6, 2);      // two layers (the second one's input is the first one's output)
   expect_agree(64, 12, 8, 256, 1);  // the benchmark's layer (two threads' units), shorter
   expect_agree(17, 30, 33, 48, 1);  // odd sizes, several vectors per thread
+}
+
+// Under Precision::bf16 both run their products on the bf16 GEMM; the sequence node's recurrent products read the
+// weights' pair words packed once per sequence (RecurrentWeight, where Hd is whole 16-column vectors), the per-step
+// graph converts them at each matmul. They agree to bf16's rounding (a fast-cell difference of 5e-7 can flip a
+// rounding, about 2^-8 relative, and it compounds over the steps); a wrong column of the packed weights is off by O(1).
+TEST(LSTMFast, SequenceNodeAgreesWithPerStepGraphInBf16) {
+  if (!bf16_gemm_usable()) GTEST_SKIP() << precision_note();
+  const Precision was = set_matmul_precision(Precision::bf16);
+  const Tol tol{3e-2, 3e-2};
+  expect_agree(64, 12, 8, 256, 1, tol);  // packed, two threads' units
+  expect_agree(17, 10, 33, 48, 2, tol);  // packed, several vectors per thread, two layers
+  expect_agree(3, 7, 5, 20, 1, tol);     // Hd not whole vectors: dl::gemm converts at each step
+  set_matmul_precision(was);
 }
 
 TEST(LSTMFast, NoGradForwardMatches) {
