@@ -264,23 +264,25 @@ Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t
   return p;
 }
 
-void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda, const Bf16PackedB& B, int64_t c0, float beta,
-                      float* C, int64_t ldc) {
+void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda, const Bf16PackedB& B,
+                      const std::vector<int64_t>& c0s, float beta, float* C, int64_t ldc) {
 #if defined(DL_BF16_KERNEL)
   if (beta != 0.f && beta != 1.f) fail("bf16_gemm_packed: beta " + std::to_string(beta) + ", expected 0 or 1");
-  if (c0 % 16 || c0 < 0 || n < 0 || c0 + n > B.N)
-    fail("bf16_gemm_packed: columns [" + std::to_string(c0) + ", " + std::to_string(c0 + n) + ") of a packed B with " +
-         std::to_string(B.N) + " (the first a multiple of 16)");
+  for (int64_t c0 : c0s)
+    if (c0 % 16 || c0 < 0 || n < 0 || c0 + n > B.N)
+      fail("bf16_gemm_packed: columns [" + std::to_string(c0) + ", " + std::to_string(c0 + n) + ") of a packed B with " +
+           std::to_string(B.N) + " (the first a multiple of 16)");
   if (M <= 0 || n <= 0) return;
   if (B.K == 0) {
-    for (int64_t i = 0; i < M; i++)
-      if (beta == 0.f) std::fill(C + i * ldc, C + i * ldc + n, 0.f);
+    if (beta == 0.f)
+      for (int64_t c0 : c0s)
+        for (int64_t i = 0; i < M; i++) std::fill(C + i * ldc + c0, C + i * ldc + c0 + n, 0.f);
     return;
   }
   const int64_t Kp = (B.K + 1) / 2;
   PairScratch ap((size_t)(M * Kp));
   const PackedA a = pack_a(ta, A, lda, M, B.K, ap.p, 0, 1);
-  panel(M, n, Kp, a, B.words.data() + c0, B.Np, beta, C, ldc, tile_in_use(), nullptr);
+  for (int64_t c0 : c0s) panel(M, n, Kp, a, B.words.data() + c0, B.Np, beta, C + c0, ldc, tile_in_use(), nullptr);
 #else
   fail("bf16_gemm_packed: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif

@@ -55,10 +55,11 @@ struct Bf16PackedB {
   std::vector<uint32_t> words;
 };
 Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N);
-// C (M, n) = op(A) B[:, c0 : c0 + n] + beta C (beta 0 or 1) on the calling thread, from the packed B (c0 a multiple of
-// 16, c0 + n <= N): the same bits as bf16_gemm on the same operands, without converting B again.
-void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda, const Bf16PackedB& B, int64_t c0, float beta,
-                      float* C, int64_t ldc);
+// C[:, c0 : c0 + n] = op(A) B[:, c0 : c0 + n] + beta C[:, c0 : c0 + n] (beta 0 or 1) for each c0 of `c0s`, on the
+// calling thread, from the packed B (each c0 a multiple of 16, c0 + n <= N; C points at column 0). A is converted once
+// for all the slices, B not at all; the same bits as bf16_gemm on the same operands.
+void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda, const Bf16PackedB& B,
+                      const std::vector<int64_t>& c0s, float beta, float* C, int64_t ldc);
 // The benchmark's peak probes: GFLOP/s of a register-only loop of independent FMAs (float32, 2 flops per lane) or
 // VDPBF16PS (4 flops per lane) on 512-bit vectors, on the calling thread. 0 where the instruction is missing.
 double probe_fma_gflops(int64_t iters);

@@ -225,13 +225,22 @@ TEST(Bf16Gemm, PackedBOverColumnSlicesIsBf16Gemm) {
             const float* Bs = tb ? o.B.data() + c0 * o.ldb : o.B.data() + c0;  // columns c0.. of op(B)
             std::vector<float> want = o.C0, got = o.C0;
             bf16_gemm(ta, tb, whole.M, n, K, o.A.data(), o.lda, Bs, o.ldb, beta, want.data() + c0, o.ldc, 1);
-            bf16_gemm_packed(ta, whole.M, n, o.A.data(), o.lda, P, c0, beta, got.data() + c0, o.ldc);
+            bf16_gemm_packed(ta, whole.M, n, o.A.data(), o.lda, P, {c0}, beta, got.data(), o.ldc);
             ASSERT_EQ(got, want) << "ta " << ta << " tb " << tb << " K " << K << " beta " << beta << " columns " << c0 << ".."
                                  << c0 + n;
           }
       }
+  {  // several slices in one call (A converted once, as the LSTM's four gates): each as its own call
+    const Case whole{false, false, 20, 128, 64, 1.f};
+    Operands o = make(whole, seed++);
+    const Bf16PackedB P = bf16_pack_b(false, o.B.data(), o.ldb, 64, 128);
+    std::vector<float> want = o.C0, got = o.C0;
+    for (int64_t c0 : {0, 32, 64, 96}) bf16_gemm_packed(false, 20, 16, o.A.data(), o.lda, P, {c0}, 1.f, want.data(), o.ldc);
+    bf16_gemm_packed(false, 20, 16, o.A.data(), o.lda, P, {0, 32, 64, 96}, 1.f, got.data(), o.ldc);
+    ASSERT_EQ(got, want) << "four slices in one call";
+  }
   const Bf16PackedB P = bf16_pack_b(false, std::vector<float>(8 * 40, 1.f).data(), 40, 8, 40);
   std::vector<float> A(8, 1.f), C(40);
-  EXPECT_THROW(bf16_gemm_packed(false, 1, 16, A.data(), 8, P, 8, 0.f, C.data(), 40), std::exception);
-  EXPECT_THROW(bf16_gemm_packed(false, 1, 32, A.data(), 8, P, 16, 0.f, C.data(), 40), std::exception);
+  EXPECT_THROW(bf16_gemm_packed(false, 1, 16, A.data(), 8, P, {8}, 0.f, C.data(), 40), std::exception);
+  EXPECT_THROW(bf16_gemm_packed(false, 1, 32, A.data(), 8, P, {16}, 0.f, C.data(), 40), std::exception);
 }
