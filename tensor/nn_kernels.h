@@ -1,7 +1,7 @@
 // tensor/nn_kernels.h - fused neural-network kernels on Tensors (no autograd): softmax/log_softmax,
 // layer_norm/rms_norm, batch-norm statistics, dropout masks and the losses, each with its backward kernel.
 // autograd/nn_ops.h wraps them with gradients and states the formulas; the math is repeated at each
-// kernel in nn_kernels.cpp / nn_kernels_loss.cpp.
+// kernel in nn_kernels.cpp / nn_kernels_loss.cpp / nn_kernels_dropout.cpp.
 //
 // Shapes: C is the normalised / class dim (always the LAST dim for layer_norm, rms_norm and the losses,
 // any dim for softmax); R = numel / C rows. Inputs may be any view (they are made contiguous first);
@@ -56,7 +56,11 @@ BatchNormOut batch_norm_train(const Tensor& x, const Tensor& weight, const Tenso
 NormGrads batch_norm_train_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                                     const Tensor& weight, bool need_dx, bool need_dweight, bool need_dbias);
 
-// ---- dropout ----
+// The kernels' common entry check (here and in nn_kernels_*.cpp): x defined, on the CPU and of a float dtype, else an
+// error that names op and what was found.
+void require_cpu_float(const Tensor& x, const char* op);
+
+// ---- dropout (nn_kernels_dropout.cpp) ----
 // A mask of 0 and 1/(1-p), each element kept with probability 1-p (p == 1: all zeros).
 // Draws exactly one u64 from g (the base seed); element i is row i / 4096, column i % 4096 of the counter-based
 // draws below (kept when row_draw >= p 2^32), so the mask is the same for any thread count and order.

@@ -28,14 +28,14 @@ inline double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // here), and converting W again at every step cost about as much as the product. Bits as dl::gemm's bf16 path.
 struct RecurrentWeight {
   const float* w;
-  int64_t N;
+  int64_t K, N;
   std::optional<Bf16PackedB> packed;
-  RecurrentWeight(const float* w_, int64_t K, int64_t N_, bool aligned) : w(w_), N(N_) {
+  RecurrentWeight(const float* w_, int64_t K_, int64_t N_, bool aligned) : w(w_), K(K_), N(N_) {
     if (aligned && bf16_products_active()) packed = bf16_pack_b(false, w, N, K, N);  // every c0 a multiple of 16
   }
   // C[:, c0 : c0 + n] (+)= A W[:, c0 : c0 + n] for each c0 (C at column 0 of the (M, N) result): A converted once
-  void product(int64_t M, int64_t n, int64_t K, const float* A, int64_t lda, const std::vector<int64_t>& c0s, float beta,
-               float* C, int64_t ldc) const {
+  void product(int64_t M, int64_t n, const float* A, int64_t lda, const std::vector<int64_t>& c0s, float beta, float* C,
+               int64_t ldc) const {
     if (packed) bf16_gemm_packed(false, M, n, A, lda, *packed, c0s, beta, C, ldc);
     else
       for (int64_t c0 : c0s) gemm<float>(false, false, M, n, K, 1.f, A, lda, w + c0, N, beta, C + c0, ldc);
@@ -131,7 +131,7 @@ struct LstmSequenceNode : Node {
       const std::vector<int64_t> cols = {u.j0};
       for (int64_t t = L - 1; t >= 0; t--) {
         if (t < L - 1)  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
-          whh.product(B, u.j1 - u.j0, G4, pdG + (t + 1) * B * G4, G4, cols, 0.f, pdh, Hd);
+          whh.product(B, u.j1 - u.j0, pdG + (t + 1) * B * G4, G4, cols, 0.f, pdh, Hd);
         for (int64_t b = 0; b < B; b++) {
           const float *a = pact + (t * B + b) * G4, *cp = pc + (t * B + b) * Hd, *cn = cp + B * Hd;
           const float* dyr = pdy + (b * L + t) * Hd;
@@ -213,7 +213,7 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
       float* at = pa + t * B * G4;
       const float* hp = ph + t * B * Hd;  // h_{t-1}
       // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh^T[:, q Hd + j0 : q Hd + j1] for the four gates q
-      whhT.product(B, u.j1 - u.j0, Hd, hp, Hd, gate_cols, 1.f, at, G4);
+      whhT.product(B, u.j1 - u.j0, hp, Hd, gate_cols, 1.f, at, G4);
       for (int64_t b = 0; b < B; b++) {
         float* a = at + b * G4;
         const float* cp = pc + (t * B + b) * Hd;
