@@ -22,11 +22,14 @@ using namespace dl;
 
 namespace {
 
-// <build>/test_tmp/generate_lra/run/cells/listops__<model>__spt-causal__seed0, trained once per process
+// <build>/test_tmp/generate_lra/<test>/<model>/run/cells/listops__<model>__spt-causal__seed0, trained once per process
 std::string trained_cell(const std::string& model) {
   static std::map<std::string, std::string> done;
   if (done.count(model)) return done[model];
-  const std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/generate_lra/" + model;
+  // One folder per test: ctest runs the tests as parallel processes, and two of them training the same folder at once
+  // removed each other's cell (GenerateLra.ACellThatCannotGenerateIsNamed failed so under ctest -j2).
+  const std::string d = std::string(DL_BINARY_DIR) + "/test_tmp/generate_lra/" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/" + model;
   fs::remove_all(d);
   fs::create_directories(d);
   const std::string sets =
