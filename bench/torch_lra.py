@@ -121,7 +121,7 @@ class Attention(nn.Module):
         t = torch.arange(T)
         if self.window > 0:
             # Local attention the way a PyTorch user writes it: the full T x T scores with a band mask
-            # |t - s| <= window. Ours computes only the band, block by block (O(T window) instead of O(T^2)).
+            # |t - s| <= window. Ours computes only the band's key blocks (the blocked kernel: O(T window), not O(T^2)).
             allowed = allowed & ((t[:, None] - t[None, :]).abs() <= self.window)
         if self.causal:
             allowed = allowed & (t[None, :] <= t[:, None])
@@ -282,7 +282,8 @@ def notes_for(c):
     """Where this twin runs a different algorithm than ours (the parameters are the same)."""
     o, notes = mixer_options(c), []
     if c["model"] == "transformer" and o.get("window", 0) > 0:
-        notes.append(f"window {o['window']}: full T x T scores with a band mask (ours: block-wise local attention)")
+        notes.append(f"window {o['window']}: full T x T scores with a band mask "
+                     "(ours: the band's key blocks on the blocked kernel)")
     if c["model"] == "transformer" and o.get("fused"):
         notes.append("fused: torch 1.13 has no fused attention on CPU; composed attention (ours: online softmax)")
     return notes

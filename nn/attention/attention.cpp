@@ -169,10 +169,12 @@ AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool w
                                     Device dev, bool prefix, int64_t length, int64_t head_size) {
   // the fused and packed primitives are CPU kernels; a device has the flash primitive (heads up to its kernel's 128)
   const bool fused = o.fused && dev == Device::cpu && !want_weights && !(training && o.dropout > 0) && !(prefix && o.window > 0);
-  const bool packable = self && o.packed && !fused && o.window == 0 && !want_weights && dt == DType::f32;
-  if (packable && dev == Device::cpu)
+  const bool packable = self && o.packed && !fused && !want_weights && dt == DType::f32;
+  if (packable && dev == Device::cpu) {
+    if (o.window > 0) return AttentionPath::flash;  // the band: only the blocked kernel has one, at any length
     return length > 0 && length >= o.flash_from ? AttentionPath::flash : AttentionPath::packed;
-  if (packable && head_size > 0 && head_size <= kDeviceFlashMaxHead) return AttentionPath::flash;
+  }
+  if (packable && o.window == 0 && head_size > 0 && head_size <= kDeviceFlashMaxHead) return AttentionPath::flash;
   if (self && o.window > 0) return prefix ? AttentionPath::composed : AttentionPath::windowed;  // no prefix blocks
   if (fused) return AttentionPath::fused;
   return AttentionPath::composed;
@@ -233,7 +235,7 @@ Var MultiheadAttention::packed_self_attention(const Var& x, const Tensor& mask, 
     Var k = merge_heads(apply_rotary(split_heads(narrow(qkv, 2, C, C), opt.heads)));
     qkv = cat({q, k, narrow(qkv, 2, 2 * C, C)}, 2);
   }
-  if (flash) return flash_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix);
+  if (flash) return flash_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix, opt.window);
   return qkv_attention(qkv, opt.heads, opt.causal, opt.dropout, is_training(), *gen_, mask, prefix);  // (B, T, C)
 }
 

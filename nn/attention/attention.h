@@ -91,26 +91,30 @@ struct AttentionOptions {
   double dropout = 0;  // on attention weights
   bool causal = false;
   bool rotary = false;  // RoPE on q and k (self-attention)
-  int64_t window = 0;   // > 0: block-wise local attention
+  int64_t window = 0;   // > 0: local attention, keys |t - s| <= window (the flash kernel's band; else block-wise)
   bool fused = false;   // use nn/fused/fused_attention.h when no weights, dropout, window or bias are involved
   bool packed = true;   // otherwise use nn/fused/qkv_attention.h (sgemm per head, no T x T tensor kept) for f32 CPU
-                        // self-attention without window or returned weights; false: always the composed path
+                        // self-attention without returned weights (the flash kernel with a window); false: the
+                        // composed path (the windowed one with a window)
   int64_t flash_from = kFlashFrom;  // from this length T on, that self-attention runs on the blocked kernel instead
 };
 
 // Which implementation computes the attention; all compute the same map (each agreement test names its twin):
 //   path       runs when                                                     why
-//   flash      self-attention, f32 on the CPU, no window, no weights asked,   blocked online softmax, tiles in
+//   flash      self-attention, f32 on the CPU, no weights asked,              blocked online softmax, tiles in
 //              option packed (default), fused not chosen, T >= flash_from     L1/L2, O(T) memory: at long T the
-//                                                                             packed path's T x T scratch falls
-//                                                                             out of cache (nn/fused/flash_attention.h)
-//              or the same on a device at any T, head size <= 128             the backend's attention primitive
+//              or window > 0 (any T)                                          packed path's T x T scratch falls
+//                                                                             out of cache; with a window only
+//                                                                             the band's key blocks: O(T w) work
+//                                                                             (nn/fused/flash_attention.h)
+//              or the same on a device at any T, no window, head size <= 128  the backend's attention primitive
 //                                                                             (cuda/ops/attention.cuh): O(T) memory
-//   packed     the same with T < flash_from                                   sgemm per head on the packed
+//   packed     the same with T < flash_from and no window                     sgemm per head on the packed
 //                                                                             projection; the T x T scores
 //                                                                             never outlive one (b, h)
 //                                                                             (nn/fused/qkv_attention.h)
-//   windowed   self-attention with window > 0                                 O(T w) memory (local_attention)
+//   windowed   self-attention with window > 0 not taking the flash path       O(T w) memory (local_attention);
+//              (packed = false, float64, a device), no prefix                 no attention dropout
 //   fused      option fused, on the CPU, no weights asked, no dropout while   online softmax, one primitive
 //              training                                                       (nn/fused/fused_attention.h)
 //   composed   everything else: cross-attention, returned weights, float64,   the readable reference:
@@ -119,8 +123,10 @@ struct AttentionOptions {
 // switch at flash_from changes speed, not results (beyond float32 rounding). kFlashFrom is measured, not guessed:
 // docs/performance.md's scaling table times all paths at each length.
 // A prefix-LM mask (forward_prefix) runs on the flash, packed and fused paths (the primitives take the prefix lengths)
-// and on the composed one; with window > 0 it goes to the composed path (band and prefix masks on the full T x T
-// matrix), since the block-wise local attention has no prefix.
+// and on the composed one; with window > 0 off the flash path it goes to the composed path (band and prefix masks on
+// the full T x T matrix), since the block-wise local attention has no prefix.
+// Until 2026-12-06 every window took the windowed path, which applies no attention dropout; on the flash path a
+// window gets the same hash dropout as full attention (the LRA presets with a window have dropout 0: no change there).
 enum class AttentionPath { flash, packed, windowed, fused, composed };
 // length: the sequence length T (0 = unknown: packed rather than flash); head_size: d_model / heads (0 = unknown: the
 // composed path on a device).

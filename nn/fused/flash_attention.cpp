@@ -28,12 +28,6 @@ inline int64_t row_keys(int64_t t, int64_t T, bool causal, int64_t prefix_b) {
   if (prefix_b >= 0) return std::max(prefix_b, t + 1);
   return causal ? t + 1 : T;
 }
-// The first real key of a sequence (T when all are padding); a row with n keys has no real one iff first >= n.
-inline int64_t first_real(const float* km, int64_t T) {
-  int64_t f = 0;
-  while (km && f < T && km[f] == 0.f) f++;
-  return km ? f : 0;
-}
 
 // The packed path's dropout: keep(b, h, t, s) = row_draw(row_key(seed, (b NH + h) T + t), s) >= p 2^32.
 struct Drop {
@@ -111,8 +105,23 @@ struct Problem {
   const int64_t* prefix;  // (B) or null
   bool causal;
   Drop drop;
-  int64_t keys(int64_t b, int64_t t) const { return row_keys(t, d.T, causal, prefix ? prefix[b] : -1); }
+  int64_t window = 0;  // > 0: row t sees only the keys with |t - s| <= window (the band), on top of the rules above
+  // Row t of sequence b sees the keys lo(t) <= s < hi(b, t): [0, row_keys) cut to the band [t - w, t + w].
+  int64_t lo(int64_t t) const { return window > 0 ? std::max<int64_t>(0, t - window) : 0; }
+  int64_t hi(int64_t b, int64_t t) const {
+    const int64_t n = row_keys(t, d.T, causal, prefix ? prefix[b] : -1);
+    return window > 0 ? std::min(n, t + window + 1) : n;
+  }
 };
+
+// none[t] = 1 where row t's keys [lo, hi) hold no real key (only padding): next[s] = the first real key >= s (T if
+// none), so row t has one iff next[lo(t)] < hi(t). Without a mask every row has a real key (its own position at least).
+inline void rows_without_keys(const Problem& pr, int64_t b, const float* km, int32_t* next, uint8_t* none) {
+  const int64_t T = pr.d.T;
+  next[T] = (int32_t)T;
+  for (int64_t s = T - 1; s >= 0; s--) next[s] = !km || km[s] != 0.f ? (int32_t)s : next[s + 1];
+  for (int64_t t = 0; t < T; t++) none[t] = next[pr.lo(t)] >= pr.hi(b, t);
+}
 
 // ---- forward ----------------------------------------------------------------------------------------------------
 // Scratch per thread: the products' packed operands (Products::floats), then the algorithm's own tiles.
@@ -139,23 +148,25 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
     std::fill(O, O + Br * HSp, 0.f);
     std::fill(m, m + Br, -INFINITY);
     std::fill(l, l + Br, 0.f);
-    const int64_t reach = pr.keys(b, t0 + rows - 1);  // the block's last row sees the most keys
-    for (int64_t s0 = 0; s0 < reach; s0 += Bc) {
+    // the keys the block's rows see: from its first row's lo (whole key blocks) to its last row's hi
+    const int64_t reach = pr.hi(b, t0 + rows - 1);
+    for (int64_t s0 = pr.lo(t0) / Bc * Bc; s0 < reach; s0 += Bc) {
       const int64_t nb = std::min(Bc, reach - s0), nv = round_up(nb, kV);  // keys the block sees here; whole vectors
       mul.scores(rows, nv, s0, S);  // S = c Q K^T
       for (int64_t r = 0; r < rows; r++) {
         float* s = S + r * Bc;
-        const int64_t t = t0 + r, n = std::clamp(pr.keys(b, t) - s0, (int64_t)0, nb);
+        const int64_t t = t0 + r, a = std::clamp(pr.lo(t) - s0, (int64_t)0, nb), n = std::clamp(pr.hi(b, t) - s0, (int64_t)0, nb);
         alpha[r] = 1.f;
-        if (n == 0) {  // nothing of this tile is allowed: the row's sums stay as they are
+        if (n <= a) {  // nothing of this tile is allowed: the row's sums stay as they are
           std::fill(s, s + nv, 0.f);
           continue;
         }
+        std::fill(s, s + a, -INFINITY);  // keys before the band: e^-inf = 0 exactly (exp_fast)
         if (km) {
 #pragma omp simd
-          for (int64_t j = 0; j < n; j++) s[j] = km[s0 + j] != 0.f ? s[j] : kPadScore;
+          for (int64_t j = a; j < n; j++) s[j] = km[s0 + j] != 0.f ? s[j] : kPadScore;
         }
-        const float mx = std::max(m[r], row_max(s, n));
+        const float mx = std::max(m[r], row_max(s + a, n - a));
         alpha[r] = exp_fast(m[r] - mx);  // e^(m - m'); 0 on the row's first tile (m = -inf)
         const float sum = exp_row(s, s, n, nv, mx, pr.drop, bh * T + t, s0);  // with dropout s ends as P M
         l[r] = alpha[r] * l[r] + sum;
@@ -178,7 +189,8 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
 
 // ---- backward ---------------------------------------------------------------------------------------------------
 template <class Products> int64_t backward_floats(const Dims& d) {
-  return Products::floats(d) + d.Tq * d.HSp + d.Tq + 2 * kKeyBlock * d.HSp + 3 * kQueryBlock * kKeyBlock;
+  return Products::floats(d) + d.Tq * d.HSp + d.Tq + 2 * kKeyBlock * d.HSp + 3 * kQueryBlock * kKeyBlock + (d.T + 1) +
+         (d.T + 3) / 4;  // then rows_without_keys's next (int32) and none (bytes)
 }
 
 // One (b, h): writes head h's columns of dqkv (B, T, 3C). out (B, T, C) is the forward's output, dO its gradient.
@@ -199,6 +211,8 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
   float* P = dVa + Bc * HSp;              // (Br, Bc): P
   float* X = P + Br * Bc;                 // (Br, Bc): dPd, then dS
   float* Mk = X + Br * Bc;                // (Br, Bc): the dropout mask M, then P * M
+  int32_t* next = (int32_t*)(Mk + Br * Bc);       // (T + 1)
+  uint8_t* none = (uint8_t*)(next + T + 1);       // (T): row t sees no real key
   const float c = (float)(1.0 / std::sqrt((double)d.HS));
   mul.head(Q, ld, G, d.C, c);
   std::fill(dQa, dQa + d.Tq * HSp, 0.f);
@@ -206,31 +220,34 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
     const float* o = out + (b * T + t) * d.C + h * d.HS;
     D[t] = t < T ? lane_sum<float>(d.HS, [&](int64_t e) { return o[e] * G[t * d.C + e]; }) : 0.f;
   }
-  const int64_t first = first_real(km, T);
+  rows_without_keys(pr, b, km, next, none);
   for (int64_t s0 = 0; s0 < T; s0 += Bc) {
     const int64_t ns = std::min(Bc, T - s0);
     mul.keys(K, V, ld, s0, ns);
     std::fill(dKa, dKa + 2 * Bc * HSp, 0.f);  // dKa and dVa
     for (int64_t t0 = 0; t0 < T; t0 += Br) {
       const int64_t rows = std::min(Br, T - t0);
-      const int64_t reach = pr.keys(b, t0 + rows - 1);  // the block's last row sees the most keys
-      if (reach <= s0) continue;  // no row of this block reaches key s0 (above the diagonal)
+      const int64_t reach = pr.hi(b, t0 + rows - 1);  // the block's last row sees the most keys
+      if (reach <= s0) continue;                      // no row of this block reaches key s0 (above the diagonal)
+      if (pr.lo(t0) >= s0 + ns) continue;             // the band of its first row starts after this key block
       const int64_t nb = std::min(Bc, reach - s0), nv = round_up(nb, kV);  // keys the block sees here; whole vectors
       mul.scores(t0, rows, nv, P);  // S = c Q K^T
       for (int64_t r = 0; r < rows; r++) {  // P = e^(S - L) and P * M
         float *p = P + r * Bc, *pm = Mk + r * Bc;
-        const int64_t t = t0 + r, nt = pr.keys(b, t), n = std::clamp(nt - s0, (int64_t)0, nb);
+        const int64_t t = t0 + r, lo = pr.lo(t), hi = pr.hi(b, t);
+        const int64_t a = std::clamp(lo - s0, (int64_t)0, nb), n = std::max(a, std::clamp(hi - s0, (int64_t)0, nb));
         const float Lt = L[bh * T + t];
-        if (first >= nt) {  // no real key: uniform 1/nt, as the forward's fill gives
-          for (int64_t j = 0; j < nv; j++) p[j] = j < n ? 1.f / (float)nt : 0.f;
+        if (none[t]) {  // no real key: uniform over the row's keys, as the forward's fill gives
+          for (int64_t j = 0; j < nv; j++) p[j] = j >= a && j < n ? 1.f / (float)(hi - lo) : 0.f;
         } else {
+          std::fill(p, p + a, -INFINITY);  // keys before the band: P = 0
           if (km) {
 #pragma omp simd
-            for (int64_t j = 0; j < n; j++) p[j] = km[s0 + j] != 0.f ? p[j] : kPadScore;
+            for (int64_t j = a; j < n; j++) p[j] = km[s0 + j] != 0.f ? p[j] : kPadScore;
           }
           exp_row(p, pm, n, nv, Lt, pr.drop, bh * T + t, s0);  // P, and P M with dropout
         }
-        if (pr.drop.on && first >= nt) {
+        if (pr.drop.on && none[t]) {
           mask_tile_row(pr.drop, bh * T + t, s0, pm, n);
 #pragma omp simd
           for (int64_t j = 0; j < n; j++) pm[j] *= p[j];
@@ -242,8 +259,8 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
       mul.dpd(t0, rows, nv, X);             // X = dPd = dO V^T
       for (int64_t r = 0; r < rows; r++) {  // dP = dPd M;  dS = P (dP - D)
         float *x = X + r * Bc, *p = P + r * Bc, *pm = Mk + r * Bc;
-        const int64_t t = t0 + r, nt = pr.keys(b, t), n = std::clamp(nt - s0, (int64_t)0, nb);
-        if (first >= nt) {  // all keys padding: dS = 0 (the fill does not depend on S)
+        const int64_t t = t0 + r, n = std::clamp(pr.hi(b, t) - s0, (int64_t)0, nb);  // P = 0 before the band
+        if (none[t]) {  // all keys padding: dS = 0 (the fill does not depend on S)
           std::fill(x, x + nv, 0.f);
           continue;
         }
@@ -315,13 +332,14 @@ struct FlashAttentionNode : Node {
   bool causal = false;
   bool bf16 = false;  // the forward's products were bf16: the backward's are too
   Drop drop;
+  int64_t window = 0;
   const char* name() const override { return "flash_attention"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
     if (!qkv.defined()) fail("flash_attention: backward called twice without retain_graph");
     Tensor g = dy.to(DType::f32).contiguous();
     Tensor dqkv = Tensor::empty(qkv.shape());
     Problem pr{d, qkv.data<float>(), key_mask.defined() ? key_mask.data<float>() : nullptr,
-               prefix.empty() ? nullptr : prefix.data(), causal, drop};
+               prefix.empty() ? nullptr : prefix.data(), causal, drop, window};
     const float *po = out.data<float>(), *pl = L.data<float>(), *pg = g.data<float>();
     float* pd = dqkv.data<float>();
     backward_all(pr, bf16, po, pl, pg, pd);
@@ -362,8 +380,9 @@ Var flash_attention_device(const Var& qkv, const AttentionArgs& a, const Tensor&
 }  // namespace
 
 Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g, const Tensor& key_mask,
-                    const Tensor& prefix) {
+                    const Tensor& prefix, int64_t window) {
   check_packed_qkv("flash_attention", qkv, heads, p, /*any_device=*/true);
+  if (window < 0) fail("flash_attention: window must be 0 (none) or positive, found " + std::to_string(window));
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / heads;
   Dims d{B, T, C, heads, HS, round_up(HS, 16), round_up(T, kQueryBlock), round_up(T, kKeyBlock)};
   if (key_mask.defined() && key_mask.shape() != Shape{B, T})
@@ -377,6 +396,9 @@ Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool t
   dr.thr = (uint64_t)std::llround(p * 4294967296.0);
   dr.r = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.f;
   if (qkv.data().device() != Device::cpu) {
+    if (window > 0)
+      fail("flash_attention: the device kernel has no window (found window " + std::to_string(window) +
+           "); windowed attention on a device takes the composed path");
     if (HS > kDeviceFlashMaxHead)
       fail("flash_attention: head size " + std::to_string(HS) + " is above the device kernel's " +
            std::to_string(kDeviceFlashMaxHead) + " (use the composed attention)");
@@ -387,14 +409,14 @@ Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool t
   Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();
   Tensor x = qkv.data().contiguous();
   Tensor out = Tensor::empty({B, T, C}), L = Tensor::empty({B, heads, T});
-  Problem pr{d, x.data<float>(), km.defined() ? km.data<float>() : nullptr, P.empty() ? nullptr : P.data(), causal, dr};
+  Problem pr{d, x.data<float>(), km.defined() ? km.data<float>() : nullptr, P.empty() ? nullptr : P.data(), causal, dr, window};
   float *po = out.data<float>(), *pl = L.data<float>();
   const bool bf16 = bf16_products_active();  // Precision::bf16 where this CPU computes in bf16 (tensor/bf16.h)
   forward_all(pr, bf16, po, pl);
   if (!any_requires_grad({qkv})) return Var(out);
   auto n = std::make_shared<FlashAttentionNode>();
   n->qkv = x, n->out = out, n->L = L, n->key_mask = km, n->d = d, n->causal = causal, n->bf16 = bf16;
-  n->drop = dr, n->prefix = P;
+  n->drop = dr, n->prefix = P, n->window = window;
   return record(n, out, {qkv});
 }
 

@@ -2,8 +2,9 @@
 // its twins: the packed primitive (nn/fused/qkv_attention.h, same arguments and the same dropout mask) and the
 // composed path (split heads, scores, the allowed-mask fill, softmax, the packed path's dropout mask, merge heads).
 // Values and the gradient of qkv at lengths that are not multiples of the tiles (48 query rows x 128 keys) and cross
-// them: 1, 7, 64, 130, 257; key padding, causal, prefix-LM; with and without dropout. Tolerance: kAgreeF32 (both are
-// float32 and sum in a different order: per tile here, over the whole row in the twins).
+// them: 1, 7, 64, 130, 257; key padding, causal, prefix-LM; with and without dropout; a window (the band
+// |t - s| <= w). Tolerance: kAgreeF32 (both are float32 and sum in a different order: per tile here, over the whole
+// row in the twins).
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -26,14 +27,16 @@ namespace {
 
 const int64_t kLengths[] = {1, 7, 64, 130, 257};
 
-// The composed twin, given the dropout mask (B, NH, T, T) of 0 or 1/(1-p), or undefined for none.
-Var composed(const Var& qkv, int64_t NH, bool causal, const Tensor& drop_mask, const Tensor& key_mask, const Tensor& prefix) {
+// The composed twin, given the dropout mask (B, NH, T, T) of 0 or 1/(1-p), or undefined for none; window > 0: the band
+// |t - s| <= window of attention_allowed.
+Var composed(const Var& qkv, int64_t NH, bool causal, const Tensor& drop_mask, const Tensor& key_mask, const Tensor& prefix,
+             int64_t window = 0) {
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
   Var q = split_heads(narrow(qkv, 2, 0, C), NH), k = split_heads(narrow(qkv, 2, C, C), NH),
       v = split_heads(narrow(qkv, 2, 2 * C, C), NH);                              // (B, NH, T, HS)
   Var s = matmul(q, transpose(k, -2, -1)) * (1.0 / std::sqrt((double)(C / NH)));  // (B, NH, T, T)
-  if (causal || key_mask.defined() || prefix.defined()) {
-    Tensor allowed = attention_allowed(key_mask, B, T, T, causal, 0, DType::f32, "test", prefix);
+  if (causal || key_mask.defined() || prefix.defined() || window > 0) {
+    Tensor allowed = attention_allowed(key_mask, B, T, T, causal, window, DType::f32, "test", prefix);
     s = masked_fill(s, add_scalar(neg(allowed), 1.0), -1e9);
   }
   Var w = softmax(s, -1);
@@ -52,15 +55,24 @@ Tensor key_mask(int64_t T, bool all_padded) {
   km[2 * T] = all_padded ? 0.f : 1.f;
   return from_vector(km, {3, T});
 }
+// For a window: masks whose every band holds a real key, causal bands [t - 1, t] included (sequence 0 all real, 1 real
+// at the even positions, 2 at 0 and the odd ones), so no row falls back to the all-padding average (where the
+// composed fill averages over all T keys, the primitive over the row's band).
+Tensor band_key_mask(int64_t T) {
+  std::vector<float> km(3 * T, 0.f);
+  for (int64_t t = 0; t < T; t++) km[t] = 1.f, km[T + t] = t % 2 == 0, km[2 * T + t] = t == 0 || t % 2 == 1;
+  return from_vector(km, {3, T});
+}
 Tensor prefix_of(int64_t T) { return from_vector(std::vector<int64_t>{T / 2, 0, T}, {3}); }  // half, causal, full
 
 struct Case {
   int64_t T;
   bool causal, mask, prefix;
   double p;
+  int64_t window = 0;
   std::string what() const {
     return "T=" + std::to_string(T) + (causal ? " causal" : "") + (mask ? " padded" : "") + (prefix ? " prefix" : "") +
-           " p=" + std::to_string(p);
+           " p=" + std::to_string(p) + (window ? " window=" + std::to_string(window) : "");
   }
 };
 
@@ -71,9 +83,10 @@ void expect_agree(const Case& c, const std::function<Var(const Var&, Generator&,
   Generator g(c.T * 7 + 1);
   Var qkv(randn({B, c.T, 3 * C}, g), true);
   Tensor dy = randn({B, c.T, C}, g);
-  Tensor km = c.mask ? key_mask(c.T, all_padded) : Tensor(), pre = c.prefix ? prefix_of(c.T) : Tensor();
+  Tensor km = !c.mask ? Tensor() : c.window ? band_key_mask(c.T) : key_mask(c.T, all_padded);
+  Tensor pre = c.prefix ? prefix_of(c.T) : Tensor();
   Generator g1(99), g2(99);
-  Var a = flash_attention(qkv, NH, c.causal, c.p, true, g1, km, pre);
+  Var a = flash_attention(qkv, NH, c.causal, c.p, true, g1, km, pre, c.window);
   a.backward(dy);
   Tensor ga = qkv.grad();
   qkv.zero_grad();
@@ -114,6 +127,52 @@ TEST(FlashAttention, AgreesWithComposed) {
           return composed(qkv, 2, c.causal, m, km, pre);
         },
         /*all_padded=*/false, "composed");
+}
+
+// The band |t - s| <= w against the composed path's band mask, with the same hash dropout mask: windows narrower
+// than a key block (1, 5), about one (100: a 48-row block then spans two or three key blocks) and wider than T (400:
+// the whole rows, as without a window), crossed with causal, padding and prefix-LM.
+TEST(FlashAttention, WindowAgreesWithComposed) {
+  for (int64_t T : {7, 130, 300})
+    for (int64_t w : {1, 5, 100, 400})
+      for (bool causal : {false, true})
+        for (bool mask : {false, true})
+          for (bool prefix : {false, true})
+            for (double p : {0.0, 0.25}) {
+              const Case c{T, causal, mask, prefix, p, w};
+              expect_agree(
+                  c,
+                  [&](const Var& qkv, Generator& g, const Tensor& km, const Tensor& pre) {
+                    Tensor m = c.p > 0 ? qkv_attention_mask(qkv_attention_next_seed(g), 3, 2, c.T, c.p) : Tensor();
+                    return composed(qkv, 2, c.causal, m, km, pre, w);
+                  },
+                  /*all_padded=*/false, "composed");
+            }
+}
+
+// A band with no real key (a sequence all padding): each row averages v over its band (keys t - w .. t + w), the
+// weights do not depend on q and k (their gradients are 0), and v's gradient is dy spread over the band evenly.
+TEST(FlashAttention, WindowWithoutRealKeysAveragesTheBand) {
+  const int64_t T = 200, C = 16, w = 30;
+  Generator g(4);
+  Var qkv(randn({1, T, 3 * C}, g), true);
+  Tensor dy = randn({1, T, C}, g);
+  Var y = flash_attention(qkv, 1, false, 0, true, g, zeros({1, T}), Tensor(), w);
+  y.backward(dy);
+  const float *x = qkv.data().data<float>(), *out = y.data().data<float>(), *d = dy.data<float>(), *gx = qkv.grad().data<float>();
+  double worst = 0;
+  for (int64_t t = 0; t < T; t++) {
+    const int64_t lo = std::max<int64_t>(0, t - w), hi = std::min(T, t + w + 1);
+    for (int64_t e = 0; e < C; e++) {
+      double mean = 0, dv = 0;
+      for (int64_t s = lo; s < hi; s++) mean += x[s * 3 * C + 2 * C + e] / (double)(hi - lo);
+      for (int64_t r = std::max<int64_t>(0, t - w); r < std::min(T, t + w + 1); r++)  // rows whose band holds key t
+        dv += d[r * C + e] / (double)(std::min(T, r + w + 1) - std::max<int64_t>(0, r - w));
+      worst = std::max({worst, std::abs(out[t * C + e] - mean), std::abs(gx[t * 3 * C + 2 * C + e] - dv)});
+      worst = std::max({worst, (double)std::abs(gx[t * 3 * C + e]), (double)std::abs(gx[t * 3 * C + C + e])});
+    }
+  }
+  EXPECT_LT(worst, 1e-5);
 }
 
 // A head size that is not a multiple of the 16-float vector (zero-padded tiles), one head, and a long causal T.
@@ -178,6 +237,22 @@ TEST(FlashAttention, LayerPathAgreesWithComposed) {
   EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, false, 0), AttentionPath::packed);
   EXPECT_EQ(choose_attention_path(o, true, true, true, DType::f32, Device::cpu, false, 500), AttentionPath::composed);
   expect_fast_layer_agrees_with_composed(o, 137, 90);  // T >= flash_from: the blocked kernel
+}
+
+// With a window the CPU's float32 self-attention takes the blocked kernel at any length (its band skips the key blocks
+// outside it); packed = false, a device and float64 keep the block-wise local attention, which it agrees with.
+TEST(FlashAttention, WindowedLayerTakesTheBlockedKernel) {
+  AttentionOptions o;
+  o.window = 50;
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, false, 10), AttentionPath::flash);
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, true, 10), AttentionPath::flash) << "prefix";
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f64, Device::cpu, false, 10), AttentionPath::windowed);
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 10, 16), AttentionPath::windowed);
+  o.packed = false;
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, false, 10), AttentionPath::windowed);
+  o.packed = true;
+  expect_fast_layer_agrees_with_composed(o, 20, 12);   // the band wider than T
+  expect_fast_layer_agrees_with_composed(o, 137, 97);  // every band keeps a real key (row 136's holds 86 .. 96)
 }
 
 // On a device the flash primitive runs at any length while the head fits its kernel; otherwise the composed path.

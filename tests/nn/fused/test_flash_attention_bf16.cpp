@@ -27,13 +27,14 @@ namespace {
   if (!bf16_gemm_usable()) GTEST_SKIP() << "no bf16 arithmetic here: " << precision_note()
 
 // Runs flash_attention with the given precision; returns out (B, T, C) and dqkv (B, T, 3C).
-std::pair<Tensor, Tensor> run(const Case& c, const Tensor& qkv0, const Tensor& dy, Precision p, double drop = 0) {
+std::pair<Tensor, Tensor> run(const Case& c, const Tensor& qkv0, const Tensor& dy, Precision p, double drop = 0,
+                              int64_t window = 0) {
   const Precision was = set_matmul_precision(p);
   Var qkv(qkv0, true);
   Tensor km = c.mask ? from_vector(key_mask(c.T), {kB, c.T}) : Tensor();
   Tensor pre = c.prefix ? from_vector(prefixes(c.T), {kB}) : Tensor();
   Generator g(7);
-  Var y = flash_attention(qkv, kNH, c.causal, drop, true, g, km, pre);
+  Var y = flash_attention(qkv, kNH, c.causal, drop, true, g, km, pre, window);
   y.backward(dy);
   set_matmul_precision(was);
   return {y.data().contiguous(), qkv.grad().contiguous()};
@@ -83,16 +84,19 @@ TEST(FlashAttentionBf16, AgreesWithFloat32Path) {
   };
   // HS 5 and 24: heads that are not whole vectors (an odd one gets zero partners); HS 160: above the 128 of
   // pairs_transposed's fast loop
+  // window 0 (none) and 40 (the band: a query block's keys start inside a key block)
   for (const Case& c : {Case{257, 32, true, true, false}, Case{130, 16, false, true, true}, Case{300, 64, false, false, false},
                         Case{130, 5, true, true, false}, Case{61, 24, false, false, true}, Case{100, 160, true, false, false}})
-    for (double p : {0.0, 0.2}) {
-      const Inputs in = inputs(c);
-      auto [o16, g16] = run(c, in.qkv, in.dy, Precision::bf16, p);
-      auto [o32, g32] = run(c, in.qkv, in.dy, Precision::fp32, p);
-      EXPECT_LT(rel(o16, o32), 0.01) << c.what() << " p=" << p << " out";
-      EXPECT_LT(rel(g16, g32), 0.01) << c.what() << " p=" << p << " dqkv";
-      EXPECT_GT(rel(o16, o32), 0.0) << c.what() << ": the bf16 products did not run";
-    }
+    for (double p : {0.0, 0.2})
+      for (int64_t w : {0, 40}) {
+        const Inputs in = inputs(c);
+        auto [o16, g16] = run(c, in.qkv, in.dy, Precision::bf16, p, w);
+        auto [o32, g32] = run(c, in.qkv, in.dy, Precision::fp32, p, w);
+        const std::string what = c.what() + " p=" + std::to_string(p) + " window=" + std::to_string(w);
+        EXPECT_LT(rel(o16, o32), 0.01) << what << " out";
+        EXPECT_LT(rel(g16, g32), 0.01) << what << " dqkv";
+        EXPECT_GT(rel(o16, o32), 0.0) << what << ": the bf16 products did not run";
+      }
 }
 
 // Runs only in the child started by ForcedOffGivesFloat32Bits (DL_BF16=off in its environment).
