@@ -40,6 +40,7 @@ inline bool unary_backward_uses_y(UnaryOp op) {
 // keep(b, h, t, s) = row_draw(row_key(seed, (b NH + h) T + t), s) >= thr (tensor/nn_kernels.h), kept weights times r.
 struct AttentionArgs {
   int64_t heads = 1;
+  int64_t window = 0;  // > 0: row t sees only the keys |t - s| <= window (the band)
   bool causal = false, dropout = false;
   uint64_t seed = 0, thr = 0;
   float r = 1;

@@ -4,14 +4,15 @@
 //
 // Shape letters: B batch, T time, C channels, NH heads, HS = C / NH; c = 1/sqrt(HS); row i = (b NH + h) T + t.
 // The map is nn/fused/flash_attention.h's, element for element:
-//   scores   S_ts = c q_t . k_s, or -1e9 at a padding key (key_mask 0: the composed path's fill); keys s >= n_t are
-//            left out, n_t = T, t + 1 (causal) or max(prefix_b, t + 1) (prefix-LM)
+//   scores   S_ts = c q_t . k_s, or -1e9 at a padding key (key_mask 0: the composed path's fill); row t sees the keys
+//            lo_t <= s < hi_t: hi_t = n_t = T, t + 1 (causal) or max(prefix_b, t + 1) (prefix-LM), lo_t = 0; with a
+//            window w > 0 (the band |t - s| <= w) lo_t = max(0, t - w) and hi_t = min(n_t, t + w + 1)
 //   forward  over the keys in tiles of kAttnTile: m' = max(m, max S), a = e^(m - m'), l = a l + sum e^(S - m'),
 //            o = a o + sum e^(S - m') M_ts v_s;  out_t = o / l,  L_t = m + log l
 //            M_ts = r keep(i, s) (0 or r) with the counter hash of tensor/counter_hash.h, or 1 without dropout
 //   backward with P_ts = e^(S_ts - L_t) recomputed and D_t = dO_t . out_t:
 //            dS_ts = P_ts (M_ts dO_t . v_s - D_t) (0 at padding keys: their score is a constant); a row whose
-//            keys are all padding has P_ts = 1/n_t (as the CPU: -1e9 + log n_t rounds to -1e9 in float32)
+//            keys are all padding has P_ts = 1 / (hi_t - lo_t) (as the CPU: -1e9 + log n rounds to -1e9 in float32)
 //            dq_t = c sum_s dS_ts k_s                one thread per query row
 //            dk_s = sum_t dS_ts (c q_t),  dv_s = sum_t P_ts M_ts dO_t      one thread per key (b, h, s)
 // Each thread sums its terms in key (or query) order, so the result does not depend on the launch, and nothing is
@@ -52,20 +53,23 @@ struct AttnProblem {
   const float* km;        // (B, T) or null
   const int64_t* prefix;  // (B) or null
   int64_t B, T, C, NH, HS;
+  int64_t window;         // 0: none
+  const int32_t* next;    // (B, T + 1): the first real key >= s (T if none), or null without a mask
   bool causal, drop;
   uint64_t seed, thr;
   float r, c;
-  DL_HD int64_t keys(int64_t b, int64_t t) const {  // n_t: the keys row t of example b sees are s < n_t
+  DL_HD int64_t keys(int64_t b, int64_t t) const {  // n_t: without a window the keys row t of example b sees are s < n_t
     if (prefix) return prefix[b] > t + 1 ? prefix[b] : t + 1;
     return causal ? t + 1 : T;
   }
+  DL_HD int64_t lo(int64_t t) const { return window > 0 && t > window ? t - window : 0; }  // the row's keys: [lo, hi)
+  DL_HD int64_t hi(int64_t b, int64_t t) const {
+    const int64_t n = keys(b, t);
+    return window > 0 && t + window + 1 < n ? t + window + 1 : n;
+  }
+  DL_HD bool no_real_key(int64_t b, int64_t t) const { return next && next[b * (T + 1) + lo(t)] >= hi(b, t); }
   DL_HD const float* q(int64_t b, int64_t h, int64_t t) const { return qkv + (b * T + t) * 3 * C + h * HS; }
   DL_HD bool pad(int64_t b, int64_t s) const { return km && km[b * T + s] == 0.f; }
-  DL_HD int64_t first_real(int64_t b) const {  // example b's first real key (T when all are padding)
-    int64_t f = 0;
-    while (km && f < T && pad(b, f)) f++;
-    return f;
-  }
   DL_HD float keep(uint32_t key, int64_t s) const {  // M_ts for the row whose key is row_key(seed, i)
     return !drop ? 1.f : (uint64_t)row_draw(key, (uint32_t)s) >= thr ? r : 0.f;
   }
@@ -75,14 +79,14 @@ template <int HSC> struct AttnForwardF {
   AttnProblem p;
   float *out, *L;  // (B, T, C), (B NH T)
   DL_HD void operator()(int64_t i) const {
-    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.keys(b, t);
+    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.hi(b, t);
     const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
     float q[kAttnMaxHead], o[kAttnMaxHead], S[kAttnTile];
     const float* qt = p.q(b, h, t);
     DL_UNROLL
     for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], o[e] = 0.f;
     float m = -INFINITY, l = 0.f;
-    for (int64_t s0 = 0; s0 < n; s0 += kAttnTile) {
+    for (int64_t s0 = p.lo(t); s0 < n; s0 += kAttnTile) {
       const int64_t nb = n - s0 < kAttnTile ? n - s0 : kAttnTile;
       float mt = m;
       for (int64_t j = 0; j < nb; j++) {
@@ -125,7 +129,7 @@ template <int HSC> struct AttnGradQF {  // one thread per query row: dq_t = c su
   const float *L, *D, *dout;
   float* dqkv;
   DL_HD void operator()(int64_t i) const {
-    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.keys(b, t);
+    const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.hi(b, t);
     const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
     float q[kAttnMaxHead], dq[kAttnMaxHead];
     const float* qt = p.q(b, h, t);
@@ -133,7 +137,7 @@ template <int HSC> struct AttnGradQF {  // one thread per query row: dq_t = c su
     DL_UNROLL
     for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], dq[e] = 0.f;
     const float Li = L[i], Di = D[i];
-    for (int64_t s = 0; s < n; s++) {
+    for (int64_t s = p.lo(t); s < n; s++) {
       if (p.pad(b, s)) continue;  // dS = 0: the fill does not depend on q
       const float *k = p.q(b, h, s) + p.C, *v = k + p.C;
       const float P = m_exp(head_dot<HSC>(q, k, HS) - Li), dS = P * (p.keep(key, s) * head_dot<HSC>(dO, v, HS) - Di);
@@ -157,18 +161,20 @@ template <int HSC> struct AttnGradKVF {  // one thread per key (b, h, s): dk_s =
     float dk[kAttnMaxHead], dv[kAttnMaxHead], q[kAttnMaxHead];
     DL_UNROLL
     for (int64_t e = 0; e < HS; e++) dk[e] = dv[e] = 0.f;
-    // rows before s see it only under a prefix (s < prefix_b) or without a mask
-    const int64_t t0 = (p.causal || p.prefix) && !(p.prefix && s < p.prefix[b]) ? s : 0, first = p.first_real(b);
-    for (int64_t t = t0; t < T; t++) {
-      const int64_t nt = p.keys(b, t);
-      if (s >= nt) continue;
+    // rows before s see it only under a prefix (s < prefix_b) or without a mask; with a window only rows s - w .. s + w
+    int64_t t0 = (p.causal || p.prefix) && !(p.prefix && s < p.prefix[b]) ? s : 0, t1 = T;
+    if (p.window > 0) t0 = t0 > s - p.window ? t0 : s - p.window, t1 = s + p.window + 1 < T ? s + p.window + 1 : T;
+    for (int64_t t = t0; t < t1; t++) {
+      const int64_t lo = p.lo(t), hi = p.hi(b, t);
+      if (s < lo || s >= hi) continue;
       const int64_t i = bh * T + t;
       const float* qt = p.q(b, h, t);
       DL_UNROLL
       for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e];
       const float* dO = dout + (b * T + t) * p.C + h * HS;
-      // a row with no real key has uniform weights 1/n_t (the fill everywhere; L_t = -1e9 + log n_t would round)
-      const float P = first >= nt ? 1.f / (float)nt : m_exp((pad ? kAttnPadScore : head_dot<HSC>(q, k, HS)) - L[i]);
+      // a row with no real key has uniform weights over its keys (the fill everywhere; L_t = -1e9 + log n would round)
+      const float S = pad ? kAttnPadScore : head_dot<HSC>(q, k, HS);
+      const float P = p.no_real_key(b, t) ? 1.f / (float)(hi - lo) : m_exp(S - L[i]);
       const float M = p.drop ? p.keep(row_key(p.seed, (uint64_t)i), s) : 1.f;
       DL_UNROLL
       for (int64_t e = 0; e < HS; e++) dv[e] += P * M * dO[e];
@@ -191,10 +197,22 @@ inline AttnProblem attn_problem(const AttentionArgs& a, const Tensor& qkv, const
   p.km = km.defined() ? dptr<float>(km) : nullptr;
   p.prefix = prefix.defined() ? dptr<int64_t>(prefix) : nullptr;
   p.B = qkv.size(0), p.T = qkv.size(1), p.C = qkv.size(2) / 3, p.NH = a.heads, p.HS = p.C / a.heads;
-  p.causal = a.causal, p.drop = a.dropout, p.seed = a.seed, p.thr = a.thr, p.r = a.r;
+  p.causal = a.causal, p.drop = a.dropout, p.seed = a.seed, p.thr = a.thr, p.r = a.r, p.window = a.window;
   p.c = (float)(1.0 / sqrt((double)p.HS));
+  p.next = nullptr;  // set by attention_backward where there is a mask
   return p;
 }
+
+struct AttnNextRealF {  // one thread per example b: next[b][s] = the first real key >= s (T if none), s <= T
+  const float* km;
+  int64_t T;
+  int32_t* next;
+  DL_HD void operator()(int64_t b) const {
+    int32_t* n = next + b * (T + 1);
+    n[T] = (int32_t)T;
+    for (int64_t s = T - 1; s >= 0; s--) n[s] = km[b * T + s] != 0.f ? (int32_t)s : n[s + 1];
+  }
+};
 
 // f.template operator()<HSC>() with the head size as a constant where it is one of the compiled ones, else HSC = 0.
 template <class F> void with_head_size(int64_t HS, F&& f) {
@@ -220,6 +238,12 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& 
   const int64_t rows = p.B * p.NH * p.T;
   Tensor D = Tensor::empty({rows}, DType::f32, qkv.device());  // a scratch row of the platform (device or twin host)
   for_n(exec, rows, AttnDeltaF{p, dptr<float>(out), dptr<float>(dout), dptr<float>(D)});
+  Tensor next;  // (B, T + 1) int32 in f32-sized words, for the rows with no real key
+  if (p.km) {
+    next = Tensor::empty({p.B * (p.T + 1)}, DType::f32, qkv.device());
+    p.next = (const int32_t*)dptr<float>(next);
+    for_n(exec, p.B, AttnNextRealF{p.km, p.T, (int32_t*)dptr<float>(next)});
+  }
   with_head_size(p.HS, [&]<int HSC>() {
     for_n(exec, rows, AttnGradQF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
     for_n(exec, rows, AttnGradKVF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});

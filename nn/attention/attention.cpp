@@ -174,7 +174,7 @@ AttentionPath choose_attention_path(const AttentionOptions& o, bool self, bool w
     if (o.window > 0) return AttentionPath::flash;  // the band: only the blocked kernel has one, at any length
     return length > 0 && length >= o.flash_from ? AttentionPath::flash : AttentionPath::packed;
   }
-  if (packable && o.window == 0 && head_size > 0 && head_size <= kDeviceFlashMaxHead) return AttentionPath::flash;
+  if (packable && head_size > 0 && head_size <= kDeviceFlashMaxHead) return AttentionPath::flash;
   if (self && o.window > 0) return prefix ? AttentionPath::composed : AttentionPath::windowed;  // no prefix blocks
   if (fused) return AttentionPath::fused;
   return AttentionPath::composed;

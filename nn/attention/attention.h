@@ -107,14 +107,14 @@ struct AttentionOptions {
 //                                                                             out of cache; with a window only
 //                                                                             the band's key blocks: O(T w) work
 //                                                                             (nn/fused/flash_attention.h)
-//              or the same on a device at any T, no window, head size <= 128  the backend's attention primitive
+//              or the same on a device at any T (window too), head size <= 128  the backend's attention primitive
 //                                                                             (cuda/ops/attention.cuh): O(T) memory
 //   packed     the same with T < flash_from and no window                     sgemm per head on the packed
 //                                                                             projection; the T x T scores
 //                                                                             never outlive one (b, h)
 //                                                                             (nn/fused/qkv_attention.h)
 //   windowed   self-attention with window > 0 not taking the flash path       O(T w) memory (local_attention);
-//              (packed = false, float64, a device), no prefix                 no attention dropout
+//              (packed = false, float64, a device's head > 128), no prefix    no attention dropout
 //   fused      option fused, on the CPU, no weights asked, no dropout while   online softmax, one primitive
 //              training                                                       (nn/fused/fused_attention.h)
 //   composed   everything else: cross-attention, returned weights, float64,   the readable reference:

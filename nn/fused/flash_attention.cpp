@@ -396,14 +396,11 @@ Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool t
   dr.thr = (uint64_t)std::llround(p * 4294967296.0);
   dr.r = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.f;
   if (qkv.data().device() != Device::cpu) {
-    if (window > 0)
-      fail("flash_attention: the device kernel has no window (found window " + std::to_string(window) +
-           "); windowed attention on a device takes the composed path");
     if (HS > kDeviceFlashMaxHead)
       fail("flash_attention: head size " + std::to_string(HS) + " is above the device kernel's " +
            std::to_string(kDeviceFlashMaxHead) + " (use the composed attention)");
     AttentionArgs a;
-    a.heads = heads, a.causal = causal, a.dropout = dr.on, a.seed = dr.seed, a.thr = dr.thr, a.r = dr.r;
+    a.heads = heads, a.window = window, a.causal = causal, a.dropout = dr.on, a.seed = dr.seed, a.thr = dr.thr, a.r = dr.r;
     return flash_attention_device(qkv, a, key_mask, P);
   }
   Tensor km = key_mask.defined() ? key_mask.to(DType::f32).contiguous() : Tensor();

@@ -35,7 +35,7 @@
 // keys before t - w get -inf (P = 0 exactly), and a query block's key loop starts at the block holding its first
 // row's t - w, so at T = 1024, w = 128 a 48-row block visits 3-4 key blocks of 8.
 // On a device, qkv there: the backend's attention primitive (cuda/ops/attention.cuh: the same map, masks,
-// dropout draw and all-padding rule, one thread per query row or key, head size <= 128, no window), checked against
+// dropout draw, window and all-padding rule, one thread per query row or key, head size <= 128), checked against
 // this kernel by tests/cuda_logic/test_device_kernels.cpp.
 // What it is not: cross-attention, an additive bias, returned weights, float64 (use the composed path).
 #pragma once
@@ -49,7 +49,7 @@ inline constexpr int64_t kDeviceFlashMaxHead = 128;
 
 // qkv (B, T, 3C) f32 (CPU or device) -> (B, T, C); the arguments mean what they mean for qkv_attention (same dropout draw from
 // g: one u64 per training call with p > 0, so both primitives give the same mask for the same generator state).
-// window > 0 (CPU only): row t also sees only the keys with |t - s| <= window, as the composed path's band mask
+// window > 0: row t also sees only the keys with |t - s| <= window, as the composed path's band mask
 // (attention_allowed); the key blocks outside a query block's band are skipped, so the work is O(T window).
 Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g,
                     const Tensor& key_mask = Tensor(), const Tensor& prefix = Tensor(), int64_t window = 0);

@@ -26,6 +26,7 @@ struct AttnCase {
   int64_t B, T, C, heads;
   bool causal = false, mask = false, prefix = false, all_padding_row = false;
   double p = 0;
+  int64_t window = 0;
 };
 
 void expect_attention_agrees(const AttnCase& c) {
@@ -48,8 +49,8 @@ void expect_attention_agrees(const AttnCase& c) {
   const bool training = c.p > 0;
   Generator gc(5), gd(5);  // one state: both draw the same dropout seed
   Var xc(qkv, true), xd(on_dev(qkv), true);
-  Var yc = nn::flash_attention(xc, c.heads, c.causal, c.p, training, gc, km, prefix);
-  Var yd = nn::flash_attention(xd, c.heads, c.causal, c.p, training, gd, km.defined() ? on_dev(km) : km, prefix);
+  Var yc = nn::flash_attention(xc, c.heads, c.causal, c.p, training, gc, km, prefix, c.window);
+  Var yd = nn::flash_attention(xd, c.heads, c.causal, c.p, training, gd, km.defined() ? on_dev(km) : km, prefix, c.window);
   EXPECT_TRUE(all_close(back(yd.data()), yc.data(), test::kAgreeF32, c.name + " out"));
   Tensor dy = randn(yc.shape(), g);
   yc.backward(dy);
@@ -58,8 +59,9 @@ void expect_attention_agrees(const AttnCase& c) {
 }
 
 // Odd lengths (37: one full key tile of 32 and a partial one), heads of 8 to 128 (16, 32 and 64 compiled as constants),
-// each mask, the prefix-LM mask, a row whose keys are all padding (uniform weights), and dropout with the CPU's
-// counter-hash mask.
+// each mask, the prefix-LM mask, a row whose keys are all padding (uniform weights), dropout with the CPU's
+// counter-hash mask, and windows (the band |t - s| <= w: rows of a padded tail whose band holds no real key average
+// their band, on both).
 TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
   std::vector<AttnCase> cases = {
       {"plain", 2, 37, 16, 2},
@@ -76,6 +78,11 @@ TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
       {"head size 32, causal + dropout + padding", 2, 37, 64, 2, true, true, false, false, 0.2},
       {"head size 64, plain", 2, 35, 128, 2},
       {"one position", 2, 1, 8, 1, true},
+      {"window 5", 2, 37, 16, 2, false, false, false, false, 0, 5},
+      {"window 3, causal + key padding + an all-padding row", 3, 20, 16, 2, true, true, false, true, 0, 3},
+      {"window 4, prefix-LM + key padding + dropout", 3, 29, 16, 2, false, true, true, false, 0.2, 4},
+      {"window 1, head size 32, key padding", 3, 37, 64, 2, false, true, false, false, 0, 1},
+      {"window 50 (wider than T), causal", 2, 37, 16, 2, true, false, false, false, 0, 50},
   };
   for (const AttnCase& c : cases) expect_attention_agrees(c);
 }

@@ -239,15 +239,17 @@ TEST(FlashAttention, LayerPathAgreesWithComposed) {
   expect_fast_layer_agrees_with_composed(o, 137, 90);  // T >= flash_from: the blocked kernel
 }
 
-// With a window the CPU's float32 self-attention takes the blocked kernel at any length (its band skips the key blocks
-// outside it); packed = false, a device and float64 keep the block-wise local attention, which it agrees with.
+// With a window float32 self-attention takes the blocked kernel at any length (its band skips the key blocks outside
+// it), on the CPU and on a device; packed = false and float64 keep the block-wise local attention, which it agrees with.
 TEST(FlashAttention, WindowedLayerTakesTheBlockedKernel) {
   AttentionOptions o;
   o.window = 50;
   EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, false, 10), AttentionPath::flash);
   EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, true, 10), AttentionPath::flash) << "prefix";
   EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f64, Device::cpu, false, 10), AttentionPath::windowed);
-  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 10, 16), AttentionPath::windowed);
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 10, 16), AttentionPath::flash);
+  EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cuda, false, 10, kDeviceFlashMaxHead + 1),
+            AttentionPath::windowed);
   o.packed = false;
   EXPECT_EQ(choose_attention_path(o, true, false, true, DType::f32, Device::cpu, false, 10), AttentionPath::windowed);
   o.packed = true;
