@@ -205,7 +205,9 @@ TEST(PrefixMask, PathChoice) {
       << "the fused primitive is a CPU kernel";
   o.window = 2;
   EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cpu, false), AttentionPath::windowed);
-  EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cpu, true), AttentionPath::composed);
+  // a prefix with a window: the blocked kernel has both (since 2026-12-06; before, the composed path's full matrix)
+  EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f32, Device::cpu, true), AttentionPath::flash);
+  EXPECT_EQ(choose_attention_path(o, true, false, false, DType::f64, Device::cpu, true), AttentionPath::composed);
 }
 
 // PyTorch: boolean-masked attention (s < prefix[b] or s <= t, and key_mask), prefixes {2, 0, 6} of T = 6; forward
