@@ -107,7 +107,7 @@ struct AttentionOptions {
 //                                                                             out of cache; with a window only
 //                                                                             the band's key blocks: O(T w) work
 //                                                                             (nn/fused/flash_attention.h)
-//              or the same on a device at any T (window too), head size <= 128  the backend's attention primitive
+//              or the same on a device, any T or window, head size <= 128     the backend's attention primitive
 //                                                                             (cuda/ops/attention.cuh): O(T) memory
 //   packed     the same with T < flash_from and no window                     sgemm per head on the packed
 //                                                                             projection; the T x T scores
