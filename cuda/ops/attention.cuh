@@ -54,7 +54,7 @@ struct AttnProblem {
   const int64_t* prefix;  // (B) or null
   int64_t B, T, C, NH, HS;
   int64_t window;         // 0: none
-  const int32_t* next;    // (B, T + 1): the first real key >= s (T if none), or null without a mask
+  const int64_t* next;    // (B, T + 1): the first real key >= s (T if none), or null without a mask
   bool causal, drop;
   uint64_t seed, thr;
   float r, c;
@@ -206,11 +206,11 @@ inline AttnProblem attn_problem(const AttentionArgs& a, const Tensor& qkv, const
 struct AttnNextRealF {  // one thread per example b: next[b][s] = the first real key >= s (T if none), s <= T
   const float* km;
   int64_t T;
-  int32_t* next;
+  int64_t* next;
   DL_HD void operator()(int64_t b) const {
-    int32_t* n = next + b * (T + 1);
-    n[T] = (int32_t)T;
-    for (int64_t s = T - 1; s >= 0; s--) n[s] = km[b * T + s] != 0.f ? (int32_t)s : n[s + 1];
+    int64_t* n = next + b * (T + 1);
+    n[T] = T;
+    for (int64_t s = T - 1; s >= 0; s--) n[s] = km[b * T + s] != 0.f ? s : n[s + 1];
   }
 };
 
@@ -238,11 +238,11 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& 
   const int64_t rows = p.B * p.NH * p.T;
   Tensor D = Tensor::empty({rows}, DType::f32, qkv.device());  // a scratch row of the platform (device or twin host)
   for_n(exec, rows, AttnDeltaF{p, dptr<float>(out), dptr<float>(dout), dptr<float>(D)});
-  Tensor next;  // (B, T + 1) int32 in f32-sized words, for the rows with no real key
+  Tensor next;  // (B, T + 1): AttnNextRealF's table, for the rows with no real key
   if (p.km) {
-    next = Tensor::empty({p.B * (p.T + 1)}, DType::f32, qkv.device());
-    p.next = (const int32_t*)dptr<float>(next);
-    for_n(exec, p.B, AttnNextRealF{p.km, p.T, (int32_t*)dptr<float>(next)});
+    next = Tensor::empty({p.B, p.T + 1}, DType::i64, qkv.device());
+    p.next = dptr<int64_t>(next);
+    for_n(exec, p.B, AttnNextRealF{p.km, p.T, dptr<int64_t>(next)});
   }
   with_head_size(p.HS, [&]<int HSC>() {
     for_n(exec, rows, AttnGradQF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});

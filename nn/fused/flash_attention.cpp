@@ -235,7 +235,7 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
       for (int64_t r = 0; r < rows; r++) {  // P = e^(S - L) and P * M
         float *p = P + r * Bc, *pm = Mk + r * Bc;
         const int64_t t = t0 + r, lo = pr.lo(t), hi = pr.hi(b, t);
-        const int64_t a = std::clamp(lo - s0, (int64_t)0, nb), n = std::max(a, std::clamp(hi - s0, (int64_t)0, nb));
+        const int64_t a = std::clamp(lo - s0, (int64_t)0, nb), n = std::clamp(hi - s0, (int64_t)0, nb);  // lo < hi: a <= n
         const float Lt = L[bh * T + t];
         if (none[t]) {  // no real key: uniform over the row's keys, as the forward's fill gives
           for (int64_t j = 0; j < nv; j++) p[j] = j >= a && j < n ? 1.f / (float)(hi - lo) : 0.f;
