@@ -49,25 +49,44 @@ inline void mask_tile_row(const Drop& dr, uint64_t row, int64_t s0, float* m, in
 // lanes: a plain loop over j < n vectorises four vectors at a time and leaves a row's last 0-63 elements to a scalar
 // loop - with the causal diagonal's short rows, most of a GPT step's exponentials ran there (perf: exp_fast's scalar
 // vcmpltss, 12% of the bf16 step). Whole blocks take no select; the one ragged block masks its lanes.
+// The 16 partial sums are one vector value (`Lanes`), so they stay in a register: as a float[16] they went through
+// the stack on every block (a store and a reload per 16 exponentials, 28% of the forward's samples), and their tree
+// at the end ran as 15 scalar adds. The tree adds in the same order as before (halves, then quarters, ...).
+typedef float Lanes __attribute__((vector_size(16 * sizeof(float)), aligned(sizeof(float)), may_alias));
+// f over the 16 lanes as a tree in vectors: halves, then quarters, ... (for a sum, the order the partial sums always had)
+template <class F> DL_WIDE_VECTORS inline float tree(Lanes v, F f) {
+  typedef float L8 __attribute__((vector_size(8 * sizeof(float))));
+  typedef float L4 __attribute__((vector_size(4 * sizeof(float))));
+  typedef float L2 __attribute__((vector_size(2 * sizeof(float))));
+  const L8 a = f(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7), __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+  const L4 b = f(__builtin_shufflevector(a, a, 0, 1, 2, 3), __builtin_shufflevector(a, a, 4, 5, 6, 7));
+  const L2 c = f(__builtin_shufflevector(b, b, 0, 1), __builtin_shufflevector(b, b, 2, 3));
+  return f(c[0], c[1]);
+}
+constexpr auto vsum = [](auto x, auto y) { return x + y; };
+constexpr auto vmax = [](auto x, auto y) { return x < y ? y : x; };  // std::max's rule, lane by lane
 DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, float* pm, int64_t n, int64_t nv, float shift,
                                                                     const Drop& dr, uint64_t row, int64_t s0) {
   constexpr int kLanes = 16;
-  float lane[kLanes] = {};
+  Lanes lane = {};
   const uint32_t key = dr.on ? row_key(dr.seed, row) : 0, t = keep_threshold32(dr.thr);
   const float r = keep_scale(dr.thr, dr.r);
   auto block = [&](int64_t j0, int left) DL_WIDE_VECTORS {  // lanes j < left are keys the row sees
     float* x = s + j0;
     if (left == kLanes) {
 #pragma omp simd
-      for (int j = 0; j < kLanes; j++) lane[j] += x[j] = exp_fast(x[j] - shift);
+      for (int j = 0; j < kLanes; j++) x[j] = exp_fast(x[j] - shift);
     } else {
 #pragma omp simd
-      for (int j = 0; j < kLanes; j++) lane[j] += x[j] = j < left ? exp_fast(x[j] - shift) : 0.f;
+      for (int j = 0; j < kLanes; j++) x[j] = j < left ? exp_fast(x[j] - shift) : 0.f;
     }
-    if (dr.on) {
-      float* y = pm + j0;
+    const Lanes e = *(const Lanes*)x;
+    lane += e;
+    if (dr.on) {  // the mask into a local first: with pm possibly s, a loop writing pm from x stayed scalar
+      float keep[kLanes];
 #pragma omp simd
-      for (int j = 0; j < kLanes; j++) y[j] = (row_draw(key, (uint32_t)(s0 + j0 + j)) >= t ? r : 0.f) * x[j];
+      for (int j = 0; j < kLanes; j++) keep[j] = row_draw(key, (uint32_t)(s0 + j0 + j)) >= t ? r : 0.f;
+      *(Lanes*)(pm + j0) = *(const Lanes*)keep * e;
     }
   };
   int64_t j0 = 0;
@@ -77,25 +96,22 @@ DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, fl
     std::fill(s + j0, s + nv, 0.f);
     if (dr.on) std::fill(pm + j0, pm + nv, 0.f);
   }
-  for (int w = kLanes / 2; w >= 1; w /= 2)  // a tree in vectors: a serial sum of the 16 lanes was a quarter of the call
-#pragma omp simd
-    for (int j = 0; j < w; j++) lane[j] += lane[j + w];
-  return lane[0];
+  return tree(lane, vsum);
 }
 
-// max_j x[j] over j < n (n >= 1) in 16 independent lanes: a plain `omp simd reduction(max)` loop stays scalar here.
-inline float row_max(const float* x, int64_t n) {
-  constexpr int kLanes = 16;
-  float lane[kLanes];
-  for (int j = 0; j < kLanes; j++) lane[j] = x[0];
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-#pragma omp simd
-    for (int j = 0; j < kLanes; j++) lane[j] = std::max(lane[j], x[c + j]);
-  float mx = x[0];
-  for (; c < n; c++) mx = std::max(mx, x[c]);
-  for (int j = 0; j < kLanes; j++) mx = std::max(mx, lane[j]);
-  return mx;
+// max_j x[j] over j < n (n >= 1) in 16 lanes held in a register; a row's ragged end is the row's last 16 elements
+// again, overlapping the ones already seen (a max does not mind seeing an element twice).
+DL_WIDE_VECTORS inline float row_max(const float* x, int64_t n) {
+  if (n < 16) {
+    float mx = x[0];
+    for (int64_t c = 1; c < n; c++) mx = std::max(mx, x[c]);
+    return mx;
+  }
+  Lanes v = *(const Lanes*)x;
+  int64_t c = 16;
+  for (; c + 16 <= n; c += 16) v = vmax(v, *(const Lanes*)(x + c));
+  if (c < n) v = vmax(v, *(const Lanes*)(x + n - 16));
+  return tree(v, vmax);
 }
 
 struct Problem {
@@ -126,7 +142,7 @@ inline void rows_without_keys(const Problem& pr, int64_t b, const float* km, int
 // ---- forward ----------------------------------------------------------------------------------------------------
 // Scratch per thread: the products' packed operands (Products::floats), then the algorithm's own tiles.
 template <class Products> int64_t forward_floats(const Dims& d) {
-  return Products::floats(d) + kQueryBlock * d.HSp + kQueryBlock * kKeyBlock + 3 * kQueryBlock;
+  return Products::floats(d) + kQueryBlock * d.HSp + kQueryBlock * kKeyBlock + 4 * kQueryBlock;
 }
 
 // One (b, h): writes head h's columns of out (B, T, C) and L (B NH, T).
@@ -139,7 +155,8 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
   Products mul(d, ws);                                    // K^T, V, Q' packed as its products want them
   float* O = ws + Products::floats(d);                    // (Br, HSp): the block's output accumulator
   float* S = O + Br * HSp;                                // (Br, Bc): scores, then P * M
-  float *m = S + Br * Bc, *l = m + Br, *alpha = l + Br;   // (Br) each: running max, running sum, rescale factor
+  float *m = S + Br * Bc, *l = m + Br, *alpha = l + Br;   // (Br) each: running max, running sum, rescale factor,
+  float* mx = alpha + Br;                                 // and the running max after this tile
   mul.head(K, V, ld);
   const float c = (float)(1.0 / std::sqrt((double)d.HS));
   for (int64_t t0 = 0; t0 < T; t0 += Br) {
@@ -153,12 +170,18 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
     for (int64_t s0 = pr.lo(t0) / Bc * Bc; s0 < reach; s0 += Bc) {
       const int64_t nb = std::min(Bc, reach - s0), nv = round_up(nb, kV);  // keys the block sees here; whole vectors
       mul.scores(rows, nv, s0, S);  // S = c Q K^T
-      for (int64_t r = 0; r < rows; r++) {
+      // In three passes over the rows, so that the rescale factors are one vector loop: e^(m - m') one row at a time
+      // was a scalar exp_fast per row and tile (an eighth of the forward's samples).
+      auto keys = [&](int64_t r, int64_t& a, int64_t& n) {  // row t0 + r sees this tile's keys a <= j < n (none if n <= a)
+        a = std::clamp(pr.lo(t0 + r) - s0, (int64_t)0, nb), n = std::clamp(pr.hi(b, t0 + r) - s0, (int64_t)0, nb);
+      };
+      for (int64_t r = 0; r < rows; r++) {  // the masks, and each row's new running max m'
         float* s = S + r * Bc;
-        const int64_t t = t0 + r, a = std::clamp(pr.lo(t) - s0, (int64_t)0, nb), n = std::clamp(pr.hi(b, t) - s0, (int64_t)0, nb);
-        alpha[r] = 1.f;
+        int64_t a, n;
+        keys(r, a, n);
         if (n <= a) {  // nothing of this tile is allowed: the row's sums stay as they are
           std::fill(s, s + nv, 0.f);
+          mx[r] = m[r];
           continue;
         }
         std::fill(s, s + a, -INFINITY);  // keys before the band: e^-inf = 0 exactly (exp_fast)
@@ -166,11 +189,16 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
 #pragma omp simd
           for (int64_t j = a; j < n; j++) s[j] = km[s0 + j] != 0.f ? s[j] : kPadScore;
         }
-        const float mx = std::max(m[r], row_max(s + a, n - a));
-        alpha[r] = exp_fast(m[r] - mx);  // e^(m - m'); 0 on the row's first tile (m = -inf)
-        const float sum = exp_row(s, s, n, nv, mx, pr.drop, bh * T + t, s0);  // with dropout s ends as P M
-        l[r] = alpha[r] * l[r] + sum;
-        m[r] = mx;
+        mx[r] = std::max(m[r], row_max(s + a, n - a));
+      }
+#pragma omp simd
+      for (int64_t r = 0; r < rows; r++)  // e^(m - m'): 0 on the row's first tile (m = -inf), 1 where the max stays
+        alpha[r] = mx[r] == m[r] ? 1.f : exp_fast(m[r] - mx[r]);
+      for (int64_t r = 0; r < rows; r++) {
+        int64_t a, n;
+        keys(r, a, n);
+        if (n > a) l[r] = alpha[r] * l[r] + exp_row(S + r * Bc, S + r * Bc, n, nv, mx[r], pr.drop, bh * T + t0 + r, s0);
+        m[r] = mx[r];  // with dropout the row ends as P M
       }
       for (int64_t r = 0; r < rows; r++)
         if (alpha[r] != 1.f)
@@ -216,8 +244,9 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
   const float c = (float)(1.0 / std::sqrt((double)d.HS));
   mul.head(Q, ld, G, d.C, c);
   std::fill(dQa, dQa + d.Tq * HSp, 0.f);
-  for (int64_t t = 0; t < d.Tq; t++) {
+  for (int64_t t = 0; t < d.Tq; t++) {  // rows C floats apart: asked for ahead, as pack_rows does (an eighth of the samples)
     const float* o = out + (b * T + t) * d.C + h * d.HS;
+    if (t + 4 < T) prefetch_row(o + 4 * d.C, d.HS), prefetch_row(G + (t + 4) * d.C, d.HS);
     D[t] = t < T ? lane_sum<float>(d.HS, [&](int64_t e) { return o[e] * G[t * d.C + e]; }) : 0.f;
   }
   rows_without_keys(pr, b, km, next, none);
@@ -266,15 +295,14 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
         }
         const float Dt = D[t];
         // dS in 16-lane blocks as exp_row (short rows stay in vectors); the ragged block masks, later blocks are 0
+        // As Lanes values: written as a 16-step loop, clang unrolled it fully before vectorising and then left 16
+        // scalar lanes (it could not show that x and p do not overlap); a third of the backward's samples.
         auto ds = [&](int64_t j0, int left) DL_WIDE_VECTORS {
-          float *xc = x + j0, *pc = p + j0, *pmc = pm + j0;
-          if (pr.drop.on) {  // pm = P M, so P dP = pm dPd
-#pragma omp simd
-            for (int j = 0; j < 16; j++) xc[j] = j < left ? pmc[j] * xc[j] - pc[j] * Dt : 0.f;
-          } else {
-#pragma omp simd
-            for (int j = 0; j < 16; j++) xc[j] = j < left ? pc[j] * (xc[j] - Dt) : 0.f;
-          }
+          Lanes& xc = *(Lanes*)(x + j0);
+          const Lanes pc = *(const Lanes*)(p + j0);
+          if (pr.drop.on) xc = *(const Lanes*)(pm + j0) * xc - pc * Dt;  // pm = P M, so P dP = pm dPd
+          else xc = pc * (xc - Dt);
+          if (left < 16) std::fill(x + j0 + left, x + j0 + 16, 0.f);  // the tiles are Bc wide: the lanes exist
         };
         int64_t j0 = 0;
         for (; j0 + 16 <= n; j0 += 16) ds(j0, 16);
