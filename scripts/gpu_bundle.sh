@@ -165,8 +165,10 @@ if [ "$REF" = 1 ]; then
 fi
 
 # ---- 4. the manifest -----------------------------------------------------------------------------------------------
-needed=$(for f in "$STAGE"/bin/* "$STAGE"/lib/*.so* "$STAGE"/lib/openmpi/*.so; do readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done |
-  sort -u | while read -r so; do [ -e "$STAGE/lib/$so" ] || echo "$so"; done | tr '\n' ' ')
+# what the binaries link (NEEDED), and what they open on first use (cuBLAS, cuFFT, NCCL: cuda/lazy_libs.h; the build
+# lists them in lazy_libs.txt): gpu_check.sh looks for these on the GPU machine and puts their folders on LD_LIBRARY_PATH
+needed=$( (for f in "$STAGE"/bin/* "$STAGE"/lib/*.so* "$STAGE"/lib/openmpi/*.so; do readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done
+  cat "$BUILD/lazy_libs.txt" 2>/dev/null) | sort -u | while read -r so; do [ -e "$STAGE/lib/$so" ] || echo "$so"; done | tr '\n' ' ')
 # the newest symbol versions any bundled file asks of glibc and libstdc++: the GPU machine's must be at least these
 newest() { for f in "$STAGE"/bin/* "$STAGE"/lib/*.so* "$STAGE"/lib/openmpi/*.so; do objdump -T "$f" 2>/dev/null |
   grep -o "$1[0-9.]*" | sed "s|^|$(basename "$f") |"; done | sort -k2,2V | tail -1; }

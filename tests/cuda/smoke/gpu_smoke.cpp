@@ -4,10 +4,12 @@
 //   gpu_smoke [--tsv FILE] [--only PREFIX]   FILE gets one row per item: item, status, max_err, tol, ms, detail;
 //                                             PREFIX runs only the items named so (e.g. kernel. under racecheck)
 //
-// Without a device every item is reported "skipped: no device (<the driver's reason>)" and the exit status is 0; with
-// one, the exit status is 1 when any item FAILED. Families (each in its own file): the raw kernels of
-// cuda/kernels.cuh, cuBLAS GEMM per transpose pair and the backend's matmul, the cuFFT causal convolution, the caching
-// allocator, single-rank NCCL.
+// First, with or without a device, `libraries`: cuBLAS, cuFFT and NCCL opened the way the backend opens them on first
+// use (cuda/lazy_libs.h), with their versions and files, so a machine that lacks one is named before anything runs.
+// Without a device every other item is reported "skipped: no device (<the driver's reason>)" and the exit status is 0
+// unless a library failed to open; with one, the exit status is 1 when any item FAILED. Families (each in its own
+// file): the raw kernels of cuda/kernels.cuh, cuBLAS GEMM per transpose pair and the backend's matmul, the cuFFT
+// causal convolution, the caching allocator, single-rank NCCL.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cuda/lazy_libs.h"
 #include "tensor/backend.h"
 #include "tests/cuda/smoke/smoke.h"
 
@@ -99,8 +102,9 @@ void usage(std::FILE* f) {
                "Runs each piece of device library code once against a host reference: the raw kernels, cuBLAS GEMM\n"
                "per transpose pair and the backend's matmul, the cuFFT causal convolution, the caching allocator and\n"
                "single-rank NCCL. One line per item (PASS / FAIL / SKIP, max error, time); --tsv also writes them as\n"
-               "a table; --only runs the items whose name starts with PREFIX (kernel., cublas., backend., cufft.,\n"
-               "alloc., nccl.). Exit status 1 when an item failed; without a device every item is skipped and it is 0.\n");
+               "a table; --only runs the items whose name starts with PREFIX (libraries, kernel., cublas., backend.,\n"
+               "cufft., alloc., nccl.). Exit status 1 when an item failed; without a device every item but libraries\n"
+               "(cuBLAS, cuFFT, NCCL opened, their versions) is skipped.\n");
 }
 
 }  // namespace
@@ -142,6 +146,11 @@ int main(int argc, char** argv) {
     } else {
       std::printf("gpu_smoke: %s\n", skip.c_str());
     }
+    r.run("libraries", [] {  // no device needed: the libraries open, or the item fails naming the one that does not
+      smoke::Outcome o;
+      for (const std::string& line : cuda::library_report()) o.detail += (o.detail.empty() ? "" : "; ") + line;
+      return o;
+    });
     smoke::run_kernel_items(r, skip);
     smoke::run_blas_items(r, skip);
     smoke::run_fft_items(r, skip);
