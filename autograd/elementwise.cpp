@@ -64,7 +64,9 @@ Var binary(BinaryOp op, const Var& a, const Var& b) {
   return record(n, y, {a, b});
 }
 
-// y = f(x) for the unary ops of tensor/elementwise.h; saves x and y (each derivative uses one of them).
+// y = f(x) for the unary ops of tensor/elementwise.h; saves the one of x and y its derivative uses
+// (unary_backward_uses_y). Saving both held every GELU's output until the backward, whether or not the next op keeps
+// it (a bf16 linear keeps only its pairs: then the float32 output was held by this node alone).
 struct UnaryNode : Node {
   UnaryOp op;
   Tensor x, y;
@@ -80,8 +82,8 @@ Var unary_var(UnaryOp op, const char* name, const Var& x) {
   auto n = std::make_shared<UnaryNode>();
   n->op = op;
   n->name_ = name;
-  n->x = x.data();
-  n->y = y;
+  if (unary_backward_uses_y(op)) n->y = y;
+  else n->x = x.data();
   return record(n, y, {x});
 }
 

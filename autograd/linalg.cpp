@@ -1,6 +1,8 @@
 // autograd/linalg.cpp - forward and backward of matmul and linear (formulas in the header).
 #include "autograd/linalg.h"
 
+#include "tensor/bf16_gemm.h"  // Bf16PackedB
+
 namespace dl {
 
 namespace {
@@ -15,14 +17,22 @@ struct MatmulNode : Node {
   void release() override { a = b = Tensor(); }
 };
 
+// Keeps x, or under Precision::bf16 (when the weight has a gradient) x's bf16 pairs in place of it: dw rounds x to
+// bf16 anyway, so the pairs give the same dw in half the bytes (tensor/linalg.h, linear_input_bf16).
 struct LinearNode : Node {
   Tensor x, w;
+  Bf16PackedB xb;  // x's pairs; then x stays undefined and x_shape is its shape
+  Shape x_shape;
   const char* name() const override { return "linear"; }
   std::vector<Tensor> apply(const Tensor& dy) override {
-    LinearGrads g = linear_backward(x, w, dy, needs_grad(0), needs_grad(1), needs_grad(2));
+    LinearGrads g = xb.words ? linear_backward(xb, x_shape, w, dy, needs_grad(0), needs_grad(1), needs_grad(2))
+                             : linear_backward(x, w, dy, needs_grad(0), needs_grad(1), needs_grad(2));
     return {g.dx, g.dw, g.db};
   }
-  void release() override { x = w = Tensor(); }
+  void release() override {
+    x = w = Tensor();
+    xb = Bf16PackedB();
+  }
 };
 
 }  // namespace
@@ -40,7 +50,8 @@ Var linear(const Var& x, const Var& w, const Var& bias) {
   Tensor y = linear(x.data(), w.data(), bias.defined() ? bias.data() : Tensor());
   if (!any_requires_grad({x, w, bias})) return Var(y);
   auto n = std::make_shared<LinearNode>();
-  n->x = x.data();
+  if (w.requires_grad() && linear_keeps_bf16_input(x.data())) n->xb = linear_input_bf16(x.data()), n->x_shape = x.data().shape();
+  else n->x = x.data();
   n->w = w.data();
   return record(n, y, {x, w, bias});
 }

@@ -214,15 +214,15 @@ int set_bf16_tile(int shape) {
   return g_tile.exchange(shape);
 }
 
-void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-               float beta, float* C, int64_t ldc, int threads, const float* bias) {
 #if defined(DL_BF16_KERNEL)
-  if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
-  if (beta != 0.f && beta != 1.f) fail("bf16_gemm: beta " + std::to_string(beta) + ", expected 0 or 1");
-  if (bias && beta != 0.f) fail("bf16_gemm: a bias with beta 1 (the bias is the starting value in place of C)");
-  if (M <= 0 || N <= 0) return;
+namespace {
+// bf16_gemm's body: packs A (and B, unless `packed` already holds op(B)'s words) on the threads, then row or column
+// panels of 64 per thread.
+void gemm_threads(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                  const uint32_t* packed, float beta, float* C, int64_t ldc, int threads, const float* bias) {
   const int64_t Kp = (K + 1) / 2, Np = (N + 15) / 16 * 16;
-  PairScratch ap((size_t)(M * Kp)), bp((size_t)(Kp * Np));
+  PairScratch ap((size_t)(M * Kp)), bp(packed ? 0 : (size_t)(Kp * Np));
+  const uint32_t* Bp = packed ? packed : bp.p;
   const bool split = threads > 1 && !omp_in_parallel() && (double)M * N * K >= kSplitWork;
   const int nt = split ? threads : 1;
   const bool by_rows = M >= N;
@@ -233,31 +233,59 @@ void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     const PackedA a = pack_a(ta, A, lda, M, K, ap.p, t, n);
-    pack_b(tb, B, ldb, K, N, Np, bp.p, t, n);
+    if (!packed) pack_b(tb, B, ldb, K, N, Np, bp.p, t, n);
 #pragma omp barrier
     for (int p = t; p < parts; p += n) {
       const int64_t total = by_rows ? M : N;
       const int64_t i0 = std::min(total, units * p / parts * kPanel), i1 = std::min(total, units * (p + 1) / parts * kPanel);
       if (i1 <= i0) continue;
-      if (by_rows) panel(i1 - i0, N, Kp, {a.p + i0 * a.ars, a.ars, a.aks}, bp.p, Np, beta, C + i0 * ldc, ldc, shape, bias);
-      else panel(M, i1 - i0, Kp, a, bp.p + i0, Np, beta, C + i0, ldc, shape, bias ? bias + i0 : nullptr);
+      if (by_rows) panel(i1 - i0, N, Kp, {a.p + i0 * a.ars, a.ars, a.aks}, Bp, Np, beta, C + i0 * ldc, ldc, shape, bias);
+      else panel(M, i1 - i0, Kp, a, Bp + i0, Np, beta, C + i0, ldc, shape, bias ? bias + i0 : nullptr);
     }
   }
   if (K == 0 && beta == 0.f)  // no pairs: the panels stored nothing
     for (int64_t i = 0; i < M; i++)
       for (int64_t j = 0; j < N; j++) C[i * ldc + j] = bias ? bias[j] : 0.f;
+}
+}  // namespace
+#endif
+
+void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+               float beta, float* C, int64_t ldc, int threads, const float* bias) {
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  if (beta != 0.f && beta != 1.f) fail("bf16_gemm: beta " + std::to_string(beta) + ", expected 0 or 1");
+  if (bias && beta != 0.f) fail("bf16_gemm: a bias with beta 1 (the bias is the starting value in place of C)");
+  if (M <= 0 || N <= 0) return;
+  gemm_threads(ta, tb, M, N, K, A, lda, B, ldb, nullptr, beta, C, ldc, threads, bias);
 #else
   fail("bf16_gemm: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif
 }
 
-Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N) {
+void bf16_gemm(bool ta, int64_t M, const float* A, int64_t lda, const Bf16PackedB& B, float* C, int64_t ldc, int threads) {
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  if (M <= 0 || B.N <= 0) return;
+  gemm_threads(ta, false, M, B.N, B.K, A, lda, nullptr, 0, B.data(), 0.f, C, ldc, threads, nullptr);
+#else
+  fail("bf16_gemm: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
+}
+
+Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int threads) {
   Bf16PackedB p;
   p.K = K, p.N = N, p.Np = (N + 15) / 16 * 16;
-  p.words.assign((size_t)((K + 1) / 2 * p.Np), 0u);
+  const size_t bytes = (size_t)std::max<int64_t>((K + 1) / 2 * p.Np, 1) * 4;
+  p.words = std::shared_ptr<uint32_t>((uint32_t*)host_alloc(bytes), [bytes](uint32_t* w) { host_free(w, bytes); });
+  if (K <= 0 || N <= 0) std::fill(p.words.get(), p.words.get() + bytes / 4, 0u);  // else every word is written below
 #if defined(DL_BF16_KERNEL)
   if (!bf16_gemm_usable()) fail("bf16_pack_b: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
-  if (K > 0 && N > 0) pack_b(tb, B, ldb, K, N, p.Np, p.words.data(), 0, 1);
+  const int nt = threads > 1 && !omp_in_parallel() && (double)K * N >= kSplitWork / 64 ? threads : 1;
+  if (K > 0 && N > 0) {
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    pack_b(tb, B, ldb, K, N, p.Np, p.words.get(), omp_get_thread_num(), omp_get_num_threads());
+  }
 #else
   fail("bf16_pack_b: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif
@@ -282,7 +310,7 @@ void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda
   const int64_t Kp = (B.K + 1) / 2;
   PairScratch ap((size_t)(M * Kp));
   const PackedA a = pack_a(ta, A, lda, M, B.K, ap.p, 0, 1);
-  for (int64_t c0 : c0s) panel(M, n, Kp, a, B.words.data() + c0, B.Np, beta, C + c0, ldc, tile_in_use(), nullptr);
+  for (int64_t c0 : c0s) panel(M, n, Kp, a, B.data() + c0, B.Np, beta, C + c0, ldc, tile_in_use(), nullptr);
 #else
   fail("bf16_gemm_packed: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif

@@ -28,6 +28,7 @@
 // Checked against: a float64 product of the bf16-rounded operands (tests/tensor/test_bf16_gemm.cpp).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,20 @@ int set_bf16_tile(int shape);
 void bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                float beta, float* C, int64_t ldc, int threads, const float* bias = nullptr);
 
-// B packed once for many products - a recurrent weight, the same at every step of a sequence (nn/fused/lstm_kernels.cpp):
-// op(B) (K, N) as pair words (Kp, Np), Np = N rounded up to 16 columns, zero beyond N.
+// op(B) (K, N) packed once for later products: a recurrent weight, the same at every step of a sequence
+// (nn/fused/lstm_kernels.cpp), or a linear layer's input kept for its weight gradient (autograd/linalg.cpp: half the
+// bytes of the float32 input, and no second conversion in the backward). Pair words (Kp, Np), Np = N rounded up to 16
+// columns, zero beyond N, in memory from the caching allocator (shared: copies of the struct share the words).
 struct Bf16PackedB {
   int64_t K = 0, N = 0, Np = 0;
-  std::vector<uint32_t> words;
+  std::shared_ptr<uint32_t> words;
+  const uint32_t* data() const { return words.get(); }
 };
-Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N);
+// Packed on up to `threads` OpenMP threads (the same words for any count).
+Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int threads = 1);
+// C (M, N) = op(A) B from the packed B (beta 0), on up to `threads` threads: bf16_gemm's panels and bits, without
+// packing B.
+void bf16_gemm(bool ta, int64_t M, const float* A, int64_t lda, const Bf16PackedB& B, float* C, int64_t ldc, int threads);
 // C[:, c0 : c0 + n] = op(A) B[:, c0 : c0 + n] + beta C[:, c0 : c0 + n] (beta 0 or 1) for each c0 of `c0s`, on the
 // calling thread, from the packed B (each c0 a multiple of 16, c0 + n <= N; C points at column 0). A is converted once
 // for all the slices, B not at all; the same bits as bf16_gemm on the same operands.

@@ -382,15 +382,16 @@ Tensor cos(const Tensor& x) {
 
 // The derivative of each unary op, written where a reader can check it against the forward above.
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy) {
-  if (on_device(x) || on_device(dy)) {  // the device seam: one strided kernel over broadcast(x or y, dy)
-    const Tensor& xy = unary_backward_uses_y(op) ? y : x;
+  const Tensor& xy = unary_backward_uses_y(op) ? y : x;  // the one the derivative reads (the other may be undefined)
+  if (!xy.defined()) fail(std::string("unary_backward: the derivative needs ") + (&xy == &y ? "y" : "x") + ", which is undefined");
+  if (on_device(xy) || on_device(dy)) {  // the device seam: one strided kernel over broadcast(x or y, dy)
     if (xy.device() != dy.device()) fail("unary_backward: x/y and dy are on different devices");
     Shape s = broadcast_shapes(xy.shape(), dy.shape(), "unary_backward");
     Tensor dx = Tensor::empty(s, dy.dtype(), dy.device());
     require_backend(dy.device(), "unary_backward").unary_backward(op, xy.expand(s), dy.expand(s), dx);
     return dx;
   }
-  return dispatch_float(x.dtype(), "unary_backward", [&]<class T>() -> Tensor {
+  return dispatch_float(xy.dtype(), "unary_backward", [&]<class T>() -> Tensor {
     auto with_x = [&](auto f) { return binary_map<T>(x, dy, "unary_backward", f); };
     auto with_y = [&](auto f) { return binary_map<T>(y, dy, "unary_backward", f); };
     switch (op) {

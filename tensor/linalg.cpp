@@ -363,6 +363,37 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   return y;
 }
 
+namespace {
+// db = dy^T 1 (a gemv over all rows)
+Tensor bias_grad(const Tensor& dy, int64_t out) {
+  Tensor dyc = dy.contiguous();
+  int64_t R = dyc.numel() / std::max<int64_t>(out, 1);
+  Tensor db = zeros({out}, dy.dtype());
+  if (R > 0 && out > 0) {
+    dispatch_float(dy.dtype(), "linear_backward", [&]<class T>() {
+      std::vector<T> one(R, (T)1);
+      // OpenBLAS runs single-threaded (see gemm_panels): the columns are cut in kPanel-aligned halves, one
+      // gemv per thread, so the dy read (memory-bound) uses both cores.
+      const int64_t units = (out + kPanel - 1) / kPanel;
+      const int parts =
+          (double)R * out < kSplitWork || omp_in_parallel() ? 1 : (int)std::min<int64_t>(omp_get_max_threads(), units);
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+      for (int p = 0; p < parts; p++) {
+        const int64_t j0 = std::min(out, units * p / parts * kPanel), j1 = std::min(out, units * (p + 1) / parts * kPanel);
+        if (j1 <= j0) continue;
+        if constexpr (std::is_same_v<T, float>)
+          cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.f, dyc.data<T>() + j0, (blasint)out,
+                      one.data(), 1, 0.f, db.data<T>() + j0, 1);
+        else
+          cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.0, dyc.data<T>() + j0, (blasint)out,
+                      one.data(), 1, 0.0, db.data<T>() + j0, 1);
+      }
+    });
+  }
+  return db;
+}
+}  // namespace
+
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, bool need_x, bool need_w, bool need_b) {
   LinearGrads g;
   int64_t out = w.size(0);
@@ -383,32 +414,35 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, 
     g.dw = Tensor::empty(w.shape(), w.dtype());
     matmul_into(g.dw, dy2.transpose(-1, -2), x2, false);
   }
-  if (need_b) {  // db = dy^T 1 (a gemv over all rows)
-    Tensor dyc = dy.contiguous();
-    int64_t R = dyc.numel() / std::max<int64_t>(out, 1);
-    g.db = zeros({out}, dy.dtype());
-    if (R > 0 && out > 0) {
-      dispatch_float(dy.dtype(), "linear_backward", [&]<class T>() {
-        std::vector<T> one(R, (T)1);
-        // OpenBLAS runs single-threaded (see gemm_panels): the columns are cut in kPanel-aligned halves, one
-        // gemv per thread, so the dy read (memory-bound) uses both cores.
-        const int64_t units = (out + kPanel - 1) / kPanel;
-        const int parts =
-            (double)R * out < kSplitWork || omp_in_parallel() ? 1 : (int)std::min<int64_t>(omp_get_max_threads(), units);
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-        for (int p = 0; p < parts; p++) {
-          const int64_t j0 = std::min(out, units * p / parts * kPanel), j1 = std::min(out, units * (p + 1) / parts * kPanel);
-          if (j1 <= j0) continue;
-          if constexpr (std::is_same_v<T, float>)
-            cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.f, dyc.data<T>() + j0, (blasint)out,
-                        one.data(), 1, 0.f, g.db.data<T>() + j0, 1);
-          else
-            cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)R, (blasint)(j1 - j0), 1.0, dyc.data<T>() + j0, (blasint)out,
-                        one.data(), 1, 0.0, g.db.data<T>() + j0, 1);
-        }
-      });
-    }
+  if (need_b) g.db = bias_grad(dy, out);
+  return g;
+}
+
+bool linear_keeps_bf16_input(const Tensor& x) {
+  return x.device() == Device::cpu && x.dtype() == DType::f32 && x.dim() >= 2 && bf16_products_active();
+}
+
+Bf16PackedB linear_input_bf16(const Tensor& x) {
+  const int64_t in = x.size(-1), R = x.numel() / std::max<int64_t>(in, 1);
+  Tensor xc = x.contiguous();
+  return bf16_pack_b(false, xc.data<float>(), in, R, in, omp_in_parallel() ? 1 : omp_get_max_threads());
+}
+
+LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Tensor& w, const Tensor& dy, bool need_x, bool need_w,
+                            bool need_b) {
+  LinearGrads g;
+  const int64_t out = w.size(0), in = w.size(1);
+  if (need_x) {  // dx = dy @ w, as linear_backward
+    g.dx = Tensor::empty(x_shape, DType::f32);
+    matmul_into(g.dx, dy, w, false);
   }
+  if (need_w) {  // dw = dy^T x from x's pairs: the product linear_backward's matmul_into makes, less the packing of x
+    if (x.N != in) fail("linear_backward: the kept bf16 input has " + std::to_string(x.N) + " columns, the weight " + std::to_string(in));
+    Tensor dyc = dy.contiguous();
+    g.dw = Tensor::empty(w.shape(), DType::f32);
+    bf16_gemm(true, out, dyc.data<float>(), out, x, g.dw.data<float>(), in, omp_in_parallel() ? 1 : omp_get_max_threads());
+  }
+  if (need_b) g.db = bias_grad(dy, out);
   return g;
 }
 

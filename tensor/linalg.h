@@ -45,6 +45,14 @@ struct LinearGrads {
   Tensor dx, dw, db;
 };
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, bool need_x, bool need_w, bool need_b);
+// Under Precision::bf16 (tensor/bf16.h) dw rounds x to bf16 pairs anyway, so a linear layer keeps those instead of x
+// (autograd/linalg.cpp): half the bytes held from the forward to the backward, and x is not converted a second time.
+// linear_input_bf16 packs x (..., in), rows folded, as dw's B operand; the same bits as linear_backward from x.
+struct Bf16PackedB;  // tensor/bf16_gemm.h
+bool linear_keeps_bf16_input(const Tensor& x);  // bf16 products active, x float32 on the CPU with at least 2 dims
+Bf16PackedB linear_input_bf16(const Tensor& x);
+LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Tensor& w, const Tensor& dy, bool need_x, bool need_w,
+                            bool need_b);
 
 // Raw row-major GEMM for kernels in other files (conv): C (M, N) = alpha op(A) op(B) + beta C.
 // Inside an OpenMP parallel region it runs single-threaded on the calling thread.

@@ -1,0 +1,105 @@
+// tests/autograd/test_saved_memory.cpp - what a node keeps from the forward to the backward: only what its backward
+// reads. Measured as the caching allocator's bytes in use once the forward's own Vars are gone (tensor/allocator.h).
+//   - a unary op keeps x or y, the one its derivative uses (GELU: x; its output is not held);
+//   - under Precision::bf16 a linear layer keeps its input as bf16 pairs (half the bytes) and gives the same gradients,
+//     bit for bit, as linear_backward from the float32 input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/elementwise.h"
+#include "autograd/linalg.h"
+#include "autograd/reduce.h"
+#include "tensor/allocator.h"
+#include "tensor/elementwise.h"
+#include "tensor/bf16.h"
+#include "tensor/linalg.h"
+
+namespace dl {
+namespace {
+
+int64_t in_use() { return (int64_t)host_allocator_stats().bytes_in_use; }
+
+// |a - b| <= atol + rtol |b| everywhere (0, 0: the same bits)
+::testing::AssertionResult allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  if (a.shape() != b.shape()) return ::testing::AssertionFailure() << "shapes " << shape_str(a.shape()) << " and " << shape_str(b.shape());
+  const std::vector<float> x = a.to_vector(), y = b.to_vector();
+  for (size_t i = 0; i < x.size(); i++)
+    if (!(std::abs(x[i] - y[i]) <= atol + rtol * std::abs(y[i])))
+      return ::testing::AssertionFailure() << "element " << i << ": " << x[i] << " vs " << y[i];
+  return ::testing::AssertionSuccess();
+}
+
+TEST(SavedMemory, GeluKeepsItsInputNotItsOutput) {
+  Generator g(5);
+  const int64_t n = 1 << 20;  // 4 MB a tensor
+  Var x(randn({n}, g), true);
+  const int64_t before = in_use();
+  Var loss;
+  {
+    Var y = gelu(x);
+    loss = sum(y);
+  }
+  const int64_t held = in_use() - before;  // y is gone unless the GELU node holds it
+  EXPECT_LT(held, n * 4 / 2) << "held " << held << " bytes after the forward";
+  loss.backward();
+  Tensor want = unary_backward(UnaryOp::gelu_erf, x.data(), Tensor(), ones({n}));
+  EXPECT_TRUE(allclose(x.grad(), want, 0, 0));
+}
+
+TEST(SavedMemory, SigmoidKeepsItsOutput) {  // the other side: its derivative y (1 - y) reads y, not x
+  Generator g(6);
+  Var x(randn({1000}, g), true);
+  Var s = sigmoid(x);
+  sum(s).backward();
+  Tensor y = s.data();
+  EXPECT_TRUE(allclose(x.grad(), mul(y, add_scalar(neg(y), 1.0)), 1e-6, 1e-7));
+}
+
+struct PrecisionScope {
+  Precision was;
+  explicit PrecisionScope(Precision p) : was(set_matmul_precision(p)) {}
+  ~PrecisionScope() { set_matmul_precision(was); }
+};
+
+TEST(SavedMemory, Bf16LinearKeepsItsInputAsPairs) {
+  if (!bf16_gemm_usable()) GTEST_SKIP() << "no bf16 arithmetic on this CPU: the linear keeps its float32 input";
+  PrecisionScope bf16(Precision::bf16);
+  Generator g(7);
+  const int64_t B = 5, T = 67, in = 200, out = 72;  // B T odd: the last pair of rows has a zero partner
+  Var w(randn({out, in}, g), true), b(randn({out}, g), true);
+  Tensor xd = randn({B, T, in}, g), dy = randn({B, T, out}, g);
+  const int64_t before = in_use();
+  Var y;
+  {
+    Var x(xd.clone(), true);  // the only handle on this copy: the node's is what stays
+    y = linear(x, w, b);
+    ASSERT_TRUE(linear_keeps_bf16_input(x.data()));
+  }
+  const int64_t held = in_use() - before - (int64_t)(y.data().numel() * 4);
+  const int64_t x_bytes = B * T * in * 4;
+  EXPECT_LT(held, x_bytes * 6 / 10) << "held " << held << " bytes besides y; x is " << x_bytes;
+  EXPECT_GT(held, x_bytes * 4 / 10) << "the pairs are half of x";
+  y.backward(dy);
+  // the float32 input's backward, in the same mode: the same products on the same rounded operands
+  LinearGrads want = linear_backward(xd, w.data(), dy, true, true, true);
+  EXPECT_TRUE(allclose(w.grad(), want.dw, 0, 0)) << "dw";
+  EXPECT_TRUE(allclose(b.grad(), want.db, 0, 0)) << "db";
+}
+
+TEST(SavedMemory, Float32LinearKeepsItsInput) {  // without bf16 products: x itself, and no pairs
+  PrecisionScope fp32(Precision::fp32);
+  Generator g(8);
+  Tensor xd = randn({4, 10, 16}, g);
+  EXPECT_FALSE(linear_keeps_bf16_input(xd));
+  Var w(randn({8, 16}, g), true);
+  Var x(xd, true);
+  Var y = linear(x, w);
+  y.backward(ones({4, 10, 8}));
+  LinearGrads want = linear_backward(xd, w.data(), ones({4, 10, 8}), true, true, false);
+  EXPECT_TRUE(allclose(w.grad(), want.dw, 0, 0));
+  EXPECT_TRUE(allclose(x.grad(), want.dx, 0, 0));
+}
+
+}  // namespace
+}  // namespace dl
