@@ -437,7 +437,10 @@ LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Te
     matmul_into(g.dx, dy, w, false);
   }
   if (need_w) {  // dw = dy^T x from x's pairs: the product linear_backward's matmul_into makes, less the packing of x
-    if (x.N != in) fail("linear_backward: the kept bf16 input has " + std::to_string(x.N) + " columns, the weight " + std::to_string(in));
+    const int64_t R = dy.numel() / std::max<int64_t>(out, 1);
+    if (x.N != in || x.K != R)
+      fail("linear_backward: the kept bf16 input is (" + std::to_string(x.K) + ", " + std::to_string(x.N) + "), expected (" +
+           std::to_string(R) + ", " + std::to_string(in) + ") from dy " + shape_str(dy.shape()) + " and the weight");
     Tensor dyc = dy.contiguous();
     g.dw = Tensor::empty(w.shape(), DType::f32);
     bf16_gemm(true, out, dyc.data<float>(), out, x, g.dw.data<float>(), in, omp_in_parallel() ? 1 : omp_get_max_threads());

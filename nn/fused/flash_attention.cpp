@@ -194,11 +194,11 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
 #pragma omp simd
       for (int64_t r = 0; r < rows; r++)  // e^(m - m'): 0 on the row's first tile (m = -inf), 1 where the max stays
         alpha[r] = mx[r] == m[r] ? 1.f : exp_fast(m[r] - mx[r]);
-      for (int64_t r = 0; r < rows; r++) {
+      for (int64_t r = 0; r < rows; r++) {  // P = e^(S - m') and the running sums (with dropout the row ends as P M)
         int64_t a, n;
         keys(r, a, n);
         if (n > a) l[r] = alpha[r] * l[r] + exp_row(S + r * Bc, S + r * Bc, n, nv, mx[r], pr.drop, bh * T + t0 + r, s0);
-        m[r] = mx[r];  // with dropout the row ends as P M
+        m[r] = mx[r];
       }
       for (int64_t r = 0; r < rows; r++)
         if (alpha[r] != 1.f)
