@@ -5,14 +5,14 @@
 //     bit for bit, as linear_backward from the float32 input.
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include "op_harness.h"
 
 #include "autograd/elementwise.h"
 #include "autograd/linalg.h"
 #include "autograd/reduce.h"
 #include "tensor/allocator.h"
-#include "tensor/elementwise.h"
 #include "tensor/bf16.h"
+#include "tensor/elementwise.h"
 #include "tensor/linalg.h"
 
 namespace dl {
@@ -20,15 +20,10 @@ namespace {
 
 int64_t in_use() { return (int64_t)host_allocator_stats().bytes_in_use; }
 
-// |a - b| <= atol + rtol |b| everywhere (0, 0: the same bits)
-::testing::AssertionResult allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  if (a.shape() != b.shape()) return ::testing::AssertionFailure() << "shapes " << shape_str(a.shape()) << " and " << shape_str(b.shape());
-  const std::vector<float> x = a.to_vector(), y = b.to_vector();
-  for (size_t i = 0; i < x.size(); i++)
-    if (!(std::abs(x[i] - y[i]) <= atol + rtol * std::abs(y[i])))
-      return ::testing::AssertionFailure() << "element " << i << ": " << x[i] << " vs " << y[i];
-  return ::testing::AssertionSuccess();
-}
+using test::all_close;  // tests/common/op_harness.h
+constexpr test::Tol kSameBits{0, 0};
+// sigmoid's backward against y (1 - y) composed from the saved output: one rounding apart in float32
+constexpr test::Tol kOneRounding{1e-6, 1e-7};
 
 TEST(SavedMemory, GeluKeepsItsInputNotItsOutput) {
   Generator g(5);
@@ -44,7 +39,7 @@ TEST(SavedMemory, GeluKeepsItsInputNotItsOutput) {
   EXPECT_LT(held, n * 4 / 2) << "held " << held << " bytes after the forward";
   loss.backward();
   Tensor want = unary_backward(UnaryOp::gelu_erf, x.data(), Tensor(), ones({n}));
-  EXPECT_TRUE(allclose(x.grad(), want, 0, 0));
+  EXPECT_TRUE(all_close(x.grad(), want, kSameBits, "gelu dx"));
 }
 
 TEST(SavedMemory, SigmoidKeepsItsOutput) {  // the other side: its derivative y (1 - y) reads y, not x
@@ -53,7 +48,7 @@ TEST(SavedMemory, SigmoidKeepsItsOutput) {  // the other side: its derivative y 
   Var s = sigmoid(x);
   sum(s).backward();
   Tensor y = s.data();
-  EXPECT_TRUE(allclose(x.grad(), mul(y, add_scalar(neg(y), 1.0)), 1e-6, 1e-7));
+  EXPECT_TRUE(all_close(x.grad(), mul(y, add_scalar(neg(y), 1.0)), kOneRounding, "sigmoid dx"));
 }
 
 struct PrecisionScope {
@@ -83,8 +78,8 @@ TEST(SavedMemory, Bf16LinearKeepsItsInputAsPairs) {
   y.backward(dy);
   // the float32 input's backward, in the same mode: the same products on the same rounded operands
   LinearGrads want = linear_backward(xd, w.data(), dy, true, true, true);
-  EXPECT_TRUE(allclose(w.grad(), want.dw, 0, 0)) << "dw";
-  EXPECT_TRUE(allclose(b.grad(), want.db, 0, 0)) << "db";
+  EXPECT_TRUE(all_close(w.grad(), want.dw, kSameBits, "dw"));
+  EXPECT_TRUE(all_close(b.grad(), want.db, kSameBits, "db"));
 }
 
 TEST(SavedMemory, Float32LinearKeepsItsInput) {  // without bf16 products: x itself, and no pairs
@@ -97,8 +92,8 @@ TEST(SavedMemory, Float32LinearKeepsItsInput) {  // without bf16 products: x its
   Var y = linear(x, w);
   y.backward(ones({4, 10, 8}));
   LinearGrads want = linear_backward(xd, w.data(), ones({4, 10, 8}), true, true, false);
-  EXPECT_TRUE(allclose(w.grad(), want.dw, 0, 0));
-  EXPECT_TRUE(allclose(x.grad(), want.dx, 0, 0));
+  EXPECT_TRUE(all_close(w.grad(), want.dw, kSameBits, "dw"));
+  EXPECT_TRUE(all_close(x.grad(), want.dx, kSameBits, "dx"));
 }
 
 }  // namespace
