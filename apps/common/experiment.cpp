@@ -1,6 +1,7 @@
 // apps/common/experiment.cpp - the shared command line and the sweep (see experiment.h).
 #include "apps/common/experiment.h"
 
+#include <CLI/CLI.hpp>
 #include <omp.h>
 
 #include <chrono>

@@ -18,7 +18,6 @@
 // its checkpoints; after each cell the run's results.{json,md}, metrics.csv and the app's plots are rewritten.
 // SIGINT/SIGTERM: the running phase checkpoints and the app exits with status 130 (resume with --resume).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <any>
 #include <functional>
 #include <iosfwd>
@@ -29,6 +28,10 @@
 #include "apps/common/phase.h"
 #include "apps/common/report.h"
 #include "apps/common/results.h"
+
+namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
+class App;
+}
 
 namespace dl::harness {
 

@@ -1,6 +1,7 @@
 // apps/common/export_command.cpp - see export_command.h.
 #include "apps/common/export_command.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "apps/common/phase.h"

@@ -2,12 +2,15 @@
 // app with an ONNX export shares (docs/onnx.md). The options are read here; the app gives what only it knows, how to
 // rebuild its cell's model from the model file and write it (its export.h).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include "apps/common/experiment.h"
+
+namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
+class App;
+}
 
 namespace dl::harness {
 

@@ -9,6 +9,7 @@
 //   fpt attention --cell DIR [--example 0]      attention maps of a finished cell (attention.h)
 //   fpt export   --cell DIR --onnx FILE [--batch 4] [--seed 0]   the cell's model as ONNX + check file (export.h)
 //   fpt list
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "app.h"

@@ -1,6 +1,7 @@
 // apps/fpt/sweep.cpp - see sweep.h.
 #include "sweep.h"
 
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <iomanip>
 #include <iostream>

@@ -6,11 +6,14 @@
 //                [--seeds 0,1,2] [--set k=v].. [--out runs/fpt_sweep] [--resume]
 // Output: <out>/lr_<lr>/ (a run folder per lr), <out>/sweep.{md,json}, <out>/plots/lr_<task>.png.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
 #include "apps/common/experiment.h"
+
+namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
+class App;
+}
 
 namespace fpt {
 

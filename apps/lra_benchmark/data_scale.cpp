@@ -1,6 +1,7 @@
 // apps/lra_benchmark/data_scale.cpp - the SPT gain against the training-set size (see data_scale.h).
 #include "data_scale.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>

@@ -18,11 +18,14 @@
 //   <out>/data_scale.png         the gain against the number of training examples, one line per task x model and
 //                                SPT regime, error bars of one standard error
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
 #include "apps/common/experiment.h"
+
+namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
+class App;
+}
 
 namespace lra {
 

@@ -11,6 +11,7 @@
 //   lra_benchmark data-scale [--preset ..] [--fractions 1,0.5,0.25,0.1] [--seeds ..]   (SPT gain vs size, data_scale.h)
 // The harness (apps/common) runs the sweep; this app says what a cell is (cell.h), its model (model.h), its data
 // and objectives (data.h) and its table (report.h); app.h hands them to the harness.
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 

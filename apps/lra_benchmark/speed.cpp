@@ -1,6 +1,7 @@
 // apps/lra_benchmark/speed.cpp - steps/s of each cell's model (see speed.h).
 #include "speed.h"
 
+#include <CLI/CLI.hpp>
 #include <sys/resource.h>
 
 #include <algorithm>

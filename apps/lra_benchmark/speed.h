@@ -18,13 +18,16 @@
 // --device cuda: the model and the batch on the GPU (apps/common/device.h), each step ending with the device's
 // synchronize(), and "device" in the line (scripts/gpu_check.sh times the paper preset's ListOps Transformer so).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
 #include "config.h"
 #include "model.h"
 #include <nlohmann/json.hpp>
+
+namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
+class App;
+}
 
 namespace lra {
 

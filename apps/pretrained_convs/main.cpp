@@ -10,6 +10,7 @@
 //   pretrained_convs export   --cell DIR --onnx FILE [--batch 4] [--seed 0]   the model as ONNX + check file (export.h)
 //   pretrained_convs speed    [--preset ..] [--lengths 64,..,4096] [--models ..] [--tokens 8192] [--out DIR]
 //   pretrained_convs list
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 #include <sstream>

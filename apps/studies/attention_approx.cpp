@@ -1,6 +1,7 @@
 // apps/studies/attention_approx.cpp - see attention_approx.h.
 #include "attention_approx.h"
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>

@@ -8,7 +8,6 @@
 // attention-approx, which trains nothing (it measures approximation error and cost), keeps its own CLI11 subcommand:
 // add_attention_approx_command below, one line in main.cpp.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -16,6 +15,10 @@
 #include <vector>
 
 #include "apps/common/experiment.h"
+
+namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
+class App;
+}
 
 namespace studies {
 

@@ -1,5 +1,6 @@
 // apps/studies/exact_study.cpp - see exact.h: the study as an experiment on the harness (its settings, one cell with
 // its selection grid, the report, the old command line).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <map>

@@ -1,6 +1,7 @@
 // apps/studies/positions.cpp - see positions.h.
 #include "positions.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
