@@ -392,6 +392,14 @@ Tensor bias_grad(const Tensor& dy, int64_t out) {
   }
   return db;
 }
+
+// dx = dy @ w, shaped as x (rows folded into M; a 1-D x is one row): both linear_backwards' input gradient.
+Tensor input_grad(const Shape& x_shape, DType dt, const Tensor& dy, const Tensor& w) {
+  Tensor dx = Tensor::empty(x_shape, dt);
+  const bool row = x_shape.size() == 1;
+  matmul_into(row ? dx.unsqueeze(0) : dx, row ? dy.unsqueeze(0) : dy, w, false);
+  return dx;
+}
 }  // namespace
 
 LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, bool need_x, bool need_w, bool need_b) {
@@ -406,10 +414,7 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, 
     if (need_b) g.db = sum(dyr, {0});                          // db = dy^T 1
     return g;
   }
-  if (need_x) {  // dx = dy @ w: rows folded into M
-    g.dx = Tensor::empty(x.shape(), x.dtype());
-    matmul_into(x.dim() == 1 ? g.dx.unsqueeze(0) : g.dx, dy2, w, false);
-  }
+  if (need_x) g.dx = input_grad(x.shape(), x.dtype(), dy, w);
   if (need_w) {  // dw = sum over rows of dy^T x: rows folded into K, one sgemm
     g.dw = Tensor::empty(w.shape(), w.dtype());
     matmul_into(g.dw, dy2.transpose(-1, -2), x2, false);
@@ -432,10 +437,7 @@ LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Te
                             bool need_b) {
   LinearGrads g;
   const int64_t out = w.size(0), in = w.size(1);
-  if (need_x) {  // dx = dy @ w, as linear_backward
-    g.dx = Tensor::empty(x_shape, DType::f32);
-    matmul_into(g.dx, dy, w, false);
-  }
+  if (need_x) g.dx = input_grad(x_shape, DType::f32, dy, w);
   if (need_w) {  // dw = dy^T x from x's pairs: the product linear_backward's matmul_into makes, less the packing of x
     const int64_t R = dy.numel() / std::max<int64_t>(out, 1);
     if (x.N != in || x.K != R)
