@@ -29,7 +29,9 @@
 #include "apps/common/report.h"
 #include "apps/common/results.h"
 
-namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
+// CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it (it cost every includer seconds); this declaration
+// also serves the headers that build on this one (export_command.h, the apps' subcommand headers).
+namespace CLI {
 class App;
 }
 

@@ -16,10 +16,6 @@
 
 #include "apps/common/experiment.h"
 
-namespace CLI {  // CLI11's <CLI/CLI.hpp> is included by the .cpp files that use it: it cost every includer seconds
-class App;
-}
-
 namespace studies {
 
 // ---- studies on the harness: their old command lines ----
