@@ -103,6 +103,10 @@ void require_positive(const std::string& key, const char* field, double value) {
   if (value <= 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be > 0, found " + std::to_string(value));
 }
 
+void require_non_negative(const std::string& key, const char* field, double value) {
+  if (value < 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be >= 0, found " + std::to_string(value));
+}
+
 void require_warmup(const std::string& key, int64_t warmup, int64_t steps) {
   if (warmup < 0 || warmup >= steps)
     throw ConfigError(key + ": field 'warmup' " + std::to_string(warmup) + " must be in [0, steps " + std::to_string(steps) +

@@ -15,11 +15,13 @@ const std::vector<std::string> kRegimes = {"scratch", "spt-causal", "spt-masked"
 
 std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/lra_benchmark/presets"; }
 
-std::vector<harness::Axis> axes() {
+static std::vector<std::string> task_names() {
   std::vector<std::string> tasks;
   for (auto& t : dl::tasks::task_registry()) tasks.push_back(t.name);
-  return {{"task", tasks}, {"model", dl::nn::model_names()}, {"regime", kRegimes}};
+  return tasks;
 }
+
+std::vector<harness::Axis> axes() { return {{"task", task_names()}, {"model", dl::nn::model_names()}, {"regime", kRegimes}}; }
 
 CellConfig CellConfig::from_json(const json& j, const std::string& where) {
   return harness::config_from_json<CellConfig>(j, where);
@@ -32,8 +34,20 @@ void CellConfig::validate() const {
       throw ConfigError(key() + ": field '" + std::string(name) + "' must be one of " + harness::join(allowed) + ", found \"" +
                         v + "\"");
   };
-  positive("d_model", d_model), positive("layers", layers), positive("batch", batch), positive("steps", steps);
-  positive("lr", lr);
+  auto non_negative = [&](const char* name, double v) { harness::require_non_negative(key(), name, v); };
+  one_of("task", task, task_names()), one_of("regime", regime, kRegimes);
+  one_of("model", model, dl::nn::model_names());  // before find_model below, whose error is no ConfigError
+  positive("d_model", d_model), positive("layers", layers), positive("heads", heads), positive("ffn_mult", ffn_mult);
+  positive("d_state", d_state), positive("batch", batch), positive("steps", steps), positive("eval_batches", eval_batches);
+  positive("lr", lr), positive("ssm_lr", ssm_lr), positive("pretrain_lr", pretrain_lr);
+  // 0 means the default (sizes), none (window, test_batches, pretrain_steps, clip) or only after the last step (cadences)
+  non_negative("seq_len", seq_len), non_negative("train_size", train_size), non_negative("val_size", val_size);
+  non_negative("test_size", test_size), non_negative("window", window), non_negative("warmup", warmup);
+  non_negative("eval_every", eval_every), non_negative("test_batches", test_batches);
+  non_negative("pretrain_steps", pretrain_steps), non_negative("checkpoint_every", checkpoint_every);
+  non_negative("weight_decay", weight_decay), non_negative("clip", clip);
+  if (dropout < 0 || dropout >= 1)
+    throw ConfigError(key() + ": field 'dropout' must be in [0, 1), found " + std::to_string(dropout));
   if (train_limit < 0) throw ConfigError(key() + ": field 'train_limit' must be >= 0 (0: every training example), found " +
                                          std::to_string(train_limit));
   if (mask_prob <= 0 || mask_prob >= 1)

@@ -94,6 +94,33 @@ TEST(LraConfig, UnknownModelAndPresetAreClear) {
   }
 }
 
+// Found by fuzz/fuzz_model_config.cpp: a model file whose dl.config names an unknown model ("transfozmer") stopped the
+// program with the registry's ShapeError, and "heads": 0 divided by zero; each is a ConfigError naming the file and field.
+TEST(LraConfig, AModelFileWithAnUnknownModelOrZeroHeadsIsAConfigError) {
+  const std::string preset = write_mini_preset(dl::test::app_temp_dir("cfg_file_model"));
+  json j = resolve_cell(load_preset(preset), "listops", "transformer", "scratch", {}).to_json();
+  j["model"] = "transfozmer";
+  const std::map<std::string, std::string> meta = {{"dl.config", j.dump()}};
+  try {
+    harness::checked_config_in_metadata<CellConfig>(meta, "m.safetensors", "lra_benchmark");
+    FAIL() << "an unknown model was accepted";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("m.safetensors"), std::string::npos) << what;
+    EXPECT_NE(what.find("field 'model' must be one of"), std::string::npos) << what;
+    EXPECT_NE(what.find("\"transfozmer\""), std::string::npos) << what;
+  }
+  // behind it: "heads": 0 divided by zero in the d_model % heads check
+  j["model"] = "transformer", j["heads"] = 0;
+  const std::map<std::string, std::string> zero_heads = {{"dl.config", j.dump()}};
+  try {
+    harness::checked_config_in_metadata<CellConfig>(zero_heads, "m.safetensors", "lra_benchmark");
+    FAIL() << "heads 0 was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'heads' must be > 0"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LraConfig, ResolutionOrderLaterWins) {
   std::string d = dl::test::app_temp_dir("cfg_order");
   std::ofstream(d + "/p.json") << R"({"tasks": ["listops"], "models": ["s4d"], "regimes": ["scratch"],
