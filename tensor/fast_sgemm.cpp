@@ -16,9 +16,6 @@ namespace dl {
 
 namespace {
 
-constexpr int64_t kKc = 256;  // k per chunk: a 6-row A block (6 KB) and a 64-column B block (64 KB) per chunk
-constexpr int64_t kMc = 96;   // rows per group: a multiple of the kernels' 6 and 12 rows
-
 bool env_on() {
   const char* e = std::getenv("DL_SGEMM");
   return !(e && std::strcmp(e, "openblas") == 0);
@@ -26,6 +23,9 @@ bool env_on() {
 std::atomic<bool> g_on{fast_sgemm_compiled() && env_on()};
 
 #if defined(__AVX512F__)
+constexpr int64_t kKc = 256;  // k per chunk: a 6-row A block (6 KB) and a 64-column B block (64 KB) per chunk
+constexpr int64_t kMc = 96;   // rows per group: a multiple of the kernels' 6 and 12 rows
+
 // Bp (K, N) = the transpose of B (N, K) with row stride ldb: 16 rows of B at a time, so each store is a run of 16.
 void transpose_into(const float* B, int64_t ldb, int64_t K, int64_t N, float* Bp) {
   for (int64_t j0 = 0; j0 < N; j0 += 16) {
