@@ -149,13 +149,12 @@ harness::Table report(const std::string& out, const harness::Preset& p, const st
 }
 
 harness::Experiment experiment() {
-  std::vector<std::string> tasks, layers;
-  for (auto& t : tasks::task_registry()) tasks.push_back(t.name);
+  std::vector<std::string> layers;
   for (auto& l : nn::layer_registry()) layers.push_back(l.name);
   harness::Experiment e = harness::typed_experiment<Config>(
       "classify", "any registry layer, trained from scratch on a token classification task",
       std::string(DL_SOURCE_DIR) + "/apps/classify/presets",
-      {{{"task", tasks}, "", "a classification task"}, {{"layer", layers}, "", "a registry layer"}}, run_cell);
+      {{{"task", tasks::task_names()}, "", "a classification task"}, {{"layer", layers}, "", "a registry layer"}}, run_cell);
   e.report = report;
   return e;
 }

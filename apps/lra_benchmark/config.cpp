@@ -15,13 +15,9 @@ const std::vector<std::string> kRegimes = {"scratch", "spt-causal", "spt-masked"
 
 std::string presets_dir() { return std::string(DL_SOURCE_DIR) + "/apps/lra_benchmark/presets"; }
 
-static std::vector<std::string> task_names() {
-  std::vector<std::string> tasks;
-  for (auto& t : dl::tasks::task_registry()) tasks.push_back(t.name);
-  return tasks;
+std::vector<harness::Axis> axes() {
+  return {{"task", dl::tasks::task_names()}, {"model", dl::nn::model_names()}, {"regime", kRegimes}};
 }
-
-std::vector<harness::Axis> axes() { return {{"task", task_names()}, {"model", dl::nn::model_names()}, {"regime", kRegimes}}; }
 
 CellConfig CellConfig::from_json(const json& j, const std::string& where) {
   return harness::config_from_json<CellConfig>(j, where);
@@ -35,7 +31,7 @@ void CellConfig::validate() const {
                         v + "\"");
   };
   auto non_negative = [&](const char* name, double v) { harness::require_non_negative(key(), name, v); };
-  one_of("task", task, task_names()), one_of("regime", regime, kRegimes);
+  one_of("task", task, dl::tasks::task_names()), one_of("regime", regime, kRegimes);
   one_of("model", model, dl::nn::model_names());  // before find_model below, whose error is no ConfigError
   positive("d_model", d_model), positive("layers", layers), positive("heads", heads), positive("ffn_mult", ffn_mult);
   positive("d_state", d_state), positive("batch", batch), positive("steps", steps), positive("eval_batches", eval_batches);
