@@ -2,9 +2,11 @@
 // the machine's two ceilings, on the OpenMP threads (not a test).
 //   BM_Peak/<kind>/<threads>  register-only loops: 12 independent 512-bit FMAs (float32, 32 flops per instruction) or
 //                             VDPBF16PS (bf16 pairs into float32, 64 flops per instruction) per iteration, one loop
-//                             per thread; GFLOP/s summed over the threads. 0 where the instruction is missing.
+//                             per thread; GFLOP/s summed over the threads; kind 2: AMX TDPBF16PS on four tiles (16 x 16
+//                             x 32 pairs, 16384 flops per instruction). 0 where the instruction is missing.
 //   BM_Gemm/<bf16>/<tile>/M/K/N  C (M, N) = A (M, K) B (K, N) through dl::gemm with the precision switch set
-//                             (bf16 0/1), the bf16 tile shape (0 = 6x4, 1 = 12x2, 2 = 8x3; ignored for fp32);
+//                             (bf16 0/1), the bf16 tile shape (0 = 6x4, 1 = 12x2, 2 = 8x3, 3 = AMX, skipped where
+//                             AMX is not usable; ignored for fp32);
 //                             ta/tb: A (stored (K, M)) or B (stored (N, K)) transposed. Counters: GFLOP/s (2 M N K
 //                             over the wall clock) and GFLOP/s_cpu (over the process's CPU time times the OpenMP
 //                             threads: what the threads reach while they run, for a machine shared with other work;
@@ -20,12 +22,13 @@
 #include <ctime>
 
 #include "tensor/bf16.h"
+#include "tensor/bf16_amx.h"
 #include "tensor/bf16_gemm.h"
 #include "tensor/ops.h"
 
 using namespace dl;
 
-// args: kind (0 = float32 FMA, 1 = VDPBF16PS), threads
+// args: kind (0 = float32 FMA, 1 = VDPBF16PS, 2 = AMX TDPBF16PS), threads
 static void BM_Peak(benchmark::State& st) {
   const int kind = (int)st.range(0), nt = (int)st.range(1);
   const int64_t iters = 1 << 22;
@@ -33,7 +36,7 @@ static void BM_Peak(benchmark::State& st) {
   for (auto _ : st) {
     double sum = 0;
 #pragma omp parallel num_threads(nt) reduction(+ : sum)
-    sum += kind ? probe_dpbf16_gflops(iters) : probe_fma_gflops(iters);
+    sum += kind == 2 ? amx::probe_gflops(iters / 64) : kind ? probe_dpbf16_gflops(iters) : probe_fma_gflops(iters);
     gflops = sum;
   }
   st.counters["GFLOP/s"] = gflops;
@@ -50,6 +53,10 @@ static double process_seconds() {
 static void time_gemm(benchmark::State& st, bool bf16, int tile_shape, bool ta, bool tb, int64_t M, int64_t K, int64_t N) {
   if (bf16 && !bf16_gemm_usable()) {
     st.SkipWithError(("no bf16 arithmetic here: " + cpu_info().name()).c_str());
+    return;
+  }
+  if (bf16 && tile_shape == 3 && !amx::usable()) {
+    st.SkipWithError(("no AMX here: " + amx::unusable_reason()).c_str());
     return;
   }
   Generator g(0);
@@ -107,13 +114,13 @@ static void BM_LinearForward(benchmark::State& st) {
 }
 
 // clang-format off
-BENCHMARK(BM_Peak)->Args({0, 1})->Args({0, 2})->Args({1, 1})->Args({1, 2})->Iterations(1)->UseRealTime();
+BENCHMARK(BM_Peak)->Args({0, 1})->Args({0, 2})->Args({1, 1})->Args({1, 2})->Args({2, 1})->Args({2, 2})->Iterations(1)->UseRealTime();
 BENCHMARK(BM_Gemm)
     ->Args({0, 0, 2048, 1024, 1024, 0})->Args({1, 0, 2048, 1024, 1024, 0})->Args({1, 1, 2048, 1024, 1024, 0})
-    ->Args({1, 2, 2048, 1024, 1024, 0})
+    ->Args({1, 2, 2048, 1024, 1024, 0})->Args({1, 3, 2048, 1024, 1024, 0})
     ->Args({0, 0, 16384, 128, 512, 1})->Args({1, 0, 16384, 128, 512, 1})->Args({1, 1, 16384, 128, 512, 1})
-    ->Args({1, 2, 16384, 128, 512, 1})
-    ->Args({0, 0, 512, 512, 512, 0})->Args({1, 0, 512, 512, 512, 0})
+    ->Args({1, 2, 16384, 128, 512, 1})->Args({1, 3, 16384, 128, 512, 1})
+    ->Args({0, 0, 512, 512, 512, 0})->Args({1, 0, 512, 512, 512, 0})->Args({1, 3, 512, 512, 512, 0})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Linear)->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LinearForward)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -17,7 +17,8 @@
 #   ONNX Runtime : npm onnxruntime-node@1.30.0 into <repo>/data_cache/npm/onnxruntime-node (or $DL_DATA_DIR/npm/...),
 #                  with --ignore-scripts: its install script fetches GPU binaries from a host these machines cannot
 #                  reach; the CPU library is inside the package. tests/onnx/run_ort.js runs exported models on it.
-# Flags: --torch  also install python3-torch (only to regenerate fixtures or run the PyTorch benchmarks)
+# Flags: --torch  also install python3-torch and libjemalloc2 (only to regenerate fixtures or run the PyTorch benchmarks,
+#                which preload jemalloc: PyTorch's best setting on the CPU, bench/vs_torch_lib.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +33,7 @@ done
 pkgs=(g++ cmake ninja-build pkg-config libopenblas-dev libfftw3-dev libcli11-dev nlohmann-json3-dev libpng-dev zlib1g-dev
       libgtest-dev libgmock-dev libbenchmark-dev libespeak-ng-dev dataset-fashion-mnist wordnet-base gnuplot-nox
       libopenmpi-dev openmpi-bin fortunes libglpk-dev clang libclang-rt-14-dev libomp-dev patchelf iproute2 chromium python3-onnx)
-[ "$want_torch" = 1 ] && pkgs+=(python3-torch python3-numpy)
+[ "$want_torch" = 1 ] && pkgs+=(python3-torch python3-numpy libjemalloc2)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -90,7 +90,13 @@ bool bf16_products_active() { return matmul_precision() == Precision::bf16 && bf
 
 std::string precision_note() {
   if (matmul_precision() == Precision::fp32) return "precision fp32: matrix products in float32";
-  if (bf16_gemm_usable()) return "precision bf16: matrix products on " + bf16_gemm_path() + " (" + cpu_info().name() + ")";
+  if (bf16_gemm_usable()) {
+    std::string note = "precision bf16: matrix products on " + bf16_gemm_path() + " (" + cpu_info().name() + ")";
+    // Intel cores issue VDPBF16PS on one port: half the float32 FMA rate (docs/performance.md, "Intel with AMX").
+    if (!bf16_amx_in_use() && cpu_info().vendor == "GenuineIntel")
+      note += "; on Intel cores VDPBF16PS runs at half the float32 FMA rate, so bf16 steps are slower than fp32 here";
+    return note;
+  }
   std::string why = !env_allows_bf16()      ? "DL_BF16=off in the environment"
                     : !bf16_gemm_compiled() ? "this build has no bf16 kernel"
                                             : "this CPU has no bf16 arithmetic (no AVX512_BF16: " + cpu_info().name() + ")";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensor/allocator.h"
+#include "tensor/bf16_amx.h"
 #include "tensor/bf16.h"
 #include "tensor/bf16_tiles.h"
 #include "tensor/tensor.h"  // fail
@@ -92,12 +93,17 @@ struct PairScratch {
 struct TileShape {
   int rows, vecs;
 };
-constexpr TileShape kShapes[] = {{6, 4}, {12, 2}, {8, 3}};
+constexpr TileShape kShapes[] = {{6, 4}, {12, 2}, {8, 3}, {32, 2}};  // 3: AMX, 32 x 32 blocks of 16 x 16 tiles
+constexpr int kAmx = 3;
 std::atomic<int> g_tile{-1};
 
-// The tile from CPUID (deterministic per machine). Measured on the Zen 4 (docs/performance.md): 6 x 4 fastest of the
-// three; Zen 5 and Intel AVX-512 CPUs with the feature take the same 512-bit 6 x 4 tile (not measured there).
-int default_tile() { return 0; }
+// The tile from CPUID (deterministic per machine): AMX where the CPU and the OS allow it (tensor/bf16_amx.h), else the
+// VDPBF16PS 6 x 4 tile. Measured (docs/performance.md): 6 x 4 the fastest of the three VDPBF16PS tiles on the Zen 4;
+// AMX ahead of it on the Intel Xeon with AMX; Zen 5 takes the same 6 x 4 tile.
+int default_tile() {
+  static const int t = amx::usable() ? kAmx : 0;
+  return t;
+}
 int tile_in_use() {
   const int t = g_tile.load(std::memory_order_relaxed);
   return t >= 0 ? t : default_tile();
@@ -127,6 +133,7 @@ DL_BF16_TARGET void columns(int64_t M, int64_t n, int64_t kp, const uint32_t* a,
 // One panel: rows [0, M) x columns [0, n) of C from packed Ap rows and Bp columns, k in chunks, rows in groups.
 DL_BF16_TARGET void panel(int64_t M, int64_t n, int64_t Kp, PackedA Ap, const uint32_t* Bp, int64_t Np, float beta, float* C,
                           int64_t ldc, int shape, const float* bias) {
+  if (shape == kAmx) return amx::panel(M, n, Kp, Ap.p, Ap.ars, Ap.aks, Bp, Np, beta, C, ldc, bias);
   for (int64_t k0 = 0; k0 < Kp; k0 += kKc) {
     const int64_t kc = std::min(kKc, Kp - k0);
     const bool acc = k0 > 0 || beta == 1.f;  // the first chunk starts from 0 or the bias (beta 0: C is not read)
@@ -205,12 +212,16 @@ bool bf16_gemm_compiled() {
 
 std::string bf16_gemm_path() {
   if (!bf16_gemm_usable()) return "none";
+  if (tile_in_use() == kAmx) return "AMX TDPBF16PS, 16 x 16 tiles in 32 x 32 blocks";
   const TileShape s = kShapes[tile_in_use()];
   return "VDPBF16PS, 512-bit vectors, " + std::to_string(s.rows) + " x " + std::to_string(s.vecs) + " tiles";
 }
 
+bool bf16_amx_in_use() { return tile_in_use() == kAmx; }
+
 int set_bf16_tile(int shape) {
-  if (shape < -1 || shape > 2) fail("set_bf16_tile: shape " + std::to_string(shape) + ", expected -1, 0, 1 or 2");
+  if (shape < -1 || shape > kAmx) fail("set_bf16_tile: shape " + std::to_string(shape) + ", expected -1, 0, 1, 2 or 3");
+  if (shape == kAmx && !amx::usable()) fail("set_bf16_tile: shape 3 (AMX), but " + amx::unusable_reason());
   return g_tile.exchange(shape);
 }
 

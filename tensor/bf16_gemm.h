@@ -37,9 +37,13 @@ namespace dl {
 bool bf16_gemm_compiled();
 // The kernel and tile in use, e.g. "VDPBF16PS, 512-bit vectors, 6 x 4 tiles"; "none" where not usable.
 std::string bf16_gemm_path();
-// Tile shapes (rows x 16-column vectors) the kernel can run: 0 = 6 x 4, 1 = 12 x 2, 2 = 8 x 3. Benchmarks and tests
-// set one; -1 restores the CPUID choice. Returns the previous shape.
+// Tile shapes the kernel can run: VDPBF16PS register tiles (rows x 16-column vectors) 0 = 6 x 4, 1 = 12 x 2, 2 = 8 x 3,
+// and 3 = AMX tiles (tensor/bf16_amx.h; fails where amx::usable() is false). The CPUID choice is 3 where AMX is usable,
+// else 0. Benchmarks and tests set one; -1 restores the CPUID choice. Returns the previous shape. The three VDPBF16PS
+// tiles give the same bits; AMX rounds its sums differently (bf16_amx.h), so its bits are its own.
 int set_bf16_tile(int shape);
+// Whether the products run on AMX now (shape 3): the attention's tiles (tensor/bf16_tiles.h) follow the GEMM.
+bool bf16_amx_in_use();
 
 // C (M, N) = op(A) op(B) + beta C for beta 0 or 1, in bf16 with float32 sums, on up to `threads` OpenMP threads (row or
 // column panels of 64). op(A) is (M, K): A (M, K) with row stride lda, or (K, M) when ta; op(B) is (K, N): B (K, N)

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tensor/bf16_amx.h"
+#include "tensor/bf16_gemm.h"
 #include "tensor/tensor.h"  // fail
 
 #if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 13))
@@ -167,6 +169,7 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_transposed(const float* x, int64_t ldx, in
 void tile_gemm(bool acc, int64_t M, int64_t N, int64_t Kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b,
                int64_t ldb, float* c, int64_t ldc) {
   if (N % 16) fail("bf16t::tile_gemm: N = " + std::to_string(N) + ", expected a multiple of 16");
+  if (bf16_amx_in_use()) return amx::panel(M, N, Kp, a, ars, aks, b, ldb, acc ? 1.f : 0.f, c, ldc, nullptr);
   int64_t j = 0;
   using bf16_kernel::row_blocks;  // whole vectors: no column is masked
   for (; j + 64 <= N; j += 64) row_blocks<6, 4>(M, Kp, a, ars, aks, b + j, ldb, c + j, ldc, acc, 0xFFFF);

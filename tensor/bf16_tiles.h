@@ -11,6 +11,9 @@
 // 24 zmm registers for the whole k loop (6 x 4, then 12 x 2, then 12 x 1 vectors, rows in blocks of R, R - 1, ...).
 // Each C element is one running float32 sum over the pairs in order: no tiling or thread count changes its bits.
 // Sizes are the attention's: K = HS or a key / query block (128, 48), so nothing is chunked or threaded.
+// Where the GEMM runs on AMX (bf16_amx_in_use(), tensor/bf16_gemm.h), tile_gemm does too (amx::panel: the same pair
+// words, TDPBF16PS instead of VDPBF16PS; on the Intel Xeon of docs/performance.md the attention's products then take
+// 290 ms of the Transformer step instead of 454).
 //
 // The packings round to nearest even with float_to_bf16's rule (tensor/bf16.h, NaN kept), in software, so the bits are
 // the same on every CPU that runs the kernel; an element past the source's n or rows is a zero word half.

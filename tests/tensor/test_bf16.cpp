@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tensor/bf16.h"
+#include "tensor/bf16_amx.h"
 #include "tensor/bf16_gemm.h"
 #include "tensor/linalg.h"
 
@@ -118,6 +119,21 @@ std::vector<float> product(Precision p) {
   return C;
 }
 
+// Runs this test binary again with `env` (NAME=value) and the gtest filter `child`; expects its one test to pass, not
+// skip.
+void expect_child_passes(const std::string& env, const std::string& child) {
+  const std::string cmd = env + " /proc/" + std::to_string(getpid()) + "/exe --gtest_filter=" + child + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int rc = pclose(f);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("[  PASSED  ] 1 test"), std::string::npos) << out;
+  EXPECT_EQ(out.find("SKIPPED"), std::string::npos) << out;
+}
+
 }  // namespace
 
 // Runs only in the child started by ForcedOffTakesFloat32Path (DL_BF16=off in its environment).
@@ -135,18 +151,28 @@ TEST(Bf16ForcedOffChild, Float32PathAndSaysSo) {
   EXPECT_EQ(product(Precision::bf16), product(Precision::fp32)) << "DL_BF16=off must give the float32 bits";
 }
 
-TEST(Bf16Precision, ForcedOffTakesFloat32Path) {
-  const std::string cmd = "DL_BF16=off /proc/" + std::to_string(getpid()) +
-                          "/exe --gtest_filter=Bf16ForcedOffChild.* --gtest_also_run_disabled_tests 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string out;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  const int rc = pclose(f);
-  EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("[  PASSED  ] 1 test"), std::string::npos) << out;
-  EXPECT_EQ(out.find("SKIPPED"), std::string::npos) << out;
+TEST(Bf16Precision, ForcedOffTakesFloat32Path) { expect_child_passes("DL_BF16=off", "Bf16ForcedOffChild.*"); }
+
+// Runs only in the child started by AmxForcedOffKeepsVdpbf16 (DL_AMX=off in its environment, on a CPU with AMX).
+TEST(Bf16AmxOffChild, Vdpbf16PathAndSaysSo) {
+  const char* e = std::getenv("DL_AMX");
+  if (!e || std::string(e) != "off") GTEST_SKIP() << "runs in the child process of Bf16Precision.AmxForcedOffKeepsVdpbf16";
+  EXPECT_FALSE(amx::usable());
+  EXPECT_EQ(amx::unusable_reason(), "DL_AMX=off in the environment");
+  EXPECT_TRUE(bf16_gemm_usable());
+  EXPECT_NE(bf16_gemm_path().find("VDPBF16PS"), std::string::npos) << bf16_gemm_path();
+  const Precision was = set_matmul_precision(Precision::bf16);
+  const std::string note = precision_note();
+  set_matmul_precision(was);
+  if (cpu_info().vendor == "GenuineIntel")  // the one Intel measured runs VDPBF16PS at half its FMA rate
+    EXPECT_NE(note.find("slower than fp32"), std::string::npos) << note;
+}
+
+// Where AMX is usable, DL_AMX=off keeps the bf16 products on the VDPBF16PS tiles, and the note says what that costs.
+TEST(Bf16Precision, AmxForcedOffKeepsVdpbf16) {
+  if (!amx::usable()) GTEST_SKIP() << "no AMX here: " << amx::unusable_reason();
+  EXPECT_NE(bf16_gemm_path().find("AMX"), std::string::npos) << bf16_gemm_path();
+  expect_child_passes("DL_AMX=off", "Bf16AmxOffChild.*");
 }
 
 // Where the CPU has the feature and the switch is not off, the bf16 mode changes the bits (the operands are rounded).

@@ -1,8 +1,9 @@
-// tests/tensor/test_bf16_gemm.cpp - the VDPBF16PS GEMM (tensor/bf16_gemm.h) against a float64 product of the
-// bf16-rounded operands: every transpose pair, beta 0 and 1, ragged sizes (odd K, N not a multiple of 16, rows not a
-// multiple of the tiles, more than one k chunk and one row group, row and column panels), leading dimensions wider than
-// the matrices; one and two threads and every tile shape give the same bits; dl::gemm, matmul and linear take it under
-// Precision::bf16.
+// tests/tensor/test_bf16_gemm.cpp - the bf16 GEMM (tensor/bf16_gemm.h) on each kernel this CPU has - the VDPBF16PS
+// register tiles, and the AMX tiles (tensor/bf16_amx.h) where usable - against a float64 product of the bf16-rounded
+// operands: every transpose pair, beta 0 and 1, ragged sizes (odd K, N not a multiple of 16, rows not a multiple of the
+// tiles, more than one k chunk and one row group, row and column panels), leading dimensions wider than the matrices;
+// one and two threads give the same bits, and so do the three VDPBF16PS tile shapes (AMX rounds its own way); dl::gemm,
+// matmul and linear take it under Precision::bf16.
 // Tolerance: the products of bf16 numbers are exact in float32 and the sums are float32 in another order, so the error
 // is within K eps_f32 sum_k |a_k b_k|; the test asks 2 (K + 1) eps of that sum. A conversion that truncated instead
 // of rounding, or that split a pair the wrong way, would be off by about 2^-9 sum |a b| and fails.
@@ -15,9 +16,11 @@
 #include <vector>
 
 #include "tensor/bf16.h"
+#include "tensor/bf16_amx.h"
 #include "tensor/bf16_gemm.h"
 #include "tensor/linalg.h"
 #include "tensor/tensor.h"
+#include "bf16_kernels.h"
 
 using namespace dl;
 
@@ -87,8 +90,10 @@ std::vector<Case> cases() {
   // {200, 70, 301}: the only case with M >= N large enough for two threads, so the only one that cuts row panels (as
   // the weight gradient does: M = 512 outputs, N = 128 inputs); each panel then starts inside the packed A.
   // N = 50 and 127: the 6 x 4 tile's last columns are four vectors, the last one partial (N % 64 in 49 .. 63).
-  const int64_t sizes[][3] = {{1, 1, 1},      {7, 5, 3},     {13, 17, 33},   {6, 64, 2},  {37, 70, 257}, {100, 130, 300},
-                              {150, 200, 64}, {65, 300, 41}, {200, 70, 301}, {9, 50, 20}, {30, 127, 9}};
+  // K = 1100 and 1025: more than one k chunk of the AMX panels (256 pairs), the last one ragged.
+  const int64_t sizes[][3] = {{1, 1, 1},       {7, 5, 3},      {13, 17, 33},  {6, 64, 2},     {37, 70, 257},
+                              {100, 130, 300}, {150, 200, 64}, {65, 300, 41}, {200, 70, 301}, {9, 50, 20},
+                              {30, 127, 9},    {33, 40, 1100}, {18, 48, 1025}};
   for (int t = 0; t < 4; t++)
     for (auto& s : sizes)
       for (float beta : {0.f, 1.f}) cs.push_back({(t & 1) != 0, (t & 2) != 0, s[0], s[1], s[2], beta});
@@ -98,14 +103,22 @@ std::vector<Case> cases() {
 #define REQUIRE_BF16() \
   if (!bf16_gemm_usable()) GTEST_SKIP() << precision_note() << " (" << cpu_info().name() << ")"
 
+using test::bf16_kernel_name;
+using test::bf16_kernels;
+using UseTile = test::UseBf16Kernel;
+
 }  // namespace
 
 TEST(Bf16Gemm, AgainstFloat64OfRoundedOperands) {
   REQUIRE_BF16();
-  uint32_t seed = 1;
-  for (const Case& c : cases()) {
-    Operands o = make(c, seed++);
-    check_against_f64(c, o, run(c, o, 1));
+  for (int kernel : bf16_kernels()) {
+    SCOPED_TRACE(bf16_kernel_name(kernel));
+    UseTile use(kernel);
+    uint32_t seed = 1;
+    for (const Case& c : cases()) {
+      Operands o = make(c, seed++);
+      check_against_f64(c, o, run(c, o, 1));
+    }
   }
 }
 
@@ -114,14 +127,36 @@ TEST(Bf16Gemm, SameBitsForOneAndTwoThreadsAndEveryTile) {
   uint32_t seed = 100;
   for (const Case& c : cases()) {
     Operands o = make(c, seed++);
-    const std::vector<float> one = run(c, o, 1);
-    EXPECT_EQ(run(c, o, 2), one) << name(c) << ": two threads";
+    std::vector<float> one;
+    {
+      UseTile use(0);
+      one = run(c, o, 1);
+      EXPECT_EQ(run(c, o, 2), one) << name(c) << ": two threads";
+    }
     for (int shape : {1, 2}) {
-      const int was = set_bf16_tile(shape);
+      UseTile use(shape);
       EXPECT_EQ(run(c, o, 2), one) << name(c) << ": tile shape " << shape;
-      set_bf16_tile(was);
+    }
+    if (amx::usable()) {
+      UseTile use(3);
+      const std::vector<float> amx_one = run(c, o, 1);
+      EXPECT_EQ(run(c, o, 2), amx_one) << name(c) << ": AMX, two threads";
     }
   }
+}
+
+// Which kernel the CPUID choice takes, in words, and the AMX shape refused where AMX is not usable.
+TEST(Bf16Gemm, PathNamesTheKernelInUse) {
+  REQUIRE_BF16();
+  const std::string path = bf16_gemm_path();
+  if (amx::usable()) {
+    EXPECT_NE(path.find("AMX"), std::string::npos) << path;
+  } else {
+    EXPECT_NE(path.find("VDPBF16PS"), std::string::npos) << path;
+    EXPECT_THROW(set_bf16_tile(3), std::exception) << amx::unusable_reason();
+  }
+  UseTile use(0);
+  EXPECT_NE(bf16_gemm_path().find("6 x 4"), std::string::npos) << bf16_gemm_path();
 }
 
 TEST(Bf16Gemm, DlGemmTakesItUnderTheMode) {
@@ -167,30 +202,34 @@ TEST(Bf16Gemm, LinearAndMatmulRoundTheirOperands) {
 // that path, against matmul plus the bias in the same order (bias first, then the pairs).
 TEST(Bf16Gemm, BiasStartIsTheBiasCopiedWithBetaOne) {
   REQUIRE_BF16();
-  uint32_t seed = 300;
   std::vector<Case> cs = cases();
   cs.push_back({false, true, 20, 37, 0, 0.f});
-  for (Case c : cs) {
-    if (c.beta != 0.f) continue;
-    Operands o = make(c, seed++);
-    std::vector<float> bias(c.N);
-    for (int64_t j = 0; j < c.N; j++) bias[j] = o.C0[j] * 3.f;  // any values: the first row of C0, scaled
-    Case c1 = c;
-    c1.beta = 1.f;
-    Operands o1 = o;
-    for (int64_t i = 0; i < c.M; i++)
-      for (int64_t j = 0; j < c.N; j++) o1.C0[i * o.ldc + j] = bias[j];
-    const std::vector<float> want = run(c1, o1, 1);
-    for (int threads : {1, 2}) {
-      std::vector<float> C = o.C0;
+  for (int kernel : bf16_kernels()) {
+    SCOPED_TRACE(bf16_kernel_name(kernel));
+    UseTile use(kernel);
+    uint32_t seed = 300;
+    for (Case c : cs) {
+      if (c.beta != 0.f) continue;
+      Operands o = make(c, seed++);
+      std::vector<float> bias(c.N);
+      for (int64_t j = 0; j < c.N; j++) bias[j] = o.C0[j] * 3.f;  // any values: the first row of C0, scaled
+      Case c1 = c;
+      c1.beta = 1.f;
+      Operands o1 = o;
       for (int64_t i = 0; i < c.M; i++)
-        for (int64_t j = 0; j < c.N; j++) C[i * o.ldc + j] = NAN;  // beta 0 with a bias must not read C either
-      bf16_gemm(c.ta, c.tb, c.M, c.N, c.K, o.A.data(), o.lda, o.B.data(), o.ldb, 0.f, C.data(), o.ldc, threads, bias.data());
-      for (int64_t i = 0; i < c.M; i++)
-        for (int64_t j = 0; j < o.ldc; j++) {
-          const float w = j < c.N ? want[i * o.ldc + j] : o.C0[i * o.ldc + j];
-          ASSERT_EQ(C[i * o.ldc + j], w) << name(c) << " threads " << threads << " at (" << i << ", " << j << ")";
-        }
+        for (int64_t j = 0; j < c.N; j++) o1.C0[i * o.ldc + j] = bias[j];
+      const std::vector<float> want = run(c1, o1, 1);
+      for (int threads : {1, 2}) {
+        std::vector<float> C = o.C0;
+        for (int64_t i = 0; i < c.M; i++)
+          for (int64_t j = 0; j < c.N; j++) C[i * o.ldc + j] = NAN;  // beta 0 with a bias must not read C either
+        bf16_gemm(c.ta, c.tb, c.M, c.N, c.K, o.A.data(), o.lda, o.B.data(), o.ldb, 0.f, C.data(), o.ldc, threads, bias.data());
+        for (int64_t i = 0; i < c.M; i++)
+          for (int64_t j = 0; j < o.ldc; j++) {
+            const float w = j < c.N ? want[i * o.ldc + j] : o.C0[i * o.ldc + j];
+            ASSERT_EQ(C[i * o.ldc + j], w) << name(c) << " threads " << threads << " at (" << i << ", " << j << ")";
+          }
+      }
     }
   }
   std::vector<float> v(4, 1.f);
@@ -213,31 +252,35 @@ TEST(Bf16Gemm, BiasStartIsTheBiasCopiedWithBetaOne) {
 // slice and odd K; a slice that does not start on a 16-column boundary is refused.
 TEST(Bf16Gemm, PackedBOverColumnSlicesIsBf16Gemm) {
   REQUIRE_BF16();
-  uint32_t seed = 500;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (int64_t K : {9, 256, 301}) {
-        const Case whole{ta, tb, 37, 200, K, 1.f};
-        Operands o = make(whole, seed++);
-        const Bf16PackedB P = bf16_pack_b(tb, o.B.data(), o.ldb, K, whole.N);
-        for (float beta : {0.f, 1.f})
-          for (auto [c0, n] : {std::pair<int64_t, int64_t>{0, 200}, {16, 64}, {128, 72}, {192, 8}}) {
-            const float* Bs = tb ? o.B.data() + c0 * o.ldb : o.B.data() + c0;  // columns c0.. of op(B)
-            std::vector<float> want = o.C0, got = o.C0;
-            bf16_gemm(ta, tb, whole.M, n, K, o.A.data(), o.lda, Bs, o.ldb, beta, want.data() + c0, o.ldc, 1);
-            bf16_gemm_packed(ta, whole.M, n, o.A.data(), o.lda, P, {c0}, beta, got.data(), o.ldc);
-            ASSERT_EQ(got, want) << "ta " << ta << " tb " << tb << " K " << K << " beta " << beta << " columns " << c0 << ".."
-                                 << c0 + n;
-          }
-      }
-  {  // several slices in one call (A converted once, as the LSTM's four gates): each as its own call
-    const Case whole{false, false, 20, 128, 64, 1.f};
-    Operands o = make(whole, seed++);
-    const Bf16PackedB P = bf16_pack_b(false, o.B.data(), o.ldb, 64, 128);
-    std::vector<float> want = o.C0, got = o.C0;
-    for (int64_t c0 : {0, 32, 64, 96}) bf16_gemm_packed(false, 20, 16, o.A.data(), o.lda, P, {c0}, 1.f, want.data(), o.ldc);
-    bf16_gemm_packed(false, 20, 16, o.A.data(), o.lda, P, {0, 32, 64, 96}, 1.f, got.data(), o.ldc);
-    ASSERT_EQ(got, want) << "four slices in one call";
+  for (int kernel : bf16_kernels()) {
+    SCOPED_TRACE(bf16_kernel_name(kernel));
+    UseTile use(kernel);
+    uint32_t seed = 500;
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (int64_t K : {9, 256, 301}) {
+          const Case whole{ta, tb, 37, 200, K, 1.f};
+          Operands o = make(whole, seed++);
+          const Bf16PackedB P = bf16_pack_b(tb, o.B.data(), o.ldb, K, whole.N);
+          for (float beta : {0.f, 1.f})
+            for (auto [c0, n] : {std::pair<int64_t, int64_t>{0, 200}, {16, 64}, {128, 72}, {192, 8}}) {
+              const float* Bs = tb ? o.B.data() + c0 * o.ldb : o.B.data() + c0;  // columns c0.. of op(B)
+              std::vector<float> want = o.C0, got = o.C0;
+              bf16_gemm(ta, tb, whole.M, n, K, o.A.data(), o.lda, Bs, o.ldb, beta, want.data() + c0, o.ldc, 1);
+              bf16_gemm_packed(ta, whole.M, n, o.A.data(), o.lda, P, {c0}, beta, got.data(), o.ldc);
+              ASSERT_EQ(got, want) << "ta " << ta << " tb " << tb << " K " << K << " beta " << beta << " columns " << c0 << ".."
+                                   << c0 + n;
+            }
+        }
+    {  // several slices in one call (A converted once, as the LSTM's four gates): each as its own call
+      const Case whole{false, false, 20, 128, 64, 1.f};
+      Operands o = make(whole, seed++);
+      const Bf16PackedB P = bf16_pack_b(false, o.B.data(), o.ldb, 64, 128);
+      std::vector<float> want = o.C0, got = o.C0;
+      for (int64_t c0 : {0, 32, 64, 96}) bf16_gemm_packed(false, 20, 16, o.A.data(), o.lda, P, {c0}, 1.f, want.data(), o.ldc);
+      bf16_gemm_packed(false, 20, 16, o.A.data(), o.lda, P, {0, 32, 64, 96}, 1.f, got.data(), o.ldc);
+      ASSERT_EQ(got, want) << "four slices in one call";
+    }
   }
   const Bf16PackedB P = bf16_pack_b(false, std::vector<float>(8 * 40, 1.f).data(), 40, 8, 40);
   std::vector<float> A(8, 1.f), C(40);

@@ -1,4 +1,5 @@
-// tests/tensor/test_bf16_tiles.cpp - the attention tiles' VDPBF16PS kernel and pair packings (tensor/bf16_tiles.h).
+// tests/tensor/test_bf16_tiles.cpp - the attention tiles' kernel (VDPBF16PS, and AMX where usable) and pair packings
+// (tensor/bf16_tiles.h).
 // - Each packing against float_to_bf16 (tensor/bf16.h) bit for bit: which element goes in which half of which word,
 //   the scale applied before rounding, zero partners for an odd count, zero words and rows up to the destination's size,
 //   nothing written past it.
@@ -15,6 +16,7 @@
 
 #include "tensor/bf16.h"
 #include "tensor/bf16_tiles.h"
+#include "bf16_kernels.h"
 
 using namespace dl;
 
@@ -148,11 +150,15 @@ void check_tile_gemm(int64_t M, int64_t N, int64_t Kp, bool a_transposed, bool a
 
 TEST(Bf16Tiles, TileGemmAgainstFloat64OfTheBf16Operands) {
   SKIP_WITHOUT_BF16();
-  for (int64_t M : {1, 5, 11, 13, 48, 130})
-    for (int64_t N : {16, 32, 48, 64, 128})
-      for (int64_t Kp : {1, 8, 16, 24, 64})
-        for (bool at : {false, true})
-          for (bool acc : {false, true}) check_tile_gemm(M, N, Kp, at, acc);
+  for (int kernel : test::bf16_kernels()) {  // the tiles follow the GEMM's kernel: VDPBF16PS, and AMX where usable
+    SCOPED_TRACE(test::bf16_kernel_name(kernel));
+    test::UseBf16Kernel use(kernel);
+    for (int64_t M : {1, 5, 11, 13, 48, 130})
+      for (int64_t N : {16, 32, 48, 64, 128})
+        for (int64_t Kp : {1, 8, 16, 24, 64})
+          for (bool at : {false, true})
+            for (bool acc : {false, true}) check_tile_gemm(M, N, Kp, at, acc);
+  }
 }
 
 TEST(Bf16Tiles, RejectsRaggedColumns) {

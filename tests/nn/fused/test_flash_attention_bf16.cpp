@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "bf16_attention_reference.h"
+#include "bf16_kernels.h"
 #include "nn/fused/flash_attention.h"
 #include "op_harness.h"
 #include "tensor/bf16.h"
@@ -52,10 +53,14 @@ std::vector<Case> cases() {
 
 TEST(FlashAttentionBf16, AgainstFloat64OfTheRoundedOperands) {
   SKIP_WITHOUT_BF16();
-  for (const Case& c : cases()) {
-    const Inputs in = inputs(c);
-    auto [out, dqkv] = run(c, in.qkv, in.dy, Precision::bf16);
-    expect_every_head(c, in, out, dqkv);
+  for (int kernel : test::bf16_kernels()) {  // VDPBF16PS tiles, and AMX where usable
+    SCOPED_TRACE(test::bf16_kernel_name(kernel));
+    test::UseBf16Kernel use(kernel);
+    for (const Case& c : cases()) {
+      const Inputs in = inputs(c);
+      auto [out, dqkv] = run(c, in.qkv, in.dy, Precision::bf16);
+      expect_every_head(c, in, out, dqkv);
+    }
   }
 }
 

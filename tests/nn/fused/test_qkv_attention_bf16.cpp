@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "bf16_attention_reference.h"
+#include "bf16_kernels.h"
 #include "nn/fused/flash_attention.h"
 #include "nn/fused/qkv_attention.h"
 #include "op_harness.h"
@@ -52,16 +53,20 @@ double rel(const Tensor& a, const Tensor& b) {
 
 TEST(QkvAttentionBf16, AgainstFloat64OfTheRoundedOperands) {
   SKIP_WITHOUT_BF16();
-  for (int64_t T : {7, 50, 95})
-    for (int64_t HS : {5, 16, 32, 64})
-      for (bool causal : {false, true})
-        for (bool mask : {false, true})
-          for (bool prefix : {false, true}) {
-            const Case c{T, HS, causal, mask, prefix};
-            const Inputs in = inputs(c);
-            auto [out, dqkv] = run(c, in, Precision::bf16);
-            expect_every_head(c, in, out, dqkv);
-          }
+  for (int kernel : test::bf16_kernels()) {  // VDPBF16PS tiles, and AMX where usable
+    SCOPED_TRACE(test::bf16_kernel_name(kernel));
+    test::UseBf16Kernel use(kernel);
+    for (int64_t T : {7, 50, 95})
+      for (int64_t HS : {5, 16, 32, 64})
+        for (bool causal : {false, true})
+          for (bool mask : {false, true})
+            for (bool prefix : {false, true}) {
+              const Case c{T, HS, causal, mask, prefix};
+              const Inputs in = inputs(c);
+              auto [out, dqkv] = run(c, in, Precision::bf16);
+              expect_every_head(c, in, out, dqkv);
+            }
+  }
 }
 
 TEST(QkvAttentionBf16, ResultDoesNotDependOnThreadCount) {
