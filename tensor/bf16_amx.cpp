@@ -135,8 +135,8 @@ template <int T> DL_AMX_TARGET void c_out(float* c, int64_t ldc, int64_t rows, i
 // A from the gathered buffer (kc16 words a row); B rows of the chunk from Bp, the last partial 16 pairs through a
 // zero-padded copy (rows past the chunk would be the next chunk's or past the end of Bp).
 template <int TR, int TC>
-DL_AMX_TARGET void block(int64_t kc, int64_t kc16, const uint32_t* abuf, const uint32_t* b, int64_t ldb, float* c, int64_t ldc,
-                         int64_t rows, int64_t cols, bool acc, const float* bias) {
+DL_AMX_TARGET void block(int64_t kc, int64_t kc16, const uint32_t* abuf, int64_t lda, const uint32_t* b, int64_t ldb, float* c,
+                         int64_t ldc, int64_t rows, int64_t cols, bool acc, const float* bias) {
   alignas(64) float tmp[256];
   alignas(64) uint32_t btail[16 * 32];
   auto rows_of = [&](int t) { return std::min<int64_t>(16, rows - 16 * t); };
@@ -146,8 +146,8 @@ DL_AMX_TARGET void block(int64_t kc, int64_t kc16, const uint32_t* abuf, const u
   if constexpr (TR == 2) c_in<2>(c + 16 * ldc, ldc, rows_of(1), cols_of(0), acc, bias, tmp);
   if constexpr (TR == 2 && TC == 2) c_in<3>(c + 16 * ldc + 16, ldc, rows_of(1), cols_of(1), acc, bias ? bias + 16 : nullptr, tmp);
   for (int64_t kk = 0; kk < kc16; kk += 16) {
-    _tile_loadd(4, abuf + kk, kc16 * 4);
-    if constexpr (TR == 2) _tile_loadd(5, abuf + 16 * kc16 + kk, kc16 * 4);
+    _tile_loadd(4, abuf + kk, lda * 4);
+    if constexpr (TR == 2) _tile_loadd(5, abuf + 16 * lda + kk, lda * 4);
     if (kk + 16 <= kc) {
       _tile_loadd(6, b + kk * ldb, ldb * 4);
       if constexpr (TC == 2) _tile_loadd(7, b + kk * ldb + 16, ldb * 4);
@@ -218,16 +218,21 @@ DL_AMX_TARGET void panel(int64_t M, int64_t n, int64_t Kp, const uint32_t* a, in
     for (int64_t i0 = 0; i0 < M; i0 += 32) {
       const int64_t rows = std::min<int64_t>(32, M - i0);
       const bool two_rows = rows > 16;
-      gather_a(a + i0 * ars + k0 * aks, ars, aks, rows, kc, kc16, two_rows ? 32 : 16, abuf);
+      // Ap's rows already hold whole tiles (pairs along the row, every tile row a real row): read them in place;
+      // else gather them into the zero-padded buffer.
+      const bool in_place = aks == 1 && kc == kc16 && rows == (two_rows ? 32 : 16);
+      const uint32_t* at = in_place ? a + i0 * ars + k0 : abuf;
+      const int64_t lda = in_place ? ars : kc16;
+      if (!in_place) gather_a(a + i0 * ars + k0 * aks, ars, aks, rows, kc, kc16, two_rows ? 32 : 16, abuf);
       for (int64_t j0 = 0; j0 < n; j0 += 32) {
         const int64_t cols = std::min<int64_t>(32, n - j0);
         const uint32_t* bk = b + k0 * ldb + j0;
         float* c = C + i0 * ldc + j0;
         const float* bj = bz ? bz + j0 : nullptr;
-        if (two_rows && cols > 16) block<2, 2>(kc, kc16, abuf, bk, ldb, c, ldc, rows, cols, acc, bj);
-        else if (two_rows) block<2, 1>(kc, kc16, abuf, bk, ldb, c, ldc, rows, cols, acc, bj);
-        else if (cols > 16) block<1, 2>(kc, kc16, abuf, bk, ldb, c, ldc, rows, cols, acc, bj);
-        else block<1, 1>(kc, kc16, abuf, bk, ldb, c, ldc, rows, cols, acc, bj);
+        if (two_rows && cols > 16) block<2, 2>(kc, kc16, at, lda, bk, ldb, c, ldc, rows, cols, acc, bj);
+        else if (two_rows) block<2, 1>(kc, kc16, at, lda, bk, ldb, c, ldc, rows, cols, acc, bj);
+        else if (cols > 16) block<1, 2>(kc, kc16, at, lda, bk, ldb, c, ldc, rows, cols, acc, bj);
+        else block<1, 1>(kc, kc16, at, lda, bk, ldb, c, ldc, rows, cols, acc, bj);
       }
     }
   }
