@@ -116,11 +116,13 @@ DL_AMX_TARGET void gather_a(const uint32_t* a, int64_t ars, int64_t aks, int64_t
 }
 
 // C tile T (block row r, column c of the 32 x 32 block) from memory: C itself where the tile is whole, else through
-// `tmp`. acc: C's values; else the bias row (or zero).
+// `tmp`. acc: C's values; else the bias row (a load with row stride 0 where 16 of its columns exist), or zero. Rows
+// past C's in a bias tile are never stored.
 template <int T>
 DL_AMX_TARGET void c_in(float* c, int64_t ldc, int64_t rows, int64_t cols, bool acc, const float* bias, float* tmp) {
   if (acc && rows == 16 && cols == 16) return _tile_loadd(T, c, ldc * 4);
   if (!acc && !bias) return _tile_zero(T);
+  if (!acc && cols == 16) return _tile_loadd(T, bias, 0);  // stride 0: every row of the tile reads the bias row
   std::fill(tmp, tmp + 256, 0.f);
   for (int64_t r = 0; r < rows; r++) std::copy(acc ? c + r * ldc : bias, (acc ? c + r * ldc : bias) + cols, tmp + r * 16);
   _tile_loadd(T, tmp, 64);
