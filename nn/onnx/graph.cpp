@@ -8,23 +8,31 @@
 
 namespace dl::nn::onnx {
 
+namespace {
+Attr named(const std::string& name, int type) {
+  Attr a;
+  a.name = name, a.type = type;
+  return a;
+}
+}  // namespace
+
 Attr attr_int(const std::string& name, int64_t v) {
-  Attr a{name, 2};
+  Attr a = named(name, 2);
   a.i = v;
   return a;
 }
 Attr attr_float(const std::string& name, float v) {
-  Attr a{name, 1};
+  Attr a = named(name, 1);
   a.f = v;
   return a;
 }
 Attr attr_ints(const std::string& name, const std::vector<int64_t>& v) {
-  Attr a{name, 7};
+  Attr a = named(name, 7);
   a.ints = v;
   return a;
 }
 Attr attr_str(const std::string& name, const std::string& v) {
-  Attr a{name, 3};
+  Attr a = named(name, 3);
   a.s = v;
   return a;
 }
