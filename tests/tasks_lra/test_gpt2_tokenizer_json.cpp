@@ -91,6 +91,9 @@ struct Bad {
   std::function<void(json&)> edit;
   std::vector<std::string> expected;
   std::string raw;
+  // A constructor, so the cases that edit the fixture leave `raw` out without a missing-initializer warning.
+  Bad(std::string w, std::function<void(json&)> e, std::vector<std::string> x, std::string r = "")
+      : what(std::move(w)), edit(std::move(e)), expected(std::move(x)), raw(std::move(r)) {}
 };
 
 TEST(Gpt2TokenizerJson, EveryMalformedFileIsANamedDataError) {
