@@ -135,7 +135,8 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     RunContext ctx;
     ctx.out = o.out, ctx.dir = cell_dir(o.out, c), ctx.label = "[" + c.label() + "]";
     ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet || !writer, ctx.stop_after = o.stop_after;
-    ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.parallel.bucket_bytes = bucket_bytes, ctx.profile = o.profile, ctx.app = e.name;
+    ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.parallel.bucket_bytes = bucket_bytes, ctx.profile = o.profile,
+    ctx.app = e.name;
     const std::string marker = ctx.dir + "/precision";  // written only for bf16 cells; absent: fp32
     if (o.resume && fs::exists(result_path(o.out, c))) {
       if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
@@ -146,7 +147,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     if (o.resume && fs::is_directory(ctx.dir) && !fs::is_empty(ctx.dir))
       check_cell_precision(fs::exists(marker) ? read_text(marker) : "fp32", ctx.label, ctx.dir);
     if (o.worker >= 0) {
-      if (!claim_cell(o.out, c, o.worker)) continue;  // another worker runs it
+      if (!claim_cell(o.out, c, o.worker)) continue;                                  // another worker runs it
       if (!ctx.quiet) std::cerr << ctx.label << " runs in job " << o.worker << "\n";  // the worker's log
       progress_note(ctx.label + " starting");
     }
@@ -261,12 +262,13 @@ int run_main(const Experiment& e, int argc, char** argv) {
     }
     check_device(o.device);
     set_matmul_precision(parse_precision(o.precision));  // before any cell builds a model
-    if (o.precision != "fp32" && !o.quiet)  // on a GPU cuBLAS does the bf16 products (cuda/gpu.cu), whatever the CPU has
-      std::cerr << e.name << ": "
-                << (o.device == "cpu" ? precision_note()
-                                      : "precision bf16: matrix products on cuBLAS in bf16 with float32 sums "
-                                        "(CUBLAS_COMPUTE_32F_FAST_16BF)")
-                << "\n";
+    if (o.precision != "fp32" && !o.quiet) {  // on a GPU cuBLAS does the bf16 products (cuda/gpu.cu), whatever the CPU has
+      // The note first: it reads DL_BF16 / DL_AMX and may fail naming a bad value, before anything of this line is out.
+      const std::string note = o.device == "cpu" ? precision_note()
+                                                 : "precision bf16: matrix products on cuBLAS in bf16 with float32 sums "
+                                                   "(CUBLAS_COMPUTE_32F_FAST_16BF)";
+      std::cerr << e.name << ": " << note << "\n";
+    }
     CLI::App* sweep = *run ? run : cell;
     const bool threads_given = sweep->count("--threads") > 0;
     if (o.jobs > 1 && !threads_given) o.threads = 1;  // one thread per job unless asked otherwise

@@ -177,3 +177,19 @@ TEST(Precision, Bf16ForcedOffComputesFloat32AndSaysSo) {
       << err;
   EXPECT_EQ(computed(a), computed(b)) << "DL_BF16=off did not compute float32";
 }
+
+// A value of DL_BF16 or DL_AMX that is neither off, on nor auto stops the app with one error line naming it (the
+// precision note reads them; it used to fail halfway through printing its own line, which then read
+// "classify: classify: error: ...").
+TEST(Precision, ABadSwitchValueIsOneErrorLineNamingIt) {
+  std::vector<std::string> bf16 = kSteps;
+  bf16.insert(bf16.end(), {"--precision", "bf16"});
+  for (const std::string& env : {std::string("DL_BF16=yes"), std::string("DL_AMX=yes")}) {
+    const std::string out = dl::test::app_temp_dir("precision_bad_switch");
+    Child c = spawn_cell(out, bf16, {env});
+    EXPECT_NE(wait_exit(c), 0) << env << " was accepted";
+    const std::string err = read_all(c.err_file), name = env.substr(0, env.find('='));
+    EXPECT_NE(err.find("classify: error: " + name + "='yes': expected off, on or auto"), std::string::npos) << err;
+    EXPECT_EQ(err.find("classify: classify:"), std::string::npos) << err;
+  }
+}
