@@ -36,7 +36,7 @@ static void BM_Peak(benchmark::State& st) {
   for (auto _ : st) {
     double sum = 0;
 #pragma omp parallel num_threads(nt) reduction(+ : sum)
-    sum += kind == 2 ? amx::probe_gflops(iters / 64) : kind ? probe_dpbf16_gflops(iters) : probe_fma_gflops(iters);
+    sum += kind == 2 ? probe_amx_gflops(iters / 64) : kind ? probe_dpbf16_gflops(iters) : probe_fma_gflops(iters);
     gflops = sum;
   }
   st.counters["GFLOP/s"] = gflops;

@@ -44,6 +44,8 @@ CpuInfo read_cpu() {
   c.avx2 = avx && os_ymm && ((b >> 5) & 1);
   c.fma = c.fma && os_ymm;
   c.avx512 = os_zmm && ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);  // F, BW, VL
+  const bool os_tiles = (xcr0 & (3ull << 17)) == (3ull << 17);                 // XTILECFG, XTILEDATA
+  c.amx_bf16 = os_tiles && ((d >> 24) & 1) && ((d >> 22) & 1);                 // AMX-TILE, AMX-BF16
   __cpuid_count(7, 1, a, b, cx, d);
   c.avx512_bf16 = c.avx512 && ((a >> 5) & 1);
   return c;

@@ -46,6 +46,8 @@ struct CpuInfo {
   bool avx2 = false, fma = false;
   bool avx512 = false;       // AVX512 F, BW and VL, with the OS saving the 512-bit registers
   bool avx512_bf16 = false;  // VDPBF16PS / VCVTNE2PS2BF16 (CPUID leaf 7 subleaf 1, EAX bit 5)
+  bool amx_bf16 = false;     // AMX-TILE and AMX-BF16 (leaf 7 EDX bits 24, 22), with the OS saving the tile state
+                             // (XCR0 bits 17, 18); Linux must still grant it to the process (tensor/bf16_amx.h)
   std::string name() const;  // "AuthenticAMD family 25 model 17 (AVX-512, AVX512_BF16)"
 };
 const CpuInfo& cpu_info();

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 
+#include "tensor/bf16.h"    // cpu_info
 #include "tensor/tensor.h"  // fail
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 13))
 #define DL_AMX_KERNEL 1
-#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,12 +23,6 @@ namespace {
 #if defined(DL_AMX_KERNEL)
 constexpr int64_t kKc = 256;  // pairs per chunk (a multiple of 16): a 32-row block of A is 32 KiB, within L1
 
-uint64_t xgetbv0() {
-  uint32_t lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return ((uint64_t)hi << 32) | lo;
-}
-
 // "" when the CPU, the OS and the environment allow AMX; else why not. Asks the kernel for the tile state once.
 std::string check() {
   const char* e = std::getenv("DL_AMX");
@@ -37,14 +30,7 @@ std::string check() {
     if (std::strcmp(e, "off") == 0) return "DL_AMX=off in the environment";
     fail(std::string("DL_AMX='") + e + "': expected off, on or auto");
   }
-  unsigned a, b, c, d;
-  if (!__get_cpuid(0, &a, &b, &c, &d) || a < 7) return "no CPUID leaf 7";
-  __get_cpuid(1, &a, &b, &c, &d);
-  if (!((c >> 27) & 1)) return "the OS does not enable XSAVE";
-  __cpuid_count(7, 0, a, b, c, d);
-  const bool tile = (d >> 24) & 1, bf16 = (d >> 22) & 1;
-  if (!tile || !bf16) return "the CPU has no AMX-TILE / AMX-BF16";
-  if ((xgetbv0() & (3u << 17)) != (3u << 17)) return "the OS does not save the tile state (XCR0 bits 17, 18)";
+  if (!cpu_info().amx_bf16) return "the CPU has no AMX-TILE / AMX-BF16, or the OS does not save the tile state";
   constexpr long kReqXcompPerm = 0x1023, kXtiledata = 18;  // Linux's arch_prctl request and XFEATURE_XTILEDATA
   if (syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) != 0) return "the kernel refused the tile state (arch_prctl)";
   return "";
@@ -170,23 +156,6 @@ DL_AMX_TARGET void block(int64_t kc, int64_t kc16, const uint32_t* abuf, int64_t
   if constexpr (TR == 2 && TC == 2) c_out<3>(c + 16 * ldc + 16, ldc, rows_of(1), cols_of(1), tmp);
 }
 
-DL_AMX_TARGET double probe_loop(int64_t iters) {
-  alignas(64) static uint32_t ab[256];
-  for (int i = 0; i < 256; i++) ab[i] = 0x3F803A80u;  // bf16 1.0 and 2^-10: the sums grow slowly, no infinities
-  configure();
-  _tile_loadd(4, ab, 64), _tile_loadd(5, ab, 64), _tile_loadd(6, ab, 64), _tile_loadd(7, ab, 64);
-  _tile_zero(0), _tile_zero(1), _tile_zero(2), _tile_zero(3);
-  for (int64_t i = 0; i < iters; i++) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  }
-  alignas(64) float out[256];
-  _tile_stored(0, out, 64);
-  _tile_release();
-  return out[0];
-}
 #endif
 
 }  // namespace
@@ -247,22 +216,27 @@ void panel(int64_t, int64_t, int64_t, const uint32_t*, int64_t, int64_t, const u
 }
 #endif
 
-double probe_gflops(int64_t iters) {
 #if defined(DL_AMX_KERNEL)
+DL_AMX_TARGET double probe_loop(int64_t iters) {
   if (!usable()) return 0;
-  auto now = [] {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-  };
-  volatile double sink = probe_loop(iters / 10 + 1);
-  const double t0 = now();
-  sink = sink + probe_loop(iters);
-  return (double)iters * 4 * (16.0 * 16 * 32 * 2) / (now() - t0) * 1e-9;
-#else
-  (void)iters;
-  return 0;
-#endif
+  alignas(64) static uint32_t ab[256];
+  for (int i = 0; i < 256; i++) ab[i] = 0x3F803A80u;  // bf16 1.0 and 2^-10: the sums grow slowly, no infinities
+  configure();
+  _tile_loadd(4, ab, 64), _tile_loadd(5, ab, 64), _tile_loadd(6, ab, 64), _tile_loadd(7, ab, 64);
+  _tile_zero(0), _tile_zero(1), _tile_zero(2), _tile_zero(3);
+  for (int64_t i = 0; i < iters; i++) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float out[256];
+  _tile_stored(0, out, 64);
+  _tile_release();
+  return out[0];
 }
+#else
+double probe_loop(int64_t) { return 0; }
+#endif
 
 }  // namespace dl::amx

@@ -6,7 +6,7 @@
 // exactly the layout tensor/bf16_gemm.h already packs for VDPBF16PS: an A tile is 16 rows of Ap (16 consecutive pairs
 // each), a B tile is 16 rows of Bp (16 columns each). So the panels below read the same packed words as the VDPBF16PS
 // tiles; only the instruction differs. Sapphire Rapids runs one TDPBF16PS per 16 cycles per core: 1024 flops a cycle,
-// eight times VDPBF16PS on two 512-bit ports (measured by probe_gflops; docs/performance.md).
+// eight times VDPBF16PS on two 512-bit ports (measured by probe_amx_gflops; docs/performance.md).
 //
 // Blocking: C in blocks of 32 x 32 (four C tiles 0-3, two A tiles 4-5, two B tiles 6-7: all eight registers), k in
 // chunks of kKc pairs (a multiple of 16). A block's 32 rows x chunk of Ap are copied once into a contiguous buffer (any
@@ -42,7 +42,8 @@ std::string unusable_reason();
 void panel(int64_t M, int64_t n, int64_t Kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
            float beta, float* C, int64_t ldc, const float* bias);
 
-// GFLOP/s of a loop of independent TDPBF16PS on the calling thread (registers only); 0 where not usable.
-double probe_gflops(int64_t iters);
+// The benchmark's peak loop (probe_amx_gflops, tensor/bf16_gemm.h times it): `iters` rounds of four independent
+// TDPBF16PS on tile registers, 4 x 16 x 16 x 32 x 2 flops a round; returns a value of the sums. 0 where not usable.
+double probe_loop(int64_t iters);
 
 }  // namespace dl::amx

@@ -93,8 +93,8 @@ struct PairScratch {
 struct TileShape {
   int rows, vecs;
 };
-constexpr TileShape kShapes[] = {{6, 4}, {12, 2}, {8, 3}, {32, 2}};  // 3: AMX, 32 x 32 blocks of 16 x 16 tiles
-constexpr int kAmx = 3;
+constexpr TileShape kShapes[] = {{6, 4}, {12, 2}, {8, 3}};  // the VDPBF16PS register tiles
+constexpr int kAmx = 3;                                     // the shape number past them: AMX (tensor/bf16_amx.h)
 std::atomic<int> g_tile{-1};
 
 // The tile from CPUID (deterministic per machine): AMX where the CPU and the OS allow it (tensor/bf16_amx.h), else the
@@ -339,6 +339,9 @@ double probe_dpbf16_gflops(int64_t iters) {
   if (cpu_info().avx512_bf16) return timed_gflops(dpbf16_loop, iters, 12.0 * 16 * 4);
 #endif
   return 0;
+}
+double probe_amx_gflops(int64_t iters) {
+  return amx::usable() ? timed_gflops(amx::probe_loop, iters, 4 * (16.0 * 16 * 32 * 2)) : 0;
 }
 
 }  // namespace dl

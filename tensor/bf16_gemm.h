@@ -76,5 +76,8 @@ void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda
 // VDPBF16PS (4 flops per lane) on 512-bit vectors, on the calling thread. 0 where the instruction is missing.
 double probe_fma_gflops(int64_t iters);
 double probe_dpbf16_gflops(int64_t iters);
+// The same for AMX's TDPBF16PS on four tile registers (16 x 16 x 32 pairs, 16384 flops an instruction); 0 where AMX is
+// not usable (tensor/bf16_amx.h).
+double probe_amx_gflops(int64_t iters);
 
 }  // namespace dl
