@@ -74,17 +74,17 @@ DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, fl
   auto block = [&](int64_t j0, int left) DL_WIDE_VECTORS {  // lanes j < left are keys the row sees
     float* x = s + j0;
     if (left == kLanes) {
-#pragma omp simd
+      DL_VECTORIZE_WIDE
       for (int j = 0; j < kLanes; j++) x[j] = exp_fast(x[j] - shift);
     } else {
-#pragma omp simd
+      DL_VECTORIZE_WIDE
       for (int j = 0; j < kLanes; j++) x[j] = j < left ? exp_fast(x[j] - shift) : 0.f;
     }
     const Lanes e = *(const Lanes*)x;
     lane += e;
     if (dr.on) {  // the mask into a local first: with pm possibly s, a loop writing pm from x stayed scalar
       float keep[kLanes];
-#pragma omp simd
+      DL_VECTORIZE_WIDE
       for (int j = 0; j < kLanes; j++) keep[j] = row_draw(key, (uint32_t)(s0 + j0 + j)) >= t ? r : 0.f;
       *(Lanes*)(pm + j0) = *(const Lanes*)keep * e;
     }
