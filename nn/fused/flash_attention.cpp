@@ -11,6 +11,7 @@
 #include "nn/fused/qkv_attention.h"     // check_packed_qkv
 #include "tensor/backend.h"             // the device primitive
 #include "tensor/bf16.h"                // bf16_products_active
+#include "tensor/bf16_gemm.h"           // bf16_amx_in_use
 #include "tensor/microkernel.h"          // DL_WIDE_VECTORS
 #include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
 
@@ -142,13 +143,13 @@ inline void rows_without_keys(const Problem& pr, int64_t b, const float* km, int
 // ---- forward ----------------------------------------------------------------------------------------------------
 // Scratch per thread: the products' packed operands (Products::floats), then the algorithm's own tiles.
 template <class Products> int64_t forward_floats(const Dims& d) {
-  return Products::floats(d) + kQueryBlock * d.HSp + kQueryBlock * kKeyBlock + 4 * kQueryBlock;
+  return Products::floats(d) + d.Br * d.HSp + d.Br * kKeyBlock + 4 * d.Br;
 }
 
 // One (b, h): writes head h's columns of out (B, T, C) and L (B NH, T).
 template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, int64_t bh, float* out, float* L, float* ws) {
   const Dims& d = pr.d;
-  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = kQueryBlock, Bc = kKeyBlock;
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = d.Br, Bc = kKeyBlock;
   const float* Q = pr.qkv + b * T * ld + h * d.HS;
   const float *K = Q + d.C, *V = Q + 2 * d.C;
   const float* km = pr.km ? pr.km + b * T : nullptr;
@@ -217,7 +218,7 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
 
 // ---- backward ---------------------------------------------------------------------------------------------------
 template <class Products> int64_t backward_floats(const Dims& d) {
-  return Products::floats(d) + d.Tq * d.HSp + d.Tq + 2 * kKeyBlock * d.HSp + 3 * kQueryBlock * kKeyBlock + (d.T + 1) +
+  return Products::floats(d) + d.Tq * d.HSp + d.Tq + 2 * kKeyBlock * d.HSp + 3 * d.Br * kKeyBlock + (d.T + 1) +
          (d.T + 3) / 4;  // then rows_without_keys's next (int32) and none (bytes)
 }
 
@@ -226,7 +227,7 @@ template <class Products>
 DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* out, const float* L, const float* dO, float* dqkv,
                                    float* ws) {
   const Dims& d = pr.d;
-  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = kQueryBlock, Bc = kKeyBlock;
+  const int64_t b = bh / d.NH, h = bh % d.NH, T = d.T, ld = 3 * d.C, HSp = d.HSp, Br = d.Br, Bc = kKeyBlock;
   const float* Q = pr.qkv + b * T * ld + h * d.HS;
   const float *K = Q + d.C, *V = Q + 2 * d.C;
   const float* G = dO + b * T * d.C + h * d.HS;  // dO, leading dimension C
@@ -412,7 +413,9 @@ Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool t
   check_packed_qkv("flash_attention", qkv, heads, p, /*any_device=*/true);
   if (window < 0) fail("flash_attention: window must be 0 (none) or positive, found " + std::to_string(window));
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / heads;
-  Dims d{B, T, C, heads, HS, round_up(HS, 16), round_up(T, kQueryBlock), round_up(T, kKeyBlock)};
+  const bool bf16 = qkv.data().device() == Device::cpu && bf16_products_active();  // Precision::bf16 where this CPU
+  const int64_t Br = bf16 && bf16_amx_in_use() ? kQueryBlockAmx : kQueryBlock;      // computes in bf16 (tensor/bf16.h)
+  Dims d{B, T, C, heads, HS, round_up(HS, 16), round_up(T, Br), round_up(T, kKeyBlock), Br};
   if (key_mask.defined() && key_mask.shape() != Shape{B, T})
     fail("flash_attention: key_mask shape mismatch: expected (B, T) = " + shape_str({B, T}) + ", found " +
          shape_str(key_mask.shape()));
@@ -436,7 +439,6 @@ Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool t
   Tensor out = Tensor::empty({B, T, C}), L = Tensor::empty({B, heads, T});
   Problem pr{d, x.data<float>(), km.defined() ? km.data<float>() : nullptr, P.empty() ? nullptr : P.data(), causal, dr, window};
   float *po = out.data<float>(), *pl = L.data<float>();
-  const bool bf16 = bf16_products_active();  // Precision::bf16 where this CPU computes in bf16 (tensor/bf16.h)
   forward_all(pr, bf16, po, pl);
   if (!any_requires_grad({qkv})) return Var(out);
   auto n = std::make_shared<FlashAttentionNode>();

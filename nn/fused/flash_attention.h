@@ -5,7 +5,7 @@
 // tests/nn/fused/test_flash_attention.cpp checks it against the packed and the composed paths (values, every gradient).
 //
 // Shape letters: B batch, T time, C channels, NH heads, HS = C / NH; c = 1/sqrt(HS); r = 1/(1 - p).
-// Tiles: Br query rows x Bc keys (kQueryBlock x kKeyBlock in the .cpp). Per (b, h), with Q' = c Q:
+// Tiles: Br query rows x Bc keys (48 x 128; 64 x 128 for the bf16 products on AMX: flash_products.h). Per (b, h), with Q' = c Q:
 //   forward, for each query block i, over the key blocks j it may see:
 //     S    = Q'_i K_j^T                          (Br, Bc)  a small gemm, in L1/L2
 //     S_ts = -1e9 at padding keys (as the composed masked_fill), keys s >= row_keys(t) left out

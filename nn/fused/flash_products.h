@@ -34,13 +34,20 @@ namespace dl::nn::flash {
 // and L2. Br is a multiple of the kernels' 6 and 12 rows (and even: the bf16 pairs of query rows never cross a
 // block), Bc of their 64 columns. Swept on one thread at T = 2048 and 4096 (24-144 x 64-512): within 10% from
 // 48 x 128 to 48 x 512; 48 x 128 is the best for the backward.
-constexpr int64_t kQueryBlock = 48, kKeyBlock = 128;
+// With the bf16 products on AMX the query block is 64 rows instead: the transposed products (dV += Pd^T dO,
+// dK += dS^T Q') then reduce over 32 pairs of query rows, two whole tiles, where 24 pairs left a zero-padded copy of
+// the last half tile on every call, and the scores' 64 rows are two 32-row tile blocks where 48 left a 16-row one.
+// On the Intel Xeon with AMX (family 6 model 167, 2 threads; bench_workloads kernels, T = 512, B = 32, 4 heads of 32)
+// the forward and backward went 54.3-55.5 -> 51.3-52.5 ms. Where the bf16 products run on VDPBF16PS the block stays
+// 48 rows, so those machines keep their bits. Both are even: the bf16 pairs of query rows never cross a block.
+constexpr int64_t kQueryBlock = 48, kQueryBlockAmx = 64, kKeyBlock = 128;
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 struct Dims {
   int64_t B, T, C, NH, HS;
   int64_t HSp;     // HS rounded up to 16: tiles are zero-padded to whole vectors
   int64_t Tq, Tk;  // T rounded up to whole query / key blocks
+  int64_t Br;      // rows of a query block: kQueryBlock, or kQueryBlockAmx for the bf16 products on AMX
 };
 
 // Copies rows t0 .. t0 + n of one head's slice of x (leading dimension ld) into dst (rows, HSp) times `scale`,
@@ -78,7 +85,7 @@ inline void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const D
 
 // ---- float32 ----------------------------------------------------------------------------------------------------
 struct F32Forward {
-  static int64_t floats(const Dims& d) { return 2 * d.Tk * d.HSp + kQueryBlock * d.HSp; }
+  static int64_t floats(const Dims& d) { return 2 * d.Tk * d.HSp + d.Br * d.HSp; }
   const Dims& d;
   float* Kt;  // (Tk / Bc) blocks of (HSp, Bc): K^T block by block
   float* Vp;  // (Tk, HSp)
@@ -90,7 +97,7 @@ struct F32Forward {
       pack_rows(V, ld, s0, std::min(kKeyBlock, d.T - s0), kKeyBlock, d, 1.f, Vp + s0 * d.HSp);
     }
   }
-  void query(const float* Q, int64_t ld, int64_t t0, int64_t rows, float c) { pack_rows(Q, ld, t0, rows, kQueryBlock, d, c, Qb); }
+  void query(const float* Q, int64_t ld, int64_t t0, int64_t rows, float c) { pack_rows(Q, ld, t0, rows, d.Br, d, c, Qb); }
   // S (rows, nv) = Q'_i K_j^T for the keys s0 .. s0 + nv (nv whole vectors)
   void scores(int64_t rows, int64_t nv, int64_t s0, float* S) const {
     micro::gemm<false>(rows, nv, d.HSp, Qb, d.HSp, 1, Kt + s0 * d.HSp, kKeyBlock, S, kKeyBlock);
@@ -142,7 +149,7 @@ struct F32Backward {
 // A product's column count goes up to whole 16-float vectors (nv is whole micro-kernel vectors: 8 floats in an AVX2
 // build); the extra columns exist in the Bc-wide tiles and are never read.
 struct Bf16Forward {
-  static int64_t floats(const Dims& d) { return d.Tk * d.HSp + kQueryBlock * d.HSp / 2 + kQueryBlock * kKeyBlock / 2; }
+  static int64_t floats(const Dims& d) { return d.Tk * d.HSp + d.Br * d.HSp / 2 + d.Br * kKeyBlock / 2; }
   const Dims& d;
   const int64_t hp;  // HSp / 2: pair words along a head
   uint32_t* Kt;      // (Tk / Bc) blocks of (hp, Bc): K^T, pairs along the head
@@ -150,7 +157,7 @@ struct Bf16Forward {
   uint32_t* Qb;      // (Br, hp): Q'_i, pairs along the head
   uint32_t* Pb;      // (Br, Bc / 2): P, pairs of keys
   Bf16Forward(const Dims& dims, float* ws)
-      : d(dims), hp(d.HSp / 2), Kt((uint32_t*)ws), Vp(Kt + d.Tk * hp), Qb(Vp + d.Tk * hp), Pb(Qb + kQueryBlock * hp) {}
+      : d(dims), hp(d.HSp / 2), Kt((uint32_t*)ws), Vp(Kt + d.Tk * hp), Qb(Vp + d.Tk * hp), Pb(Qb + d.Br * hp) {}
   void head(const float* K, const float* V, int64_t ld) {
     for (int64_t s0 = 0; s0 < d.T; s0 += kKeyBlock) {
       const int64_t n = std::min(kKeyBlock, d.T - s0);
@@ -172,7 +179,7 @@ struct Bf16Forward {
 };
 
 struct Bf16Backward {
-  static int64_t floats(const Dims& d) { return 2 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp / 2 + 3 * kQueryBlock * kKeyBlock / 2; }
+  static int64_t floats(const Dims& d) { return 2 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp / 2 + 3 * d.Br * kKeyBlock / 2; }
   const Dims& d;
   const int64_t hp;        // HSp / 2
   uint32_t *Qr, *Qc;       // Q': (Tq, hp) pairs along the head (for S); (Tq / 2, HSp) pairs of rows (for dK)
@@ -180,7 +187,7 @@ struct Bf16Backward {
   uint32_t *Kt, *Vt, *Kc;  // K_j^T and V_j^T (hp, Bc), pairs along the head; K_j (Bc / 2, HSp), pairs of keys
   uint32_t *Pc, *Xr, *Xc;  // Pd (Br / 2, Bc) pairs of rows; dS (Br, Bc / 2) pairs of keys and (Br / 2, Bc) of rows
   Bf16Backward(const Dims& dims, float* ws) : d(dims), hp(d.HSp / 2) {
-    const int64_t head = d.Tq * hp, block = kKeyBlock * hp, tile = kQueryBlock * kKeyBlock / 2;
+    const int64_t head = d.Tq * hp, block = kKeyBlock * hp, tile = d.Br * kKeyBlock / 2;
     Qr = (uint32_t*)ws, Qc = Qr + head, Gr = Qc + head, Gc = Gr + head;
     Kt = Gc + head, Vt = Kt + block, Kc = Vt + block;
     Pc = Kc + block, Xr = Pc + tile, Xc = Xr + tile;

@@ -1,7 +1,7 @@
 // tests/nn/fused/test_flash_attention_bf16.cpp - the blocked attention's bf16 products (nn/fused/flash_products.h,
 // taken under Precision::bf16 where the CPU computes in bf16), against the float64 reference of the rounded operands and
 // its error bound (bf16_attention_reference.h).
-// Cases: T = 7, 130, 257 (ragged, crossing the 48-row and 128-key blocks), HS = 5, 16, 32, 64, causal or not, key
+// Cases: T = 7, 130, 257 (ragged, crossing the 48-row (64 on AMX) and 128-key blocks), HS = 5, 16, 32, 64, causal or not, key
 // padding (a sequence with no real key at all), prefix-LM. Also: one and two threads give the same bits; agreement
 // with the float32 path within bf16 accuracy, dropout included; and with DL_BF16=off (a child process) Precision::bf16
 // gives the float32 path's bits.
