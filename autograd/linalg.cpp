@@ -47,10 +47,13 @@ Var matmul(const Var& a, const Var& b) {
 }
 
 Var linear(const Var& x, const Var& w, const Var& bias) {
-  Tensor y = linear(x.data(), w.data(), bias.defined() ? bias.data() : Tensor());
-  if (!any_requires_grad({x, w, bias})) return Var(y);
+  const Tensor b = bias.defined() ? bias.data() : Tensor();
+  const bool grad = any_requires_grad({x, w, bias}), keep_pairs = grad && w.requires_grad() && linear_keeps_bf16_input(x.data());
+  Bf16PackedB xb;  // x's pairs for the backward, from the same read of x as the forward's product
+  Tensor y = keep_pairs ? linear_keeping_bf16_input(x.data(), w.data(), b, xb) : linear(x.data(), w.data(), b);
+  if (!grad) return Var(y);
   auto n = std::make_shared<LinearNode>();
-  if (w.requires_grad() && linear_keeps_bf16_input(x.data())) n->xb = linear_input_bf16(x.data()), n->x_shape = x.data().shape();
+  if (keep_pairs) n->xb = xb, n->x_shape = x.data().shape();
   else n->x = x.data();
   n->w = w.data();
   return record(n, y, {x, w, bias});

@@ -229,10 +229,12 @@ int set_bf16_tile(int shape) {
 namespace {
 // bf16_gemm's body: packs A (and B, unless `packed` already holds op(B)'s words) on the threads, then row or column
 // panels of 64 per thread.
+// `pre`: op(A)'s words packed already (A unused).
 void gemm_threads(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                  const uint32_t* packed, float beta, float* C, int64_t ldc, int threads, const float* bias) {
+                  const uint32_t* packed, float beta, float* C, int64_t ldc, int threads, const float* bias,
+                  const PackedA* pre = nullptr) {
   const int64_t Kp = (K + 1) / 2, Np = (N + 15) / 16 * 16;
-  PairScratch ap((size_t)(M * Kp)), bp(packed ? 0 : (size_t)(Kp * Np));
+  PairScratch ap(pre ? 0 : (size_t)(M * Kp)), bp(packed ? 0 : (size_t)(Kp * Np));
   const uint32_t* Bp = packed ? packed : bp.p;
   const bool split = threads > 1 && !omp_in_parallel() && (double)M * N * K >= kSplitWork;
   const int nt = split ? threads : 1;
@@ -243,7 +245,7 @@ void gemm_threads(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    const PackedA a = pack_a(ta, A, lda, M, K, ap.p, t, n);
+    const PackedA a = pre ? *pre : pack_a(ta, A, lda, M, K, ap.p, t, n);
     if (!packed) pack_b(tb, B, ldb, K, N, Np, bp.p, t, n);
 #pragma omp barrier
     for (int p = t; p < parts; p += n) {
@@ -301,6 +303,74 @@ Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t
   fail("bf16_pack_b: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif
   return p;
+}
+
+Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads) {
+  Bf16PackedBoth p;
+  p.R = R, p.C = C;
+  const int64_t Cp = (C + 1) / 2, Rp = (R + 1) / 2;
+  p.across.K = R, p.across.N = C, p.across.Np = (C + 15) / 16 * 16;
+  auto words = [](int64_t n) {
+    const size_t bytes = (size_t)std::max<int64_t>(n, 1) * 4;
+    return std::shared_ptr<uint32_t>((uint32_t*)host_alloc(bytes), [bytes](uint32_t* w) { host_free(w, bytes); });
+  };
+  p.in_rows = words(R * Cp), p.across.words = words(Rp * p.across.Np);
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_pack_both: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  if (R <= 0 || C <= 0) {
+    std::fill(p.across.words.get(), p.across.words.get() + std::max<int64_t>(Rp * p.across.Np, 1), 0u);
+    return p;
+  }
+  const int nt = threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {  // pairs of rows [p0, p1) per thread
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t p0 = Rp * t / n, p1 = Rp * (t + 1) / n;
+    if (p1 > p0)
+      bf16t::pairs_in_and_across_rows(X + 2 * p0 * ldx, ldx, std::min(R, 2 * p1) - 2 * p0, C, p.in_rows.get() + 2 * p0 * Cp, Cp,
+                                      Cp, p.across.words.get() + p0 * p.across.Np, p.across.Np, p.across.Np, p1 - p0);
+  }
+#else
+  fail("bf16_pack_both: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
+  return p;
+}
+
+#if defined(DL_BF16_KERNEL)
+namespace {
+// op(A)'s words in a Bf16PackedBoth, as pack_a lays them out: X's in-row words (M, Kp), or X^T's as the across-row
+// words (Kp, M) with the row stride Np.
+PackedA packed_a(bool ta, const Bf16PackedBoth& A) {
+  return ta ? PackedA{A.across.words.get(), 1, A.across.Np} : PackedA{A.in_rows.get(), (A.C + 1) / 2, 1};
+}
+}  // namespace
+#endif
+
+void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc, int threads,
+               const float* bias) {
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  const int64_t M = ta ? A.C : A.R, K = ta ? A.R : A.C;
+  if (M <= 0 || N <= 0) return;
+  const PackedA a = packed_a(ta, A);
+  gemm_threads(ta, tb, M, N, K, nullptr, 0, B, ldb, nullptr, 0.f, C, ldc, threads, bias, &a);
+#else
+  fail("bf16_gemm: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
+}
+
+void bf16_gemm(bool ta, const Bf16PackedBoth& A, const Bf16PackedB& B, float* C, int64_t ldc, int threads) {
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  const int64_t M = ta ? A.C : A.R, K = ta ? A.R : A.C;
+  if (K != B.K)
+    fail("bf16_gemm: op(A) is (" + std::to_string(M) + ", " + std::to_string(K) + ") but the packed B has K = " + std::to_string(B.K));
+  if (M <= 0 || B.N <= 0) return;
+  const PackedA a = packed_a(ta, A);
+  gemm_threads(ta, false, M, B.N, K, nullptr, 0, nullptr, 0, B.data(), 0.f, C, ldc, threads, nullptr, &a);
+#else
+  fail("bf16_gemm: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
 }
 
 void bf16_gemm_packed(bool ta, int64_t M, int64_t n, const float* A, int64_t lda, const Bf16PackedB& B,

@@ -67,6 +67,21 @@ Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t
 // C (M, N) = op(A) B from the packed B (beta 0), on up to `threads` threads: bf16_gemm's panels and bits, without
 // packing B.
 void bf16_gemm(bool ta, int64_t M, const float* A, int64_t lda, const Bf16PackedB& B, float* C, int64_t ldc, int threads);
+// A matrix X (R, C) read once for the two products that take it (bf16t::pairs_in_and_across_rows): its in-row words
+// (R, (C + 1) / 2), which a product reads as op(A) = X, and its across-row words, which a product reads as op(A) = X^T
+// or as op(B) = X (a Bf16PackedB with K = R, N = C). A linear layer's input is the forward's A and the weight
+// gradient's B; its dy is dx = dy W's A and dW = dy^T x's transposed A: packed separately, each was read twice.
+struct Bf16PackedBoth {
+  int64_t R = 0, C = 0;
+  std::shared_ptr<uint32_t> in_rows;  // (R, (C + 1) / 2)
+  Bf16PackedB across;                 // (R + 1) / 2 x Np words
+};
+Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads = 1);
+// C (M, N) = op(A) op(B), beta 0, with op(A) from a Bf16PackedBoth (ta false: A = X, M = R, K = C; ta true: A = X^T,
+// M = C, K = R) and op(B) as bf16_gemm's (float B, tb) or packed: bf16_gemm's panels and bits, without packing A.
+void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc, int threads,
+               const float* bias = nullptr);
+void bf16_gemm(bool ta, const Bf16PackedBoth& A, const Bf16PackedB& B, float* C, int64_t ldc, int threads);
 // C[:, c0 : c0 + n] = op(A) B[:, c0 : c0 + n] + beta C[:, c0 : c0 + n] (beta 0 or 1) for each c0 of `c0s`, on the
 // calling thread, from the packed B (each c0 a multiple of 16, c0 + n <= N; C points at column 0). A is converted once
 // for all the slices, B not at all; the same bits as bf16_gemm on the same operands.

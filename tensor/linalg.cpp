@@ -30,6 +30,12 @@ namespace {
 constexpr int64_t kPanel = 64;
 constexpr double kSplitWork = 1 << 20;  // M N K below this: one call (the fork costs more than it saves)
 std::once_flag g_blas_once;
+// OpenBLAS on one thread: the products and gemvs here cut their own panels across the OpenMP threads, and OpenBLAS's
+// own threads would sum in an order that depends on them. Every OpenBLAS call site here asks for it first (bias_grad's
+// gemv ran multi-threaded when no product had gone through gemm_panels before it, and its bits differed).
+void blas_single_threaded() {
+  std::call_once(g_blas_once, [] { openblas_set_num_threads(1); });
+}
 
 // bias (N values, beta 0 only): C's rows start from it - the tiles' starting value where fast_sgemm takes the product,
 // else copied into C for a beta 1 call (the same bits either way).
@@ -60,7 +66,7 @@ void blas_call(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
 template <class T>
 void gemm_panels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
                  T beta, T* C, int64_t ldc, const T* bias = nullptr) {
-  std::call_once(g_blas_once, [] { openblas_set_num_threads(1); });
+  blas_single_threaded();
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   if constexpr (std::is_same_v<T, float>)  // Precision::bf16 (tensor/bf16.h): packs once, cuts its own panels
     if (alpha == 1.f && (beta == 0.f || beta == 1.f) && bf16_products_active()) {
@@ -369,6 +375,7 @@ Tensor bias_grad(const Tensor& dy, int64_t out) {
   Tensor dyc = dy.contiguous();
   int64_t R = dyc.numel() / std::max<int64_t>(out, 1);
   Tensor db = zeros({out}, dy.dtype());
+  blas_single_threaded();
   if (R > 0 && out > 0) {
     dispatch_float(dy.dtype(), "linear_backward", [&]<class T>() {
       std::vector<T> one(R, (T)1);
@@ -433,19 +440,48 @@ Bf16PackedB linear_input_bf16(const Tensor& x) {
   return bf16_pack_b(false, xc.data<float>(), in, R, in, omp_in_parallel() ? 1 : omp_get_max_threads());
 }
 
+Tensor linear_keeping_bf16_input(const Tensor& x, const Tensor& w, const Tensor& bias, Bf16PackedB& kept) {
+  check_linear(x, w, bias);
+  if (!linear_keeps_bf16_input(x) || w.dtype() != DType::f32 || (bias.defined() && bias.dtype() != DType::f32)) {
+    kept = linear_input_bf16(x);
+    return linear(x, w, bias);
+  }
+  const int64_t in = w.size(1), out = w.size(0), R = x.numel() / std::max<int64_t>(in, 1);
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const Tensor xc = x.contiguous(), wc = w.contiguous(), bc = bias.defined() ? bias.contiguous() : Tensor();
+  const Bf16PackedBoth xb = bf16_pack_both(xc.data<float>(), in, R, in, nt);
+  Shape ys = x.shape();
+  ys.back() = out;
+  Tensor y = Tensor::empty(ys);
+  bf16_gemm(false, xb, true, out, wc.data<float>(), in, y.data<float>(), out, nt, bc.defined() ? bc.data<float>() : nullptr);
+  kept = xb.across;
+  return y;
+}
+
 LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Tensor& w, const Tensor& dy, bool need_x, bool need_w,
                             bool need_b) {
   LinearGrads g;
-  const int64_t out = w.size(0), in = w.size(1);
+  const int64_t out = w.size(0), in = w.size(1), R = dy.numel() / std::max<int64_t>(out, 1);
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (need_w && (x.N != in || x.K != R))
+    fail("linear_backward: the kept bf16 input is (" + std::to_string(x.K) + ", " + std::to_string(x.N) + "), expected (" +
+         std::to_string(R) + ", " + std::to_string(in) + ") from dy " + shape_str(dy.shape()) + " and the weight");
+  if (need_x && need_w && dy.dtype() == DType::f32 && w.dtype() == DType::f32) {
+    // dy read once for both products: its in-row words are dx = dy w's A, its across-row words dw = dy^T x's
+    const Tensor dyc = dy.contiguous(), wc = w.contiguous();
+    const Bf16PackedBoth dyb = bf16_pack_both(dyc.data<float>(), out, R, out, nt);
+    g.dx = Tensor::empty(x_shape, DType::f32);
+    bf16_gemm(false, dyb, false, in, wc.data<float>(), in, g.dx.data<float>(), in, nt);
+    g.dw = Tensor::empty(w.shape(), DType::f32);
+    bf16_gemm(true, dyb, x, g.dw.data<float>(), in, nt);
+    if (need_b) g.db = bias_grad(dy, out);
+    return g;
+  }
   if (need_x) g.dx = input_grad(x_shape, DType::f32, dy, w);
   if (need_w) {  // dw = dy^T x from x's pairs: the product linear_backward's matmul_into makes, less the packing of x
-    const int64_t R = dy.numel() / std::max<int64_t>(out, 1);
-    if (x.N != in || x.K != R)
-      fail("linear_backward: the kept bf16 input is (" + std::to_string(x.K) + ", " + std::to_string(x.N) + "), expected (" +
-           std::to_string(R) + ", " + std::to_string(in) + ") from dy " + shape_str(dy.shape()) + " and the weight");
     Tensor dyc = dy.contiguous();
     g.dw = Tensor::empty(w.shape(), DType::f32);
-    bf16_gemm(true, out, dyc.data<float>(), out, x, g.dw.data<float>(), in, omp_in_parallel() ? 1 : omp_get_max_threads());
+    bf16_gemm(true, out, dyc.data<float>(), out, x, g.dw.data<float>(), in, nt);
   }
   if (need_b) g.db = bias_grad(dy, out);
   return g;

@@ -51,6 +51,9 @@ LinearGrads linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, 
 struct Bf16PackedB;  // tensor/bf16_gemm.h
 bool linear_keeps_bf16_input(const Tensor& x);  // bf16 products active, x float32 on the CPU with at least 2 dims
 Bf16PackedB linear_input_bf16(const Tensor& x);
+// y = linear(x, w, bias) and `kept` = linear_input_bf16(x), with x read once for both (bf16_pack_both): the same bits.
+// Where linear_keeps_bf16_input(x) holds.
+Tensor linear_keeping_bf16_input(const Tensor& x, const Tensor& w, const Tensor& bias, Bf16PackedB& kept);
 LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Tensor& w, const Tensor& dy, bool need_x, bool need_w,
                             bool need_b);
 

@@ -80,6 +80,22 @@ TEST(SavedMemory, Bf16LinearKeepsItsInputAsPairs) {
   LinearGrads want = linear_backward(xd, w.data(), dy, true, true, true);
   EXPECT_TRUE(all_close(w.grad(), want.dw, kSameBits, "dw"));
   EXPECT_TRUE(all_close(b.grad(), want.db, kSameBits, "db"));
+  EXPECT_TRUE(all_close(y.data(), linear(xd, w.data(), b.data()), kSameBits, "y"));  // x's two packings from one read
+}
+
+// The input's gradient as well (dy read once for dx and dw): the float32 input's backward's bits, x of 3 dims.
+TEST(SavedMemory, Bf16LinearInputGradientIsTheFloat32InputsBackwards) {
+  if (!bf16_gemm_usable()) GTEST_SKIP() << "no bf16 arithmetic on this CPU: the linear keeps its float32 input";
+  PrecisionScope bf16(Precision::bf16);
+  Generator g(9);
+  const int64_t B = 3, T = 45, in = 70, out = 33;
+  Var x(randn({B, T, in}, g), true), w(randn({out, in}, g), true), b(randn({out}, g), true);
+  Tensor dy = randn({B, T, out}, g);
+  linear(x, w, b).backward(dy);
+  LinearGrads want = linear_backward(x.data(), w.data(), dy, true, true, true);
+  EXPECT_TRUE(all_close(x.grad(), want.dx, kSameBits, "dx"));
+  EXPECT_TRUE(all_close(w.grad(), want.dw, kSameBits, "dw"));
+  EXPECT_TRUE(all_close(b.grad(), want.db, kSameBits, "db"));
 }
 
 TEST(SavedMemory, Float32LinearKeepsItsInput) {  // without bf16 products: x itself, and no pairs

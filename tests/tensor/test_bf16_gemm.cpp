@@ -11,8 +11,10 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tensor/bf16.h"
@@ -286,4 +288,48 @@ TEST(Bf16Gemm, PackedBOverColumnSlicesIsBf16Gemm) {
   std::vector<float> A(8, 1.f), C(40);
   EXPECT_THROW(bf16_gemm_packed(false, 1, 16, A.data(), 8, P, {8}, 0.f, C.data(), 40), std::exception);
   EXPECT_THROW(bf16_gemm_packed(false, 1, 32, A.data(), 8, P, {16}, 0.f, C.data(), 40), std::exception);
+}
+
+// X read once for both of its products (bf16_pack_both, as a linear layer's input and its dy are) against bf16_gemm
+// converting X itself: the across-row words are bf16_pack_b's, and every product from the packed words has bf16_gemm's
+// bits - X as op(A) (B float, either layout, with and without a bias), X^T as op(A) against a packed B - for odd and
+// even row counts, ragged columns, one and two threads, on each kernel. A packed B whose K is not op(A)'s is refused.
+TEST(Bf16Gemm, PackedBothIsBf16Gemm) {
+  REQUIRE_BF16();
+  Generator g(11);
+  for (int kernel : bf16_kernels()) {
+    SCOPED_TRACE(bf16_kernel_name(kernel));
+    UseTile use(kernel);
+    for (int64_t R : {37, 64, 301})
+      for (int64_t C : {21, 40, 72})
+        for (int threads : {1, 2}) {
+          const std::string at = "R " + std::to_string(R) + " C " + std::to_string(C) + " threads " + std::to_string(threads);
+          const int64_t N = 24, N2 = 30;
+          Tensor X = randn({R, C}, g), W = randn({N, C}, g), W2 = randn({C, N}, g), b = randn({N}, g), Y = randn({R, N2}, g);
+          const float *x = X.data<float>(), *w = W.data<float>(), *w2 = W2.data<float>(), *pb = b.data<float>();
+          const Bf16PackedBoth both = bf16_pack_both(x, C, R, C, threads);
+          const Bf16PackedB across = bf16_pack_b(false, x, C, R, C);
+          ASSERT_EQ(both.across.Np, across.Np);
+          ASSERT_TRUE(std::equal(across.data(), across.data() + (R + 1) / 2 * across.Np, both.across.data())) << at;
+          for (const float* bias : {(const float*)nullptr, pb}) {
+            std::vector<float> want(R * N), got(R * N);
+            bf16_gemm(false, true, R, N, C, x, C, w, C, 0.f, want.data(), N, threads, bias);
+            bf16_gemm(false, both, true, N, w, C, got.data(), N, threads, bias);
+            ASSERT_EQ(got, want) << "X W^T " << at << (bias ? " with a bias" : "");
+          }
+          std::vector<float> want(R * N), got(R * N);
+          bf16_gemm(false, false, R, N, C, x, C, w2, N, 0.f, want.data(), N, threads);
+          bf16_gemm(false, both, false, N, w2, N, got.data(), N, threads);
+          ASSERT_EQ(got, want) << "X W2 " << at;
+          const Bf16PackedB PY = bf16_pack_b(false, Y.data<float>(), N2, R, N2);
+          std::vector<float> want_t(C * N2), got_t(C * N2);
+          bf16_gemm(true, false, C, N2, R, x, C, Y.data<float>(), N2, 0.f, want_t.data(), N2, threads);
+          bf16_gemm(true, both, PY, got_t.data(), N2, threads);
+          ASSERT_EQ(got_t, want_t) << "X^T Y " << at;
+        }
+  }
+  Tensor X = randn({10, 8}, g), Y = randn({12, 4}, g);
+  const Bf16PackedBoth both = bf16_pack_both(X.data<float>(), 8, 10, 8);
+  std::vector<float> C(8 * 4);
+  EXPECT_THROW(bf16_gemm(true, both, bf16_pack_b(false, Y.data<float>(), 4, 12, 4), C.data(), 4, 1), std::exception);
 }
