@@ -54,6 +54,16 @@ DL_AMX_TARGET void configure() {
   _tile_loadconfig(&cfg);
 }
 
+// This thread's tiles: configured by a panel (or the probe) and not released since; open TileHolds.
+thread_local bool t_configured = false;
+thread_local int t_holds = 0;
+DL_AMX_TARGET void acquire() {
+  if (!t_configured) configure(), t_configured = true;
+}
+DL_AMX_TARGET void release() {
+  if (t_configured && t_holds == 0) _tile_release(), t_configured = false;
+}
+
 // 16 x 16 words in registers: on return r[c] holds what was column c (r[c][q] = r_in[q][c]). Three stages: 32-bit
 // unpacks pair rows, 64-bit unpacks make each 128-bit lane one column's four rows, lane shuffles gather the four lanes.
 DL_AMX_TARGET inline void transpose16(__m512i r[16]) {
@@ -181,7 +191,7 @@ DL_AMX_TARGET void panel(int64_t M, int64_t n, int64_t Kp, const uint32_t* a, in
                          int64_t ldb, float beta, float* C, int64_t ldc, const float* bias) {
   if (!usable()) fail("amx::panel: AMX is not usable here (" + reason() + ")");
   alignas(64) static thread_local uint32_t abuf[32 * kKc];
-  configure();
+  acquire();
   for (int64_t k0 = 0; k0 < Kp; k0 += kKc) {
     const int64_t kc = std::min(kKc, Kp - k0), kc16 = (kc + 15) / 16 * 16;
     const bool acc = k0 > 0 || beta == 1.f;
@@ -207,7 +217,7 @@ DL_AMX_TARGET void panel(int64_t M, int64_t n, int64_t Kp, const uint32_t* a, in
       }
     }
   }
-  _tile_release();  // back to the init state: a context switch saves no tile data
+  release();  // back to the init state unless a TileHold is open: a context switch then saves no tile data
 }
 #else
 void panel(int64_t, int64_t, int64_t, const uint32_t*, int64_t, int64_t, const uint32_t*, int64_t, float, float*, int64_t,
@@ -217,11 +227,22 @@ void panel(int64_t, int64_t, int64_t, const uint32_t*, int64_t, int64_t, const u
 #endif
 
 #if defined(DL_AMX_KERNEL)
+TileHold::TileHold() { t_holds++; }
+TileHold::~TileHold() {
+  t_holds--;
+  release();
+}
+#else
+TileHold::TileHold() {}
+TileHold::~TileHold() {}
+#endif
+
+#if defined(DL_AMX_KERNEL)
 DL_AMX_TARGET double probe_loop(int64_t iters) {
   if (!usable()) return 0;
   alignas(64) static uint32_t ab[256];
   for (int i = 0; i < 256; i++) ab[i] = 0x3F803A80u;  // bf16 1.0 and 2^-10: the sums grow slowly, no infinities
-  configure();
+  acquire();
   _tile_loadd(4, ab, 64), _tile_loadd(5, ab, 64), _tile_loadd(6, ab, 64), _tile_loadd(7, ab, 64);
   _tile_zero(0), _tile_zero(1), _tile_zero(2), _tile_zero(3);
   for (int64_t i = 0; i < iters; i++) {
@@ -232,7 +253,7 @@ DL_AMX_TARGET double probe_loop(int64_t iters) {
   }
   alignas(64) float out[256];
   _tile_stored(0, out, 64);
-  _tile_release();
+  release();
   return out[0];
 }
 #else

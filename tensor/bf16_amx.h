@@ -42,6 +42,18 @@ std::string unusable_reason();
 void panel(int64_t M, int64_t n, int64_t Kp, const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
            float beta, float* C, int64_t ldc, const float* bias);
 
+// Keeps the tile configuration between panels on this thread while one is alive: each panel configures the tiles
+// (LDTILECFG) unless they already are, and releases them (back to the init state, so a context switch saves no tile
+// data) unless a TileHold is open. The blocked attention holds them for a thread's whole share of (b, h) pairs, where
+// its small products - a 64 x 128 score tile is 32 TDPBF16PS - paid a configuration and a release each. Nests; costs
+// nothing where no panel runs (nothing is configured, nothing released).
+struct TileHold {
+  TileHold();
+  ~TileHold();
+  TileHold(const TileHold&) = delete;
+  TileHold& operator=(const TileHold&) = delete;
+};
+
 // The benchmark's peak loop (probe_amx_gflops, tensor/bf16_gemm.h times it): `iters` rounds of four independent
 // TDPBF16PS on tile registers, 4 x 16 x 16 x 32 x 2 flops a round; returns a value of the sums. 0 where not usable.
 double probe_loop(int64_t iters);

@@ -11,6 +11,7 @@
 #include "nn/fused/qkv_attention.h"     // check_packed_qkv
 #include "tensor/backend.h"             // the device primitive
 #include "tensor/bf16.h"                // bf16_products_active
+#include "tensor/bf16_amx.h"            // TileHold
 #include "tensor/bf16_gemm.h"           // bf16_amx_in_use
 #include "tensor/microkernel.h"          // DL_WIDE_VECTORS
 #include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
@@ -331,6 +332,7 @@ template <class F> void over_pairs(const Dims& d, int64_t floats, F&& f) {
 #pragma omp parallel num_threads(nt)
   {
     float* mine = base + omp_get_thread_num() * floats;
+    amx::TileHold tiles;  // the bf16 products on AMX configure the tiles once per thread, not per product
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < d.B * d.NH; bh++) f(bh, mine);
   }

@@ -333,3 +333,29 @@ TEST(Bf16Gemm, PackedBothIsBf16Gemm) {
   std::vector<float> C(8 * 4);
   EXPECT_THROW(bf16_gemm(true, both, bf16_pack_b(false, Y.data<float>(), 4, 12, 4), C.data(), 4, 1), std::exception);
 }
+
+// Products inside amx::TileHold scopes (the tiles configured once and kept between panels, as the blocked attention
+// runs its per-thread share), nested, and after the scopes close (configured again): the same bits as without.
+TEST(Bf16Gemm, TileHoldKeepsTheBits) {
+  REQUIRE_BF16();
+  if (!amx::usable()) GTEST_SKIP() << "no AMX here: " << amx::unusable_reason();
+  UseTile use(3);
+  Generator g(12);
+  Tensor A = randn({70, 90}, g), B = randn({90, 40}, g);
+  auto product = [&]() {
+    std::vector<float> C(70 * 40);
+    bf16_gemm(false, false, 70, 40, 90, A.data<float>(), 90, B.data<float>(), 40, 0.f, C.data(), 40, 1);
+    return C;
+  };
+  const std::vector<float> want = product();
+  {
+    amx::TileHold outer;
+    EXPECT_EQ(product(), want) << "in a hold";
+    {
+      amx::TileHold inner;
+      EXPECT_EQ(product(), want) << "in a nested hold";
+    }
+    EXPECT_EQ(product(), want) << "after the inner hold closed";
+  }
+  EXPECT_EQ(product(), want) << "after both closed";
+}
