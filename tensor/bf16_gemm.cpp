@@ -286,12 +286,20 @@ void bf16_gemm(bool ta, int64_t M, const float* A, int64_t lda, const Bf16Packed
 #endif
 }
 
+namespace {
+// n pair words (at least one) from the caching allocator, shared by the copies of what holds them.
+std::shared_ptr<uint32_t> shared_words(int64_t n) {
+  const size_t bytes = (size_t)std::max<int64_t>(n, 1) * 4;
+  return std::shared_ptr<uint32_t>((uint32_t*)host_alloc(bytes), [bytes](uint32_t* w) { host_free(w, bytes); });
+}
+}  // namespace
+
 Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int threads) {
   Bf16PackedB p;
   p.K = K, p.N = N, p.Np = (N + 15) / 16 * 16;
-  const size_t bytes = (size_t)std::max<int64_t>((K + 1) / 2 * p.Np, 1) * 4;
-  p.words = std::shared_ptr<uint32_t>((uint32_t*)host_alloc(bytes), [bytes](uint32_t* w) { host_free(w, bytes); });
-  if (K <= 0 || N <= 0) std::fill(p.words.get(), p.words.get() + bytes / 4, 0u);  // else every word is written below
+  const int64_t n = std::max<int64_t>((K + 1) / 2 * p.Np, 1);
+  p.words = shared_words(n);
+  if (K <= 0 || N <= 0) std::fill(p.words.get(), p.words.get() + n, 0u);  // else every word is written below
 #if defined(DL_BF16_KERNEL)
   if (!bf16_gemm_usable()) fail("bf16_pack_b: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
   const int nt = threads > 1 && !omp_in_parallel() && (double)K * N >= kSplitWork / 64 ? threads : 1;
@@ -310,11 +318,7 @@ Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C,
   p.R = R, p.C = C;
   const int64_t Cp = (C + 1) / 2, Rp = (R + 1) / 2;
   p.across.K = R, p.across.N = C, p.across.Np = (C + 15) / 16 * 16;
-  auto words = [](int64_t n) {
-    const size_t bytes = (size_t)std::max<int64_t>(n, 1) * 4;
-    return std::shared_ptr<uint32_t>((uint32_t*)host_alloc(bytes), [bytes](uint32_t* w) { host_free(w, bytes); });
-  };
-  p.in_rows = words(R * Cp), p.across.words = words(Rp * p.across.Np);
+  p.in_rows = shared_words(R * Cp), p.across.words = shared_words(Rp * p.across.Np);
 #if defined(DL_BF16_KERNEL)
   if (!bf16_gemm_usable()) fail("bf16_pack_both: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
   if (R <= 0 || C <= 0) {
@@ -346,8 +350,8 @@ PackedA packed_a(bool ta, const Bf16PackedBoth& A) {
 }  // namespace
 #endif
 
-void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc, int threads,
-               const float* bias) {
+void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc,
+               int threads, const float* bias) {
 #if defined(DL_BF16_KERNEL)
   if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
   const int64_t M = ta ? A.C : A.R, K = ta ? A.R : A.C;
@@ -364,7 +368,8 @@ void bf16_gemm(bool ta, const Bf16PackedBoth& A, const Bf16PackedB& B, float* C,
   if (!bf16_gemm_usable()) fail("bf16_gemm: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
   const int64_t M = ta ? A.C : A.R, K = ta ? A.R : A.C;
   if (K != B.K)
-    fail("bf16_gemm: op(A) is (" + std::to_string(M) + ", " + std::to_string(K) + ") but the packed B has K = " + std::to_string(B.K));
+    fail("bf16_gemm: op(A) is (" + std::to_string(M) + ", " + std::to_string(K) +
+         ") but the packed B has K = " + std::to_string(B.K));
   if (M <= 0 || B.N <= 0) return;
   const PackedA a = packed_a(ta, A);
   gemm_threads(ta, false, M, B.N, K, nullptr, 0, nullptr, 0, B.data(), 0.f, C, ldc, threads, nullptr, &a);

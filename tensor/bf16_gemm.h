@@ -79,8 +79,8 @@ struct Bf16PackedBoth {
 Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads = 1);
 // C (M, N) = op(A) op(B), beta 0, with op(A) from a Bf16PackedBoth (ta false: A = X, M = R, K = C; ta true: A = X^T,
 // M = C, K = R) and op(B) as bf16_gemm's (float B, tb) or packed: bf16_gemm's panels and bits, without packing A.
-void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc, int threads,
-               const float* bias = nullptr);
+void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc,
+               int threads, const float* bias = nullptr);
 void bf16_gemm(bool ta, const Bf16PackedBoth& A, const Bf16PackedB& B, float* C, int64_t ldc, int threads);
 // C[:, c0 : c0 + n] = op(A) B[:, c0 : c0 + n] + beta C[:, c0 : c0 + n] (beta 0 or 1) for each c0 of `c0s`, on the
 // calling thread, from the packed B (each c0 a multiple of 16, c0 + n <= N; C points at column 0). A is converted once

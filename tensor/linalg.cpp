@@ -458,8 +458,8 @@ Tensor linear_keeping_bf16_input(const Tensor& x, const Tensor& w, const Tensor&
   return y;
 }
 
-LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Tensor& w, const Tensor& dy, bool need_x, bool need_w,
-                            bool need_b) {
+LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Tensor& w, const Tensor& dy, bool need_x,
+                            bool need_w, bool need_b) {
   LinearGrads g;
   const int64_t out = w.size(0), in = w.size(1), R = dy.numel() / std::max<int64_t>(out, 1);
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
