@@ -15,6 +15,9 @@
 //   - op(B) must have its rows contiguous (the vectors run along N): a transposed B (B^T stored as (N, K), e.g. a
 //     linear layer's weight) is first copied to (K, N) in a block from the caching allocator, O(K N) against the
 //     product's O(M N K).
+//   - a transposed A (op(A) = A^T: the weight gradients dY^T X) is read one short run per k, lda floats apart; there
+//     each 64-deep k chunk of A (per row group) and of op(B) (in 64-column panels) is first copied into contiguous
+//     blocks that stay in L1 together (fast_sgemm.cpp, sgemm_transposed_a: the LSTM's dW_hh 16.3 -> 10.8 ms);
 //   - the last N % 16 columns go to cblas_sgemm (a vector needs 16 columns).
 // Each element is a plain sum over k in order, like OpenBLAS's kernel but in another grouping of the FMAs, so the two
 // agree to float32 rounding, not bit for bit (tests/tensor/test_fast_sgemm.cpp: against OpenBLAS and float64 for
@@ -25,7 +28,9 @@
 // on the thread count and every row must take the same kernel. DL_SGEMM=openblas in the environment switches it off for
 // the whole process (to time or check the plain path); set_fast_sgemm does the same from code (tests, benchmarks).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace dl {
 
@@ -42,5 +47,34 @@ bool fast_sgemm_applies(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
 // With `bias` (N floats; beta 0 only) every row of C starts from it: the same bits as C = bias and beta 1.
 void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                 float beta, float* C, int64_t ldc, const float* bias = nullptr);
+
+// B's columns c0 .. c0 + n - 1 for each c0, copied once into contiguous (K, 64) panels (the last one narrower), for
+// products repeated with the same B: the LSTM's recurrent weight at each of its steps (nn/fused/lstm_kernels.cpp).
+// Read in place, B's rows are ldb floats apart - 4 KiB for W_hh^T (Hd, 4Hd) at Hd = 256 - so each k of a small
+// product touched a new page and the same L1 sets, past the prefetchers; a panel is one stream, and k runs in chunks
+// of 128 so a panel's chunk (32 KiB) stays in L1 while the row blocks sweep it. Each element of C is one running sum
+// over k in order: the bits of fast_sgemm on the same operands (tests/tensor/test_fast_sgemm.cpp). One step's
+// products per thread of the LSTM benchmark, one core of the Intel Xeon VM (2026-12-06): forward (64, 256) x
+// (256, 4 x 128) 124 -> 90 us, backward (64, 1024) x (1024, 128) 103 -> 90 us.
+class SgemmPanels {
+ public:
+  // B (K, ldb) row-major; every c0 + n <= ldb. The copy comes from the caching allocator (thread-safe).
+  SgemmPanels(const float* B, int64_t ldb, int64_t K, std::vector<int64_t> c0s, int64_t n);
+  ~SgemmPanels();
+  SgemmPanels(const SgemmPanels&) = delete;
+  SgemmPanels& operator=(const SgemmPanels&) = delete;
+  // Whether panels n columns wide can be used: fast_sgemm on (otherwise dl::gemm runs OpenBLAS, whose bits differ)
+  // and whole vectors (n a multiple of 16).
+  static bool applies(int64_t n);
+  // C[:, c0 : c0 + n] = A B[:, c0 : c0 + n] (beta 0) or += (beta 1) for each c0; A (M, K) with row stride lda, on
+  // the calling thread.
+  void product(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const;
+
+ private:
+  int64_t K_, n_;
+  std::vector<int64_t> c0s_;
+  size_t bytes_;
+  float* p_;
+};
 
 }  // namespace dl

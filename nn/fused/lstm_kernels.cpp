@@ -13,6 +13,7 @@
 #include "tensor/bf16.h"
 #include "tensor/bf16_gemm.h"
 #include "tensor/elementwise.h"
+#include "tensor/fast_sgemm.h"
 #include "tensor/linalg.h"
 #include "tensor/nn_kernels.h"
 #include "tensor/spin_barrier.h"
@@ -129,9 +130,13 @@ struct LstmSequenceNode : Node {
       step_done.set_threads(omp_get_num_threads());
       const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
       const std::vector<int64_t> cols = {u.j0};
+      std::optional<SgemmPanels> panels;  // fp32: this thread's columns of W_hh, copied once
+      if (!whh.packed && SgemmPanels::applies(u.j1 - u.j0)) panels.emplace(pw, Hd, G4, cols, u.j1 - u.j0);
       for (int64_t t = L - 1; t >= 0; t--) {
-        if (t < L - 1)  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
-          whh.product(B, u.j1 - u.j0, pdG + (t + 1) * B * G4, G4, cols, 0.f, pdh, Hd);
+        if (t < L - 1) {  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
+          if (panels) panels->product(B, pdG + (t + 1) * B * G4, G4, 0.f, pdh, Hd);
+          else whh.product(B, u.j1 - u.j0, pdG + (t + 1) * B * G4, G4, cols, 0.f, pdh, Hd);
+        }
         for (int64_t b = 0; b < B; b++) {
           const float *a = pact + (t * B + b) * G4, *cp = pc + (t * B + b) * Hd, *cn = cp + B * Hd;
           const float* dyr = pdy + (b * L + t) * Hd;
@@ -209,11 +214,14 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
     step_done.set_threads(omp_get_num_threads());
     const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
     const std::vector<int64_t> gate_cols = {u.j0, Hd + u.j0, 2 * Hd + u.j0, 3 * Hd + u.j0};
+    std::optional<SgemmPanels> panels;  // fp32: this thread's columns of W_hh^T, copied once
+    if (!whhT.packed && SgemmPanels::applies(u.j1 - u.j0)) panels.emplace(pw, G4, Hd, gate_cols, u.j1 - u.j0);
     for (int64_t t = 0; t < L; t++) {
       float* at = pa + t * B * G4;
       const float* hp = ph + t * B * Hd;  // h_{t-1}
       // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh^T[:, q Hd + j0 : q Hd + j1] for the four gates q
-      whhT.product(B, u.j1 - u.j0, hp, Hd, gate_cols, 1.f, at, G4);
+      if (panels) panels->product(B, hp, Hd, 1.f, at, G4);
+      else whhT.product(B, u.j1 - u.j0, hp, Hd, gate_cols, 1.f, at, G4);
       for (int64_t b = 0; b < B; b++) {
         float* a = at + b * G4;
         const float* cp = pc + (t * B + b) * Hd;

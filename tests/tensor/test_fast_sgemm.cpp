@@ -1,8 +1,9 @@
 // tests/tensor/test_fast_sgemm.cpp - the AVX-512 sgemm (tensor/fast_sgemm.h) against its plain twin, OpenBLAS's
 // cblas_sgemm, and against a float64 product: every transpose pair, beta 0 and 1, sizes that are not multiples of the
-// tiles (6 / 12 rows, 16 / 32 / 64 columns, 256-deep k chunks, 96-row groups) and leading dimensions wider than the
-// matrices; the bits do not depend on the thread count through dl::gemm's panels; linear and matmul agree with the
-// switch off and on. Tolerance: both are float32 sums of K products in another grouping, so the error bound is
+// tiles (6 / 12 rows, 16 / 32 / 64 columns, 256-deep k chunks - 64-deep with A transposed -, 96-row groups) and
+// leading dimensions wider than the matrices; a transposed A gives the bits of A transposed in memory first, SgemmPanels
+// those of fast_sgemm; the bits do not depend on the thread count through dl::gemm's panels; linear and matmul agree
+// with the switch off and on. Tolerance: both are float32 sums of K products in another grouping, so the error bound is
 // K eps_f32 sum_k |a_k b_k| per element (each within a few units of it; the test asks 4 K eps of that sum).
 // Where the build has no AVX-512 (fast_sgemm_compiled() false) everything goes to OpenBLAS and the tests skip.
 #include <gtest/gtest.h>
@@ -135,6 +136,69 @@ TEST(FastSgemm, TakesOnlyWhatItCanCompute) {
   set_fast_sgemm(false);
   EXPECT_FALSE(fast_sgemm_applies(false, false, 100, 100, 100, 1.f, 0.f)) << "switched off";
   set_fast_sgemm(was);
+}
+
+// A transposed A (ta: A stored as (K, M)) takes its own blocking - its k chunks and row groups copied into contiguous
+// blocks, 64-deep chunks, op(B) in 64-column panels - but each element is still one running sum over k in order, so it
+// gives the bits of the same product with A transposed in memory first: for both B layouts, beta 0 and 1, a bias,
+// ragged sizes (several k chunks, row groups and panels, a part panel) and padded leading dimensions. The columns past
+// the last vector go to cblas, whose bits may depend on the transpose, so only the vector columns are compared.
+TEST(FastSgemm, TransposedAIsThePlainAsBitForBit) {
+  if (!fast_sgemm_compiled()) GTEST_SKIP() << "built without AVX-512: every product runs on OpenBLAS";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> U(-1.f, 1.f);
+  for (bool tb : {false, true})
+    for (int mode : {0, 1, 2})  // beta 0, beta 1, a bias
+      for (int64_t M : {13, 97, 200})
+        for (int64_t N : {16, 70, 130})
+          for (int64_t K : {7, 64, 65, 300}) {
+            const int64_t lda = M + 3, ldat = K + 1, ldb = (tb ? K : N) + 5, ldc = N + 7, N16 = N / 16 * 16;
+            std::vector<float> A(K * lda), At(M * ldat), B((tb ? N : K) * ldb), bias(N), C1(M * ldc);
+            for (float& v : A) v = U(rng);
+            for (int64_t i = 0; i < M; i++)
+              for (int64_t k = 0; k < K; k++) At[i * ldat + k] = A[k * lda + i];
+            for (float& v : B) v = U(rng);
+            for (float& v : bias) v = U(rng);
+            for (float& v : C1) v = U(rng);
+            std::vector<float> C2 = C1;
+            const float beta = mode == 1 ? 1.f : 0.f;
+            const float* pb = mode == 2 ? bias.data() : nullptr;
+            fast_sgemm(true, tb, M, N, K, A.data(), lda, B.data(), ldb, beta, C1.data(), ldc, pb);
+            fast_sgemm(false, tb, M, N, K, At.data(), ldat, B.data(), ldb, beta, C2.data(), ldc, pb);
+            for (int64_t i = 0; i < M; i++)
+              for (int64_t j = 0; j < N16; j++)
+                ASSERT_EQ(C1[i * ldc + j], C2[i * ldc + j])
+                    << "tb " << tb << " mode " << mode << " M " << M << " N " << N << " K " << K << " at " << i << ", " << j;
+          }
+}
+
+// SgemmPanels (B's column blocks copied once for repeated products) gives fast_sgemm's bits on each block: several
+// blocks at ragged offsets, panel widths with a part panel (48, 80, 128 columns), k in one, two and three chunks,
+// beta 0 and 1, a padded A; the columns between the blocks are never written. And it says which widths it takes.
+TEST(FastSgemm, PanelsAreFastSgemmBitForBit) {
+  if (!fast_sgemm_compiled()) GTEST_SKIP() << "built without AVX-512: every product runs on OpenBLAS";
+  EXPECT_TRUE(SgemmPanels::applies(128));
+  EXPECT_FALSE(SgemmPanels::applies(40));
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> U(-1.f, 1.f);
+  for (int64_t n : {48, 80, 128})
+    for (int64_t K : {7, 128, 300})
+      for (float beta : {0.f, 1.f})
+        for (int64_t M : {13, 64}) {
+          const std::vector<int64_t> c0s = {0, n + 5, 2 * n + 37};
+          const int64_t ldb = 3 * n + 40, lda = K + 3;
+          std::vector<float> A(M * lda), B(K * ldb), C1(M * ldb);
+          for (float& v : A) v = U(rng);
+          for (float& v : B) v = U(rng);
+          for (float& v : C1) v = U(rng);
+          std::vector<float> C2 = C1, before = C1;
+          SgemmPanels panels(B.data(), ldb, K, c0s, n);
+          panels.product(M, A.data(), lda, beta, C1.data(), ldb);
+          for (int64_t c0 : c0s) fast_sgemm(false, false, M, n, K, A.data(), lda, B.data() + c0, ldb, beta, C2.data() + c0, ldb);
+          for (int64_t i = 0; i < M * ldb; i++)
+            ASSERT_EQ(C1[i], C2[i]) << "n " << n << " K " << K << " beta " << beta << " M " << M << " at " << i / ldb << ", "
+                                    << i % ldb << (C1[i] == before[i] ? "" : " (written)");
+        }
 }
 
 // A linear layer's bias as the tiles' starting value (fast_sgemm's `bias`, beta 0) against the bias copied into C and
