@@ -2,8 +2,6 @@
 // Each node saves only what its backward kernel reads and frees it in release().
 #include "autograd/nn_ops.h"
 
-#include "autograd/elementwise.h"
-
 namespace dl {
 
 namespace {
@@ -68,19 +66,6 @@ struct DropoutNode : Node {
   }
   void release() override {
     mask = Tensor();
-    bits = {};
-  }
-};
-
-// dropout(gelu(x)) as one node: keeps x (as gelu's node would) and the mask's bits.
-struct GeluDropoutNode : Node {
-  Tensor x;
-  std::vector<uint64_t> bits;
-  double p = 0;
-  const char* name() const override { return "gelu_dropout"; }
-  std::vector<Tensor> apply(const Tensor& dy) override { return {gelu_dropout_backward(x, dy.contiguous(), bits, p)}; }
-  void release() override {
-    x = Tensor();
     bits = {};
   }
 };
@@ -177,22 +162,6 @@ Var dropout(const Var& x, double p, bool training, Generator& g) {
   auto n = std::make_shared<DropoutNode>();
   n->mask = mask;
   return record(n, y, {x});
-}
-
-Var gelu_dropout(const Var& x, double p, bool training, Generator& g) {
-  if (!(p >= 0.0 && p <= 1.0)) fail("gelu_dropout: p must be in [0, 1], got " + std::to_string(p));
-  const Tensor& xd = x.data();
-  if (!training || p == 0.0 || xd.device() != Device::cpu ||
-      (xd.dtype() != DType::f32 && xd.dtype() != DType::f64))
-    return dropout(gelu(x), p, training, g);
-  Tensor xc = xd.contiguous();
-  DropoutOut o = gelu_dropout_one_pass(xc, p, g);
-  if (!any_requires_grad({x})) return Var(o.y);
-  auto n = std::make_shared<GeluDropoutNode>();
-  n->x = xc;
-  n->bits = std::move(o.bits);
-  n->p = p;
-  return record(n, o.y, {x});
 }
 
 Var cross_entropy(const Var& logits, const Tensor& target, int64_t ignore_index, double ls, Reduction red) {

@@ -46,11 +46,6 @@ BatchNormResult batch_norm_train(const Var& x, const Var& weight, const Var& bia
 // Identity (the same Var) when !training or p == 0. The mask recipe is in tensor/nn_kernels.h (dropout_mask):
 // for a given Generator state the mask is the same on any number of threads.
 Var dropout(const Var& x, double p, bool training, Generator& g = default_generator());
-// dropout(gelu(x), p, training, g) with GELU's erf form - the same draw of g, y and gradient, bit for bit - in one pass
-// each way where x is a float CPU tensor and dropout is on (the feed-forward blocks' drop(gelu(linear(x))) and S4's
-// drop(gelu(ssm(x)))): gelu(x) is neither written nor read back, 4 of the two ops' 10 passes over the tensor saved.
-// Elsewhere (a device, p = 0, eval) the two ops as they are.
-Var gelu_dropout(const Var& x, double p, bool training, Generator& g = default_generator());
 
 Var cross_entropy(const Var& logits, const Tensor& target, int64_t ignore_index = -100, double label_smoothing = 0.0,
                   Reduction reduction = Reduction::mean);

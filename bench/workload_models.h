@@ -85,7 +85,7 @@ struct EncoderLayer : Module {
   std::string type_name() const override { return "EncoderLayer"; }
   Var forward(const Var& x) {
     Var h = x + drop->forward(self_attn->forward(norm1->forward(x), Tensor()));
-    return h + drop->forward(linear2->forward(drop->forward_gelu(linear1->forward(norm2->forward(h)))));
+    return h + drop->forward(linear2->forward(drop->forward(gelu(linear1->forward(norm2->forward(h))))));
   }
   double forward_flops(int64_t B, int64_t L) const {
     return self_attn->forward_flops(B, L) + linear_flops(*linear1, (double)B * L) + linear_flops(*linear2, (double)B * L);

@@ -87,7 +87,6 @@ Var BatchNorm1d::forward(const Var& x) {
 }
 
 Var Dropout::forward(const Var& x) const { return dropout(x, p, is_training(), *gen); }
-Var Dropout::forward_gelu(const Var& x) const { return gelu_dropout(x, p, is_training(), *gen); }
 
 Var glu(const Var& x) {
   int64_t n = x.size(-1);
@@ -102,7 +101,7 @@ FeedForward::FeedForward(int64_t d, int64_t hidden, double p, Generator& g) {
   drop = register_module("drop", std::make_shared<Dropout>(p, g));
 }
 
-Var FeedForward::forward(const Var& x) const { return fc2->forward(drop->forward_gelu(fc1->forward(x))); }
+Var FeedForward::forward(const Var& x) const { return fc2->forward(drop->forward(gelu(fc1->forward(x)))); }
 
 Mlp::Mlp(int64_t in, int64_t hidden, int64_t out, Generator& g) {
   fc1 = register_module("fc1", std::make_shared<Linear>(in, hidden, g));

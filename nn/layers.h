@@ -81,9 +81,6 @@ class Dropout : public Module {
   Dropout(double p, Generator& g) : p(p), gen(&g) {}
   std::string type_name() const override { return "Dropout"; }
   Var forward(const Var& x) const;
-  // forward(gelu(x)) (GELU's erf form) in one pass each way: the same draws, values and gradients (autograd's
-  // gelu_dropout). For the feed-forward blocks' drop(gelu(linear(x))).
-  Var forward_gelu(const Var& x) const;
   double p;
   Generator* gen;
 };

@@ -79,12 +79,6 @@ struct DropoutOut {
   std::vector<uint64_t> bits;
 };
 DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g);
-// dropout(gelu(x)) (GELU's erf form) in one pass: the same draw of g, bits and y as gelu then dropout_one_pass, bit
-// for bit, without writing and reading back gelu(x); and its backward, dx = (dy * mask) * gelu'(x) as dropout's then
-// gelu's backward compute it, in one pass. x and dy contiguous CPU f32/f64 tensors of one shape
-// (tests/autograd/test_gelu_dropout.cpp).
-DropoutOut gelu_dropout_one_pass(const Tensor& x, double p, Generator& g);
-Tensor gelu_dropout_backward(const Tensor& x, const Tensor& dy, const std::vector<uint64_t>& bits, double p);
 
 // ---- losses ----
 enum class Reduction { none, mean, sum };
@@ -169,20 +163,6 @@ inline float erf_fast(float x) {
   float y = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
   float r = 1.0f - y * exp_fast(-ax * ax);
   return x < 0 ? -r : r;
-}
-
-// erf_fast in float32, std::erf in float64 (the plain twin). GELU in its erf form, x Phi(x), and its slope
-// Phi(x) + x phi(x): one definition for the unary op (tensor/elementwise.cpp) and the fused dropout(gelu(x)) below,
-// so the two give the same bits.
-template <class T> inline T erf_t(T x) {
-  if constexpr (std::is_same_v<T, float>) return erf_fast(x);
-  else return std::erf(x);
-}
-template <class T> inline T gelu_erf_t(T v) { return (T)0.5 * v * ((T)1 + erf_t(v * (T)M_SQRT1_2)); }
-template <class T> inline T gelu_erf_slope_t(T v) {
-  const T cdf = (T)0.5 * ((T)1 + erf_t(v * (T)M_SQRT1_2));
-  const T pdf = exp_t((T)-0.5 * v * v) * (T)0.3989422804014327;
-  return cdf + v * pdf;
 }
 
 // sum over c < n of f(c) in kLanes independent partials, so the loop vectorises without reassociation

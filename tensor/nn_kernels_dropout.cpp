@@ -1,6 +1,6 @@
 // tensor/nn_kernels_dropout.cpp - dropout's CPU kernels: the keep bits drawn from the counter hash
-// (tensor/counter_hash.h), the float mask, the one-pass apply the dropout op runs, and dropout(gelu(x)) fused
-// (declarations and the mask's definition in tensor/nn_kernels.h).
+// (tensor/counter_hash.h), the float mask, and the one-pass apply the dropout op runs (declarations and the
+// mask's definition in tensor/nn_kernels.h).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -85,21 +85,14 @@ std::vector<uint64_t> dropout_keep_bits(int64_t n, double p, Generator& g) {
 }
 
 namespace {
-// y[j] = f(x[j]) * (bit j of b ? s : 0) for j < m <= 32: f(x) * mask as the float mask would give it (a NaN or an
-// infinity that is dropped stays NaN, as in x * 0). Whole words vectorise (a per-lane variable shift and a blend).
-// f: the identity for dropout, GELU for the fused dropout(gelu(x)).
-struct Identity {
-  template <class T> T operator()(T v) const { return v; }
-};
-struct Gelu {
-  template <class T> T operator()(T v) const { return gelu_erf_t(v); }
-};
-template <class T, class F = Identity> inline void apply_half_word(const T* x, T* y, uint32_t b, int64_t m, T s, F f = {}) {
+// y[j] = x[j] * (bit j of b ? s : 0) for j < m <= 32: x * mask as the float mask would give it (a NaN or an infinity
+// that is dropped stays NaN, as in x * 0). Whole words vectorise (a per-lane variable shift and a blend).
+template <class T> inline void apply_half_word(const T* x, T* y, uint32_t b, int64_t m, T s) {
   if (m == 32) {
 #pragma omp simd
-    for (int j = 0; j < 32; j++) y[j] = f(x[j]) * (((b >> j) & 1u) ? s : (T)0);
+    for (int j = 0; j < 32; j++) y[j] = x[j] * (((b >> j) & 1u) ? s : (T)0);
   } else {
-    for (int64_t j = 0; j < m; j++) y[j] = f(x[j]) * (((b >> j) & 1u) ? s : (T)0);
+    for (int64_t j = 0; j < m; j++) y[j] = x[j] * (((b >> j) & 1u) ? s : (T)0);
   }
 }
 }  // namespace
@@ -127,11 +120,9 @@ Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, do
   return y;
 }
 
-namespace {
-// dropout(f(x)) in one pass: per half word, draw 32 keep bits, then apply them while x is in cache.
-template <class F> DropoutOut one_pass(const Tensor& x, double p, Generator& g, const char* op, F f) {
-  require_cpu_float(x, op);
-  if (!x.is_contiguous()) fail(std::string(op) + ": the one-pass kernel needs a contiguous tensor");
+DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) {
+  require_cpu_float(x, "dropout");
+  if (!x.is_contiguous()) fail("dropout: dropout_one_pass needs a contiguous tensor");
   const uint64_t thr = dropout_threshold(p);
   const int64_t n = x.numel();
   DropoutOut o{Tensor::empty(x.shape(), x.dtype()), std::vector<uint64_t>((n + 63) / 64)};
@@ -150,49 +141,12 @@ template <class F> DropoutOut one_pass(const Tensor& x, double p, Generator& g, 
           const int64_t len = std::min<int64_t>(32, m - j0);
           const uint32_t b = draw_half_word(key, j0, len, thr);
           bits[(i0 + j0) / 64] |= (uint64_t)b << ((i0 + j0) % 64);  // the vector starts zeroed
-          apply_half_word(px + i0 + j0, py + i0 + j0, b, len, s, f);
+          apply_half_word(px + i0 + j0, py + i0 + j0, b, len, s);
         }
       }
     });
   });
   return o;
-}
-}  // namespace
-
-DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) { return one_pass(x, p, g, "dropout", Identity{}); }
-DropoutOut gelu_dropout_one_pass(const Tensor& x, double p, Generator& g) { return one_pass(x, p, g, "gelu_dropout", Gelu{}); }
-
-Tensor gelu_dropout_backward(const Tensor& x, const Tensor& dy, const std::vector<uint64_t>& bits, double p) {
-  require_cpu_float(x, "gelu_dropout backward");
-  if (!x.is_contiguous() || !dy.is_contiguous() || dy.shape() != x.shape() || dy.dtype() != x.dtype())
-    fail("gelu_dropout backward: expected contiguous x and dy of one shape and dtype, found x " + shape_str(x.shape()) +
-         ", dy " + shape_str(dy.shape()));
-  const int64_t n = x.numel();
-  if ((int64_t)bits.size() * 64 < n)
-    fail("gelu_dropout backward: " + std::to_string(bits.size()) + " mask words for " + std::to_string(n) + " elements");
-  const double scale = dropout_scale(p);
-  Tensor dx = Tensor::empty(x.shape(), x.dtype());
-  dispatch_float(x.dtype(), "gelu_dropout backward", [&]<class T>() {
-    const T *px = x.data<T>(), *pg = dy.data<T>();
-    T* pd = dx.data<T>();
-    const T s = (T)scale;
-    parallel_for((n + 63) / 64, 256, [&](int64_t w0, int64_t w1) {
-      for (int64_t w = w0; w < w1; w++)
-        for (int64_t half = 0; half < 2; half++) {  // dropout's backward (dy * mask), then GELU's (* its slope)
-          const int64_t i0 = w * 64 + 32 * half, m = std::clamp<int64_t>(n - i0, 0, 32);
-          const uint32_t b = (uint32_t)(bits[w] >> (32 * half));
-          const T *xr = px + i0, *gr = pg + i0;
-          T* dr = pd + i0;
-          if (m == 32) {
-#pragma omp simd
-            for (int j = 0; j < 32; j++) dr[j] = (gr[j] * (((b >> j) & 1u) ? s : (T)0)) * gelu_erf_slope_t(xr[j]);
-          } else {
-            for (int64_t j = 0; j < m; j++) dr[j] = (gr[j] * (((b >> j) & 1u) ? s : (T)0)) * gelu_erf_slope_t(xr[j]);
-          }
-        }
-    });
-  });
-  return dx;
 }
 
 }  // namespace dl

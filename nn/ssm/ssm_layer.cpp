@@ -44,7 +44,7 @@ Var SSMLayer::ssm(const Var& u) { return ssm_conv(u, kernel_forward(u.size(1)), 
 
 Var SSMLayer::forward(const Var& x, const Tensor& mask) {
   check_sequence_input(name_, x, H);
-  Var y = drop->forward_gelu(ssm(apply_mask(x, mask)));  // drop(gelu(.)), (B, L, H)
+  Var y = drop->forward(gelu(ssm(apply_mask(x, mask))));  // (B, L, H)
   y = output_linear->forward(y);                          // (B, L, 2H) or (B, L, H)
   return glu_ ? glu_fast(y) : y;                          // (B, L, H)
 }
