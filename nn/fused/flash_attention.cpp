@@ -324,7 +324,9 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
   }
 }
 
-// Runs f(bh, thread scratch) over the B NH pairs: one pair on one thread from start to end.
+// Runs f(bh, thread scratch) over the B NH pairs: one pair on one thread from start to end, so the bits do not depend
+// on which thread takes a pair. Handed out one at a time (dynamic): in halves (static), one thread's half finished
+// measurably later on the Intel VM (kernel fwd + bwd at T 512, B 32, 4 heads, bf16 52.3-54.4 -> 50.0-51.1 ms).
 template <class F> void over_pairs(const Dims& d, int64_t floats, F&& f) {
   const int nt = omp_get_max_threads();
   Tensor scratch = Tensor::empty({nt, floats});  // from the caching allocator: no fresh pages per step
@@ -333,7 +335,7 @@ template <class F> void over_pairs(const Dims& d, int64_t floats, F&& f) {
   {
     float* mine = base + omp_get_thread_num() * floats;
     amx::TileHold tiles;  // the bf16 products on AMX configure the tiles once per thread, not per product
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < d.B * d.NH; bh++) f(bh, mine);
   }
 }
