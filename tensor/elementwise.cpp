@@ -2,14 +2,15 @@
 //
 // All elementwise work goes through one strided loop (for_each_row): operands are expanded to the output
 // shape, adjacent dims that are contiguous for every operand are merged, and the loop runs over "rows"
-// of the last merged dim with one stride per operand (0 for a broadcast operand). Rows are split over
-// threads with OpenMP when the work is large enough to pay for it.
+// of the last merged dim with one stride per operand (0 for a broadcast operand). Rows - and a few long rows, in
+// pieces - are split over threads with OpenMP when the work is large enough to pay for it.
 #include "tensor/elementwise.h"
 #include "tensor/nn_kernels.h"
 #include "tensor/reduce.h"
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -85,14 +86,21 @@ StridedLoop make_loop(const Shape& shape, std::initializer_list<const Tensor*> o
   return L;
 }
 
-// Calls row(ptr_offsets, inner_len, inner_strides) for every row of the last merged dim.
+// Calls row(ptr_offsets, len, inner_strides) over every row of the last merged dim, in pieces. A few long rows are
+// cut along the row as well: contiguous operands merge into one row of numel elements, which ran on one thread (the
+// residual adds of a Transformer step took as long on two threads as on one). Each element is computed on its own,
+// so the cut changes no value.
 template <class Row> void for_each_row(const StridedLoop& L, Row&& row) {
   int64_t nd = (int64_t)L.shape.size(), inner = L.shape.back();
   int64_t rows = shape_numel(L.shape) / std::max<int64_t>(inner, 1);
   if (inner == 0 || rows == 0) return;
   const auto& is = L.strides.back();
-  parallel_for(rows, std::max<int64_t>(1, 32768 / inner), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) {
+  const int64_t cuts = rows >= 64 ? 1 : std::clamp<int64_t>(inner / 16384, 1, 64);  // pieces per row
+  const int64_t len = cuts == 1 ? inner : ((inner + cuts - 1) / cuts + 15) / 16 * 16;  // whole 64-byte lines
+  parallel_for(rows * cuts, std::max<int64_t>(1, 32768 / len), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+      const int64_t r = p / cuts, j0 = p % cuts * len;
+      if (j0 >= inner) continue;
       std::array<int64_t, kMaxOps> off{0, 0, 0, 0};
       int64_t rem = r;
       for (int64_t d = nd - 2; d >= 0; d--) {
@@ -100,7 +108,8 @@ template <class Row> void for_each_row(const StridedLoop& L, Row&& row) {
         rem /= L.shape[d];
         for (int o = 0; o < L.nops; o++) off[o] += i * L.strides[d][o];
       }
-      row(off, inner, is);
+      for (int o = 0; o < L.nops; o++) off[o] += j0 * is[o];
+      row(off, std::min(len, inner - j0), is);
     }
   });
 }

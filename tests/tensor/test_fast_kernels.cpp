@@ -4,6 +4,8 @@
 //   sigmoid and SiLU in float32 use exp_fast - against the float64 std::exp kernels;
 //   sum_to runs on both cores - against a serial loop over every element (same sums, another order of
 //   additions where a row is reduced), and bit for bit the same for 1 and 2 threads.
+//   the elementwise loop cuts a few long rows (a contiguous tensor is one) into pieces for the threads - against an
+//   element-by-element loop, bit for bit, on 1 and 2 threads.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -102,4 +104,45 @@ TEST(FastKernels, SumToParallelAgreesWithSerial) {
     EXPECT_TRUE(all_close(y2, y1, {0, 0}, what + " 2 threads vs 1"));
   }
   omp_set_num_threads(2);
+}
+
+// The elementwise loop cuts a few long rows into pieces for the threads (a contiguous tensor is one row of numel
+// elements): every element as an element-by-element loop in the test computes it, on 1 and 2 threads, for sizes
+// around the cut (16384-element pieces, a ragged last piece, a row shorter than one piece), a broadcast operand
+// (a stride-0 row), a transposed view (strided rows), `where` with four operands, copy_ and the in-place add_.
+TEST(FastKernels, LongRowsCutForThreadsKeepEveryElement) {
+  Generator g(3);
+  const int prev = omp_get_max_threads();
+  for (int64_t n : {int64_t(100), int64_t(16384 * 2), int64_t(16384 * 5 + 7), int64_t(1 << 20) + 3})
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      const std::string what = "n " + std::to_string(n) + " threads " + std::to_string(threads);
+      Tensor a = randn({n}, g), b = randn({n}, g), c = randn({1}, g);
+      const std::vector<float> va = a.to_vector(), vb = b.to_vector();
+      const float vc = c.to_vector()[0];
+      const std::vector<float> sum = add(a, b).to_vector(), prod = mul(a, c).to_vector(), ex = exp(a).to_vector(),
+                               pick = where(gt(a, b), a, b).to_vector();
+      Tensor acc = b.clone();
+      add_(acc, a);
+      Tensor cp = zeros({n});
+      copy_into(cp, a);
+      const std::vector<float> vacc = acc.to_vector(), vcp = cp.to_vector();
+      for (int64_t i = 0; i < n; i++) {
+        ASSERT_EQ(sum[i], va[i] + vb[i]) << what << " add at " << i;
+        ASSERT_EQ(prod[i], va[i] * vc) << what << " mul by a broadcast scalar at " << i;
+        ASSERT_EQ(ex[i], std::exp(va[i])) << what << " exp at " << i;
+        ASSERT_EQ(pick[i], va[i] > vb[i] ? va[i] : vb[i]) << what << " where at " << i;
+        ASSERT_EQ(vacc[i], vb[i] + va[i]) << what << " add_ at " << i;
+        ASSERT_EQ(vcp[i], va[i]) << what << " copy_ at " << i;
+      }
+    }
+  omp_set_num_threads(2);
+  Tensor m = randn({3, 40000}, g), mt = m.transpose(0, 1);  // 40000 rows of 3 strided elements, and 3 long rows
+  const std::vector<float> vm = m.to_vector(), t2 = mul_scalar(mt, 2.0).to_vector(), r2 = mul_scalar(m, 2.0).to_vector();
+  for (int64_t i = 0; i < 40000; i++)
+    for (int64_t j = 0; j < 3; j++) {
+      ASSERT_EQ(t2[i * 3 + j], vm[j * 40000 + i] * 2.0f) << "transposed at " << i << ", " << j;
+      ASSERT_EQ(r2[j * 40000 + i], vm[j * 40000 + i] * 2.0f) << "long rows at " << j << ", " << i;
+    }
+  omp_set_num_threads(prev);
 }
