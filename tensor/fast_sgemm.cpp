@@ -22,10 +22,10 @@ bool env_on() {
   return !(e && std::strcmp(e, "openblas") == 0);
 }
 std::atomic<bool> g_on{fast_sgemm_compiled() && env_on()};
-constexpr int64_t kPanelW = 64;   // columns of a copied panel of op(B) (the transposed-A path, SgemmPanels)
-constexpr int64_t kPanelK = 128;  // SgemmPanels' k chunk
+constexpr int64_t kPanelW = 64;  // columns of a copied panel of op(B) (the transposed-A path, SgemmPanels)
 
 #if defined(__AVX512F__)
+constexpr int64_t kPanelK = 128;  // SgemmPanels' k chunk
 constexpr int64_t kKc = 256;  // k per chunk: a 6-row A block (6 KB) and a 64-column B block (64 KB) per chunk
 constexpr int64_t kMc = 96;   // rows per group: a multiple of the kernels' 6 and 12 rows
 
