@@ -96,7 +96,7 @@ template <class Row> void for_each_row(const StridedLoop& L, Row&& row) {
   if (inner == 0 || rows == 0) return;
   const auto& is = L.strides.back();
   const int64_t cuts = rows >= 64 ? 1 : std::clamp<int64_t>(inner / 16384, 1, 64);  // pieces per row
-  const int64_t len = cuts == 1 ? inner : ((inner + cuts - 1) / cuts + 15) / 16 * 16;  // whole 64-byte lines
+  const int64_t len = cuts == 1 ? inner : ((inner + cuts - 1) / cuts + 15) / 16 * 16;  // a multiple of 16 elements
   parallel_for(rows * cuts, std::max<int64_t>(1, 32768 / len), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
       const int64_t r = p / cuts, j0 = p % cuts * len;
