@@ -7,6 +7,7 @@
 // What it is not: a device allocator (cuda/ has its own) or a garbage collector; memory is kept until
 // empty_cache().
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -25,5 +26,17 @@ struct AllocatorStats {
 };
 AllocatorStats host_allocator_stats();
 void host_reset_peak();
+
+// n elements of T (at least one) from the cache for as long as it lives: the scratch of a packing or of a copied
+// operand (tensor/bf16_gemm.cpp, tensor/fast_sgemm.cpp), which then touches no fresh pages. Thread-safe, as
+// host_alloc is.
+template <class T> struct HostScratch {
+  size_t bytes;
+  T* p;
+  explicit HostScratch(size_t n) : bytes(std::max<size_t>(n, 1) * sizeof(T)), p((T*)host_alloc(bytes)) {}
+  ~HostScratch() { host_free(p, bytes); }
+  HostScratch(const HostScratch&) = delete;
+  HostScratch& operator=(const HostScratch&) = delete;
+};
 
 }  // namespace dl

@@ -81,14 +81,7 @@ struct PackedA {
 }
 
 // Pair words for a packing, from the caching allocator, so packing touches no fresh pages.
-struct PairScratch {
-  size_t bytes;
-  uint32_t* p;
-  explicit PairScratch(size_t n) : bytes(std::max<size_t>(n, 1) * 4), p((uint32_t*)host_alloc(bytes)) {}
-  ~PairScratch() { host_free(p, bytes); }
-  PairScratch(const PairScratch&) = delete;
-  PairScratch& operator=(const PairScratch&) = delete;
-};
+using PairScratch = HostScratch<uint32_t>;
 
 struct TileShape {
   int rows, vecs;

@@ -47,17 +47,9 @@ void transpose_into(const float* B, int64_t ldb, int64_t K, int64_t N, float* Bp
 // the Intel Xeon VM (2026-12-06): (512, 6400)^T x (6400, 256) 108 -> 164 GFLOP/s, (256, 16384)^T x (16384, 128)
 // 112 -> 130.
 constexpr int64_t kKcT = 64;
-struct Block {  // scratch from the caching allocator (thread-safe): no fresh pages, nothing kept
-  size_t bytes;
-  float* p;
-  explicit Block(int64_t n) : bytes((size_t)n * sizeof(float)), p((float*)host_alloc(bytes)) {}
-  ~Block() { host_free(p, bytes); }
-  Block(const Block&) = delete;
-  Block& operator=(const Block&) = delete;
-};
 void sgemm_transposed_a(bool tb, int64_t M, int64_t N16, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                         float beta, float* C, int64_t ldc, const float* bias) {
-  Block bp(std::min(kKcT, K) * N16), ap(std::min(kKcT, K) * std::min(kMc, M));
+  HostScratch<float> bp((size_t)(std::min(kKcT, K) * N16)), ap((size_t)(std::min(kKcT, K) * std::min(kMc, M)));
   for (int64_t k0 = 0; k0 < K; k0 += kKcT) {
     const int64_t kc = std::min(kKcT, K - k0);
     const bool acc = k0 > 0 || beta == 1.f;
@@ -85,9 +77,9 @@ void sgemm_transposed_a(bool tb, int64_t M, int64_t N16, int64_t K, const float*
 // as (N, K), e.g. a linear layer's weight) is first copied to (K, N16), k in chunks of kKc.
 void sgemm_rows_of_a(bool tb, int64_t M, int64_t N16, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                      float beta, float* C, int64_t ldc, const float* bias) {
-  std::optional<Block> bt;  // op(B) with its rows contiguous: B itself, or its transpose
+  std::optional<HostScratch<float>> bt;  // op(B) with its rows contiguous: B itself, or its transpose
   if (tb) {
-    bt.emplace(K * N16);
+    bt.emplace((size_t)(K * N16));
     transpose_into(B, ldb, K, N16, bt->p);
   }
   const float* Bk = tb ? bt->p : B;
@@ -144,20 +136,19 @@ void fast_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* 
 }
 
 SgemmPanels::SgemmPanels(const float* B, int64_t ldb, int64_t K, std::vector<int64_t> c0s, int64_t n)
-    : K_(K), n_(n), c0s_(std::move(c0s)), bytes_(c0s_.size() * K * n * sizeof(float)), p_((float*)host_alloc(bytes_)) {
-  float* d = p_;
+    : K_(K), n_(n), c0s_(std::move(c0s)), panels_(c0s_.size() * K * n) {
+  float* d = panels_.p;
   for (int64_t c0 : c0s_)
     for (int64_t j0 = 0; j0 < n; j0 += kPanelW) {
       const int64_t w = std::min(kPanelW, n - j0);
       for (int64_t k = 0; k < K; k++, d += w) std::copy(B + k * ldb + c0 + j0, B + k * ldb + c0 + j0 + w, d);
     }
 }
-SgemmPanels::~SgemmPanels() { host_free(p_, bytes_); }
 bool SgemmPanels::applies(int64_t n) { return fast_sgemm_enabled() && n % 16 == 0; }
 
 void SgemmPanels::product(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
 #if defined(__AVX512F__)
-  const float* d = p_;
+  const float* d = panels_.p;
   for (int64_t c0 : c0s_)
     for (int64_t j0 = 0; j0 < n_; j0 += kPanelW) {
       const int64_t w = std::min(kPanelW, n_ - j0);

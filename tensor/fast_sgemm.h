@@ -32,6 +32,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/allocator.h"
+
 namespace dl {
 
 // True where the AVX-512 kernel was compiled in (else every call goes to OpenBLAS).
@@ -60,9 +62,6 @@ class SgemmPanels {
  public:
   // B (K, ldb) row-major; every c0 + n <= ldb. The copy comes from the caching allocator (thread-safe).
   SgemmPanels(const float* B, int64_t ldb, int64_t K, std::vector<int64_t> c0s, int64_t n);
-  ~SgemmPanels();
-  SgemmPanels(const SgemmPanels&) = delete;
-  SgemmPanels& operator=(const SgemmPanels&) = delete;
   // Whether panels n columns wide can be used: fast_sgemm on (otherwise dl::gemm runs OpenBLAS, whose bits differ)
   // and whole vectors (n a multiple of 16).
   static bool applies(int64_t n);
@@ -73,8 +72,7 @@ class SgemmPanels {
  private:
   int64_t K_, n_;
   std::vector<int64_t> c0s_;
-  size_t bytes_;
-  float* p_;
+  HostScratch<float> panels_;  // for each c0, its (K, 64) panels one after another
 };
 
 }  // namespace dl
