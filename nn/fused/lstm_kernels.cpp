@@ -43,6 +43,24 @@ struct RecurrentWeight {
   }
 };
 
+// One thread's columns c0 + [0, n) of a RecurrentWeight for every step of a sequence: its bf16 packing, or in float32
+// on the AVX-512 tiles the thread's own copy of those columns in panels (SgemmPanels: W_hh^T's rows are 4 KiB apart,
+// a new page at every k of a step's product), or dl::gemm. The same bits on each path as RecurrentWeight::product.
+struct ThreadColumns {
+  const RecurrentWeight& w;
+  std::vector<int64_t> c0s;
+  int64_t n;
+  std::optional<SgemmPanels> panels;
+  ThreadColumns(const RecurrentWeight& w_, std::vector<int64_t> c0s_, int64_t n_) : w(w_), c0s(std::move(c0s_)), n(n_) {
+    if (!w.packed && SgemmPanels::applies(n)) panels.emplace(w.w, w.N, w.K, c0s, n);
+  }
+  // C[:, c0 : c0 + n] (+)= A W[:, c0 : c0 + n] for each c0 (C at column 0 of the (M, N) result)
+  void product(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
+    if (panels) panels->product(M, A, lda, beta, C, ldc);
+    else w.product(M, n, A, lda, c0s, beta, C, ldc);
+  }
+};
+
 struct LstmCellNode : Node {
   Tensor gates, c;  // saved inputs (contiguous); the activations are recomputed in backward
   const char* name() const override { return "lstm_cell_fused"; }
@@ -129,14 +147,10 @@ struct LstmSequenceNode : Node {
 #pragma omp single
       step_done.set_threads(omp_get_num_threads());
       const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
-      const std::vector<int64_t> cols = {u.j0};
-      std::optional<SgemmPanels> panels;  // fp32: this thread's columns of W_hh, copied once
-      if (!whh.packed && SgemmPanels::applies(u.j1 - u.j0)) panels.emplace(pw, Hd, G4, cols, u.j1 - u.j0);
+      const ThreadColumns mine(whh, {u.j0}, u.j1 - u.j0);
       for (int64_t t = L - 1; t >= 0; t--) {
-        if (t < L - 1) {  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
-          if (panels) panels->product(B, pdG + (t + 1) * B * G4, G4, 0.f, pdh, Hd);
-          else whh.product(B, u.j1 - u.j0, pdG + (t + 1) * B * G4, G4, cols, 0.f, pdh, Hd);
-        }
+        if (t < L - 1)  // dh_rec[:, j0:j1] = dG_{t+1} (B, 4Hd) @ W_hh[:, j0:j1] (4Hd, n)
+          mine.product(B, pdG + (t + 1) * B * G4, G4, 0.f, pdh, Hd);
         for (int64_t b = 0; b < B; b++) {
           const float *a = pact + (t * B + b) * G4, *cp = pc + (t * B + b) * Hd, *cn = cp + B * Hd;
           const float* dyr = pdy + (b * L + t) * Hd;
@@ -213,15 +227,12 @@ Var lstm_sequence(const Var& x, const Var& w_ih, const Var& w_hh, const Var& b_i
 #pragma omp single
     step_done.set_threads(omp_get_num_threads());
     const Units u = units_of(Hd, omp_get_thread_num(), omp_get_num_threads());
-    const std::vector<int64_t> gate_cols = {u.j0, Hd + u.j0, 2 * Hd + u.j0, 3 * Hd + u.j0};
-    std::optional<SgemmPanels> panels;  // fp32: this thread's columns of W_hh^T, copied once
-    if (!whhT.packed && SgemmPanels::applies(u.j1 - u.j0)) panels.emplace(pw, G4, Hd, gate_cols, u.j1 - u.j0);
+    const ThreadColumns mine(whhT, {u.j0, Hd + u.j0, 2 * Hd + u.j0, 3 * Hd + u.j0}, u.j1 - u.j0);  // the four gates
     for (int64_t t = 0; t < L; t++) {
       float* at = pa + t * B * G4;
       const float* hp = ph + t * B * Hd;  // h_{t-1}
       // gates[:, q Hd + j0 : q Hd + j1] += h_{t-1} @ W_hh^T[:, q Hd + j0 : q Hd + j1] for the four gates q
-      if (panels) panels->product(B, hp, Hd, 1.f, at, G4);
-      else whhT.product(B, u.j1 - u.j0, hp, Hd, gate_cols, 1.f, at, G4);
+      mine.product(B, hp, Hd, 1.f, at, G4);
       for (int64_t b = 0; b < B; b++) {
         float* a = at + b * G4;
         const float* cp = pc + (t * B + b) * Hd;
