@@ -13,7 +13,6 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include "app.h"
 #include "apps/common/experiment.h"
@@ -117,11 +116,7 @@ int main(int argc, char** argv) {
                                               so.lengths.clear();
                                               for (int64_t x : parse_int_list(lengths, "--lengths")) so.lengths.push_back((int)x);
                                             }
-                                            if (!models.empty()) {
-                                              so.models.clear();
-                                              std::stringstream ss(models);
-                                              for (std::string m; std::getline(ss, m, ',');) so.models.push_back(m);
-                                            }
+                                            if (!models.empty()) so.models = harness::split_list(models);
                                             run_speed(base(), so);
                                           }}};
   };

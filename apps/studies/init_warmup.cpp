@@ -6,12 +6,9 @@
 #include <functional>
 #include <tuple>
 #include <filesystem>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "apps/common/batch_tensors.h"
 #include "apps/common/experiment.h"
@@ -65,9 +62,12 @@ Var ByteLm::forward(const Tensor& ids) const {
   return linear(h, tok->weight, out_bias);  // (B, T, V), the output projection tied to the input embedding
 }
 
+// The inits the study knows, in the order of init_label's names.
+static const std::vector<std::string> kInits = {"0.02", "lecun", "xavier"};
+
 void init_parameters(nn::Module& m, const std::string& init, Generator& g) {
-  if (init != "0.02" && init != "lecun" && init != "xavier")
-    throw std::invalid_argument("init_parameters: unknown init '" + init + "' (known: 0.02, lecun, xavier)");
+  if (std::find(kInits.begin(), kInits.end(), init) == kInits.end())
+    throw std::invalid_argument("init_parameters: unknown init '" + init + "' (known: " + harness::join(kInits) + ")");
   for (auto& [name, p] : m.named_parameters()) {
     const Shape& s = p.data().shape();
     const DType dt = p.data().dtype();
@@ -138,38 +138,13 @@ std::vector<double> layer_grad_norms(ByteLm& m, const LmBatch& b) {
 
 // ---- the settings -------------------------------------------------------------------------------------------------
 
-static std::vector<std::string> items(const std::string& list) {
-  std::vector<std::string> v;
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');) v.push_back(item);
-  return v;
-}
-
 std::vector<int> InitWarmupConfig::depth_list() const {
   std::vector<int> v;
-  for (const std::string& item : items(depths)) {
-    size_t used = 0;
-    int d = 0;
-    try {
-      d = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || d < 1)
-      throw harness::ConfigError("field 'depths': '" + item + "' in \"" + depths + "\" is not a positive integer");
-    v.push_back(d);
-  }
-  if (v.empty()) throw harness::ConfigError("field 'depths': no depth");
+  for (int64_t d : harness::parse_int_list(depths, "depths")) v.push_back((int)d);
   return v;
 }
 
-std::vector<std::string> InitWarmupConfig::init_list() const {
-  const std::vector<std::string> v = items(inits);
-  for (const std::string& i : v)
-    if (init_label(i) == i) throw harness::ConfigError("field 'inits': unknown init '" + i + "' (known: 0.02, lecun, xavier)");
-  if (v.empty()) throw harness::ConfigError("field 'inits': no init");
-  return v;
-}
+std::vector<std::string> InitWarmupConfig::init_list() const { return harness::parse_name_list(inits, "inits", kInits); }
 
 void InitWarmupConfig::validate() const {
   const std::string key = norm + "/" + arm;
@@ -181,7 +156,7 @@ void InitWarmupConfig::validate() const {
     harness::require_positive(key, field, v);
   if (measure != "training" && measure != "grad_norms") bad("field 'measure': '" + measure + "' is not training or grad_norms");
   if (schedule != "warmup" && schedule != "constant") bad("field 'schedule': '" + schedule + "' is not warmup or constant");
-  if (init_label(init) == init) bad("field 'init': unknown init '" + init + "' (known: 0.02, lecun, xavier)");
+  harness::parse_name_list(init, "init", kInits);
   if (objective != "causal" && objective != "mlm") bad("field 'objective': '" + objective + "' is not causal or mlm");
   if (d_model % heads) bad("d_model " + std::to_string(d_model) + " is not a multiple of heads " + std::to_string(heads));
   if (measure == "training") harness::require_warmup(key, warmup, steps);
