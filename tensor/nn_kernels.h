@@ -157,12 +157,19 @@ template <class T> inline T sigmoid_t(T x) { return (T)1 / ((T)1 + exp_t(-x)); }
 //   erf(|x|) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-x^2),  t = 1 / (1 + 0.3275911 |x|),
 // absolute error < 1.5e-7 (plus exp_fast's 2e-7 relative), odd in x. The float64 kernels use std::erf;
 // tests/nn/fused/ checks the two agree.
-inline float erf_fast(float x) {
+// The second form also hands back g = exp(-x^2), the Gaussian factor it computes on the way: GELU's derivative needs
+// the normal density at v = sqrt(2) x, which is g / sqrt(2 pi), so it takes one exponential instead of two.
+inline float erf_fast(float x, float& g) {
   float ax = x < 0 ? -x : x;
   float t = 1.0f / (1.0f + 0.3275911f * ax);
   float y = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
-  float r = 1.0f - y * exp_fast(-ax * ax);
+  g = exp_fast(-ax * ax);
+  float r = 1.0f - y * g;
   return x < 0 ? -r : r;
+}
+inline float erf_fast(float x) {
+  float g;
+  return erf_fast(x, g);
 }
 
 // sum over c < n of f(c) in kLanes independent partials, so the loop vectorises without reassociation
