@@ -236,8 +236,8 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
   Products mul(d, ws);                    // c Q, dO, and per key block K, K^T, V^T, packed as its products want them
   float* dQa = ws + Products::floats(d);  // (Tq, HSp): dS K summed over the key blocks
   float* D = dQa + d.Tq * HSp;            // (Tq): D_t = dO_t . O_t
-  float* dKa = D + d.Tq;                  // (Bc, HSp)
-  float* dVa = dKa + Bc * HSp;            // (Bc, HSp)
+  float* dKa = D + d.Tq;                  // (Bc, HSp), or (HSp, Bc) where Products::kKeysInColumns
+  float* dVa = dKa + Bc * HSp;            // the same
   float* P = dVa + Bc * HSp;              // (Br, Bc): P
   float* X = P + Br * Bc;                 // (Br, Bc): dPd, then dS
   float* Mk = X + Br * Bc;                // (Br, Bc): the dropout mask M, then P * M
@@ -315,7 +315,10 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
     }
     for (int64_t s = 0; s < ns; s++) {
       float* dk = dqkv + (b * T + s0 + s) * ld + d.C + h * d.HS;
-      for (int64_t e = 0; e < d.HS; e++) dk[e] = dKa[s * HSp + e], dk[d.C + e] = dVa[s * HSp + e];
+      if constexpr (Products::kKeysInColumns)
+        for (int64_t e = 0; e < d.HS; e++) dk[e] = dKa[e * Bc + s], dk[d.C + e] = dVa[e * Bc + s];
+      else
+        for (int64_t e = 0; e < d.HS; e++) dk[e] = dKa[s * HSp + e], dk[d.C + e] = dVa[s * HSp + e];
     }
   }
   for (int64_t t = 0; t < T; t++) {

@@ -6,6 +6,7 @@
 //   forward    S = Q'_i K_j^T  (K = HS)            O_i += P V_j  (K = the block's keys)
 //   backward   S = Q'_i K_j^T,  dPd = dO_i V_j^T  (K = HS)
 //              dV_j += Pd^T dO_i,  dK_j += dS^T Q'_i  (K = the block's query rows)      dQ_i += dS K_j  (K = keys)
+//              (the bf16 products compute dV_j^T += dO_i^T Pd and dK_j^T += Q'_i^T dS instead: Bf16Backward says why)
 // Each policy owns the packed copies of its operands (carved from the thread's scratch) and packs them as early as
 // they allow: per (b, h) what is reused across blocks, per block or tile the rest.
 //
@@ -109,6 +110,7 @@ struct F32Forward {
 };
 
 struct F32Backward {
+  static constexpr bool kKeysInColumns = false;  // dK_j, dV_j (Bc, HSp): a key per row
   static int64_t floats(const Dims& d) { return 2 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp; }
   const Dims& d;
   float* Qs;   // (Tq, HSp) c Q
@@ -178,25 +180,39 @@ struct Bf16Forward {
   }
 };
 
+// dK_j and dV_j are computed transposed here, (HSp, Bc) with a key per column (kKeysInColumns): dV_j^T += dO_i^T Pd and
+// dK_j^T += Q'_i^T dS, whose A operands (dO^T, Q'^T: the head's dims as rows, pairs of query rows along them) are
+// packed once per (b, h), where A = Pd^T or dS^T was turned over in registers on every tile (amx::panel's gather).
+// Each element is the same sum of the same pair products in the same order, so the bits are those of the untransposed
+// form. On the Intel VM with AMX a (128 x 32, 32 pairs) product with A transposed took 2500-2700 TSC cycles a call,
+// the (32 x 128) one with A in rows ~1700.
 struct Bf16Backward {
-  static int64_t floats(const Dims& d) { return 2 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp / 2 + 3 * d.Br * kKeyBlock / 2; }
+  static constexpr bool kKeysInColumns = true;
+  static int64_t floats(const Dims& d) { return 3 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp / 2 + 3 * d.Br * kKeyBlock / 2; }
   const Dims& d;
-  const int64_t hp;        // HSp / 2
-  uint32_t *Qr, *Qc;       // Q': (Tq, hp) pairs along the head (for S); (Tq / 2, HSp) pairs of rows (for dK)
-  uint32_t *Gr, *Gc;       // dO: the same two layouts (for dPd; for dV)
+  const int64_t hp, tp;    // HSp / 2; Tq / 2 (pairs of query rows)
+  uint32_t *Qr, *Qt;       // Q': (Tq, hp) pairs along the head (for S); Q'^T (HSp, tp), pairs of query rows (for dK^T)
+  uint32_t *Gr, *Gt;       // dO: the same two layouts (for dPd; for dV^T)
+  uint32_t* rows2;         // (tp, HSp): pairs of query rows before they are turned over into Qt or Gt
   uint32_t *Kt, *Vt, *Kc;  // K_j^T and V_j^T (hp, Bc), pairs along the head; K_j (Bc / 2, HSp), pairs of keys
   uint32_t *Pc, *Xr, *Xc;  // Pd (Br / 2, Bc) pairs of rows; dS (Br, Bc / 2) pairs of keys and (Br / 2, Bc) of rows
-  Bf16Backward(const Dims& dims, float* ws) : d(dims), hp(d.HSp / 2) {
+  Bf16Backward(const Dims& dims, float* ws) : d(dims), hp(d.HSp / 2), tp(d.Tq / 2) {
     const int64_t head = d.Tq * hp, block = kKeyBlock * hp, tile = d.Br * kKeyBlock / 2;
-    Qr = (uint32_t*)ws, Qc = Qr + head, Gr = Qc + head, Gc = Gr + head;
-    Kt = Gc + head, Vt = Kt + block, Kc = Vt + block;
+    Qr = (uint32_t*)ws, Qt = Qr + head, Gr = Qt + head, Gt = Gr + head, rows2 = Gt + head;
+    Kt = rows2 + head, Vt = Kt + block, Kc = Vt + block;
     Pc = Kc + block, Xr = Pc + tile, Xc = Xr + tile;
+  }
+  // x^T's words (HSp, tp) from x's pairs of rows: word (e, p) = [x(2p, e) | x(2p + 1, e)]
+  void pairs_of_rows_transposed(const float* x, int64_t ld, float scale, uint32_t* dst) {
+    bf16t::pairs_across_rows(x, ld, d.T, d.HS, scale, rows2, d.HSp, d.HSp, tp);
+    for (int64_t p = 0; p < tp; p++)
+      for (int64_t e = 0; e < d.HSp; e++) dst[e * tp + p] = rows2[p * d.HSp + e];
   }
   void head(const float* Q, int64_t ld, const float* G, int64_t ldg, float c) {
     bf16t::pairs_in_rows(Q, ld, d.T, d.HS, c, Qr, hp, hp, d.Tq);
-    bf16t::pairs_across_rows(Q, ld, d.T, d.HS, c, Qc, d.HSp, d.HSp, d.Tq / 2);
+    pairs_of_rows_transposed(Q, ld, c, Qt);
     bf16t::pairs_in_rows(G, ldg, d.T, d.HS, 1.f, Gr, hp, hp, d.Tq);
-    bf16t::pairs_across_rows(G, ldg, d.T, d.HS, 1.f, Gc, d.HSp, d.HSp, d.Tq / 2);
+    pairs_of_rows_transposed(G, ldg, 1.f, Gt);
   }
   void keys(const float* K, const float* V, int64_t ld, int64_t s0, int64_t ns) {
     bf16t::pairs_transposed(K + s0 * ld, ld, ns, d.HS, Kt, kKeyBlock, kKeyBlock, hp);
@@ -206,19 +222,20 @@ struct Bf16Backward {
   void scores(int64_t t0, int64_t rows, int64_t nv, float* S) const {
     bf16t::tile_gemm(false, rows, round_up(nv, 16), hp, Qr + t0 * hp, hp, 1, Kt, kKeyBlock, S, kKeyBlock);
   }
-  void add_dv(int64_t t0, int64_t rows, int64_t nb, const float* Pd, float* dV) {  // A = Pd^T: pairs of query rows
-    const int64_t rp = (rows + 1) / 2;
-    bf16t::pairs_across_rows(Pd, kKeyBlock, rows, nb, 1.f, Pc, kKeyBlock, nb, rp);
-    bf16t::tile_gemm(true, nb, d.HSp, rp, Pc, 1, kKeyBlock, Gc + t0 / 2 * d.HSp, d.HSp, dV, d.HSp);
+  void add_dv(int64_t t0, int64_t rows, int64_t nb, const float* Pd, float* dVt) {  // dV^T (HSp, Bc) += dO_i^T Pd
+    const int64_t rp = (rows + 1) / 2, nv = round_up(nb, 16);  // B = Pd: pairs of query rows, zero past the keys
+    bf16t::pairs_across_rows(Pd, kKeyBlock, rows, nb, 1.f, Pc, kKeyBlock, nv, rp);
+    bf16t::tile_gemm(true, d.HSp, nv, rp, Gt + t0 / 2, tp, 1, Pc, kKeyBlock, dVt, kKeyBlock);
   }
   void dpd(int64_t t0, int64_t rows, int64_t nv, float* X) const {
     bf16t::tile_gemm(false, rows, round_up(nv, 16), hp, Gr + t0 * hp, hp, 1, Vt, kKeyBlock, X, kKeyBlock);
   }
-  void add_dq_dk(int64_t t0, int64_t rows, int64_t nb, const float* dS, float* dQ, float* dK) {
-    const int64_t kp = (nb + 1) / 2, rp = (rows + 1) / 2;  // dS in both layouts from one read of it
-    bf16t::pairs_in_and_across_rows(dS, kKeyBlock, rows, nb, Xr, kKeyBlock / 2, kp, Xc, kKeyBlock, nb, rp);
+  // dQ_i (rows, HSp) += dS K_j (times c later), dK_j^T (HSp, Bc) += Q'_i^T dS
+  void add_dq_dk(int64_t t0, int64_t rows, int64_t nb, const float* dS, float* dQ, float* dKt) {
+    const int64_t kp = (nb + 1) / 2, rp = (rows + 1) / 2, nv = round_up(nb, 16);  // dS in both layouts from one read
+    bf16t::pairs_in_and_across_rows(dS, kKeyBlock, rows, nb, Xr, kKeyBlock / 2, kp, Xc, kKeyBlock, nv, rp);
     bf16t::tile_gemm(true, rows, d.HSp, kp, Xr, kKeyBlock / 2, 1, Kc, d.HSp, dQ, d.HSp);
-    bf16t::tile_gemm(true, nb, d.HSp, rp, Xc, 1, kKeyBlock, Qc + t0 / 2 * d.HSp, d.HSp, dK, d.HSp);
+    bf16t::tile_gemm(true, d.HSp, nv, rp, Qt + t0 / 2, tp, 1, Xc, kKeyBlock, dKt, kKeyBlock);
   }
 };
 
