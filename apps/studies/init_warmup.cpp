@@ -156,7 +156,8 @@ void InitWarmupConfig::validate() const {
     harness::require_positive(key, field, v);
   if (measure != "training" && measure != "grad_norms") bad("field 'measure': '" + measure + "' is not training or grad_norms");
   if (schedule != "warmup" && schedule != "constant") bad("field 'schedule': '" + schedule + "' is not warmup or constant");
-  harness::parse_name_list(init, "init", kInits);
+  if (std::find(kInits.begin(), kInits.end(), init) == kInits.end())
+    bad("field 'init': '" + init + "' is not one of " + harness::join(kInits));
   if (objective != "causal" && objective != "mlm") bad("field 'objective': '" + objective + "' is not causal or mlm");
   if (d_model % heads) bad("d_model " + std::to_string(d_model) + " is not a multiple of heads " + std::to_string(heads));
   if (measure == "training") harness::require_warmup(key, warmup, steps);

@@ -188,7 +188,7 @@ struct Bf16Forward {
 // the (32 x 128) one with A in rows ~1700.
 struct Bf16Backward {
   static constexpr bool kKeysInColumns = true;
-  static int64_t floats(const Dims& d) { return 3 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp / 2 + 3 * d.Br * kKeyBlock / 2; }
+  static int64_t floats(const Dims& d) { return 5 * d.Tq * d.HSp / 2 + 3 * kKeyBlock * d.HSp / 2 + 3 * d.Br * kKeyBlock / 2; }
   const Dims& d;
   const int64_t hp, tp;    // HSp / 2; Tq / 2 (pairs of query rows)
   uint32_t *Qr, *Qt;       // Q': (Tq, hp) pairs along the head (for S); Q'^T (HSp, tp), pairs of query rows (for dK^T)

@@ -141,7 +141,7 @@ TEST(StudiesInitWarmup, RefusesBadSettingsByName) {
   EXPECT_EQ(error("warmup", {}), "") << "the default preset is valid";
   EXPECT_NE(error("warmup", {"inits=0.02,kaiming"}).find("field 'inits': 'kaiming' in \"0.02,kaiming\" is not one of 0.02, lecun"),
             std::string::npos);
-  EXPECT_NE(error("warmup", {"init=he"}).find("field 'init': 'he' in \"he\" is not one of 0.02, lecun, xavier"), std::string::npos);
+  EXPECT_NE(error("warmup", {"init=he"}).find("post/warmup: field 'init': 'he' is not one of 0.02, lecun, xavier"), std::string::npos);
   EXPECT_NE(error("warmup", {"depths=2,x"}).find("'depths'"), std::string::npos);
   EXPECT_NE(error("warmup", {"warmup=100"}).find("field 'warmup' 100 must be in [0, steps 100)"), std::string::npos);
   EXPECT_NE(error("warmup", {"schedule=cosine"}).find("'schedule'"), std::string::npos);
