@@ -9,7 +9,13 @@
 #   3. the link cut mid-training: the job ends within the collective timeout, rank 0 naming rank 1 and host1, and no
 #      process is left on host1 (with the link still down: the daemons' keepalive, see the rig); the last
 #      checkpoint is intact; with the link back, --resume on 2 hosts ends with the metrics of an uninterrupted run, and
-#      --resume by one process ends within 3 points of it
+#      --resume by one process goes on from the cut's checkpoint: the curve up to the resumed step is the 2-host
+#      run's, bit for bit (it did not start again), and its next point's training loss is within 10% of the
+#      uninterrupted run's. Only that close: one process sums the same gradients in another order, and this small LSTM
+#      amplifies the difference (the mean loss of the 100 steps after the resume differed by 0.17% in one run and by
+#      2.7% in the next; by step 3000, trained to a loss of 0.003, the two end on different models: 0.328 against
+#      0.391 test accuracy on 128 examples, which failed the 3-point check this replaced). That a one-process resume
+#      equals the 2-rank run within the reduction tolerance is test_dist's KilledRunResumesWithTheSameRanksAndWithOne.
 #   4. a rank SIGKILLed mid-run on host1: the job fails, naming the rank, within the timeout
 #   5. a slow link (a 20 Mbit/s token bucket: this kernel has no netem for delay or loss): the same metrics
 #   6. every kept checkpoint of a 2-host job damaged: --resume starts the phase again from step 0 on both ranks, keeps
@@ -29,7 +35,6 @@ rm -rf "$tmp" && mkdir -p "$tmp"
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; fail=1; fi; }
 metrics() { grep -A4 '"metrics"' "$1/results.json"; }
-metric() { grep -o "\"$2\": *[0-9.e+-]*" "$1/results.json" | head -1 | sed 's/.*: *//'; }
 wait_for() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
 local_mpirun() { mpirun --allow-run-as-root -np 2 -x OMP_NUM_THREADS=1 -x OPENBLAS_CORETYPE "$@"; }
 # the process of rank R in namespace NS (rank_in NS R)
@@ -84,14 +89,25 @@ check "link cut: nothing is left running on host1 ($stayed processes, $left s af
 check "link cut: rank 0 names rank 1 on host1" "grep -q 'rank 1 (host host1) did not reach it' $tmp/cut.log"
 check "link cut: the checkpoint manifest is intact JSON" "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' $ckpt"
 cp -r "$tmp/cut" "$tmp/cut_alone"
+resumed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["history"][0]["step"])' "$ckpt" 2> /dev/null)
 rig_mpirun -np 2 "$build/classify" "${long[@]}" --out "$tmp/cut" --resume > "$tmp/cut_resume.log" 2>&1
 check "link cut: --resume on 2 hosts ends with the uninterrupted run's metrics" \
   "[ -n \"\$(metrics $tmp/whole)\" ] && [ \"\$(metrics $tmp/whole)\" = \"\$(metrics $tmp/cut)\" ]"
 "$build/classify" "${long[@]}" --out "$tmp/cut_alone" --resume > "$tmp/cut_alone.log" 2>&1
-a=$(metric "$tmp/whole" test_acc)
-b=$(metric "$tmp/cut_alone" test_acc)
-check "link cut: --resume by one process ends within 3 points (${b:-none} vs ${a:-none})" \
-  "[ -n '$a' ] && [ -n '$b' ] && awk 'BEGIN { d = $a - $b; exit !(d < 0.03 && d > -0.03) }'"
+# the training loss of a run's curve point at step $2 ("at") or its first one after it ("after")
+loss_at() {
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1]+"/results.json"))["cells"][0]["curve"]; s=int(sys.argv[3])
+print(next((repr(p["train_loss"]) for p in c if (p["step"] == s if sys.argv[2] == "at" else p["step"] > s)), ""))' \
+    "$1" "$2" "$3" 2> /dev/null
+}
+w0=$(loss_at "$tmp/whole" at "${resumed:-0}")
+c0=$(loss_at "$tmp/cut_alone" at "${resumed:-0}")
+check "link cut: the one-process resume kept the 2-host curve up to step ${resumed:-none} (it did not start again)" \
+  "[ -n '$resumed' ] && [ -n '$w0' ] && [ '$w0' = '$c0' ]"
+a=$(loss_at "$tmp/whole" after "${resumed:-0}")
+b=$(loss_at "$tmp/cut_alone" after "${resumed:-0}")
+check "link cut: --resume by one process goes on from step ${resumed:-none} (next loss ${b:-none} vs ${a:-none})" \
+  "[ -n '$resumed' ] && [ -n '$a' ] && [ -n '$b' ] && awk 'BEGIN { d = $a - $b; if (d < 0) d = -d; exit !(d <= 0.1 * $a) }'"
 
 # 4. a rank killed on host1
 RIG_TIMEOUT=120 rig_mpirun -np 2 -x DL_COMM_TIMEOUT=5 "$build/classify" "${long[@]}" --out "$tmp/dead" > "$tmp/dead.log" 2>&1 &
