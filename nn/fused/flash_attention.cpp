@@ -313,12 +313,12 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
       }
       mul.add_dq_dk(t0, rows, nb, X, dQa + t0 * HSp, dKa);  // dQ += dS K (times c below), dK += dS^T (c Q)
     }
+    // key s, dim e of dKa / dVa at s ks + e es: a key per row (Bc, HSp), or per column (HSp, Bc)
+    constexpr bool cols = Products::kKeysInColumns;
+    const int64_t ks = cols ? 1 : HSp, es = cols ? Bc : 1;
     for (int64_t s = 0; s < ns; s++) {
       float* dk = dqkv + (b * T + s0 + s) * ld + d.C + h * d.HS;
-      if constexpr (Products::kKeysInColumns)
-        for (int64_t e = 0; e < d.HS; e++) dk[e] = dKa[e * Bc + s], dk[d.C + e] = dVa[e * Bc + s];
-      else
-        for (int64_t e = 0; e < d.HS; e++) dk[e] = dKa[s * HSp + e], dk[d.C + e] = dVa[s * HSp + e];
+      for (int64_t e = 0; e < d.HS; e++) dk[e] = dKa[s * ks + e * es], dk[d.C + e] = dVa[s * ks + e * es];
     }
   }
   for (int64_t t = 0; t < T; t++) {
