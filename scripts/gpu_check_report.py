@@ -7,9 +7,10 @@
     gpu_check_report.py cell NAME RESULT_JSON REF_DIR   one device cell against its CPU reference; prints a TSV row
                                                  (name, steps/s, cpu steps/s, max |dloss| / |loss|, verdict, ...)
 
-MFU is model FLOP/s (bench_workloads.cpp's FLOP model, the same on both sides) over the H200's dense peaks from its
-datasheet: 67 TFLOP/s plain FP32 (what both sides compute in: cuBLAS and PyTorch default to no TF32 for matmuls),
-495 TF32, 989 BF16 (KINDS.md measured 788 bf16 on random data there).
+MFU is model FLOP/s (bench_workloads.cpp's FLOP model, the same on both sides) over the dense peaks from the datasheet,
+which are the same for both kinds of machine the device tool lends (the H100 SXM and the H200 are one chip, GH100, at
+the same clocks; they differ in memory): 67 TFLOP/s plain FP32 (what both sides compute in: cuBLAS and PyTorch default
+to no TF32 for matmuls), 495 TF32, 989 BF16 (KINDS.md measured 769-798 bf16 on random data on either).
 """
 import json
 import math
