@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -99,12 +100,19 @@ void set_field(bool& field, const json& v, const std::string& key, const std::st
   if (!v.is_boolean()) bad_type(v, key, where, "true or false");
   field = v.get<bool>();
 }
+// A field's value as it was written: 0, -1, 0.0003 (std::to_string gave "0.000000", and "0.000000" for 1e-9)
+static std::string value_text(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.10g", v);
+  return b;
+}
+
 void require_positive(const std::string& key, const char* field, double value) {
-  if (value <= 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be > 0, found " + std::to_string(value));
+  if (value <= 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be > 0, found " + value_text(value));
 }
 
 void require_non_negative(const std::string& key, const char* field, double value) {
-  if (value < 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be >= 0, found " + std::to_string(value));
+  if (value < 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be >= 0, found " + value_text(value));
 }
 
 void require_warmup(const std::string& key, int64_t warmup, int64_t steps) {

@@ -99,9 +99,9 @@ template <class C> C config_from_json(const json& j, const std::string& where) {
   return c;
 }
 
-// The check every app's validate() makes of its sizes and rates: "<key>: field 'lr' must be > 0, found 0.000000".
+// The check every app's validate() makes of its sizes and rates: "<key>: field 'lr' must be > 0, found 0".
 void require_positive(const std::string& key, const char* field, double value);
-// The same for a count or rate where 0 means none: "<key>: field 'clip' must be >= 0, found -1.000000".
+// The same for a count or rate where 0 means none: "<key>: field 'clip' must be >= 0, found -1".
 void require_non_negative(const std::string& key, const char* field, double value);
 // A warmup that ends before training does: "<key>: field 'warmup' 30 must be in [0, steps 10)".
 void require_warmup(const std::string& key, int64_t warmup, int64_t steps);

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -56,6 +57,21 @@ std::vector<int> parse_seeds(const std::string& text) {
 }
 
 void check_device(const std::string& device) { parse_device(device); }
+
+CLI::Validator at_least(double lo) {
+  auto text = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.10g", v);
+    return std::string(b);
+  };
+  return CLI::Validator(
+      [lo, text](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v)) return "expected a number, found '" + s + "'";
+        return v >= lo ? std::string() : "expected a number >= " + text(lo) + ", found " + s;
+      },
+      ">=" + text(lo));
+}
 
 namespace {
 
@@ -192,12 +208,12 @@ void add_shared(CLI::App* s, Shared& o) {
   s->add_option("--seeds", o.seeds, "several seeds: 0,1,2 or 0-4; tables show mean and standard error");
   s->add_option("--threads", o.threads, "CPU threads (per job; with --jobs > 1 the default is 1)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   s->add_option("--jobs", o.jobs,
                 "run this many cells at once, each in its own process (CPU; same results as one after another with "
                 "the same --threads)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   s->add_option("--worker", o.worker, "internal: worker k of --jobs")->group("");
   s->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
   s->add_option("--precision", o.precision,

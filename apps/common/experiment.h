@@ -33,6 +33,7 @@
 // also serves the headers that build on this one (export_command.h, the apps' subcommand headers).
 namespace CLI {
 class App;
+class Validator;
 }
 
 namespace dl::harness {
@@ -108,6 +109,10 @@ std::vector<int> parse_seeds(const std::string& text);
 // OpenBLAS is left as it is: tensor/linalg.cpp keeps it at one thread and splits products over OpenMP's threads.
 // n < 1 is a ConfigError.
 void set_threads(int n);
+// A command-line check that says what it wants: `->check(harness::at_least(1))` fails "--threads 0" with
+// "--threads: expected a number >= 1, found 0" (CLI11's PositiveNumber said "Value 0 not in range 0.000000 to
+// 179769313486231570814527...", one line of 300 digits).
+CLI::Validator at_least(double lo);
 // --device checked before any cell runs: "cpu", or "cuda" when the build has the backend and a device is present
 // (apps/common/device.h says what runs where; docs/cuda.md which ops have device kernels).
 void check_device(const std::string& device);

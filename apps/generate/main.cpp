@@ -29,16 +29,16 @@ int main(int argc, char** argv) {
   app.add_option("--prompt", o.prompt,
                  "the start: text for GPT-2; an LRA cell's task tokens (ListOps symbols, bytes, or ids; default: the "
                  "first 8 tokens of test example 0)");
-  app.add_option("--tokens", o.tokens, "tokens to generate")->check(CLI::NonNegativeNumber);
-  app.add_option("--temperature", o.sampling.temperature, "0: greedy")->check(CLI::NonNegativeNumber);
-  app.add_option("--top-k", o.sampling.top_k, "keep the k most probable (0: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--tokens", o.tokens, "tokens to generate")->check(dl::harness::at_least(0));
+  app.add_option("--temperature", o.sampling.temperature, "0: greedy")->check(dl::harness::at_least(0));
+  app.add_option("--top-k", o.sampling.top_k, "keep the k most probable (0: all)")->check(dl::harness::at_least(0));
   app.add_option("--top-p", o.sampling.top_p, "keep the smallest set reaching this probability mass")
       ->check(CLI::Range(1e-9, 1.0));
   app.add_option("--seed", o.seed, "the sampling seed: the same seed, the same text");
   app.add_flag("--stop-at-eos,!--no-stop-at-eos", o.stop_at_eos,
                "stop at GPT-2's <|endoftext|> when its tokenizer has it (default on)");
   app.add_flag("--recompute", o.recompute, "run the whole prefix at every token (no key/value cache or recurrent state)");
-  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads")->check(dl::harness::at_least(1));
   CLI11_PARSE(app, argc, argv);
   try {
     dl::harness::set_threads(threads);

@@ -187,7 +187,7 @@ DataScaleCommand::DataScaleCommand(CLI::App& app) {
   cmd_->add_option("--seeds", opt_.seeds, "0,1,2 or 0-4 (default: the preset's)");
   cmd_->add_option("--set", opt_.sets, "override a field: --set steps=200 (repeatable)");
   cmd_->add_option("--out", opt_.out, "output folder (one sub-folder per fraction)")->capture_default_str();
-  cmd_->add_option("--threads", opt_.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd_->add_option("--threads", opt_.threads, "CPU threads")->capture_default_str()->check(harness::at_least(1));
   cmd_->add_flag("--resume", opt_.resume, "skip finished cells, resume half-done ones");
   cmd_->add_flag("--quiet", opt_.quiet, "no progress bars or log lines");
 }

@@ -120,9 +120,9 @@ SpeedCommand::SpeedCommand(CLI::App& app) {
   cmd_->add_option("--tasks", tasks_, "only these tasks")->delimiter(',');
   cmd_->add_option("--models", models_, "only these models")->delimiter(',');
   cmd_->add_option("--set", sets_, "override a field: --set batch=8 (repeatable)");
-  cmd_->add_option("--steps", opt_.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd_->add_option("--warmup", opt_.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd_->add_option("--threads", opt_.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd_->add_option("--steps", opt_.steps, "timed steps")->capture_default_str()->check(harness::at_least(1));
+  cmd_->add_option("--warmup", opt_.warmup, "untimed steps first")->capture_default_str()->check(harness::at_least(0));
+  cmd_->add_option("--threads", opt_.threads, "CPU threads")->capture_default_str()->check(harness::at_least(1));
   cmd_->add_option("--device", opt_.device, "cpu or cuda")->capture_default_str();
 }
 

@@ -199,12 +199,12 @@ void add_attention_approx_command(CLI::App& app) {
   auto threads = std::make_shared<int>(2);
   CLI::App* aa = app.add_subcommand("attention-approx", "softmax vs linear attention vs Performer: error and cost");
   aa->add_option("--out", o->out, "output folder")->capture_default_str();
-  aa->add_option("--seeds", o->seeds, "seeds per point")->capture_default_str()->check(CLI::PositiveNumber);
+  aa->add_option("--seeds", o->seeds, "seeds per point")->capture_default_str()->check(harness::at_least(1));
   aa->add_option("--features", *features, "random-feature counts, e.g. 16,64,256");
   aa->add_option("--lengths", *lengths, "lengths for the error against length");
   aa->add_option("--cost-lengths", *cost_lengths, "lengths for time and memory");
   aa->add_flag("--no-cost", *no_cost, "skip the time and memory measurements");
-  aa->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
+  aa->add_option("--threads", *threads, "CPU threads")->capture_default_str()->check(harness::at_least(1));
   aa->callback([=] {
     if (!features->empty()) o->features = parse_ints(*features, "--features");
     if (!lengths->empty()) o->lengths = parse_ints(*lengths, "--lengths");

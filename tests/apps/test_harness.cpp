@@ -1,6 +1,7 @@
 // tests/apps/test_harness.cpp - the experiment harness (apps/common) on its own: typed configs and presets, seeds,
 // statistics checked by hand, the table writer, and the training phase: gradient accumulation, exact resume after
 // a simulated kill and after a real SIGINT, and the evaluation/checkpoint cadence.
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -120,13 +121,36 @@ TEST(HarnessConfig, AModelFilesConfigIsReadNamingTheFile) {
   EXPECT_EQ(error_of([&] {
               harness::checked_config_from_json<CheckedCfg>(json{{"lr", 0}, {"name", "t/m"}}, "m.safetensors dl.config");
             }),
-            "m.safetensors dl.config: t/m: field 'lr' must be > 0, found 0.000000");
+            "m.safetensors dl.config: t/m: field 'lr' must be > 0, found 0");
   // both in one call, as eval --cell reads a model file
   EXPECT_EQ(harness::checked_config_in_metadata<CheckedCfg>(Meta{{"dl.config", R"({"lr": 2})"}}, "m.safetensors", "app").lr, 2.0);
   EXPECT_EQ(error_of([&] {
               harness::checked_config_in_metadata<CheckedCfg>(Meta{{"dl.config", R"({"lr": -1})"}}, "m.safetensors", "app");
             }),
-            "m.safetensors dl.config: a: field 'lr' must be > 0, found -1.000000");
+            "m.safetensors dl.config: a: field 'lr' must be > 0, found -1");
+}
+
+// The command line's number checks say what they want and what they found, and a rate below 1 keeps its digits.
+TEST(HarnessConfig, CommandLineNumbersOutOfRangeAreNamed) {
+  auto parse = [](const std::string& line) -> std::string {
+    CLI::App app("t");
+    int threads = 1;
+    double temperature = 1;
+    app.add_option("--threads", threads)->check(harness::at_least(1));
+    app.add_option("--temperature", temperature)->check(harness::at_least(0));
+    try {
+      app.parse(line, false);
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+    return "parsed " + std::to_string(threads) + " " + std::to_string(temperature);
+  };
+  EXPECT_EQ(parse("--threads 0"), "--threads: expected a number >= 1, found 0");
+  EXPECT_EQ(parse("--threads x"), "--threads: expected a number, found 'x'");
+  EXPECT_EQ(parse("--temperature -0.5"), "--temperature: expected a number >= 0, found -0.5");
+  EXPECT_EQ(parse("--threads 2 --temperature 0"), "parsed 2 0.000000");
+  EXPECT_EQ(error_of([] { harness::require_positive("k", "lr", 1e-9 - 1e-9); }), "k: field 'lr' must be > 0, found 0");
+  EXPECT_EQ(error_of([] { harness::require_non_negative("k", "clip", -2.5e-4); }), "k: field 'clip' must be >= 0, found -0.00025");
 }
 
 // A pretrained model's cache: a damaged info.json is named, with what to do about it.

@@ -88,7 +88,7 @@ TEST(TypedResolver, AxisValuesWinAndAreChecked) {
   EXPECT_EQ(error_of([&] {
               harness::resolve_cell<TwoAxes>(p, {"copy", "0.25"}, {"steps=0"});
             }),
-            "copy: field 'steps' must be > 0, found 0.000000");
+            "copy: field 'steps' must be > 0, found 0");
   EXPECT_NE(error_of([&] {
               harness::resolve_cell<TwoAxes>(p, {"copy", "0.25"}, {"steps=x"});
             }).find("--set steps=x: field 'steps' must be an integer, found string"),
@@ -96,7 +96,7 @@ TEST(TypedResolver, AxisValuesWinAndAreChecked) {
   // a preset whose own cells do not validate fails when it loads, naming the cell
   write_preset(d, "bad", R"({"tasks": ["copy"], "lrs": ["0.1"], "tasks_cfg": {"copy": {"steps": -1}}})");
   EXPECT_EQ(error_of([&] { harness::load_checked_preset<TwoAxes>("bad", d, axes); }),
-            "copy: field 'steps' must be > 0, found -1.000000");
+            "copy: field 'steps' must be > 0, found -1");
 }
 
 // expand_cells stores the struct in the cell beside its JSON (written from it); run_cell receives the struct, not the
