@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -146,7 +148,8 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& src) {
 
 TensorFile load_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw SafetensorsError(path + ": cannot open for reading");
+  if (!in) throw SafetensorsError(path + ": cannot open for reading (" + std::strerror(errno) + ")");
+  if (std::filesystem::is_directory(path)) throw SafetensorsError(path + ": is a folder, not a safetensors file");
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_safetensors(ss.str(), path);

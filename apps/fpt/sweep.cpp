@@ -22,7 +22,7 @@ SweepCommand::SweepCommand(CLI::App& app, const harness::Experiment& e) : e_(e) 
   cmd_->add_option("--preset,--config", preset_, "preset name or JSON file")->capture_default_str();
   cmd_->add_option("--tasks", tasks_, "tasks (default: the preset's)")->delimiter(',');
   cmd_->add_option("--arms", arms_, "arms (default: the preset's)")->delimiter(',');
-  cmd_->add_option("--lrs", lrs_, "learning rates")->delimiter(',')->capture_default_str();
+  cmd_->add_option("--lrs", lrs_, "learning rates, comma-separated")->capture_default_str();
   cmd_->add_option("--seeds", seeds_, "seeds: 0,1,2 or 0-4")->capture_default_str();
   cmd_->add_option("--set", sets_, "override a config field (repeatable)");
   cmd_->add_option("--out", out_, "output folder")->capture_default_str();
@@ -39,8 +39,7 @@ static std::string lr_name(double lr) {
 
 void SweepCommand::run() const {
   if (lrs_.empty()) throw ConfigError("sweep-lr: --lrs is empty (give at least one learning rate)");
-  for (double lr : lrs_)
-    if (!(lr > 0)) throw ConfigError("sweep-lr: learning rates must be > 0, found " + lr_name(lr));
+  const std::vector<double> lrs = harness::parse_real_list(lrs_, "--lrs");  // each finite and > 0, else named
   harness::set_threads(threads_);
   harness::Preset p = load_preset(preset_);
   std::vector<std::string> tasks = tasks_.empty() ? p.values[0] : tasks_, arms = arms_.empty() ? p.values[1] : arms_;
@@ -48,7 +47,7 @@ void SweepCommand::run() const {
   // (task, arm) -> lr -> per-seed (val, test)
   std::map<std::pair<std::string, std::string>, std::map<double, std::vector<std::pair<double, double>>>> acc;
   std::map<std::pair<std::string, std::string>, int64_t> test_n;
-  for (double lr : lrs_) {
+  for (double lr : lrs) {
     std::vector<std::string> sets = sets_;
     sets.push_back("lr=" + lr_name(lr));
     auto cells = harness::expand_cells(e_, p, {tasks, arms}, seeds, sets);
@@ -64,7 +63,7 @@ void SweepCommand::run() const {
   harness::Table t;
   t.title = "FPT learning-rate sweep (preset " + p.name + ", seeds " + seeds_ + ")";
   t.columns = {"task", "arm"};
-  for (double lr : lrs_) t.columns.push_back("val @ " + lr_name(lr));
+  for (double lr : lrs) t.columns.push_back("val @ " + lr_name(lr));
   t.columns.insert(t.columns.end(), {"best lr (val)", "test @ best"});
   t.right.assign(t.columns.size(), true), t.right[0] = t.right[1] = false;
   nlohmann::json js = nlohmann::json::array();
@@ -74,7 +73,7 @@ void SweepCommand::run() const {
     double best_lr = 0, best_val = -1;
     harness::Series s;
     s.title = k.second;
-    for (double lr : lrs_) {
+    for (double lr : lrs) {
       std::vector<double> v;
       for (auto& [va, te] : by_lr[lr]) v.push_back(va);
       harness::MeanSE m = harness::mean_se(v);

@@ -25,7 +25,7 @@ class SweepCommand {
   const dl::harness::Experiment& e_;
   std::string preset_ = "tiny", out_ = "runs/fpt_sweep", seeds_ = "0,1,2";
   std::vector<std::string> tasks_, arms_, sets_;
-  std::vector<double> lrs_ = {1e-4, 3e-4, 1e-3, 3e-3};
+  std::string lrs_ = "1e-4,3e-4,1e-3,3e-3";  // parse_real_list names an item that is not a positive number
   bool resume_ = false, quiet_ = false;
   int threads_ = 2;
 };

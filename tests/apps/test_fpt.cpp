@@ -1,6 +1,7 @@
 // tests/apps/test_fpt.cpp - the FPT app (apps/fpt): which parameters each arm trains, the tasks' patching and
 // readout positions, the language model's pretraining, a miniature run of every arm with exact resume, and a
 // learning test that can fail (FPT solves bit XOR).
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "apps/fpt/data.h"
 #include "apps/fpt/model.h"
 #include "apps/fpt/pretrain.h"
+#include "apps/fpt/sweep.h"
 #include "tasks/digits.h"
 #include "tasks/homology.h"
 #include "tensor/safetensors.h"
@@ -181,6 +183,20 @@ TEST(FptSweep, EveryArmRunsAndResumesExactly) {
   // a killed fpt cell resumes to the same weights
   auto one = harness::expand_cells(e, p, {{"bit_xor"}, {"fpt"}}, {0}, sets);
   dl::test::expect_killed_cell_resumes(e, p, one[0], o, o.out, d, 4);
+}
+
+// sweep-lr's rates are one list, read as the config lists are: the item that is not a positive number is named.
+TEST(FptSweep, BadLearningRatesAreNamed) {
+  const harness::Experiment e = experiment();
+  for (auto [lrs, want] : std::vector<std::pair<std::string, std::string>>{
+           {"1e-3,abc", "field '--lrs': 'abc' in \"1e-3,abc\" is not a positive number"},
+           {"1e-3,0", "field '--lrs': '0' in \"1e-3,0\" is not a positive number"},
+           {"", "sweep-lr: --lrs is empty (give at least one learning rate)"}}) {
+    CLI::App app("fpt");
+    fpt::SweepCommand sweep(app, e);
+    app.parse(std::vector<std::string>{lrs, "--lrs", "sweep-lr"});  // CLI11 reads a vector back to front
+    EXPECT_EQ(dl::test::error_of([&] { sweep.run(); }), want) << lrs;
+  }
 }
 
 TEST(FptConfig, BadInputIsNamed) {

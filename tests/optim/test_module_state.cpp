@@ -40,6 +40,22 @@ class Classifier : public nn::Module {
   std::shared_ptr<TestLinear> head;
 };
 
+// A file that cannot be read says why: missing (the system's reason) or a folder given where a file was meant.
+TEST(ModuleState, UnreadableSafetensorsPathSaysWhy) {
+  auto what = [](const std::string& path) {
+    try {
+      load_safetensors(path);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  EXPECT_EQ(what("/nonexistent/m.safetensors"), "/nonexistent/m.safetensors: cannot open for reading (No such file or directory)");
+  const std::string dir = std::filesystem::path(tmp_file("a_folder")).string();
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(what(dir), dir + ": is a folder, not a safetensors file");
+}
+
 TEST(ModuleState, SafetensorsRoundTripIsExact) {
   TinyMLP a(4, 6, 5, 1), b(4, 6, 5, 2);
   a.num_batches().fill_(17);
