@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,8 +43,13 @@ std::vector<int> parse_seeds(const std::string& text) {
         if (used != part.size() || s < 0) throw bad();
         seeds.push_back(s);
       } else {
-        int lo = std::stoi(part.substr(0, dash), &used), hi = std::stoi(part.substr(dash + 1));
-        if (used != dash || lo < 0 || hi < lo) throw bad();
+        size_t used_hi = 0;
+        const std::string tail = part.substr(dash + 1);
+        int lo = std::stoi(part.substr(0, dash), &used), hi = std::stoi(tail, &used_hi);
+        if (used != dash || used_hi != tail.size() || lo < 0 || hi < lo) throw bad();
+        if (hi - lo >= 100000)
+          throw ConfigError("--seeds '" + text + "': " + part + " is " + std::to_string((int64_t)hi - lo + 1) +
+                            " seeds (at most 100000)");
         for (int s = lo; s <= hi; s++) seeds.push_back(s);
       }
     } catch (const std::logic_error&) {  // stoi: not a number
@@ -53,10 +59,20 @@ std::vector<int> parse_seeds(const std::string& text) {
     a = b + 1;
   }
   if (seeds.empty()) throw bad();
+  std::vector<int> sorted = seeds;  // a seed twice would be one cell run twice into the same folder
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < sorted.size(); i++)
+    if (sorted[i] == sorted[i - 1]) throw ConfigError("--seeds '" + text + "': seed " + std::to_string(sorted[i]) + " is given twice");
   return seeds;
 }
 
 void check_device(const std::string& device) { parse_device(device); }
+
+void make_run_folder(const std::string& out) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw ConfigError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
+}
 
 CLI::Validator at_least(double lo) {
   auto text = [](double v) {
@@ -126,7 +142,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
   Communicator& comm = *o.comm;
   const bool writer = comm.rank() == 0;
   std::vector<CellResult> done;
-  if (writer) fs::create_directories(o.out);
+  if (writer) make_run_folder(o.out);
   std::unique_ptr<RunLock> lock;  // one writer per run folder; every rank learns whether rank 0 got it
   std::string lock_error;
   if (writer && o.worker < 0) try {  // a --jobs worker writes under its parent's lock

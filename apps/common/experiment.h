@@ -109,6 +109,9 @@ std::vector<int> parse_seeds(const std::string& text);
 // OpenBLAS is left as it is: tensor/linalg.cpp keeps it at one thread and splits products over OpenMP's threads.
 // n < 1 is a ConfigError.
 void set_threads(int n);
+// The run folder --out names, created with its parents; one that cannot be is a ConfigError naming it and the reason
+// ("--out /proc/x: cannot create the folder (No such file or directory)"), not std::filesystem's message.
+void make_run_folder(const std::string& out);
 // A command-line check that says what it wants: `->check(harness::at_least(1))` fails "--threads 0" with
 // "--threads: expected a number >= 1, found 0" (CLI11's PositiveNumber said "Value 0 not in range 0.000000 to
 // 179769313486231570814527...", one line of 300 digits).

@@ -133,7 +133,7 @@ std::vector<CellResult> run_cells_in_jobs(const Experiment& e, const Preset& p, 
   if (o.device != "cpu")
     throw ConfigError("--jobs shares the CPU cores between cells; with --device " + o.device + " run the cells one after "
                       "another (--jobs 1)");
-  fs::create_directories(o.out);
+  make_run_folder(o.out);
   RunLock lock(o.out);  // the workers write under the parent's lock
   const std::string jd = jobs_dir(o.out);
   fs::remove_all(jd + "/claims");  // claims of an earlier, stopped run: its finished cells have their result.json

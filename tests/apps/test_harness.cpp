@@ -217,8 +217,18 @@ TEST(HarnessSeeds, ListsAndRanges) {
   EXPECT_EQ(harness::parse_seeds("0,1,2"), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(harness::parse_seeds("0-3"), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(harness::parse_seeds("7,2-3"), (std::vector<int>{7, 2, 3}));
-  for (std::string bad : {"", "a", "3-1", "1,,2", "1.5", "-2", "2-x"})
+  for (std::string bad : {"", "a", "3-1", "1,,2", "1.5", "-2", "2-x", "0-4x", "1-2-3"})
     EXPECT_THROW(harness::parse_seeds(bad), ConfigError) << bad;
+  // a seed twice would run one cell twice into one folder; a range is bounded (it is expanded into a list)
+  EXPECT_EQ(error_of([] { harness::parse_seeds("0,1,0"); }), "--seeds '0,1,0': seed 0 is given twice");
+  EXPECT_EQ(error_of([] { harness::parse_seeds("0-4,3"); }), "--seeds '0-4,3': seed 3 is given twice");
+  EXPECT_EQ(error_of([] { harness::parse_seeds("0-2000000000"); }),
+            "--seeds '0-2000000000': 0-2000000000 is 2000000001 seeds (at most 100000)");
+}
+
+TEST(HarnessSeeds, ARunFolderThatCannotBeMadeIsNamed) {
+  EXPECT_EQ(error_of([] { harness::make_run_folder("/proc/no_such/run"); }),
+            "--out /proc/no_such/run: cannot create the folder (No such file or directory)");
 }
 
 TEST(HarnessStats, StandardErrorsByHand) {
