@@ -74,19 +74,31 @@ void make_run_folder(const std::string& out) {
   if (ec) throw ConfigError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
 }
 
-CLI::Validator at_least(double lo) {
-  auto text = [](double v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.10g", v);
-    return std::string(b);
-  };
+namespace {
+std::string number_text(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.10g", v);
+  return b;
+}
+// A validator from a test of the value and the words for what it wants ("a number >= 1").
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& wanted, const std::string& short_name) {
   return CLI::Validator(
-      [lo, text](std::string& s) -> std::string {
+      [ok, wanted](std::string& s) -> std::string {
         double v = 0;
         if (!CLI::detail::lexical_cast(s, v)) return "expected a number, found '" + s + "'";
-        return v >= lo ? std::string() : "expected a number >= " + text(lo) + ", found " + s;
+        return ok(v) ? std::string() : "expected " + wanted + ", found " + s;
       },
-      ">=" + text(lo));
+      short_name);
+}
+}  // namespace
+
+CLI::Validator at_least(double lo) {
+  return number_check([lo](double v) { return v >= lo; }, "a number >= " + number_text(lo), ">=" + number_text(lo));
+}
+
+CLI::Validator number_in(double lo, double hi, bool lo_open) {
+  const std::string range = (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
+  return number_check([=](double v) { return (lo_open ? v > lo : v >= lo) && v <= hi; }, "a number in " + range, range);
 }
 
 namespace {

@@ -116,6 +116,9 @@ void make_run_folder(const std::string& out);
 // "--threads: expected a number >= 1, found 0" (CLI11's PositiveNumber said "Value 0 not in range 0.000000 to
 // 179769313486231570814527...", one line of 300 digits).
 CLI::Validator at_least(double lo);
+// The same for an interval, open at lo or not: number_in(0, 1, true) fails "--top-p 0" with "expected a number in
+// (0, 1], found 0".
+CLI::Validator number_in(double lo, double hi, bool lo_open = false);
 // --device checked before any cell runs: "cpu", or "cuda" when the build has the backend and a device is present
 // (apps/common/device.h says what runs where; docs/cuda.md which ops have device kernels).
 void check_device(const std::string& device);

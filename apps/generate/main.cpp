@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("--temperature", o.sampling.temperature, "0: greedy")->check(dl::harness::at_least(0));
   app.add_option("--top-k", o.sampling.top_k, "keep the k most probable (0: all)")->check(dl::harness::at_least(0));
   app.add_option("--top-p", o.sampling.top_p, "keep the smallest set reaching this probability mass")
-      ->check(CLI::Range(1e-9, 1.0));
+      ->check(dl::harness::number_in(0, 1, true));
   app.add_option("--seed", o.seed, "the sampling seed: the same seed, the same text");
   app.add_flag("--stop-at-eos,!--no-stop-at-eos", o.stop_at_eos,
                "stop at GPT-2's <|endoftext|> when its tokenizer has it (default on)");

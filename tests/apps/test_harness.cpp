@@ -149,6 +149,17 @@ TEST(HarnessConfig, CommandLineNumbersOutOfRangeAreNamed) {
   EXPECT_EQ(parse("--threads x"), "--threads: expected a number, found 'x'");
   EXPECT_EQ(parse("--temperature -0.5"), "--temperature: expected a number >= 0, found -0.5");
   EXPECT_EQ(parse("--threads 2 --temperature 0"), "parsed 2 0.000000");
+  CLI::App app("t");
+  double top_p = 1;
+  app.add_option("--top-p", top_p)->check(harness::number_in(0, 1, true));
+  EXPECT_THROW(app.parse("--top-p 0", false), CLI::ValidationError);
+  try {
+    app.parse("--top-p 1.5", false);
+  } catch (const CLI::ParseError& e) {
+    EXPECT_EQ(std::string(e.what()), "--top-p: expected a number in (0, 1], found 1.5");
+  }
+  app.parse("--top-p 0.9", false);
+  EXPECT_EQ(top_p, 0.9);
   EXPECT_EQ(error_of([] { harness::require_positive("k", "lr", 1e-9 - 1e-9); }), "k: field 'lr' must be > 0, found 0");
   EXPECT_EQ(error_of([] { harness::require_non_negative("k", "clip", -2.5e-4); }), "k: field 'clip' must be >= 0, found -0.00025");
 }
