@@ -62,7 +62,8 @@ std::vector<int> parse_seeds(const std::string& text) {
   std::vector<int> sorted = seeds;  // a seed twice would be one cell run twice into the same folder
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 1; i < sorted.size(); i++)
-    if (sorted[i] == sorted[i - 1]) throw ConfigError("--seeds '" + text + "': seed " + std::to_string(sorted[i]) + " is given twice");
+    if (sorted[i] == sorted[i - 1])
+      throw ConfigError("--seeds '" + text + "': seed " + std::to_string(sorted[i]) + " is given twice");
   return seeds;
 }
 
@@ -110,6 +111,35 @@ void check_cell_precision(const std::string& found, const std::string& label, co
   if (found != now)
     throw ConfigError(label + " ran with --precision " + found + " (" + where + "), this run asks for --precision " + now +
                       ": resume with --precision " + found + " or write to another --out");
+}
+
+// A cell that ran before (its result.json, or the config.json its folder keeps from the start) must have run with
+// this run's settings: --resume after `--set steps=3` skipped a cell finished with steps 2 and its numbers went into
+// the new table as if they were the new run's. Fields only one side has (a config field added since) are not
+// compared.
+void check_cell_config(const json& before, const json& now, const std::string& label, const std::string& where) {
+  std::vector<std::string> diffs;
+  for (auto& [k, v] : now.items())
+    if (before.is_object() && before.contains(k) && before[k] != v)
+      diffs.push_back(k + " " + before[k].dump() + " -> " + v.dump());
+  if (!diffs.empty())
+    throw ConfigError(label + " ran with other settings (" + where + "): " + join(diffs, ", ") +
+                      "; resume with the settings it ran with, or run without --resume (it starts again) or into another --out");
+}
+
+// What a resume finds of cell c (finished: its result.json; half-done: its folder's precision marker and config.json)
+// must have this run's settings and precision. run_cells checks every cell before it runs any.
+void check_resumable(const std::string& out, const Cell& c) {
+  const std::string label = "[" + c.label() + "]", dir = cell_dir(out, c), result = result_path(out, c);
+  if (fs::exists(result)) {
+    const CellResult before = read_result(out, c);
+    check_cell_config(before.cell.config, c.config, label, result);
+    check_cell_precision(before.extra.value("precision", "fp32"), label, result);
+  } else if (fs::is_directory(dir) && !fs::is_empty(dir)) {
+    check_cell_precision(fs::exists(dir + "/precision") ? read_text(dir + "/precision") : "fp32", label, dir);
+    if (fs::exists(dir + "/config.json"))  // written atomically; unreadable (edited by hand) is nothing to compare
+      check_cell_config(json::parse(read_text(dir + "/config.json"), nullptr, false), c.config, label, dir + "/config.json");
+  }
 }
 
 }  // namespace
@@ -174,6 +204,8 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     if (end == b || *end || bucket_bytes < 4)
       throw ConfigError(std::string("DL_BUCKET_BYTES='") + b + "': expected a number of bytes >= 4");
   }
+  if (o.resume)
+    for (const Cell& c : cells) check_resumable(o.out, c);
   for (auto& c : cells) {
     check_same_on_every_rank(comm, c.config.dump(), "the config of cell " + c.label());
     RunContext ctx;
@@ -181,15 +213,13 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet || !writer, ctx.stop_after = o.stop_after;
     ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.parallel.bucket_bytes = bucket_bytes, ctx.profile = o.profile,
     ctx.app = e.name;
-    const std::string marker = ctx.dir + "/precision";  // written only for bf16 cells; absent: fp32
+    const std::string marker = ctx.dir + "/precision";         // written only for bf16 cells; absent: fp32
+    const std::string config_file = ctx.dir + "/config.json";  // the settings a cell started with (check_resumable)
     if (o.resume && fs::exists(result_path(o.out, c))) {
       if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
       done.push_back(read_result(o.out, c));
-      check_cell_precision(done.back().extra.value("precision", "fp32"), ctx.label, result_path(o.out, c));
       continue;
     }
-    if (o.resume && fs::is_directory(ctx.dir) && !fs::is_empty(ctx.dir))
-      check_cell_precision(fs::exists(marker) ? read_text(marker) : "fp32", ctx.label, ctx.dir);
     if (o.worker >= 0) {
       if (!claim_cell(o.out, c, o.worker)) continue;                                  // another worker runs it
       if (!ctx.quiet) std::cerr << ctx.label << " runs in job " << o.worker << "\n";  // the worker's log
@@ -199,6 +229,7 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
       if (!o.resume) fs::remove_all(ctx.dir);  // a fresh run of this cell forgets earlier checkpoints and logs
       fs::create_directories(ctx.dir);
       if (matmul_precision() != Precision::fp32) write_text_atomic(marker, precision_name(matmul_precision()));
+      if (!fs::exists(config_file)) write_text_atomic(config_file, c.config.dump(2) + "\n");
     }
     comm.barrier();  // the folder is there (and empty) before any rank looks into it
     auto t0 = std::chrono::steady_clock::now();

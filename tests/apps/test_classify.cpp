@@ -50,6 +50,13 @@ int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 json only_cell(const std::string& out) {
   std::ifstream in(out + "/results.json");
   json j = json::parse(in);
@@ -82,12 +89,28 @@ TEST(Classify, SigtermCheckpointsAndResumeEndsWhereAnUninterruptedRunEnds) {
   kill(pid, SIGTERM);
   ASSERT_EQ(wait_exit(pid), 130) << "SIGTERM should stop the run with status 130 after a checkpoint";
   EXPECT_FALSE(fs::exists(part + "/cells/listops__lstm__seed0/result.json"));
+  // a resume with other settings would finish a run that is neither: refused, naming the field and the file
+  auto resumed_with = [&](const std::string& sets, const std::string& log) {
+    const std::string cmd = kExe + " cell --task listops --layer lstm --out " + part +
+                            " --quiet --threads 1 --seed 0 --set seq_len=64 --set train_size=1000 --set test_size=256 "
+                            "--set d_model=16 --set layers=1 " + sets + " --resume > " + log + " 2>&1";
+    return std::system(cmd.c_str());
+  };
+  EXPECT_NE(resumed_with("--set steps=2000", part + "/half.log"), 0);
+  EXPECT_NE(text_of(part + "/half.log")
+                .find("ran with other settings (" + part + "/cells/listops__lstm__seed0/config.json): steps 3000 -> 2000"),
+            std::string::npos)
+      << text_of(part + "/half.log");
   std::vector<std::string> again = cfg;
   again.push_back("--resume");
   ASSERT_EQ(wait_exit(spawn_cell(part, again)), 0);
   json a = only_cell(whole), b = only_cell(part);
   EXPECT_EQ(a["metrics"], b["metrics"]);
   EXPECT_EQ(a["curve"], b["curve"]);
+  // and a finished cell is not skipped into a table of other settings
+  EXPECT_NE(resumed_with("--set steps=3000 --set lr=0.5", part + "/done.log"), 0);
+  EXPECT_NE(text_of(part + "/done.log").find("/result.json): lr "), std::string::npos)
+      << text_of(part + "/done.log");
 }
 
 // A warmup as long as the run is refused before training, naming the cell, the field and the steps (it was the

@@ -161,7 +161,8 @@ TEST(HarnessConfig, CommandLineNumbersOutOfRangeAreNamed) {
   app.parse("--top-p 0.9", false);
   EXPECT_EQ(top_p, 0.9);
   EXPECT_EQ(error_of([] { harness::require_positive("k", "lr", 1e-9 - 1e-9); }), "k: field 'lr' must be > 0, found 0");
-  EXPECT_EQ(error_of([] { harness::require_non_negative("k", "clip", -2.5e-4); }), "k: field 'clip' must be >= 0, found -0.00025");
+  EXPECT_EQ(error_of([] { harness::require_non_negative("k", "clip", -2.5e-4); }),
+            "k: field 'clip' must be >= 0, found -0.00025");
 }
 
 // A pretrained model's cache: a damaged info.json is named, with what to do about it.

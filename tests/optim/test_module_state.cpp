@@ -50,7 +50,8 @@ TEST(ModuleState, UnreadableSafetensorsPathSaysWhy) {
     }
     return std::string("loaded");
   };
-  EXPECT_EQ(what("/nonexistent/m.safetensors"), "/nonexistent/m.safetensors: cannot open for reading (No such file or directory)");
+  EXPECT_EQ(what("/nonexistent/m.safetensors"),
+            "/nonexistent/m.safetensors: cannot open for reading (No such file or directory)");
   const std::string dir = std::filesystem::path(tmp_file("a_folder")).string();
   std::filesystem::create_directories(dir);
   EXPECT_EQ(what(dir), dir + ": is a folder, not a safetensors file");
