@@ -58,8 +58,9 @@ Batcher::Batcher(const Dataset& data, BatcherConfig config) : data_(data), confi
     throw DataError("Batcher(" + data_.name + "): batch_size must be > 0, found " + std::to_string(config_.batch_size));
   if (data_.examples.empty()) throw DataError("Batcher(" + data_.name + "): the dataset has no examples");
   if (config_.drop_last && int64_t(data_.examples.size()) < config_.batch_size)
-    throw DataError("Batcher(" + data_.name + "): drop_last with " + std::to_string(data_.examples.size()) +
-                    " examples < batch_size " + std::to_string(config_.batch_size) + " leaves no batch");
+    throw DataError(data_.name + ": " + std::to_string(data_.examples.size()) + " example" +
+                    (data_.examples.size() == 1 ? "" : "s") + ", fewer than one batch of " +
+                    std::to_string(config_.batch_size) + " (training drops a last partial batch): a smaller batch or more data");
   start_epoch(cursor_);
   consumed_ = {cursor_.epoch, cursor_.index, cursor_.epoch_rng_state};
   if (config_.prefetch > 0) start_thread();

@@ -61,6 +61,13 @@ TEST(Batching, EpochIsAPermutationAndSeedDeterminesOrder) {
   EXPECT_EQ(unshuffled.next().indices, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   Batcher dropped(d, {.batch_size = 10, .drop_last = true});
   EXPECT_EQ(dropped.batches_per_epoch(), 10);
+  try {  // too few examples for one whole batch: the split, its size and the batch named
+    Batcher none(d, {.batch_size = 104, .drop_last = true});
+    ADD_FAILURE() << "103 examples made a batch of 104";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), d.name + ": 103 examples, fewer than one batch of 104 (training drops a last partial "
+                                              "batch): a smaller batch or more data");
+  }
 }
 
 TEST(Batching, PaddingAndMasks) {
