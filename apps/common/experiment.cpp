@@ -69,6 +69,16 @@ std::vector<int> parse_seeds(const std::string& text) {
 
 void check_device(const std::string& device) { parse_device(device); }
 
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  std::vector<std::string> names;
+  for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (c->get_name() == argv[1]) return "";
+    names.push_back(c->get_name());
+  }
+  return "unknown command '" + std::string(argv[1]) + "' (known: " + join(names) + ")";
+}
+
 void make_run_folder(const std::string& out) {
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -320,6 +330,10 @@ int run_main(const Experiment& e, int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "list the axes' values, the presets and what the app adds");
   std::vector<Command> extra = e.commands ? e.commands(app) : std::vector<Command>{};
   Communicator* comm = nullptr;  // made once the command line is valid
+  if (const std::string bad = unknown_command(app, argc, argv); !bad.empty()) {
+    std::cerr << e.name << ": " << bad << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {

@@ -109,6 +109,9 @@ std::vector<int> parse_seeds(const std::string& text);
 // OpenBLAS is left as it is: tensor/linalg.cpp keeps it at one thread and splits products over OpenMP's threads.
 // n < 1 is a ConfigError.
 void set_threads(int n);
+// "unknown command 'nosuch' (known: run, cell, list, export)" when argv[1] is a word that names none of app's
+// subcommands, else "" (CLI11 says only "A subcommand is required"). run_main and `studies` check it before parsing.
+std::string unknown_command(CLI::App& app, int argc, char** argv);
 // The run folder --out names, created with its parents; one that cannot be is a ConfigError naming it and the reason
 // ("--out /proc/x: cannot create the folder (No such file or directory)"), not std::filesystem's message.
 void make_run_folder(const std::string& out);

@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
     const std::string what = e.description.substr(e.description.find(": ") + 2);  // "studies exact: EXACT ..."
     app.add_subcommand(e.command[0], what + " (on the harness: studies " + e.command[0] + " --help)")->allow_extras();
   }
+  if (const std::string bad = dl::harness::unknown_command(app, argc, argv); !bad.empty()) {
+    std::cerr << "studies: " << bad << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);  // the chosen study runs in its subcommand's callback
   } catch (const CLI::ParseError& e) {

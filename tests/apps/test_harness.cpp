@@ -238,6 +238,21 @@ TEST(HarnessSeeds, ListsAndRanges) {
             "--seeds '0-2000000000': 0-2000000000 is 2000000001 seeds (at most 100000)");
 }
 
+// An app's first word that is no command is named with the commands there are (CLI11: "A subcommand is required").
+TEST(HarnessConfig, AnUnknownCommandIsNamedWithTheKnownOnes) {
+  CLI::App app("t");
+  app.add_subcommand("run"), app.add_subcommand("cell");
+  auto check = [&](std::vector<std::string> words) {
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    return harness::unknown_command(app, (int)argv.size(), argv.data());
+  };
+  EXPECT_EQ(check({"app", "rnu"}), "unknown command 'rnu' (known: run, cell)");
+  EXPECT_EQ(check({"app", "run", "--seeds", "0"}), "");
+  EXPECT_EQ(check({"app", "--help"}), "");
+  EXPECT_EQ(check({"app"}), "");
+}
+
 TEST(HarnessSeeds, ARunFolderThatCannotBeMadeIsNamed) {
   EXPECT_EQ(error_of([] { harness::make_run_folder("/proc/no_such/run"); }),
             "--out /proc/no_such/run: cannot create the folder (No such file or directory)");
