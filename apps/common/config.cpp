@@ -150,6 +150,9 @@ json parse_json(const std::string& text, const std::string& where) {
 json config_in_metadata(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& app) {
   auto it = metadata.find("dl.config");
   if (it == metadata.end()) throw ConfigError(path + ": no dl.config metadata (not a finished cell written by " + app + ")");
+  // a cell of another app: say whose it is (its config would fail on the first field this app lacks)
+  if (auto by = metadata.find("dl.app"); by != metadata.end() && app.find(by->second) == std::string::npos)
+    throw ConfigError(path + ": a cell of " + by->second + ", not of " + app + " (open it with " + by->second + ")");
   return parse_json(it->second, path + ": its dl.config metadata");
 }
 

@@ -112,7 +112,9 @@ json parse_json(const std::string& text, const std::string& where);
 
 // A finished cell's config as its model file carries it: the "dl.config" entry of the safetensors metadata that every
 // app's cell writes (lra_benchmark, fpt, pretrained_convs), parsed. A ConfigError naming `path` when the entry is
-// missing ("not written by <app>") or not JSON; the fields are checked by the app's CellConfig::from_json.
+// missing ("not written by <app>") or not JSON, or when the file names another app as its writer ("dl.app": "a cell
+// of lra_benchmark, not of fpt"; `app` may list several, as explain's "lra_benchmark, fpt or pretrained_convs"); the
+// fields are checked by the app's CellConfig::from_json.
 json config_in_metadata(const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& app);
 
 // An app's CellConfig read from JSON and then checked (C::from_json, C::validate): a ConfigError from validate() names

@@ -166,10 +166,11 @@ Subject open_subject(const std::string& path, const Options& o) {
   } catch (const std::exception& e) {
     throw ConfigError(path + ": not a model file this project's apps write (" + e.what() + ")");
   }
-  const json j = dl::harness::config_in_metadata(f.metadata, path, "lra_benchmark, fpt or pretrained_convs");
   // The app that wrote it: named in the file ("dl.app", harness::save_cell_model), or for a file from before that
-  // told by the config's fields.
+  // told by the config's fields. Which apps explain opens is decided below, so the config is read as that app's.
   const auto named = f.metadata.find("dl.app");
+  const json j = dl::harness::config_in_metadata(
+      f.metadata, path, named != f.metadata.end() ? named->second : "lra_benchmark, fpt or pretrained_convs");
   const std::string app = named != f.metadata.end() ? named->second : detect_app(j);
   using Opener = Subject (*)(const std::string&, const json&, const Options&);
   const std::pair<const char*, Opener> openers[] = {{"lra_benchmark", open_lra}, {"fpt", open_fpt}, {"pretrained_convs", open_pconv}};

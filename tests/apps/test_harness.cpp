@@ -110,13 +110,23 @@ TEST(HarnessConfig, AModelFilesConfigIsReadNamingTheFile) {
   const json j = harness::config_in_metadata(Meta{{"dl.config", R"({"lr": 0.5, "name": "t/m"})"}}, "m.safetensors", "app");
   const CheckedCfg c = harness::checked_config_from_json<CheckedCfg>(j, "m.safetensors dl.config");
   EXPECT_EQ(c.lr, 0.5);
-  EXPECT_EQ(error_of([&] { harness::config_in_metadata(Meta{{"format", "pt"}}, "m.safetensors", "app"); }),
+  EXPECT_EQ(error_of([&] {
+              harness::config_in_metadata(Meta{{"format", "pt"}}, "m.safetensors", "app");
+            }),
             "m.safetensors: no dl.config metadata (not a finished cell written by app)");
+  EXPECT_EQ(error_of([&] {
+              harness::config_in_metadata(Meta{{"dl.config", "{}"}, {"dl.app", "lra_benchmark"}}, "m.safetensors", "fpt");
+            }),
+            "m.safetensors: a cell of lra_benchmark, not of fpt (open it with lra_benchmark)");
+  EXPECT_EQ(harness::config_in_metadata(Meta{{"dl.config", "{}"}, {"dl.app", "fpt"}}, "m.safetensors", "lra_benchmark, fpt"),
+            harness::json::object());
   for (const char* text : {"{\"lr\": ", "1e999", "[1, 2"}) {
     const std::string e = error_of([&] { harness::config_in_metadata(Meta{{"dl.config", text}}, "m.safetensors", "app"); });
     EXPECT_EQ(e.rfind("m.safetensors: its dl.config metadata: not valid JSON (", 0), 0u) << text << ": " << e;
   }
-  EXPECT_EQ(error_of([&] { harness::checked_config_from_json<CheckedCfg>(json{{"lr", "x"}}, "m.safetensors dl.config"); }),
+  EXPECT_EQ(error_of([&] {
+              harness::checked_config_from_json<CheckedCfg>(json{{"lr", "x"}}, "m.safetensors dl.config");
+            }),
             "m.safetensors dl.config: field 'lr' must be a number, found string (\"x\")");
   EXPECT_EQ(error_of([&] {
               harness::checked_config_from_json<CheckedCfg>(json{{"lr", 0}, {"name", "t/m"}}, "m.safetensors dl.config");
