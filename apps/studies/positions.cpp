@@ -167,7 +167,8 @@ void PositionsConfig::validate() const {
   auto bad = [&](const std::string& m) { throw harness::ConfigError(key + ": " + m); };
   for (auto [field, v] : std::vector<std::pair<const char*, double>>{
            {"steps", steps}, {"eval_every", eval_every}, {"batch", batch}, {"val_examples", val_examples},
-           {"test_examples", test_examples}, {"lr", lr}, {"d_model", d_model}, {"heads", heads}, {"depth", depth}})
+           {"test_examples", test_examples}, {"lr", lr}, {"d_model", d_model}, {"heads", heads}, {"depth", depth},
+           {"train_len", train_len}})
     harness::require_positive(key, field, v);
   if (warmup < 0) bad("field 'warmup' must be >= 0, found " + std::to_string(warmup));
   if (vocab < 2) bad("field 'vocab' must be at least 2, found " + std::to_string(vocab));
