@@ -106,7 +106,8 @@ std::vector<LabeledText> read_text_label_file(const std::string& path) {
       if (s.empty()) continue;
       const size_t tab = s.find('\t');
       if (tab == std::string::npos || tab == 0)
-        throw DataError(path + ":" + std::to_string(line) + ": expected \"label<TAB>text\", found no label before a tab");
+        throw DataError(path + ":" + std::to_string(line) + ": expected \"label<TAB>text\", found " +
+                        (tab == 0 ? "no label before the tab" : "no tab"));
       out.push_back({path + ":" + std::to_string(line), s.substr(tab + 1), -1, -1});
       out.back().id = s.substr(0, tab);  // the label word for now; made into a class below
     }

@@ -158,7 +158,15 @@ TEST(PconvTasks, UserFilesTsvCsvAndTheirErrors) {
   EXPECT_NE(dl::test::error_of([&] { read_text_label_file(d + "/open.csv"); }).find("open.csv:2: a quoted field is not closed"),
             std::string::npos);
   write(d + "/bad.tsv", "pos\tgood\nno tab here\n");
-  EXPECT_NE(dl::test::error_of([&] { read_text_label_file(d + "/bad.tsv"); }).find("bad.tsv:2:"), std::string::npos);
+  EXPECT_NE(dl::test::error_of([&] {
+              read_text_label_file(d + "/bad.tsv");
+            }).find("bad.tsv:2: expected \"label<TAB>text\", found no tab"),
+            std::string::npos);
+  write(d + "/nolabel.tsv", "pos\tgood\n\tno label\n");
+  EXPECT_NE(dl::test::error_of([&] {
+              read_text_label_file(d + "/nolabel.tsv");
+            }).find("nolabel.tsv:2: expected \"label<TAB>text\", found no label before the tab"),
+            std::string::npos);
   // a whole textfile task: val carved from train, labels as words
   std::string train, test;
   for (int i = 0; i < 40; i++) train += std::string(i % 2 ? "spam" : "ham") + "\tmessage number " + std::to_string(i) + "\n";
