@@ -100,19 +100,18 @@ void set_field(bool& field, const json& v, const std::string& key, const std::st
   if (!v.is_boolean()) bad_type(v, key, where, "true or false");
   field = v.get<bool>();
 }
-// A field's value as it was written: 0, -1, 0.0003 (std::to_string gave "0.000000", and "0.000000" for 1e-9)
-static std::string value_text(double v) {
+std::string number_text(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.10g", v);
   return b;
 }
 
 void require_positive(const std::string& key, const char* field, double value) {
-  if (value <= 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be > 0, found " + value_text(value));
+  if (value <= 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be > 0, found " + number_text(value));
 }
 
 void require_non_negative(const std::string& key, const char* field, double value) {
-  if (value < 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be >= 0, found " + value_text(value));
+  if (value < 0) throw ConfigError(key + ": field '" + std::string(field) + "' must be >= 0, found " + number_text(value));
 }
 
 void require_warmup(const std::string& key, int64_t warmup, int64_t steps) {
@@ -122,6 +121,10 @@ void require_warmup(const std::string& key, int64_t warmup, int64_t steps) {
 }
 
 void set_field(std::string& field, const json& v, const std::string& key, const std::string& where) {
+  if (v.is_object()) {  // a field that holds JSON text (layer_cfg): `--set layer_cfg={"d_state":8}` as written
+    field = v.dump();
+    return;
+  }
   if (!v.is_string()) bad_type(v, key, where, "a string");
   field = v.get<std::string>();
 }

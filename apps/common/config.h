@@ -99,6 +99,9 @@ template <class C> C config_from_json(const json& j, const std::string& where) {
   return c;
 }
 
+// A number as a person wrote it, for messages: 0, -1, 0.0003, 1e-09 (std::to_string gives "0.000000" for all of 0,
+// 1e-9 and 4e-7). %.10g.
+std::string number_text(double v);
 // The check every app's validate() makes of its sizes and rates: "<key>: field 'lr' must be > 0, found 0".
 void require_positive(const std::string& key, const char* field, double value);
 // The same for a count or rate where 0 means none: "<key>: field 'clip' must be >= 0, found -1".

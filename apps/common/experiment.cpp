@@ -86,11 +86,6 @@ void make_run_folder(const std::string& out) {
 }
 
 namespace {
-std::string number_text(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.10g", v);
-  return b;
-}
 // A validator from a test of the value and the words for what it wants ("a number >= 1").
 CLI::Validator number_check(std::function<bool(double)> ok, const std::string& wanted, const std::string& short_name) {
   return CLI::Validator(

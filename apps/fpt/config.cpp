@@ -39,7 +39,7 @@ void CellConfig::validate() const {
   if (d_model % heads)
     throw ConfigError(key() + ": d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads));
   if (dropout < 0 || dropout >= 1)
-    throw ConfigError(key() + ": field 'dropout' must be in [0, 1), found " + std::to_string(dropout));
+    throw ConfigError(key() + ": field 'dropout' must be in [0, 1), found " + dl::harness::number_text(dropout));
   if (lm_steps < 0 || bitmem_steps < 0) throw ConfigError(key() + ": lm_steps and bitmem_steps must be >= 0");
   if (bits < 0 || patterns < 0 || patch < 0)
     throw ConfigError(key() + ": bits, patterns and patch must be >= 0 (0: the default)");

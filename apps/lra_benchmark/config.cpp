@@ -43,11 +43,11 @@ void CellConfig::validate() const {
   non_negative("pretrain_steps", pretrain_steps), non_negative("checkpoint_every", checkpoint_every);
   non_negative("weight_decay", weight_decay), non_negative("clip", clip);
   if (dropout < 0 || dropout >= 1)
-    throw ConfigError(key() + ": field 'dropout' must be in [0, 1), found " + std::to_string(dropout));
+    throw ConfigError(key() + ": field 'dropout' must be in [0, 1), found " + dl::harness::number_text(dropout));
   if (train_limit < 0) throw ConfigError(key() + ": field 'train_limit' must be >= 0 (0: every training example), found " +
                                          std::to_string(train_limit));
   if (mask_prob <= 0 || mask_prob >= 1)
-    throw ConfigError(key() + ": field 'mask_prob' must be in (0, 1), found " + std::to_string(mask_prob));
+    throw ConfigError(key() + ": field 'mask_prob' must be in (0, 1), found " + dl::harness::number_text(mask_prob));
   one_of("schedule", schedule, {"constant", "linear", "cosine"});
   one_of("pool", pool, {"mean", "last"});
   one_of("loss", loss, {"", "ce", "mse", "l1"});

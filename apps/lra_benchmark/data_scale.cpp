@@ -31,7 +31,7 @@ std::string fraction_dir(double f) {
 static void check_options(const DataScaleOptions& o) {
   if (o.fractions.empty()) throw ConfigError("data-scale: --fractions is empty");
   for (double f : o.fractions)
-    if (!(f > 0 && f <= 1)) throw ConfigError("data-scale: a fraction must be in (0, 1], found " + std::to_string(f));
+    if (!(f > 0 && f <= 1)) throw ConfigError("data-scale: a fraction must be in (0, 1], found " + harness::number_text(f));
   const bool scratch = std::find(o.regimes.begin(), o.regimes.end(), "scratch") != o.regimes.end();
   if (!scratch || o.regimes.size() < 2)
     throw ConfigError("data-scale: --regimes must hold scratch and at least one SPT regime (the gain is SPT - scratch), found " +

@@ -64,11 +64,11 @@ void CellConfig::validate() const {
     throw ConfigError(key() + ": d_model " + std::to_string(d_model) + " is not divisible by heads " + std::to_string(heads));
   if (pt_steps < 0) throw ConfigError(key() + ": field 'pt_steps' must be >= 0");
   if (density <= 0 || density >= 1)
-    throw ConfigError(key() + ": field 'density' must be in (0, 1), found " + std::to_string(density));
-  if (mean_span < 1) throw ConfigError(key() + ": field 'mean_span' must be >= 1, found " + std::to_string(mean_span));
+    throw ConfigError(key() + ": field 'density' must be in (0, 1), found " + dl::harness::number_text(density));
+  if (mean_span < 1) throw ConfigError(key() + ": field 'mean_span' must be >= 1, found " + dl::harness::number_text(mean_span));
   if (pt_len * density / mean_span > kSentinels - 1)
-    throw ConfigError(key() + ": pt_len " + std::to_string(pt_len) + " at density " + std::to_string(density) +
-                      " and mean_span " + std::to_string(mean_span) + " needs more than the " + std::to_string(kSentinels) +
+    throw ConfigError(key() + ": pt_len " + std::to_string(pt_len) + " at density " + dl::harness::number_text(density) +
+                      " and mean_span " + dl::harness::number_text(mean_span) + " needs more than the " + std::to_string(kSentinels) +
                       " sentinels the vocabulary has");
   for (int64_t k : parse_int_list(kernel_sizes, "kernel_sizes"))
     if (k % 2 == 0)

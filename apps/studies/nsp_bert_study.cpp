@@ -60,7 +60,7 @@ void NspBertConfig::validate() const {
                                                                      {"dim_ff", dim_ff}})
     harness::require_positive(key, field, v);
   if (dropout < 0 || dropout > 0.9)
-    throw harness::ConfigError(key + ": field 'dropout' must lie in [0, 0.9], found " + std::to_string(dropout));
+    throw harness::ConfigError(key + ": field 'dropout' must lie in [0, 0.9], found " + harness::number_text(dropout));
   if (d_model % heads)
     throw harness::ConfigError(key + ": d_model " + std::to_string(d_model) + " is not a multiple of " + std::to_string(heads) +
                                " heads");

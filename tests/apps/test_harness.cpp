@@ -58,6 +58,13 @@ TEST(HarnessConfig, TypedFieldsAndUnknownOnes) {
               harness::apply_config(c, {{"fast", "yes"}}, "f.json defaults");
             }),
             "f.json defaults: field 'fast' must be true or false, found string (\"yes\")");
+  // a text field takes a JSON object as its text (layer_cfg: `--set layer_cfg={"d_state":8}` as a user writes it)
+  harness::apply_overrides(c, {R"(name={"d_state": 8})"});
+  EXPECT_EQ(c.name, R"({"d_state":8})");
+  EXPECT_EQ(error_of([&] {
+              harness::apply_config(c, {{"name", 3}}, "here");
+            }),
+            "here: field 'name' must be a string, found number (3)");
   EXPECT_EQ(error_of([&] {
               harness::apply_config(c, {{"stepz", 1}}, "here");
             }),
