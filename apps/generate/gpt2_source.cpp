@@ -11,6 +11,7 @@
 #include "nn/models/gpt2.h"
 #include "tasks/gpt2_bpe.h"
 #include "tasks/gpt2_tokenizer_json.h"
+#include "tensor/safetensors.h"
 
 namespace gen {
 
@@ -29,6 +30,7 @@ static int64_t heads_of(const Options& o) {
       return j["architecture"]["heads"].get<int64_t>();
     fail("generate: " + info.string() + " has no integer architecture.heads: give --heads");
   }
+  load_safetensors(o.model);  // a file that is no safetensors file is named as such before the missing --heads
   fail("generate: the number of attention heads is not stored in " + o.model + " and no info.json lies beside it: give --heads");
 }
 

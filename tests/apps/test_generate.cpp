@@ -211,6 +211,12 @@ TEST(Generate, BadInputIsNamed) {
   gen::Options o;
   o.model = tiny_model(tmp("noinfo"), 256, /*info=*/false);
   has(test::error_of([&] { gen::generate(o); }), "give --heads");
+  {  // a file that is no model at all is named as such, not as a model without its head count
+    std::ofstream(tmp("junk.safetensors")) << "abc";
+    gen::Options j;
+    j.model = tmp("junk.safetensors");
+    has(test::error_of([&] { gen::generate(j); }), tmp("junk.safetensors") + ": file is 3 bytes, too short");
+  }
   o.heads = 2;
   EXPECT_EQ(test::error_of([&] { gen::generate(o); }), "");
   o.model = tiny_model(tmp("bpe300"), 300);
