@@ -123,14 +123,18 @@ void check_cell_precision(const std::string& found, const std::string& label, co
 // the new table as if they were the new run's. Fields only one side has (a config field added since) are not
 // compared.
 void check_cell_config(const json& before, const json& now, const std::string& label, const std::string& where) {
+  if (!before.is_object()) return;  // nothing readable to compare
   std::vector<std::string> diffs;
   for (auto& [k, v] : now.items())
-    if (before.is_object() && before.contains(k) && before[k] != v)
-      diffs.push_back(k + " " + before[k].dump() + " -> " + v.dump());
+    if (before.contains(k) && before[k] != v) diffs.push_back(k + " " + before[k].dump() + " -> " + v.dump());
   if (!diffs.empty())
     throw ConfigError(label + " ran with other settings (" + where + "): " + join(diffs, ", ") +
                       "; resume with the settings it ran with, or run without --resume (it starts again) or into another --out");
 }
+
+// What a cell folder keeps from its start: the precision marker (bf16 cells only; absent: fp32) and the settings.
+std::string precision_marker(const std::string& dir) { return dir + "/precision"; }
+std::string start_config(const std::string& dir) { return dir + "/config.json"; }
 
 // What a resume finds of cell c (finished: its result.json; half-done: its folder's precision marker and config.json)
 // must have this run's settings and precision. run_cells checks every cell before it runs any.
@@ -141,9 +145,10 @@ void check_resumable(const std::string& out, const Cell& c) {
     check_cell_config(before.cell.config, c.config, label, result);
     check_cell_precision(before.extra.value("precision", "fp32"), label, result);
   } else if (fs::is_directory(dir) && !fs::is_empty(dir)) {
-    check_cell_precision(fs::exists(dir + "/precision") ? read_text(dir + "/precision") : "fp32", label, dir);
-    if (fs::exists(dir + "/config.json"))  // written atomically; unreadable (edited by hand) is nothing to compare
-      check_cell_config(json::parse(read_text(dir + "/config.json"), nullptr, false), c.config, label, dir + "/config.json");
+    const std::string marker = precision_marker(dir), config = start_config(dir);
+    check_cell_precision(fs::exists(marker) ? read_text(marker) : "fp32", label, dir);
+    if (fs::exists(config))  // written atomically; unreadable (edited by hand) is nothing to compare
+      check_cell_config(json::parse(read_text(config), nullptr, false), c.config, label, config);
   }
 }
 
@@ -218,8 +223,6 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     ctx.device = o.device, ctx.resume = o.resume, ctx.quiet = o.quiet || !writer, ctx.stop_after = o.stop_after;
     ctx.comm = &comm, ctx.parallel.zero1 = o.zero1, ctx.parallel.bucket_bytes = bucket_bytes, ctx.profile = o.profile,
     ctx.app = e.name;
-    const std::string marker = ctx.dir + "/precision";         // written only for bf16 cells; absent: fp32
-    const std::string config_file = ctx.dir + "/config.json";  // the settings a cell started with (check_resumable)
     if (o.resume && fs::exists(result_path(o.out, c))) {
       if (!ctx.quiet) std::cerr << ctx.label << " finished earlier, skipped (--resume)\n";
       done.push_back(read_result(o.out, c));
@@ -233,8 +236,8 @@ std::vector<CellResult> run_cells(const Experiment& e, const Preset& p, const st
     if (writer) {
       if (!o.resume) fs::remove_all(ctx.dir);  // a fresh run of this cell forgets earlier checkpoints and logs
       fs::create_directories(ctx.dir);
-      if (matmul_precision() != Precision::fp32) write_text_atomic(marker, precision_name(matmul_precision()));
-      if (!fs::exists(config_file)) write_text_atomic(config_file, c.config.dump(2) + "\n");
+      if (matmul_precision() != Precision::fp32) write_text_atomic(precision_marker(ctx.dir), precision_name(matmul_precision()));
+      if (!fs::exists(start_config(ctx.dir))) write_text_atomic(start_config(ctx.dir), c.config.dump(2) + "\n");
     }
     comm.barrier();  // the folder is there (and empty) before any rank looks into it
     auto t0 = std::chrono::steady_clock::now();

@@ -68,8 +68,8 @@ void CellConfig::validate() const {
   if (mean_span < 1) throw ConfigError(key() + ": field 'mean_span' must be >= 1, found " + dl::harness::number_text(mean_span));
   if (pt_len * density / mean_span > kSentinels - 1)
     throw ConfigError(key() + ": pt_len " + std::to_string(pt_len) + " at density " + dl::harness::number_text(density) +
-                      " and mean_span " + dl::harness::number_text(mean_span) + " needs more than the " + std::to_string(kSentinels) +
-                      " sentinels the vocabulary has");
+                      " and mean_span " + dl::harness::number_text(mean_span) + " needs more than the " +
+                      std::to_string(kSentinels) + " sentinels the vocabulary has");
   for (int64_t k : parse_int_list(kernel_sizes, "kernel_sizes"))
     if (k % 2 == 0)
       throw ConfigError(key() + ": field 'kernel_sizes': " + std::to_string(k) +
