@@ -19,7 +19,9 @@
 // atomic. Memory: out, L (B NH T floats) and D; the scores exist one tile at a time in each thread's registers.
 // Head sizes 16, 32 and 64 are compiled as constants (the functors' HSC; attention() picks one, 0 = any head size): the
 // loops over a head then unroll and a thread's q, o and gradient rows can live in registers instead of local memory,
-// which an array indexed by a loop bound only known at run time cannot (the first GPU run, 2026-12-05, ran them so).
+// which an array indexed by a loop bound only known at run time cannot (the first GPU run, 2026-12-05, ran them so);
+// at those sizes the rows are also read four floats per load instruction (dot_row below), where the plain loops issued
+// one load per multiply-add (PTX for sm_90: the dq kernel at head size 32 has 172 loads for 396 FMAs, before 524).
 // What it is not: a tensor-core kernel (fp32 FMA, each thread reads its keys from L2; the K/V tiles are not staged in
 // shared memory), cross-attention, an additive bias, returned weights; head size at most kAttnMaxHead.
 #pragma once
@@ -39,13 +41,74 @@ constexpr float kAttnPadScore = -1e9f;
 #define DL_UNROLL
 #endif
 
-// a . b over HSC elements when HSC > 0 (a compile-time length: the loop unrolls), else over n
-template <int HSC> DL_HD inline float head_dot(const float* a, const float* b, int64_t n) {
-  const int64_t len = HSC > 0 ? HSC : n;
+// Reading a head row from memory. Where HSC > 0 (16, 32 or 64: multiples of 4) attention() has checked that every row
+// of qkv and dout starts on a 16-byte boundary, and the device reads four floats per load instruction (float4, through
+// the read-only cache). Most of these rows are read by a whole warp at once - the keys and values in the forward and in
+// dq, the queries and output gradients in dk/dv - so each load is one broadcast, and with one float per load the load
+// units (a quarter of the FMA rate on an H100 SM) set the pace: one load per multiply-add. The host twin reads the same
+// floats one by one, in the same order, and checks the boundary a float4 load needs (a misaligned row faults on the
+// device; on the twin it throws). Sums keep the element order of the plain loop, so the results do not change.
+[[noreturn]] inline void misaligned_head_row(const float* p) {
+  fail("attention (cuda): a head row at " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
+       " is not on a 16-byte boundary (the float4 path needs one; attention() should have taken the plain one)");
+}
+
+DL_HD inline void load4(const float* p, float f[4]) {
+#if defined(__CUDA_ARCH__)
+  const float4 x = __ldg(reinterpret_cast<const float4*>(p));
+  f[0] = x.x, f[1] = x.y, f[2] = x.z, f[3] = x.w;
+#else
+  if (reinterpret_cast<uintptr_t>(p) % 16) misaligned_head_row(p);
+  f[0] = p[0], f[1] = p[1], f[2] = p[2], f[3] = p[3];
+#endif
+}
+
+// a . m over the head: a in registers, m a row in memory (HSC elements, four per load, when HSC > 0; else n, one by one)
+template <int HSC> DL_HD inline float dot_row(const float* a, const float* m, int64_t n) {
   float acc = 0;
-  DL_UNROLL
-  for (int64_t e = 0; e < len; e++) acc += a[e] * b[e];
+  if constexpr (HSC > 0) {
+    static_assert(HSC % 4 == 0, "the float4 path reads a head four floats at a time");
+    DL_UNROLL
+    for (int e = 0; e < HSC; e += 4) {
+      float f[4];
+      load4(m + e, f);
+      acc += a[e] * f[0], acc += a[e + 1] * f[1], acc += a[e + 2] * f[2], acc += a[e + 3] * f[3];
+    }
+  } else {
+    for (int64_t e = 0; e < n; e++) acc += a[e] * m[e];
+  }
   return acc;
+}
+
+// a . b over the head, both rows in memory (four floats of each per load pair where HSC > 0)
+template <int HSC> DL_HD inline float dot_rows(const float* a, const float* b, int64_t n) {
+  if constexpr (HSC > 0) {
+    float acc = 0;
+    DL_UNROLL
+    for (int e = 0; e < HSC; e += 4) {
+      float fa[4], fb[4];
+      load4(a + e, fa), load4(b + e, fb);
+      acc += fa[0] * fb[0], acc += fa[1] * fb[1], acc += fa[2] * fb[2], acc += fa[3] * fb[3];
+    }
+    return acc;
+  } else {
+    return dot_row<0>(a, b, n);
+  }
+}
+
+// y += w m over the head (y in registers, m a row in memory), or y = w m with add false
+template <int HSC> DL_HD inline void axpy_row(float* y, float w, const float* m, int64_t n, bool add = true) {
+  if constexpr (HSC > 0) {
+    DL_UNROLL
+    for (int e = 0; e < HSC; e += 4) {
+      float f[4];
+      load4(m + e, f);
+      DL_UNROLL
+      for (int k = 0; k < 4; k++) y[e + k] = add ? y[e + k] + w * f[k] : w * f[k];
+    }
+  } else {
+    for (int64_t e = 0; e < n; e++) y[e] = add ? y[e] + w * m[e] : w * m[e];
+  }
 }
 
 struct AttnProblem {
@@ -82,16 +145,16 @@ template <int HSC> struct AttnForwardF {
     const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.hi(b, t);
     const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
     float q[kAttnMaxHead], o[kAttnMaxHead], S[kAttnTile];
-    const float* qt = p.q(b, h, t);
+    axpy_row<HSC>(q, p.c, p.q(b, h, t), HS, false);
     DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], o[e] = 0.f;
+    for (int64_t e = 0; e < HS; e++) o[e] = 0.f;
     float m = -INFINITY, l = 0.f;
     for (int64_t s0 = p.lo(t); s0 < n; s0 += kAttnTile) {
       const int64_t nb = n - s0 < kAttnTile ? n - s0 : kAttnTile;
       float mt = m;
       for (int64_t j = 0; j < nb; j++) {
         const int64_t s = s0 + j;
-        S[j] = p.pad(b, s) ? kAttnPadScore : head_dot<HSC>(q, p.q(b, h, s) + p.C, HS);
+        S[j] = p.pad(b, s) ? kAttnPadScore : dot_row<HSC>(q, p.q(b, h, s) + p.C, HS);
         mt = S[j] > mt ? S[j] : mt;
       }
       const float a = m_exp(m - mt);  // 0 on the first tile (m = -inf)
@@ -101,9 +164,7 @@ template <int HSC> struct AttnForwardF {
       for (int64_t j = 0; j < nb; j++) {
         const float pe = m_exp(S[j] - mt), w = pe * p.keep(key, s0 + j);
         l += pe;
-        const float* v = p.q(b, h, s0 + j) + 2 * p.C;
-        DL_UNROLL
-        for (int64_t e = 0; e < HS; e++) o[e] += w * v[e];
+        axpy_row<HSC>(o, w, p.q(b, h, s0 + j) + 2 * p.C, HS);
       }
       m = mt;
     }
@@ -120,7 +181,7 @@ struct AttnDeltaF {  // D_t = dO_t . out_t per row
   float* D;
   DL_HD void operator()(int64_t i) const {
     const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, at = (b * T + t) * p.C + h * p.HS;
-    D[i] = head_dot<0>(dout + at, out + at, p.HS);
+    D[i] = dot_row<0>(dout + at, out + at, p.HS);
   }
 };
 
@@ -132,17 +193,16 @@ template <int HSC> struct AttnGradQF {  // one thread per query row: dq_t = c su
     const int64_t T = p.T, t = i % T, bh = i / T, h = bh % p.NH, b = bh / p.NH, HS = HSC > 0 ? HSC : p.HS, n = p.hi(b, t);
     const uint32_t key = p.drop ? row_key(p.seed, (uint64_t)i) : 0;
     float q[kAttnMaxHead], dq[kAttnMaxHead];
-    const float* qt = p.q(b, h, t);
+    axpy_row<HSC>(q, p.c, p.q(b, h, t), HS, false);
     const float* dO = dout + (b * T + t) * p.C + h * HS;
     DL_UNROLL
-    for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e], dq[e] = 0.f;
+    for (int64_t e = 0; e < HS; e++) dq[e] = 0.f;
     const float Li = L[i], Di = D[i];
     for (int64_t s = p.lo(t); s < n; s++) {
       if (p.pad(b, s)) continue;  // dS = 0: the fill does not depend on q
       const float *k = p.q(b, h, s) + p.C, *v = k + p.C;
-      const float P = m_exp(head_dot<HSC>(q, k, HS) - Li), dS = P * (p.keep(key, s) * head_dot<HSC>(dO, v, HS) - Di);
-      DL_UNROLL
-      for (int64_t e = 0; e < HS; e++) dq[e] += dS * k[e];
+      const float P = m_exp(dot_row<HSC>(q, k, HS) - Li), dS = P * (p.keep(key, s) * dot_rows<HSC>(dO, v, HS) - Di);
+      axpy_row<HSC>(dq, dS, k, HS);
     }
     float* g = dqkv + (b * T + t) * 3 * p.C + h * HS;
     DL_UNROLL
@@ -168,18 +228,15 @@ template <int HSC> struct AttnGradKVF {  // one thread per key (b, h, s): dk_s =
       const int64_t lo = p.lo(t), hi = p.hi(b, t);
       if (s < lo || s >= hi) continue;
       const int64_t i = bh * T + t;
-      const float* qt = p.q(b, h, t);
-      DL_UNROLL
-      for (int64_t e = 0; e < HS; e++) q[e] = p.c * qt[e];
+      axpy_row<HSC>(q, p.c, p.q(b, h, t), HS, false);
       const float* dO = dout + (b * T + t) * p.C + h * HS;
       // a row with no real key has uniform weights over its keys (the fill everywhere; L_t = -1e9 + log n would round)
-      const float S = pad ? kAttnPadScore : head_dot<HSC>(q, k, HS);
+      const float S = pad ? kAttnPadScore : dot_row<HSC>(q, k, HS);
       const float P = p.no_real_key(b, t) ? 1.f / (float)(hi - lo) : m_exp(S - L[i]);
       const float M = p.drop ? p.keep(row_key(p.seed, (uint64_t)i), s) : 1.f;
-      DL_UNROLL
-      for (int64_t e = 0; e < HS; e++) dv[e] += P * M * dO[e];
+      axpy_row<HSC>(dv, P * M, dO, HS);
       if (pad) continue;
-      const float dS = P * (M * head_dot<HSC>(dO, v, HS) - D[i]);
+      const float dS = P * (M * dot_rows<HSC>(dO, v, HS) - D[i]);
       DL_UNROLL
       for (int64_t e = 0; e < HS; e++) dk[e] += dS * q[e];
     }
@@ -214,21 +271,25 @@ struct AttnNextRealF {  // one thread per example b: next[b][s] = the first real
   }
 };
 
-// f.template operator()<HSC>() with the head size as a constant where it is one of the compiled ones, else HSC = 0.
-template <class F> void with_head_size(int64_t HS, F&& f) {
-  switch (HS) {
+// f.template operator()<HSC>() with the head size as a constant where it is one of the compiled ones and the rows are
+// read four floats at a time (`aligned`: every head row of the tensors read starts on a 16-byte boundary, which C % 4 ==
+// 0 and a 16-byte aligned base give), else HSC = 0.
+template <class F> void with_head_size(int64_t HS, bool aligned, F&& f) {
+  switch (aligned ? HS : 0) {
     case 16: f.template operator()<16>(); break;
     case 32: f.template operator()<32>(); break;
     case 64: f.template operator()<64>(); break;
     default: f.template operator()<0>();
   }
 }
+inline bool aligned16(const float* base, int64_t C) { return reinterpret_cast<uintptr_t>(base) % 16 == 0 && C % 4 == 0; }
 
 template <class Exec>
 void attention(const Exec& exec, const AttentionArgs& a, const Tensor& qkv, const Tensor& km, const Tensor& prefix,
                const Tensor& out, const Tensor& L) {
   AttnProblem p = attn_problem(a, qkv, km, prefix);
-  with_head_size(p.HS, [&]<int HSC>() { for_n(exec, p.B * p.NH * p.T, AttnForwardF<HSC>{p, dptr<float>(out), dptr<float>(L)}); });
+  with_head_size(p.HS, aligned16(p.qkv, p.C), [&]<int HSC>() {
+    for_n(exec, p.B * p.NH * p.T, AttnForwardF<HSC>{p, dptr<float>(out), dptr<float>(L)}); });
 }
 
 template <class Exec>
@@ -244,7 +305,7 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& 
     p.next = dptr<int64_t>(next);
     for_n(exec, p.B, AttnNextRealF{p.km, p.T, dptr<int64_t>(next)});
   }
-  with_head_size(p.HS, [&]<int HSC>() {
+  with_head_size(p.HS, aligned16(p.qkv, p.C) && aligned16(dptr<float>(dout), p.C), [&]<int HSC>() {
     for_n(exec, rows, AttnGradQF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
     for_n(exec, rows, AttnGradKVF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
   });
