@@ -20,7 +20,7 @@
 // --device cuda (apps/common/device.h): the model's parameters and the batch move to the device before the first step
 // (the Transformer's sinusoid table too), each timed step ends with the device's synchronize(), and attention takes
 // the path MultiheadAttention takes on a device with --attention best (the default): the device's flash primitive
-// (cuda/ops/attention.cuh), as the apps run; --attention composed times the composed path (cuBLAS products, a T x T
+// (cuda/ops/attention_tc.cuh; DL_ATTENTION_TC=0 for its rows' kernels instead of its tensor-core tiles), as the apps run; --attention composed times the composed path (cuBLAS products, a T x T
 // matrix); packed and fused are CPU kernels and refused there. Until 2026-12-05 the device always ran composed, which
 // the first GPU run measured. --batch B and --len L set the batch and the length (defaults:
 // each workload's CPU size) to reach GPU sizes. The JSON line then also holds "device" and "batch"; the CPU line is

@@ -4,7 +4,7 @@
 #pragma once
 #include "cuda/backend.h"
 #include "cuda/checks.h"
-#include "cuda/ops/attention.cuh"
+#include "cuda/ops/attention_tc.cuh"
 
 namespace dl::cuda {
 

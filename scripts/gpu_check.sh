@@ -12,8 +12,10 @@
 #      step says "skipped: no device"). A GPU without a library the binaries need: the summary names it and the check
 #      stops there.
 #   2. gpu_smoke: each raw kernel, cuBLAS GEMM per transpose pair, the backend's matmul, the cuFFT convolution, the
-#      caching allocator and single-rank NCCL against host references (smoke.tsv); then the raw kernels once more under
-#      compute-sanitizer --tool racecheck (their block reductions share memory), when it is there
+#      caching allocator, single-rank NCCL and the attention primitive (tiles and rows) against host references, and the
+#      attention tiles' speed against the rows' (smoke.tsv); then the raw kernels once more under compute-sanitizer
+#      --tool racecheck (their block reductions share memory), and the attention items under racecheck and synccheck
+#      (one warp's tiles in shared memory), when it is there
 #   3. the tests through scripts/gpu_tests.py (results.tsv: binary, test, status, seconds, rerun, note): test_cuda and
 #      test_nccl whole, test_autograd filtered to '*AgreesOnDevice*' (every OpCase), test_onnx to '*SameFile*' (an ONNX
 #      export from a model on the GPU is byte-identical to the CPU's); a crash or a hang costs one test,
@@ -26,7 +28,8 @@
 #      Transformer and GPT again in bf16 beside torch.autocast; 5 steps
 #      after 2 warm-up) into bench.jsonl; then one 20-step cell of each app (scripts/gpu_cells.sh) with --device cuda,
 #      its steps/s and peak GPU memory, its loss curve against the CPU reference in the bundle (cells.tsv)
-#   5. where the time goes: one training step of transformer_listops (its layer's device path, then composed) and of
+#   5. where the time goes: one training step of transformer_listops (its layer's device path: the attention tiles, then
+#      the attention rows, then composed) and of
 #      s4d at the GPU sizes, op by op
 #      (bench_workloads --profile: each op's row waits for the device, autograd/profile.h), the top rows in the
 #      summary; then the LRA paper preset's ListOps Transformer (6 layers, width 512, batch 32, length 2000) timed by
@@ -175,16 +178,21 @@ if [ -n "$NO_DEVICE" ]; then  # the driver's own words, when the smoke driver ha
 fi
 SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
   /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)
-if [ -z "$NO_DEVICE" ] && [ -n "$SANITIZER" ] && [ "$(cap 60 330)" -ge 20 ]; then  # shared-memory races in the row kernels
-  timeout -k 5 "$(cap 60 330)" "$SANITIZER" --tool racecheck --error-exitcode 99 "$B/bin/gpu_smoke" --only kernel. \
-    >"$LOGS/smoke_racecheck.log" 2>&1
-  rc=$?
-  note "  racecheck (compute-sanitizer, the raw kernels): $(grep -m1 -E '(ERROR|RACECHECK) SUMMARY' "$LOGS/smoke_racecheck.log" | sed 's/^=* *//' || echo "no summary"), exit $rc$(
-    [ $rc -eq 99 ] && echo ": races found" || { [ $rc -ne 0 ] && echo ": the smoke itself failed or was stopped"; })"
-  [ $rc -eq 0 ] || FAILED="$FAILED racecheck(rc $rc)"
-elif [ -z "$NO_DEVICE" ]; then
-  note "  racecheck: not run (${SANITIZER:+not enough time left}${SANITIZER:-compute-sanitizer not found})"
-fi
+# shared memory under the sanitizer: races in the row kernels' block reductions, and in the attention tiles (one warp's
+# tiles, phases separated by __syncwarp) races and misused warp barriers (synccheck)
+for spec in "racecheck kernel. the raw kernels" "racecheck attention. the attention tiles" "synccheck attention. the attention tiles"; do
+  read -r tool prefix what <<<"$spec"
+  if [ -z "$NO_DEVICE" ] && [ -n "$SANITIZER" ] && [ "$(cap 60 330)" -ge 20 ]; then
+    log=$LOGS/smoke_${tool}_${prefix%.}.log
+    timeout -k 5 "$(cap 60 330)" "$SANITIZER" --tool "$tool" --error-exitcode 99 "$B/bin/gpu_smoke" --only "$prefix" >"$log" 2>&1
+    rc=$?
+    note "  $tool (compute-sanitizer, $what): $(grep -m1 -E '(ERROR|RACECHECK|SYNCCHECK) SUMMARY' "$log" | sed 's/^=* *//' || echo "no summary"), exit $rc$(
+      [ $rc -eq 99 ] && echo ": errors found" || { [ $rc -ne 0 ] && echo ": the smoke itself failed or was stopped"; })"
+    [ $rc -eq 0 ] || FAILED="$FAILED $tool:${prefix%.}(rc $rc)"
+  elif [ -z "$NO_DEVICE" ]; then
+    note "  $tool ($what): not run (${SANITIZER:+not enough time left}${SANITIZER:-compute-sanitizer not found})"
+  fi
+done
 step_end
 fi
 
@@ -292,16 +300,19 @@ else
   fi
   if wanted profile "5 where the time goes"; then
   step "5 where the time goes: one step op by op (bench_workloads --profile); the paper preset's ListOps Transformer"
-  # WORKLOAD:BATCH:LEN[:ATTENTION]; the Transformer once on the layer's own device path (the flash primitive) and once
-  # composed (cuBLAS products and a T x T matrix: what the first run's benchmark timed)
-  for spec in ${DL_GPU_PROFILE:-transformer_listops:64:1024 transformer_listops:64:1024:composed s4d:64:4096}; do
+  # WORKLOAD:BATCH:LEN[:ATTENTION]; the Transformer on the layer's own device path (the flash primitive: its
+  # tensor-core tiles), on that primitive's rows' kernels (rows: DL_ATTENTION_TC=0), and composed (cuBLAS products and
+  # a T x T matrix: what the first run's benchmark timed)
+  for spec in ${DL_GPU_PROFILE:-transformer_listops:64:1024 transformer_listops:64:1024:rows transformer_listops:64:1024:composed s4d:64:4096}; do
     IFS=: read -r wl batch len attn <<<"$spec"
     attn=${attn:-best}
     c=$(cap 60 60)
     if [ "$c" -lt 15 ]; then note "  profile $wl ($attn): not run (out of time)"; continue; fi
     log=$LOGS/profile_${wl}_$attn.log
-    timeout -k 5 "$c" "$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" --attention "$attn" \
-      --steps 1 --warmup 1 --threads 8 --profile >"$log" 2>&1
+    tc=1
+    [ "$attn" = rows ] && tc=0
+    DL_ATTENTION_TC=$tc timeout -k 5 "$c" "$B/bin/bench_workloads" "$wl" --device cuda --batch "$batch" --len "$len" \
+      --attention "${attn/rows/best}" --steps 1 --warmup 1 --threads 8 --profile >"$log" 2>&1
     rc=$?
     note "  profile $wl, attention $attn ($batch x $len, exit $rc; logs/$(basename "$log")), the ops of one step, longest first:"
     grep -E '^\| ' "$log" | grep -v -e '| ---' | head -14 | cut -c1-150 | sed 's/^/    /' >>"$SUMMARY"

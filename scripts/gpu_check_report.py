@@ -43,6 +43,9 @@ def smoke(path):
         print(f"    FAIL {x[0]}: max_err {x[2]} tol {x[3]} {x[5][:200]}")
     if len(fails) > 15:
         print(f"    ... and {len(fails) - 15} more (smoke.tsv)")
+    for x in r:  # timings (speed.*): their detail is the figure
+        if x[0].startswith("speed.") and x[1] == "PASS":
+            print(f"    {x[0]}: {x[5][:300]}")
     skips = {x[5] for x in r if x[1] == "SKIP"}
     for s in sorted(skips)[:3]:
         print(f"    SKIP reason: {s[:200]}")

@@ -284,30 +284,39 @@ template <class F> void with_head_size(int64_t HS, bool aligned, F&& f) {
 }
 inline bool aligned16(const float* base, int64_t C) { return reinterpret_cast<uintptr_t>(base) % 16 == 0 && C % 4 == 0; }
 
+// The rows' kernels (one thread per query row, then per key); cuda/ops/attention_tc.cuh's attention() picks them or
+// the tensor-core tiles.
 template <class Exec>
-void attention(const Exec& exec, const AttentionArgs& a, const Tensor& qkv, const Tensor& km, const Tensor& prefix,
-               const Tensor& out, const Tensor& L) {
-  AttnProblem p = attn_problem(a, qkv, km, prefix);
-  with_head_size(p.HS, aligned16(p.qkv, p.C), [&]<int HSC>() {
-    for_n(exec, p.B * p.NH * p.T, AttnForwardF<HSC>{p, dptr<float>(out), dptr<float>(L)}); });
+void attention_rows(const Exec& exec, const AttnProblem& p, float* out, float* L) {
+  with_head_size(p.HS, aligned16(p.qkv, p.C), [&]<int HSC>() { for_n(exec, p.B * p.NH * p.T, AttnForwardF<HSC>{p, out, L}); });
+}
+
+// What both backward kernels read besides qkv, out, L and dout: D_t = dO_t . out_t per row, and where there is a key
+// mask AttnNextRealF's table (B, T + 1) for the rows with no real key (set in p.next). Scratch of the platform.
+struct AttnBackwardScratch {
+  Tensor D, next;
+};
+template <class Exec>
+AttnBackwardScratch attention_backward_scratch(const Exec& exec, AttnProblem& p, const Tensor& out, const Tensor& dout) {
+  AttnBackwardScratch s;
+  const int64_t rows = p.B * p.NH * p.T;
+  s.D = Tensor::empty({rows}, DType::f32, out.device());
+  for_n(exec, rows, AttnDeltaF{p, dptr<float>(out), dptr<float>(dout), dptr<float>(s.D)});
+  if (p.km) {
+    s.next = Tensor::empty({p.B, p.T + 1}, DType::i64, out.device());
+    for_n(exec, p.B, AttnNextRealF{p.km, p.T, dptr<int64_t>(s.next)});
+    p.next = dptr<int64_t>(s.next);
+  }
+  return s;
 }
 
 template <class Exec>
-void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& qkv, const Tensor& km, const Tensor& prefix,
-                        const Tensor& out, const Tensor& L, const Tensor& dout, const Tensor& dqkv) {
-  AttnProblem p = attn_problem(a, qkv, km, prefix);
+void attention_rows_backward(const Exec& exec, const AttnProblem& p, const float* L, const float* D, const float* dout,
+                             float* dqkv) {
   const int64_t rows = p.B * p.NH * p.T;
-  Tensor D = Tensor::empty({rows}, DType::f32, qkv.device());  // a scratch row of the platform (device or twin host)
-  for_n(exec, rows, AttnDeltaF{p, dptr<float>(out), dptr<float>(dout), dptr<float>(D)});
-  Tensor next;  // (B, T + 1): AttnNextRealF's table, for the rows with no real key
-  if (p.km) {
-    next = Tensor::empty({p.B, p.T + 1}, DType::i64, qkv.device());
-    p.next = dptr<int64_t>(next);
-    for_n(exec, p.B, AttnNextRealF{p.km, p.T, dptr<int64_t>(next)});
-  }
-  with_head_size(p.HS, aligned16(p.qkv, p.C) && aligned16(dptr<float>(dout), p.C), [&]<int HSC>() {
-    for_n(exec, rows, AttnGradQF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
-    for_n(exec, rows, AttnGradKVF<HSC>{p, dptr<float>(L), dptr<float>(D), dptr<float>(dout), dptr<float>(dqkv)});
+  with_head_size(p.HS, aligned16(p.qkv, p.C) && aligned16(dout, p.C), [&]<int HSC>() {
+    for_n(exec, rows, AttnGradQF<HSC>{p, L, D, dout, dqkv});
+    for_n(exec, rows, AttnGradKVF<HSC>{p, L, D, dout, dqkv});
   });
 }
 

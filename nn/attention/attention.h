@@ -108,7 +108,7 @@ struct AttentionOptions {
 //                                                                             the band's key blocks: O(T w) work
 //                                                                             (nn/fused/flash_attention.h)
 //              or the same on a device, any T or window, head size <= 128     the backend's attention primitive
-//                                                                             (cuda/ops/attention.cuh): O(T) memory
+//                                                                             (cuda/ops/attention_tc.cuh): O(T) memory
 //   packed     the same with T < flash_from and no window                     sgemm per head on the packed
 //                                                                             projection; the T x T scores
 //                                                                             never outlive one (b, h)

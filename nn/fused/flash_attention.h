@@ -34,9 +34,10 @@
 // path. A window (the band |t - s| <= w, Longformer-style local attention) is one more bound on a row's keys: the
 // keys before t - w get -inf (P = 0 exactly), and a query block's key loop starts at the block holding its first
 // row's t - w, so at T = 1024, w = 128 a 48-row block visits 3-4 key blocks of 8.
-// On a device, qkv there: the backend's attention primitive (cuda/ops/attention.cuh: the same map, masks,
-// dropout draw, window and all-padding rule, one thread per query row or key, head size <= 128), checked against
-// this kernel by tests/cuda_logic/test_device_kernels.cpp.
+// On a device, qkv there: the backend's attention primitive (the same map, masks, dropout draw, window and all-padding
+// rule, head size <= 128: tensor-core tiles of 16 rows in 3xTF32 at head sizes 16, 32 and 64, cuda/ops/attention_tc.cuh,
+// else one thread per query row or key, cuda/ops/attention.cuh), both checked against this kernel by
+// tests/cuda_logic/test_device_kernels.cpp.
 // What it is not: cross-attention, an additive bias, returned weights, float64 (use the composed path).
 #pragma once
 #include "autograd/ops.h"

@@ -72,8 +72,8 @@ void expect_attention_agrees(const AttnCase& c) {
 // each mask, the prefix-LM mask, a row whose keys are all padding (uniform weights), dropout with the CPU's
 // counter-hash mask, and windows (the band |t - s| <= w: rows of a padded tail whose band holds no real key average
 // their band, on both).
-TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
-  std::vector<AttnCase> cases = {
+std::vector<AttnCase> row_cases() {
+  return {
       {"plain", 2, 37, 16, 2},
       {"causal", 2, 37, 16, 2, true},
       {"key padding", 3, 37, 16, 2, false, true},
@@ -98,7 +98,44 @@ TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
       {"head size 32, qkv off the boundary", 2, 37, 64, 2, true, true, false, false, 0.2, 0, 1},
       {"head size 16, dout off the boundary", 2, 21, 32, 2, false, false, true, false, 0, 0, 0, 3},
   };
-  for (const AttnCase& c : cases) expect_attention_agrees(c);
+}
+
+// The tensor-core tiles (cuda/ops/attention_tc.cuh: head sizes 16, 32, 64) through every mask: lengths that end in a
+// partial tile of 16 (37, 21, 29, 20), one position, whole tiles (48), a row of all padding, windows inside a tile and
+// wider than T, dropout, the prefix-LM mask.
+std::vector<AttnCase> tile_cases() {
+  return {
+      {"tiles: plain, head 16", 2, 37, 32, 2},
+      {"tiles: causal, head 32", 2, 37, 64, 2, true},
+      {"tiles: key padding, head 16", 3, 37, 32, 2, false, true},
+      {"tiles: causal + key padding + an all-padding row, head 16", 3, 20, 32, 2, true, true, false, true},
+      {"tiles: prefix-LM, head 32", 3, 29, 64, 2, false, false, true},
+      {"tiles: prefix-LM + key padding, head 16", 3, 21, 32, 2, false, true, true},
+      {"tiles: dropout 0.3, head 16", 2, 37, 32, 2, false, false, false, false, 0.3},
+      {"tiles: one position, head 16", 2, 1, 16, 1, true},
+      {"tiles: three whole tiles, causal + dropout, head 64", 2, 48, 128, 2, true, false, false, false, 0.1},
+      {"tiles: window 5, head 16", 2, 37, 32, 2, false, false, false, false, 0, 5},
+      {"tiles: window 3, causal + key padding + an all-padding row, head 16", 3, 20, 32, 2, true, true, false, true, 0, 3},
+      {"tiles: window 4, prefix-LM + key padding + dropout, head 16", 3, 29, 32, 2, false, true, true, false, 0.2, 4},
+      {"tiles: window 50 (wider than T), causal, head 64", 2, 37, 128, 2, true, false, false, false, 0, 50},
+      {"tiles: 70 positions, causal + key padding, head 32", 2, 70, 64, 2, true, true},
+  };
+}
+
+TEST(DeviceKernels, AttentionAgreesWithTheCpusFlashKernel) {
+  for (const AttnCase& c : row_cases()) expect_attention_agrees(c);
+}
+
+TEST(DeviceKernels, AttentionTilesAgreeWithTheCpusFlashKernel) {
+  for (const AttnCase& c : tile_cases()) expect_attention_agrees(c);
+}
+
+// DL_ATTENTION_TC=0: the rows' kernels at the head sizes the tiles would take
+TEST(DeviceKernels, AttentionRowsAgreeWhereTheTilesWouldRun) {
+  setenv("DL_ATTENTION_TC", "0", 1);
+  for (const AttnCase& c : tile_cases()) expect_attention_agrees(c);
+  for (const AttnCase& c : row_cases()) expect_attention_agrees(c);
+  unsetenv("DL_ATTENTION_TC");
 }
 
 static_assert(nn::kDeviceFlashMaxHead == ops::kAttnMaxHead, "the path table's head limit is the kernel's");

@@ -94,6 +94,7 @@ void run_kernel_items(Report& r, const std::string& skip);
 void run_blas_items(Report& r, const std::string& skip);
 void run_fft_items(Report& r, const std::string& skip);
 void run_alloc_items(Report& r, const std::string& skip);
+void run_attention_items(Report& r, const std::string& skip);  // smoke_attention.cpp: the attention primitive
 void run_nccl_items(Report& r, const std::string& skip);  // smoke_nccl.cpp, or smoke_nccl_stub.cpp without NCCL
 
 }  // namespace dl::smoke
