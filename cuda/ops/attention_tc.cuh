@@ -40,6 +40,26 @@ template <int HS> struct TcTiles {
   static_assert(HS % 16 == 0 && head % 8 == 0 && score % 8 == 0, "tiles on 32-byte boundaries");
 };
 
+// Four floats of a warp's tiles (shared memory, 16-byte aligned: a tile's base and its rows are) in one access on the
+// device; the twin checks the alignment such an access needs.
+DL_HD inline void get4(const float* p, float f[4]) {
+#if defined(__CUDA_ARCH__)
+  const float4 x = *reinterpret_cast<const float4*>(p);
+  f[0] = x.x, f[1] = x.y, f[2] = x.z, f[3] = x.w;
+#else
+  if (reinterpret_cast<uintptr_t>(p) % 16) misaligned_head_row(p);
+  f[0] = p[0], f[1] = p[1], f[2] = p[2], f[3] = p[3];
+#endif
+}
+DL_HD inline void put4(float* p, const float f[4]) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<float4*>(p) = make_float4(f[0], f[1], f[2], f[3]);
+#else
+  if (reinterpret_cast<uintptr_t>(p) % 16) misaligned_head_row(p);
+  p[0] = f[0], p[1] = f[1], p[2] = f[2], p[3] = f[3];
+#endif
+}
+
 // Rows r < n of a head, row r at src + r * stride (16-byte aligned), times `scale`, into a 16 x HS tile; zeros below.
 template <int HS> DL_HD inline void stage(float* tile, const float* src, int64_t stride, int64_t n, float scale, Lanes ln) {
   constexpr int ld = TcTiles<HS>::ld, q4 = HS / 4;
@@ -47,7 +67,8 @@ template <int HS> DL_HD inline void stage(float* tile, const float* src, int64_t
     const int r = i / q4, e = (i % q4) * 4;
     float f[4] = {0.f, 0.f, 0.f, 0.f};
     if (r < n) load4(src + r * stride + e, f);
-    for (int u = 0; u < 4; u++) tile[r * ld + e + u] = scale * f[u];
+    for (int u = 0; u < 4; u++) f[u] *= scale;
+    put4(tile + r * ld + e, f);
   }
 }
 
@@ -135,9 +156,12 @@ template <int HS> struct AttnForwardTcF {
         tc::store(X + n0, xc, Y::ld);
       }
       warp_sync();
-      for (int i = ln.first; i < 16 * HS; i += ln.step) {
-        const int r = i / HS, e = i % HS;
-        O[r * Y::ld + e] = a[r] * O[r * Y::ld + e] + X[r * Y::ld + e];
+      for (int i = ln.first; i < 16 * HS / 4; i += ln.step) {  // O = a O + X, four floats at a time
+        const int r = i / (HS / 4), e = (i % (HS / 4)) * 4;
+        float o[4], x[4];
+        get4(O + r * Y::ld + e, o), get4(X + r * Y::ld + e, x);
+        for (int u = 0; u < 4; u++) o[u] = a[r] * o[u] + x[u];
+        put4(O + r * Y::ld + e, o);
       }
       warp_sync();
     }
