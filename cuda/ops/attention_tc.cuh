@@ -72,14 +72,30 @@ template <int HS> DL_HD inline void stage(float* tile, const float* src, int64_t
   }
 }
 
+// Warp w's 16 rows (query rows, or keys) of one (b, h): x0 the first, n of them inside T
+struct TcWarp {
+  int64_t bh, b, h, x0, n;
+  DL_HD TcWarp(const AttnProblem& p, int64_t w) {
+    const int64_t nt = (p.T + 15) / 16;
+    bh = w / nt, h = bh % p.NH, b = bh / p.NH, x0 = (w % nt) * 16, n = p.T - x0 < 16 ? p.T - x0 : 16;
+  }
+};
+
+// What both gradient kernels read and write
+struct AttnGradArgs {
+  AttnProblem p;
+  const float *L, *D, *dout;
+  float* dqkv;
+};
+
 template <int HS> struct AttnForwardTcF {
   AttnProblem p;
   float *out, *L;
   DL_HD void operator()(int64_t w, float* sm, Lanes ln) const {
     using Y = TcTiles<HS>;
     namespace tc = tf32x3;
-    const int64_t T = p.T, nt = (T + 15) / 16, bh = w / nt, t0 = (w % nt) * 16, h = bh % p.NH, b = bh / p.NH;
-    const int64_t nq = T - t0 < 16 ? T - t0 : 16;
+    const TcWarp wp(p, w);
+    const int64_t T = p.T, bh = wp.bh, b = wp.b, h = wp.h, t0 = wp.x0, nq = wp.n;
     float *Q = sm + Y::q, *K = sm + Y::k, *V = sm + Y::v, *O = sm + Y::o, *X = sm + Y::x, *S = sm + Y::s;
     float *m = sm + Y::rows, *l = m + 16, *a = l + 16, *mx = a + 16, *sx = mx + 32;
     stage<HS>(Q, p.q(b, h, t0), 3 * p.C, nq, p.c, ln);
@@ -174,15 +190,12 @@ template <int HS> struct AttnForwardTcF {
   }
 };
 
-template <int HS> struct AttnGradQTcF {  // warp = 16 query rows: dq = c sum_s dS_ts k_s
-  AttnProblem p;
-  const float *L, *D, *dout;
-  float* dqkv;
+template <int HS> struct AttnGradQTcF : AttnGradArgs {  // warp = 16 query rows: dq = c sum_s dS_ts k_s
   DL_HD void operator()(int64_t w, float* sm, Lanes ln) const {
     using Y = TcTiles<HS>;
     namespace tc = tf32x3;
-    const int64_t T = p.T, nt = (T + 15) / 16, bh = w / nt, t0 = (w % nt) * 16, h = bh % p.NH, b = bh / p.NH;
-    const int64_t nq = T - t0 < 16 ? T - t0 : 16;
+    const TcWarp wp(p, w);
+    const int64_t T = p.T, bh = wp.bh, b = wp.b, h = wp.h, t0 = wp.x0, nq = wp.n;
     float *Q = sm + Y::q, *K = sm + Y::k, *V = sm + Y::v, *G = sm + Y::x, *S = sm + Y::s, *dP = sm + Y::s2;
     stage<HS>(Q, p.q(b, h, t0), 3 * p.C, nq, p.c, ln);
     stage<HS>(G, dout + (b * T + t0) * p.C + h * HS, p.C, nq, 1.f, ln);
@@ -245,15 +258,12 @@ template <int HS> struct AttnGradQTcF {  // warp = 16 query rows: dq = c sum_s d
   }
 };
 
-template <int HS> struct AttnGradKVTcF {  // warp = 16 keys: dk = sum_t dS_ts (c q_t), dv = sum_t P_ts M_ts dO_t
-  AttnProblem p;
-  const float *L, *D, *dout;
-  float* dqkv;
+template <int HS> struct AttnGradKVTcF : AttnGradArgs {  // warp = 16 keys: dk = sum_t dS_ts (c q_t), dv = sum_t P_ts M_ts dO_t
   DL_HD void operator()(int64_t w, float* sm, Lanes ln) const {
     using Y = TcTiles<HS>;
     namespace tc = tf32x3;
-    const int64_t T = p.T, nt = (T + 15) / 16, bh = w / nt, s0 = (w % nt) * 16, h = bh % p.NH, b = bh / p.NH;
-    const int64_t nk = T - s0 < 16 ? T - s0 : 16, sl = s0 + nk - 1;
+    const TcWarp wp(p, w);
+    const int64_t T = p.T, bh = wp.bh, b = wp.b, h = wp.h, s0 = wp.x0, nk = wp.n, sl = s0 + nk - 1;
     float *Q = sm + Y::q, *K = sm + Y::k, *V = sm + Y::v, *G = sm + Y::x, *W = sm + Y::s, *dS = sm + Y::s2;
     stage<HS>(K, p.q(b, h, s0) + p.C, 3 * p.C, nk, 1.f, ln);
     stage<HS>(V, p.q(b, h, s0) + 2 * p.C, 3 * p.C, nk, 1.f, ln);
@@ -360,8 +370,9 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& 
     return attention_rows_backward(exec, p, pl, pD, pg, pd);
   with_tile_head(p.HS, [&]<int HS>() {
     const int64_t warps = p.B * p.NH * ((p.T + 15) / 16);
-    for_warps(exec, warps, TcTiles<HS>::total, AttnGradQTcF<HS>{p, pl, pD, pg, pd});
-    for_warps(exec, warps, TcTiles<HS>::total, AttnGradKVTcF<HS>{p, pl, pD, pg, pd});
+    const AttnGradArgs g{p, pl, pD, pg, pd};
+    for_warps(exec, warps, TcTiles<HS>::total, AttnGradQTcF<HS>{g});
+    for_warps(exec, warps, TcTiles<HS>::total, AttnGradKVTcF<HS>{g});
   });
 }
 
