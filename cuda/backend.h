@@ -33,7 +33,8 @@
 //   cuda/backend_elementwise.cuh  where, unary ops and their derivatives, binary ops (broadcasting views)
 //   cuda/backend_reduce.cuh       reductions over any dims, row sums, cumsum; the Adam/AdamW step and the sum of squares,
 //                                 per buffer or over many in one launch
-//   cuda/backend_nn.cuh           softmax / log_softmax, layer_norm / rms_norm, cross-entropy (+ backward), dropout
+//   cuda/backend_nn.cuh           softmax / log_softmax, layer_norm / rms_norm, cross-entropy (+ backward), dropout,
+//                                 the LSTM cell
 //   cuda/backend_index.cuh        embedding (+ backward), gather, scatter_add, index_add, one_hot
 //   cuda/backend_libs.cuh         matmul (the GEMM of cuBLAS), real FFTs of rows and the causal FFT convolution (cuFFT's)
 //   cuda/backend_ssm.cuh          the Vandermonde product of S4D's and DLR's kernels and the spectrum of S4's DPLR
@@ -120,7 +121,7 @@ template <class P> class CudaBackend final : public Backend {
                   const std::vector<Tensor>& m, const std::vector<Tensor>& v) override;
   double sum_sq_all(const std::vector<Tensor>& gs) override;
 
-  // ---- row ops of nn: softmax, norms, cross-entropy, dropout: cuda/backend_nn.cuh ----
+  // ---- row ops of nn: softmax, norms, cross-entropy, dropout, the LSTM cell: cuda/backend_nn.cuh ----
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& y) override;
   void softmax_backward(const Tensor& y, const Tensor& dy, int64_t dim, bool log, const Tensor& dx) override;
   void softmax_last(const Tensor& x, const Tensor& out) override;
@@ -133,6 +134,9 @@ template <class P> class CudaBackend final : public Backend {
   void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, int64_t ignore_index, double ls,
                               const Tensor& row_scale, const Tensor& dx) override;
   void dropout_mask(uint64_t base, double p, const Tensor& mask) override;
+  void lstm_cell(const Tensor& gates, const Tensor& c, const Tensor& hc) override;
+  void lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& dhc, const Tensor& dgates,
+                          const Tensor& dc) override;
 
   // ---- indexing: cuda/backend_index.cuh ----
   void embedding(const Tensor& weight, const Tensor& idx, const Tensor& out) override;

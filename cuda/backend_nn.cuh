@@ -1,11 +1,12 @@
 // cuda/backend_nn.cuh - the row ops of neural networks in CudaBackend<P> (cuda/backend.h), forward and backward:
 // softmax / log_softmax over any dim (contiguous last-dim rows: the block-per-row kernel), layer_norm / rms_norm,
 // cross-entropy with ignore_index and label smoothing (cuda/ops/nn.cuh), and the dropout mask (the CPU's
-// counter-based draws, cuda/ops/index.cuh).
+// counter-based draws, cuda/ops/index.cuh), and one LSTM step's pointwise part (cuda/ops/lstm.cuh).
 #pragma once
 #include "cuda/backend.h"
 #include "cuda/checks.h"
 #include "cuda/ops/index.cuh"
+#include "cuda/ops/lstm.cuh"
 #include "cuda/ops/nn.cuh"
 
 namespace dl::cuda {
@@ -114,6 +115,36 @@ template <class P> void CudaBackend<P>::dropout_mask(uint64_t base, double p, co
   ops::dropout_mask(p_.par(), base, p, p_.view(mask));
 }
 
+// gates (B, 4 Hd), c (B, Hd) and the (B, 2, Hd) state pair, contiguous on this device, one float dtype
+inline void require_lstm_cell(const Tensor& gates, const Tensor& c, const Tensor& pair, const char* op, const char* what) {
+  require_cuda(gates, op, "gates");
+  require_cuda(c, op, "c");
+  require_cuda(pair, op, what);
+  require_float(c, op);
+  if (c.dim() != 2 || gates.shape() != Shape{c.size(0), 4 * c.size(1)} || pair.shape() != Shape{c.size(0), 2, c.size(1)} ||
+      gates.dtype() != c.dtype() || pair.dtype() != c.dtype())
+    fail(std::string(op) + " (cuda): expected gates (B, 4Hd), c (B, Hd) and " + what + " (B, 2, Hd) of one dtype, found " +
+         shape_str(gates.shape()) + " " + dtype_name(gates.dtype()) + ", " + shape_str(c.shape()) + " " + dtype_name(c.dtype()) +
+         " and " + shape_str(pair.shape()) + " " + dtype_name(pair.dtype()));
+}
+
+template <class P> void CudaBackend<P>::lstm_cell(const Tensor& gates, const Tensor& c, const Tensor& hc) {
+  require_lstm_cell(gates, c, hc, "lstm_cell", "hc");
+  ops::lstm_cell(p_.par(), p_.view(gates), p_.view(c), p_.view(hc));
+}
+
+template <class P>
+void CudaBackend<P>::lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& dhc, const Tensor& dgates,
+                                        const Tensor& dc) {
+  const char* op = "lstm_cell backward";
+  require_lstm_cell(gates, c, dhc, op, "dhc");
+  require_cuda(dgates, op, "dgates");
+  require_cuda(dc, op, "dc");
+  require_same(gates, dgates, op, "gates", "dgates");
+  require_same(c, dc, op, "c", "dc");
+  ops::lstm_cell_backward(p_.par(), p_.view(gates), p_.view(c), p_.view(dhc), p_.view(dgates), p_.view(dc));
+}
+
 }  // namespace dl::cuda
 
 // The family's methods compiled for platform P, expanded inside namespace dl::cuda (cuda/gpu_nn.cu, cuda/twin.cpp).
@@ -129,4 +160,6 @@ template <class P> void CudaBackend<P>::dropout_mask(uint64_t base, double p, co
                                               const Tensor&);                                                                  \
   template void CudaBackend<P>::cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, int64_t, double,           \
                                                        const Tensor&, const Tensor&);                                          \
-  template void CudaBackend<P>::dropout_mask(uint64_t, double, const Tensor&);
+  template void CudaBackend<P>::dropout_mask(uint64_t, double, const Tensor&);                                                 \
+  template void CudaBackend<P>::lstm_cell(const Tensor&, const Tensor&, const Tensor&);                                        \
+  template void CudaBackend<P>::lstm_cell_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&);

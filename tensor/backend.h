@@ -149,6 +149,12 @@ struct Backend {
   virtual void dplr_spectrum(const Tensor& w, const Tensor& dt, const Tensor& V, int64_t Lk, const Tensor& Khat) = 0;
   virtual void dplr_spectrum_backward(const Tensor& w, const Tensor& dt, const Tensor& V, int64_t Lk, const Tensor& gKhat,
                                       const Tensor& gV, const Tensor& gw, const Tensor& gdt) = 0;
+  // One LSTM step's pointwise part (nn/fused/lstm_kernels.h; formulas nn/recurrent/lstm.h): gates (B, 4 Hd) the i, f,
+  // g, o pre-activations and c (B, Hd) -> hc (B, 2, Hd) = [h_t, c_t]; backward from dhc (B, 2, Hd) with the activations
+  // recomputed: dgates (B, 4 Hd), dc (B, Hd). All contiguous, one float dtype.
+  virtual void lstm_cell(const Tensor& gates, const Tensor& c, const Tensor& hc) = 0;
+  virtual void lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& dhc, const Tensor& dgates,
+                                  const Tensor& dc) = 0;
   virtual void synchronize() = 0;
 };
 

@@ -67,8 +67,12 @@ struct LstmCellNode : Node {
   void release() override { gates = c = Tensor(); }
   std::vector<Tensor> apply(const Tensor& dy_) override {
     const int64_t B = c.size(0), Hd = c.size(1);
-    Tensor dy = dy_.contiguous();
-    Tensor dgates = Tensor::empty({B, 4 * Hd}, gates.dtype()), dc = Tensor::empty({B, Hd}, c.dtype());
+    Tensor dy = dy_.to(c.dtype()).contiguous();
+    Tensor dgates = Tensor::empty({B, 4 * Hd}, gates.dtype(), c.device()), dc = Tensor::empty({B, Hd}, c.dtype(), c.device());
+    if (c.device() != Device::cpu) {  // the backend's cell (cuda/ops/lstm.cuh): the same formulas in the tensors' dtype
+      require_backend(c.device(), "lstm_cell_fused").lstm_cell_backward(gates, c, dy, dgates, dc);
+      return {needs_grad(0) ? dgates : Tensor(), needs_grad(1) ? dc : Tensor()};
+    }
     dispatch_float(gates.dtype(), "lstm_cell_fused", [&]<class T>() {
       const T *pg = gates.data<T>(), *pc = c.data<T>(), *pdy = dy.data<T>();
       T *pdg = dgates.data<T>(), *pdc = dc.data<T>();
@@ -260,8 +264,9 @@ Var lstm_cell_fused(const Var& gates, const Var& c) {
          shape_str(c.shape()));
   const int64_t B = c.size(0), Hd = c.size(1);
   Tensor g = gates.data().contiguous(), cc = c.data().to(g.dtype()).contiguous();
-  Tensor out = Tensor::empty({B, 2, Hd}, g.dtype());
-  dispatch_float(g.dtype(), "lstm_cell_fused", [&]<class T>() {
+  Tensor out = Tensor::empty({B, 2, Hd}, g.dtype(), g.device());
+  if (g.device() != Device::cpu) require_backend(g.device(), "lstm_cell_fused").lstm_cell(g, cc, out);
+  else dispatch_float(g.dtype(), "lstm_cell_fused", [&]<class T>() {
     const T *pg = g.data<T>(), *pc = cc.data<T>();
     T* po = out.data<T>();
     for (int64_t b = 0; b < B; b++)

@@ -85,8 +85,8 @@ Var LSTM::forward(const Var& x, const Tensor& mask) {
         h = o * tanh(l.ln_c->forward(c));
       } else {
         gates = select(xg, 1, t) + linear(h, l.w_hh, l.b_hh);                           // (B, 4Hd)
-        const bool fused = opt.fused && dev == Device::cpu;  // the fused cell kernel is CPU-only: its composed twin
-        Var hc = fused ? lstm_cell_fused(gates, c) : lstm_cell_composed(gates, c);  // (B, 2, Hd)
+        // the fused cell: one node (on a device the backend's cell, one launch), or its composed twin
+        Var hc = opt.fused ? lstm_cell_fused(gates, c) : lstm_cell_composed(gates, c);  // (B, 2, Hd)
         h = select(hc, 1, 0), c = select(hc, 1, 1);
       }
       outs.push_back(h);

@@ -9,6 +9,7 @@
 #include "cuda/ops/attention.cuh"
 #include "logic_util.h"
 #include "nn/fused/flash_attention.h"
+#include "nn/fused/lstm_kernels.h"
 #include "nn/ssm/s4.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
@@ -148,6 +149,25 @@ TEST(DeviceKernels, AttentionRefusesHeadsAboveTheKernelsLimit) {
     FAIL() << "a head of 256 should be refused";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("head size 256"), std::string::npos) << e.what();
+  }
+}
+
+// ---- the LSTM cell ----
+// lstm_cell_fused on the device (cuda/ops/lstm.cuh) against the CPU's node: pre-activations spread over +-12 (the
+// sigmoids and tanh saturate at both ends), both float dtypes, forward and both gradients.
+TEST(DeviceKernels, LstmCellAgreesWithTheCpusNode) {
+  for (DType t : {DType::f32, DType::f64}) {
+    Generator g(47);
+    const int64_t B = 5, Hd = 7;
+    Tensor gates = mul_scalar(randn({B, 4 * Hd}, g, t), 4.0), c = randn({B, Hd}, g, t), dy = randn({B, 2, Hd}, g, t);
+    Var gc(gates, true), cc(c, true), gd(on_dev(gates), true), cd(on_dev(c), true);
+    Var yc = nn::lstm_cell_fused(gc, cc), yd = nn::lstm_cell_fused(gd, cd);
+    const std::string what = std::string("lstm cell ") + dtype_name(t);
+    EXPECT_TRUE(all_close(back(yd.data()), yc.data(), agree(t), what + " hc"));
+    yc.backward(dy);
+    yd.backward(on_dev(dy));
+    EXPECT_TRUE(all_close(back(gd.grad()), gc.grad(), agree(t), what + " dgates"));
+    EXPECT_TRUE(all_close(back(cd.grad()), cc.grad(), agree(t), what + " dc"));
   }
 }
 
