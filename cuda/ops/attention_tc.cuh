@@ -7,14 +7,14 @@
 // 4 banks after the one above):
 //   forward   warp = 16 query rows t0..t0+15 of one (b, h). Q (scaled by c) stays in registers as TF32 pairs; for each
 //             tile of 16 keys in the rows' union [lo(t0), hi(t_last)): K, V staged (zeros past the end),
-//             S = Q K^T (tensor cores), then one lane a row: the row's own key range and mask (-1e9 at padding keys,
+//             S = Q K^T (tensor cores), then each lane half a row: the row's own key range and mask (-1e9 at padding keys,
 //             outside the range no term), m' = max(m, max S), a = e^(m - m'), l = a l + sum e^(S - m'), P = e^(S - m') M;
 //             X = P V (tensor cores), O = a O + X (lanes). out = O / l, L = m + log l.
-//   dq        warp = 16 query rows: for each key tile S = Q K^T and dP = dO V^T (tensor cores), one lane a row:
+//   dq        warp = 16 query rows: for each key tile S = Q K^T and dP = dO V^T (tensor cores), a lane per half row:
 //             dS = P (M dP - D) with P = e^(S - L) (0 at padding keys and outside the range), dq += dS K (tensor
 //             cores, the sum stays in the accumulator); dq = c dq.
 //   dk, dv    warp = 16 keys s0..s0+15: for each tile of the query rows that can see them ([t0(s0), t1(s_last)), as the
-//             rows' kernel bounds them), S and dP as above, one lane a row: W = P M, dS (P = 1 / (hi - lo) on a row with
+//             rows' kernel bounds them), S and dP as above, a lane per half row: W = P M, dS (P = 1 / (hi - lo) on a row with
 //             no real key); dv += W^T dO, dk += dS^T (c Q) (tensor cores, the transposes read from the tiles as stored).
 // A tile's exponentials are the rows' kernel's, but its sums run in another order and its products are 3xTF32: the
 // results agree with the CPU's to float32 tolerance, not to the bit (the twin checks, tests/cuda_logic).
