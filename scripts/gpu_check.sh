@@ -12,10 +12,10 @@
 #      step says "skipped: no device"). A GPU without a library the binaries need: the summary names it and the check
 #      stops there.
 #   2. gpu_smoke: each raw kernel, cuBLAS GEMM per transpose pair, the backend's matmul, the cuFFT convolution, the
-#      caching allocator, single-rank NCCL and the attention primitive (tiles and rows) against host references, and the
-#      attention tiles' speed against the rows' (smoke.tsv); then the raw kernels once more under compute-sanitizer
-#      --tool racecheck (their block reductions share memory), and the attention items under racecheck and synccheck
-#      (one warp's tiles in shared memory), when it is there
+#      caching allocator, single-rank NCCL, the attention primitive (tiles and rows) and the norms against host
+#      references, and the attention tiles' speed against the rows' (smoke.tsv); then the raw kernels once more under
+#      compute-sanitizer --tool racecheck (their block reductions share memory), and the attention and norm items under
+#      racecheck and synccheck (one warp's scratch in shared memory), when it is there
 #   3. the tests through scripts/gpu_tests.py (results.tsv: binary, test, status, seconds, rerun, note): test_cuda and
 #      test_nccl whole, test_autograd filtered to '*AgreesOnDevice*' (every OpCase), test_onnx to '*SameFile*' (an ONNX
 #      export from a model on the GPU is byte-identical to the CPU's); a crash or a hang costs one test,
@@ -166,7 +166,7 @@ step_end
 
 # ---- 2. the smoke driver --------------------------------------------------------------------------------------------
 if wanted smoke "2 gpu_smoke"; then
-step "2 gpu_smoke (raw kernels, cuBLAS, cuFFT, allocator, NCCL, attention against host references)"
+step "2 gpu_smoke (raw kernels, cuBLAS, cuFFT, allocator, NCCL, attention, norms against host references)"
 timeout -k 5 "$(cap 90 300)" "$B/bin/gpu_smoke" --tsv "$SMOKE" >"$LOGS/smoke.log" 2>&1
 rc=$?
 head -1 "$LOGS/smoke.log" | sed 's/^/  /' >>"$SUMMARY"
@@ -188,9 +188,10 @@ if tiles_failed_rows_passed "$SMOKE"; then
 fi
 SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
   /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)
-# shared memory under the sanitizer: races in the row kernels' block reductions, and in the attention tiles (one warp's
-# tiles, phases separated by __syncwarp) races and misused warp barriers (synccheck)
-for spec in "racecheck kernel. the raw kernels" "racecheck attention. the attention tiles" "synccheck attention. the attention tiles"; do
+# shared memory under the sanitizer: races in the row kernels' block reductions, and in the attention tiles and the
+# warp-per-row norms (one warp's scratch, phases separated by __syncwarp) races and misused warp barriers (synccheck)
+for spec in "racecheck kernel. the raw kernels" "racecheck attention. the attention tiles" "synccheck attention. the attention tiles" \
+  "racecheck norm. the warp-per-row norms" "synccheck norm. the warp-per-row norms"; do
   read -r tool prefix what <<<"$spec"
   if [ -z "$NO_DEVICE" ] && [ -n "$SANITIZER" ] && [ "$(cap 60 330)" -ge 20 ]; then
     log=$LOGS/smoke_${tool}_${prefix%.}.log

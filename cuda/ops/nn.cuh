@@ -7,8 +7,9 @@
 // Strided map over the shape without C, and C is walked with the view's own stride. Outputs are fresh
 // contiguous tensors in the input's layout, so row o = a B + b writes y[a C B + c B + b].
 // One thread per row, walking C serially and summing in float64 (the CPU sums in float64 or in lanes
-// of T): deterministic, and exact enough for float32 rows of any length. dweight/dbias of layer_norm
-// are one thread per column walking every row in order.
+// of T): deterministic, and exact enough for float32 rows of any length; layer_norm / rms_norm and their dx one warp a
+// row (coalesced reads, since 2026-12-07). dweight/dbias of layer_norm are one thread per column walking every row in
+// order.
 // Formulas (those of tensor/nn_kernels.cpp and nn_kernels_loss.cpp):
 //   softmax      y = exp(x - m) / sum exp(x - m)        dx = y (dy - sum(dy y))
 //   log_softmax  y = x - m - log sum exp(x - m)         dx = dy - exp(y) sum(dy)
@@ -16,10 +17,11 @@
 //                dxhat = dy w; dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)); dw = sum dy xhat; db = sum dy
 //                (rms_norm: mu = 0 and no mean(dxhat) term)
 //   cross_entropy  loss = lse - (1 - s) x_t - s mean(x); dx = g (softmax(x) - (1 - s) onehot(t) - s / C)
-// What it is not: fast for few long rows, or for layer_norm weight gradients over very many rows
-// (a block-per-row / tree-reduced version is the next step once GPU timings exist).
+// What it is not: fast for few long rows (softmax, cross-entropy: a thread per row), or for layer_norm weight gradients
+// over very many rows.
 #pragma once
 #include "cuda/ops/common.cuh"
+#include "cuda/ops/warps.cuh"
 
 namespace dl::ops {
 
@@ -103,46 +105,79 @@ template <class Exec> void softmax_backward(const Exec& exec, const Tensor& y, c
 }
 
 // ---------------------------------------------------------------------------------------------
-template <class T> struct NormF {
+// layer_norm / rms_norm one warp a row (cuda/ops/warps.cuh): lane l takes the columns l, l + 32, ... (neighbouring lanes
+// read neighbouring columns: one row's read is coalesced, where a thread per row read 32 rows at a stride), sums them in
+// float64, and every lane adds the 32 partial sums in lane order from the warp's scratch (the same order on every
+// launch). Scratch (doubles): the partials of two sums, then the row's two statistics.
+constexpr int64_t kNormScratch = 2 * 32 + 2;
+
+template <class T> struct NormWarpF {
   const T *x, *w, *b;  // w, b: contiguous [C] or null
   T *y, *mean, *rstd;  // mean: null for rms_norm
   RowLayout L;
   double eps;
-  DL_HD void operator()(int64_t r) const {
+  DL_HD void operator()(int64_t r, double* sm, Lanes ln) const {
     const T* p = x + L.rows.offset(r);
-    double mu = 0, v = 0;
-    if (mean) {
-      for (int64_t c = 0; c < L.C; c++) mu += (double)p[c * L.stride];
-      mu /= (double)L.C;
+    const int64_t C = L.C, st = L.stride;
+    double *part = sm, *stat = sm + 64;  // stat: mu, rstd
+    for (int l = ln.first; l < 32; l += ln.step) {
+      double su = 0;
+      if (mean)
+        for (int64_t c = l; c < C; c += 32) su += (double)p[c * st];
+      part[l] = su;
     }
-    for (int64_t c = 0; c < L.C; c++) v += ((double)p[c * L.stride] - mu) * ((double)p[c * L.stride] - mu);  // two-pass
-    T rs = (T)(1.0 / ::sqrt(v / (double)L.C + eps)), m = (T)mu;
-    for (int64_t c = 0; c < L.C; c++) {
-      T h = (p[c * L.stride] - m) * rs;
-      y[r * L.C + c] = (w ? h * w[c] : h) + (b ? b[c] : (T)0);
+    warp_sync();
+    for (int l = ln.first; l < 32; l += ln.step) {  // mu, then each lane's share of sum (x - mu)^2
+      double mu = 0, v = 0;
+      for (int k = 0; k < 32; k++) mu += part[k];
+      mu /= (double)C;
+      for (int64_t c = l; c < C; c += 32) v += ((double)p[c * st] - mu) * ((double)p[c * st] - mu);  // two-pass
+      part[32 + l] = v;
+      if (l == 0) stat[0] = mu;
     }
-    rstd[r] = rs;
-    if (mean) mean[r] = m;
+    warp_sync();
+    for (int l = ln.first; l < 32; l += ln.step) {
+      double v = 0;
+      for (int k = 0; k < 32; k++) v += part[32 + k];
+      const T rs = (T)(1.0 / ::sqrt(v / (double)C + eps)), m = (T)stat[0];
+      for (int64_t c = l; c < C; c += 32) {
+        const T h = (p[c * st] - m) * rs;
+        y[r * C + c] = (w ? h * w[c] : h) + (b ? b[c] : (T)0);
+      }
+      if (l == 0) {
+        rstd[r] = rs;
+        if (mean) mean[r] = m;
+      }
+    }
   }
 };
 
-template <class T> struct NormBackwardDxF {
+template <class T> struct NormBackwardDxWarpF {  // one warp a row, as NormWarpF
   const T *dy, *x, *mean, *rstd, *w;  // mean null for rms_norm, w may be null
   T* dx;
   RowLayout Lg, Lx;
-  DL_HD void operator()(int64_t r) const {
+  DL_HD void operator()(int64_t r, double* sm, Lanes ln) const {
     const T *pg = dy + Lg.rows.offset(r), *px = x + Lx.rows.offset(r);
-    T m = mean ? mean[r] : (T)0, rs = rstd[r];
-    double s1 = 0, s2 = 0;  // sum(dxhat), sum(dxhat xhat)
-    for (int64_t c = 0; c < Lx.C; c++) {
-      double dh = w ? (double)pg[c * Lg.stride] * w[c] : (double)pg[c * Lg.stride];
-      s1 += dh;
-      s2 += dh * (double)((px[c * Lx.stride] - m) * rs);
+    const int64_t C = Lx.C;
+    const T m = mean ? mean[r] : (T)0, rs = rstd[r];
+    for (int l = ln.first; l < 32; l += ln.step) {  // each lane's share of sum(dxhat) and sum(dxhat xhat)
+      double s1 = 0, s2 = 0;
+      for (int64_t c = l; c < C; c += 32) {
+        const double dh = w ? (double)pg[c * Lg.stride] * w[c] : (double)pg[c * Lg.stride];
+        s1 += dh;
+        s2 += dh * (double)((px[c * Lx.stride] - m) * rs);
+      }
+      sm[l] = s1, sm[32 + l] = s2;
     }
-    T a = mean ? (T)(s1 / (double)Lx.C) : (T)0, bb = (T)(s2 / (double)Lx.C);
-    for (int64_t c = 0; c < Lx.C; c++) {
-      T g = pg[c * Lg.stride], dh = w ? g * w[c] : g;
-      dx[r * Lx.C + c] = rs * (dh - a - (px[c * Lx.stride] - m) * rs * bb);
+    warp_sync();
+    for (int l = ln.first; l < 32; l += ln.step) {
+      double s1 = 0, s2 = 0;
+      for (int k = 0; k < 32; k++) s1 += sm[k], s2 += sm[32 + k];
+      const T a = mean ? (T)(s1 / (double)C) : (T)0, bb = (T)(s2 / (double)C);
+      for (int64_t c = l; c < C; c += 32) {
+        const T g = pg[c * Lg.stride], dh = w ? g * w[c] : g;
+        dx[r * C + c] = rs * (dh - a - (px[c * Lx.stride] - m) * rs * bb);
+      }
     }
   }
 };
@@ -187,7 +222,7 @@ void layer_norm(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor
   RowLayout L = row_layout(x, x.dim() - 1, "layer_norm");
   dispatch_float(x.dtype(), "layer_norm (cuda)", [&]<class T>() {
     auto ptr = [](const Tensor& t) { return t.defined() ? dptr<T>(t) : nullptr; };
-    for_n(exec, L.nrows, NormF<T>{dptr<T>(x), ptr(w), ptr(b), dptr<T>(y), ptr(mean), dptr<T>(rstd), L, eps});
+    for_warps<double>(exec, L.nrows, kNormScratch, NormWarpF<T>{dptr<T>(x), ptr(w), ptr(b), dptr<T>(y), ptr(mean), dptr<T>(rstd), L, eps});
   });
 }
 
@@ -199,7 +234,8 @@ void layer_norm_backward(const Exec& exec, const Tensor& dy, const Tensor& x, co
   dispatch_float(x.dtype(), "layer_norm backward (cuda)", [&]<class T>() {
     auto ptr = [](const Tensor& t) { return t.defined() ? dptr<T>(t) : nullptr; };
     if (dx.defined())
-      for_n(exec, Lx.nrows, NormBackwardDxF<T>{dptr<T>(dy), dptr<T>(x), ptr(mean), dptr<T>(rstd), ptr(w), dptr<T>(dx), Lg, Lx});
+      for_warps<double>(exec, Lx.nrows, kNormScratch,
+                        NormBackwardDxWarpF<T>{dptr<T>(dy), dptr<T>(x), ptr(mean), dptr<T>(rstd), ptr(w), dptr<T>(dx), Lg, Lx});
     if (dw.defined() || db.defined()) {
       const int64_t S = sum_slices(Lx.C, Lx.nrows);  // scratch on x's device (the caching allocator on the GPU)
       Tensor partial = Tensor::empty({2 * S * Lx.C}, DType::f64, x.device());

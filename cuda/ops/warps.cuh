@@ -33,27 +33,27 @@ DL_HD inline void warp_sync() {
 }
 
 #if defined(__CUDACC__)
-template <class F> __global__ void warp_kernel(F f, int64_t n) {
-  extern __shared__ __align__(128) float warp_scratch[];
-  if ((int64_t)blockIdx.x < n) f((int64_t)blockIdx.x, warp_scratch, Lanes{(int)threadIdx.x, 32});
+template <class S, class F> __global__ void warp_kernel(F f, int64_t n) {
+  extern __shared__ __align__(128) unsigned char warp_scratch[];
+  if ((int64_t)blockIdx.x < n) f((int64_t)blockIdx.x, reinterpret_cast<S*>(warp_scratch), Lanes{(int)threadIdx.x, 32});
 }
 #endif
 
 template <class Exec> constexpr bool on_host_v = std::is_same_v<std::decay_t<Exec>, std::decay_t<decltype(thrust::cpp::par)>>;
 
-// f(w, scratch, lanes) for every warp w in [0, n), each with `floats` floats of scratch (32-byte aligned)
-template <class Exec, class F> void for_warps(const Exec&, int64_t n, int64_t floats, F f) {
+// f(w, scratch, lanes) for every warp w in [0, n), each with `count` elements of type S as scratch (32-byte aligned)
+template <class S = float, class Exec, class F> void for_warps(const Exec&, int64_t n, int64_t count, F f) {
   if (n <= 0) return;
   if constexpr (on_host_v<Exec>) {
-    std::vector<float> scratch(floats + 8);
-    float* s = scratch.data();
+    std::vector<S> scratch(count + 32 / sizeof(S));
+    S* s = scratch.data();
     while (reinterpret_cast<uintptr_t>(s) % 32) s++;
     for (int64_t w = 0; w < n; w++) f(w, s, Lanes{0, 1});
   } else {
 #if defined(__CUDACC__)
     if (n > 0x7fffffff) fail("for_warps: " + std::to_string(n) + " warps is more than a grid holds");
     // on the legacy default stream, in order with the Thrust ops (par_nosync) and the library calls
-    warp_kernel<<<(unsigned)n, 32, (size_t)floats * sizeof(float)>>>(f, n);
+    warp_kernel<S><<<(unsigned)n, 32, (size_t)count * sizeof(S)>>>(f, n);
     DL_CUDA_CHECK_LAUNCH();
 #else
     fail("for_warps: a device policy outside nvcc");

@@ -335,11 +335,12 @@ TEST(CudaLogic, SoftmaxAnyDimForwardBackward) {
         }
 }
 
-// layer_norm and rms_norm over the last dim of a view, with and without weight/bias; every gradient.
+// layer_norm and rms_norm over the last dim of a view, with and without weight/bias; every gradient. Rows of 1 to 512
+// (one warp a row: 130 and 512 give every lane several columns).
 TEST(CudaLogic, LayerNormForwardBackward) {
   Generator g(8);
   for (DType t : {DType::f32, DType::f64})
-    for (Shape s : {Shape{4, 3, 17}, Shape{1, 130}, Shape{6, 1}})
+    for (Shape s : {Shape{4, 3, 17}, Shape{1, 130}, Shape{6, 1}, Shape{3, 512}})
       for (bool center : {true, false})
         for (bool affine : {true, false}) {
           int64_t C = s.back();

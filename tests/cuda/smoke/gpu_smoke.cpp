@@ -102,7 +102,7 @@ void usage(std::FILE* f) {
                "Runs each piece of device library code once against a host reference: the raw kernels, cuBLAS GEMM\n"
                "per transpose pair and the backend's matmul, the cuFFT causal convolution, the caching allocator and\n"
                "single-rank NCCL. One line per item (PASS / FAIL / SKIP, max error, time); --tsv also writes them as\n"
-               "a table; --only runs the items whose name starts with PREFIX (libraries, kernel., cublas., backend., attention.,\n"
+               "a table; --only runs the items whose name starts with PREFIX (libraries, kernel., cublas., backend., attention., norm.,\n"
                "cufft., alloc., nccl.). Exit status 1 when an item failed; without a device every item but libraries\n"
                "(cuBLAS, cuFFT, NCCL opened, their versions) is skipped.\n");
 }
@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
     smoke::run_fft_items(r, skip);
     smoke::run_alloc_items(r, skip);
     smoke::run_attention_items(r, skip);
+    smoke::run_norm_items(r, skip);
     smoke::run_nccl_items(r, skip);
     std::printf("gpu_smoke: %d passed, %d failed, %d skipped\n", r.passed(), r.failed(), r.skipped());
     return r.failed() > 0 ? 1 : 0;

@@ -95,6 +95,7 @@ void run_blas_items(Report& r, const std::string& skip);
 void run_fft_items(Report& r, const std::string& skip);
 void run_alloc_items(Report& r, const std::string& skip);
 void run_attention_items(Report& r, const std::string& skip);  // smoke_attention.cpp: the attention primitive
+void run_norm_items(Report& r, const std::string& skip);       // smoke_norm.cpp: layer_norm / rms_norm, one warp a row
 void run_nccl_items(Report& r, const std::string& skip);  // smoke_nccl.cpp, or smoke_nccl_stub.cpp without NCCL
 
 }  // namespace dl::smoke
