@@ -428,6 +428,28 @@ TEST(CudaLogic, EmbeddingAndBackward) {
     }
 }
 
+// Long segments (a frequent index) are summed in chunks of 128 rows, then the chunks in order: one index of exactly
+// 128 rows (one chunk: the CPU's bits), one of 129 (two chunks), one of 3000 (24); agreement to rounding, and the same
+// bits on a second run.
+TEST(CudaLogic, EmbeddingBackwardOfLongSegments) {
+  Generator g(12);
+  for (DType t : {DType::f32, DType::f64}) {
+    std::vector<int64_t> ids;
+    for (auto [v, n] : std::vector<std::array<int64_t, 2>>{{0, 128}, {1, 129}, {3, 3000}}) ids.insert(ids.end(), n, v);
+    for (size_t i = ids.size() - 1; i > 0; i--) std::swap(ids[i], ids[g.next_u64() % (i + 1)]);  // unsorted
+    const int64_t N = (int64_t)ids.size(), V = 4, D = 6;
+    Tensor idx = from_vector(ids, {N}), dy = add_scalar(randn({N, D}, g, t), 0.3);
+    Tensor dw = Tensor::empty({V, D}, t), again = Tensor::empty({V, D}, t);
+    ops::embedding_backward(host_par, dy, idx, dw);
+    ops::embedding_backward(host_par, dy, idx, again);
+    const Tensor want = embedding_backward(dy, idx, V);
+    const std::string what = std::string("embedding_backward, long segments, ") + dtype_name(t);
+    EXPECT_TRUE(all_close(dw, want, agree(t), what));
+    EXPECT_TRUE(all_close(dw.narrow(0, 0, 1), want.narrow(0, 0, 1), kExact, what + ": 128 rows, one chunk"));
+    EXPECT_TRUE(all_close(again, dw, kExact, what + ": the same bits twice"));
+  }
+}
+
 // The device dropout mask is the CPU's mask bit for bit: same base draw, same counter-based draws, across
 // the 4096-element rows of the draws.
 TEST(CudaLogic, DropoutMaskEqualsCpu) {
