@@ -17,13 +17,13 @@
 //            dk_s = sum_t dS_ts (c q_t),  dv_s = sum_t P_ts M_ts dO_t      one thread per key (b, h, s)
 // Each thread sums its terms in key (or query) order, so the result does not depend on the launch, and nothing is
 // atomic. Memory: out, L (B NH T floats) and D; the scores exist one tile at a time in each thread's registers.
-// Head sizes 16, 32 and 64 are compiled as constants (the functors' HSC; attention() picks one, 0 = any head size): the
+// Head sizes 16, 32 and 64 are compiled as constants (the functors' HSC; attention_rows() picks one, 0 = any size): the
 // loops over a head then unroll and a thread's q, o and gradient rows can live in registers instead of local memory,
 // which an array indexed by a loop bound only known at run time cannot (the first GPU run, 2026-12-05, ran them so);
 // at those sizes the rows are also read four floats per load instruction (dot_row below), where the plain loops issued
 // one load per multiply-add (PTX for sm_90: the dq kernel at head size 32 has 172 loads for 396 FMAs, before 524).
 // What it is not: a tensor-core kernel (fp32 FMA, each thread reads its keys from L2; the K/V tiles are not staged in
-// shared memory), cross-attention, an additive bias, returned weights; head size at most kAttnMaxHead.
+// shared memory: cuda/ops/attention_tc.cuh does that, and picks between the two), cross-attention, an additive bias, returned weights; head size at most kAttnMaxHead.
 #pragma once
 #include "cuda/ops/common.cuh"
 #include "tensor/backend.h"
