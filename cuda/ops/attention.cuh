@@ -23,7 +23,8 @@
 // at those sizes the rows are also read four floats per load instruction (dot_row below), where the plain loops issued
 // one load per multiply-add (PTX for sm_90: the dq kernel at head size 32 has 172 loads for 396 FMAs, before 524).
 // What it is not: a tensor-core kernel (fp32 FMA, each thread reads its keys from L2; the K/V tiles are not staged in
-// shared memory: cuda/ops/attention_tc.cuh does that, and picks between the two), cross-attention, an additive bias, returned weights; head size at most kAttnMaxHead.
+// shared memory: cuda/ops/attention_tc.cuh does that, and picks between the two), cross-attention, an additive bias,
+// returned weights; head size at most kAttnMaxHead.
 #pragma once
 #include "cuda/ops/common.cuh"
 #include "tensor/backend.h"
