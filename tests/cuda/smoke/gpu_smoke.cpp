@@ -92,6 +92,21 @@ double scaled_err(const std::vector<double>& got, const std::vector<double>& wan
   return err / scale;
 }
 
+std::vector<double> f64_values(const Tensor& t) {
+  Tensor h = t.to(Device::cpu).to(DType::f64).contiguous();
+  return std::vector<double>(h.data<double>(), h.data<double>() + h.numel());
+}
+
+std::vector<double> f64_values(const std::vector<Tensor>& ts) {
+  std::vector<double> v;
+  for (const Tensor& t : ts)
+    if (t.defined()) {
+      const std::vector<double> part = f64_values(t);
+      v.insert(v.end(), part.begin(), part.end());
+    }
+  return v;
+}
+
 }  // namespace dl::smoke
 
 namespace {

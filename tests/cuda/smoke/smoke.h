@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/tensor.h"
+
 namespace dl::smoke {
 
 struct Outcome {
@@ -88,6 +90,11 @@ template <class T> std::vector<double> as_double(const std::vector<T>& v) { retu
 // max |got - want| / max(1, max |want|): the error relative to the size of the result, so one tolerance serves
 // results of any scale (and small results are judged absolutely).
 double scaled_err(const std::vector<double>& got, const std::vector<double>& want);
+
+// Every element of t, on the host, as f64 (an f64 tensor keeps its precision); of several, one after another
+// (undefined ones skipped).
+std::vector<double> f64_values(const Tensor& t);
+std::vector<double> f64_values(const std::vector<Tensor>& ts);
 
 // The families; each registers its items with the report (smoke_*.cpp).
 void run_kernel_items(Report& r, const std::string& skip);

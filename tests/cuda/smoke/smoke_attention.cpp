@@ -41,14 +41,7 @@ Result run(const Problem& pr, const Tensor& qkv, const Tensor& dy, const Tensor&
   y.backward(dy);
   return {y.data(), x.grad()};
 }
-Result on_host(const Result& r) { return {r.out.to(Device::cpu), r.dqkv.to(Device::cpu)}; }
-
-std::vector<double> values(const Result& r) {
-  Tensor a = r.out.to(DType::f64).contiguous(), b = r.dqkv.to(DType::f64).contiguous();
-  std::vector<double> v(a.data<double>(), a.data<double>() + a.numel());
-  v.insert(v.end(), b.data<double>(), b.data<double>() + b.numel());
-  return v;
-}
+std::vector<double> values(const Result& r) { return f64_values({r.out, r.dqkv}); }  // on the host
 
 struct Inputs {
   Tensor qkv, dy, km, prefix;
@@ -88,7 +81,7 @@ Outcome agree_item(const std::vector<Problem>& problems, bool tiles) {
     const Inputs in = inputs(pr);
     const Result cpu = run(pr, in.qkv, in.dy, in.km, in.prefix);
     const Inputs d = in.to(Device::cuda);
-    const Result dev = on_host(run(pr, d.qkv, d.dy, d.km, d.prefix));
+    const Result dev = run(pr, d.qkv, d.dy, d.km, d.prefix);
     sync_check("flash_attention on the device");
     o.max_err = std::max(o.max_err, scaled_err(values(dev), values(cpu)));
     o.detail += (o.detail.empty() ? "" : ", ") + std::to_string(pr.B) + "x" + std::to_string(pr.T) + " C " +
@@ -127,7 +120,7 @@ Outcome speed_item(const Problem& pr) {
     Path path(tiles);
     ms[tiles] = median_ms([&] { r[tiles] = run(pr, in.qkv, in.dy, in.km, in.prefix); });
   }
-  o.max_err = scaled_err(values(on_host(r[1])), values(on_host(r[0])));
+  o.max_err = scaled_err(values(r[1]), values(r[0]));
   // forward 4 B T^2 C (2 B T^2 C causal), the backward about 2.5x that
   const double flop = 3.5 * 4.0 * pr.B * pr.T * pr.T * pr.C / (pr.causal ? 2 : 1);
   char buf[300];

@@ -74,12 +74,6 @@ template <class T> Outcome gemm_item(bool ta, bool tb) {
   return o;
 }
 
-// Every element of t, on the host, as f64 (an f64 tensor keeps its precision).
-std::vector<double> f64_values(const Tensor& t) {
-  Tensor h = t.to(Device::cpu).to(DType::f64).contiguous();
-  return std::vector<double>(h.data<double>(), h.data<double>() + h.numel());
-}
-
 // The host reference of a (B, M, K) @ (K, N) product, in f64.
 std::vector<double> host_matmul(const Tensor& a, const Tensor& b) {
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1), batch = a.numel() / (M * K);

@@ -11,16 +11,6 @@
 namespace dl::smoke {
 namespace {
 
-std::vector<double> flat(const std::vector<Tensor>& ts) {
-  std::vector<double> v;
-  for (const Tensor& t : ts) {
-    if (!t.defined()) continue;
-    Tensor h = t.to(Device::cpu).to(DType::f64).contiguous();
-    v.insert(v.end(), h.data<double>(), h.data<double>() + h.numel());
-  }
-  return v;
-}
-
 Outcome norm_item(bool center) {
   Outcome o;
   o.tol = 1e-5;
@@ -36,8 +26,8 @@ Outcome norm_item(bool center) {
     NormGrads gv = center ? layer_norm_backward(dy.to(d), x.to(d), v.mean, v.rstd, w.to(d), true, true, true)
                           : rms_norm_backward(dy.to(d), x.to(d), v.rstd, w.to(d), true, true);
     sync_check(center ? "layer_norm" : "rms_norm");
-    o.max_err = std::max(o.max_err, scaled_err(flat({v.y, v.mean, v.rstd, gv.dx, gv.dweight, gv.dbias}),
-                                                flat({c.y, c.mean, c.rstd, gc.dx, gc.dweight, gc.dbias})));
+    o.max_err = std::max(o.max_err, scaled_err(f64_values({v.y, v.mean, v.rstd, gv.dx, gv.dweight, gv.dbias}),
+                                                f64_values({c.y, c.mean, c.rstd, gc.dx, gc.dweight, gc.dbias})));
     o.detail += (o.detail.empty() ? "rows of " : ", ") + std::to_string(C);
   }
   return o;
