@@ -286,10 +286,9 @@ template <class F> void with_head_size(int64_t HS, bool aligned, F&& f) {
 inline bool aligned16(const float* base, int64_t C) { return reinterpret_cast<uintptr_t>(base) % 16 == 0 && C % 4 == 0; }
 
 // The rows' kernels (one thread per query row, then per key); cuda/ops/attention_tc.cuh's attention() picks them or
-// the tensor-core tiles.
-template <class Exec>
-void attention_rows(const Exec& exec, const AttnProblem& p, float* out, float* L) {
-  with_head_size(p.HS, aligned16(p.qkv, p.C), [&]<int HSC>() { for_n(exec, p.B * p.NH * p.T, AttnForwardF<HSC>{p, out, L}); });
+// the tensor-core tiles. `aligned`: every head row read is on a 16-byte boundary (aligned16 of qkv, and of dout backward).
+template <class Exec> void attention_rows(const Exec& exec, const AttnProblem& p, bool aligned, float* out, float* L) {
+  with_head_size(p.HS, aligned, [&]<int HSC>() { for_n(exec, p.B * p.NH * p.T, AttnForwardF<HSC>{p, out, L}); });
 }
 
 // What both backward kernels read besides qkv, out, L and dout: D_t = dO_t . out_t per row, and where there is a key
@@ -312,10 +311,10 @@ AttnBackwardScratch attention_backward_scratch(const Exec& exec, AttnProblem& p,
 }
 
 template <class Exec>
-void attention_rows_backward(const Exec& exec, const AttnProblem& p, const float* L, const float* D, const float* dout,
-                             float* dqkv) {
+void attention_rows_backward(const Exec& exec, const AttnProblem& p, bool aligned, const float* L, const float* D,
+                             const float* dout, float* dqkv) {
   const int64_t rows = p.B * p.NH * p.T;
-  with_head_size(p.HS, aligned16(p.qkv, p.C) && aligned16(dout, p.C), [&]<int HSC>() {
+  with_head_size(p.HS, aligned, [&]<int HSC>() {
     for_n(exec, rows, AttnGradQF<HSC>{p, L, D, dout, dqkv});
     for_n(exec, rows, AttnGradKVF<HSC>{p, L, D, dout, dqkv});
   });

@@ -337,15 +337,11 @@ template <int HS> struct AttnGradKVTcF : AttnGradArgs {  // warp = 16 keys: dk =
   }
 };
 
-// The tiles where they apply: head size 16, 32 or 64, every row read on a 16-byte boundary, and not switched off.
+// The tiles where they apply: head size 16, 32 or 64 (with_head_size's constants), every row read on a 16-byte
+// boundary, and not switched off.
 inline bool attention_tiles(int64_t HS, bool aligned) {
   const char* e = std::getenv("DL_ATTENTION_TC");
   return aligned && (HS == 16 || HS == 32 || HS == 64) && !(e && std::strcmp(e, "0") == 0);
-}
-template <class F> void with_tile_head(int64_t HS, F&& f) {
-  if (HS == 16) f.template operator()<16>();
-  else if (HS == 32) f.template operator()<32>();
-  else f.template operator()<64>();
 }
 
 template <class Exec>
@@ -353,9 +349,10 @@ void attention(const Exec& exec, const AttentionArgs& a, const Tensor& qkv, cons
                const Tensor& out, const Tensor& L) {
   const AttnProblem p = attn_problem(a, qkv, km, prefix);
   float *po = dptr<float>(out), *pl = dptr<float>(L);
-  if (!attention_tiles(p.HS, aligned16(p.qkv, p.C))) return attention_rows(exec, p, po, pl);
-  with_tile_head(p.HS, [&]<int HS>() {
-    for_warps(exec, p.B * p.NH * ((p.T + 15) / 16), TcTiles<HS>::total, AttnForwardTcF<HS>{p, po, pl});
+  const bool aligned = aligned16(p.qkv, p.C);
+  if (!attention_tiles(p.HS, aligned)) return attention_rows(exec, p, aligned, po, pl);
+  with_head_size(p.HS, true, [&]<int HS>() {
+    if constexpr (HS > 0) for_warps(exec, p.B * p.NH * ((p.T + 15) / 16), TcTiles<HS>::total, AttnForwardTcF<HS>{p, po, pl});
   });
 }
 
@@ -366,13 +363,15 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const Tensor& 
   const AttnBackwardScratch s = attention_backward_scratch(exec, p, out, dout);
   const float *pl = dptr<float>(L), *pD = dptr<float>(s.D), *pg = dptr<float>(dout);
   float* pd = dptr<float>(dqkv);
-  if (!attention_tiles(p.HS, aligned16(p.qkv, p.C) && aligned16(pg, p.C)))
-    return attention_rows_backward(exec, p, pl, pD, pg, pd);
-  with_tile_head(p.HS, [&]<int HS>() {
-    const int64_t warps = p.B * p.NH * ((p.T + 15) / 16);
-    const AttnGradArgs g{p, pl, pD, pg, pd};
-    for_warps(exec, warps, TcTiles<HS>::total, AttnGradQTcF<HS>{g});
-    for_warps(exec, warps, TcTiles<HS>::total, AttnGradKVTcF<HS>{g});
+  const bool aligned = aligned16(p.qkv, p.C) && aligned16(pg, p.C);
+  if (!attention_tiles(p.HS, aligned)) return attention_rows_backward(exec, p, aligned, pl, pD, pg, pd);
+  with_head_size(p.HS, true, [&]<int HS>() {
+    if constexpr (HS > 0) {
+      const int64_t warps = p.B * p.NH * ((p.T + 15) / 16);
+      const AttnGradArgs g{p, pl, pD, pg, pd};
+      for_warps(exec, warps, TcTiles<HS>::total, AttnGradQTcF<HS>{g});
+      for_warps(exec, warps, TcTiles<HS>::total, AttnGradKVTcF<HS>{g});
+    }
   });
 }
 
