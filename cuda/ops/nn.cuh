@@ -108,8 +108,8 @@ template <class Exec> void softmax_backward(const Exec& exec, const Tensor& y, c
 // layer_norm / rms_norm one warp a row (cuda/ops/warps.cuh): lane l takes the columns l, l + 32, ... (neighbouring lanes
 // read neighbouring columns: one row's read is coalesced, where a thread per row read 32 rows at a stride), sums them in
 // float64, and every lane adds the 32 partial sums in lane order from the warp's scratch (the same order on every
-// launch). Scratch (doubles): the partials of two sums, then the row's two statistics.
-constexpr int64_t kNormScratch = 2 * 32 + 2;
+// launch). Scratch (doubles): the partials of two sums, then the row's mean.
+constexpr int64_t kNormScratch = 2 * 32 + 1;
 
 template <class T> struct NormWarpF {
   const T *x, *w, *b;  // w, b: contiguous [C] or null
@@ -119,7 +119,7 @@ template <class T> struct NormWarpF {
   DL_HD void operator()(int64_t r, double* sm, Lanes ln) const {
     const T* p = x + L.rows.offset(r);
     const int64_t C = L.C, st = L.stride;
-    double *part = sm, *stat = sm + 64;  // stat: mu, rstd
+    double *part = sm, *mu_row = sm + 64;
     for (int l = ln.first; l < 32; l += ln.step) {
       double su = 0;
       if (mean)
@@ -133,13 +133,13 @@ template <class T> struct NormWarpF {
       mu /= (double)C;
       for (int64_t c = l; c < C; c += 32) v += ((double)p[c * st] - mu) * ((double)p[c * st] - mu);  // two-pass
       part[32 + l] = v;
-      if (l == 0) stat[0] = mu;
+      if (l == 0) *mu_row = mu;
     }
     warp_sync();
     for (int l = ln.first; l < 32; l += ln.step) {
       double v = 0;
       for (int k = 0; k < 32; k++) v += part[32 + k];
-      const T rs = (T)(1.0 / ::sqrt(v / (double)C + eps)), m = (T)stat[0];
+      const T rs = (T)(1.0 / ::sqrt(v / (double)C + eps)), m = (T)*mu_row;
       for (int64_t c = l; c < C; c += 32) {
         const T h = (p[c * st] - m) * rs;
         y[r * C + c] = (w ? h * w[c] : h) + (b ? b[c] : (T)0);
