@@ -67,7 +67,7 @@ struct LstmCellNode : Node {
   void release() override { gates = c = Tensor(); }
   std::vector<Tensor> apply(const Tensor& dy_) override {
     const int64_t B = c.size(0), Hd = c.size(1);
-    Tensor dy = dy_.to(c.dtype()).contiguous();
+    Tensor dy = dy_.contiguous();  // the output's dtype, which c has (lstm_cell_fused converts it)
     Tensor dgates = Tensor::empty({B, 4 * Hd}, gates.dtype(), c.device()), dc = Tensor::empty({B, Hd}, c.dtype(), c.device());
     if (c.device() != Device::cpu) {  // the backend's cell (cuda/ops/lstm.cuh): the same formulas in the tensors' dtype
       require_backend(c.device(), "lstm_cell_fused").lstm_cell_backward(gates, c, dy, dgates, dc);
