@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "cuda/ops/common.cuh"
@@ -66,6 +67,15 @@ __device__ inline void store(float* p, const Acc& d, int ld) { wm::store_matrix_
 
 #else  // the host twin: a fragment is the whole tile
 
+// What wmma::load_matrix_sync / store_matrix_sync require of their arguments (a base on a 256-bit boundary, a row
+// stride a multiple of 16 bytes for 32-bit elements), checked here because the GPU does not say: there a misaligned
+// base is undefined behaviour (a fault, or a tile read from the wrong place).
+inline void check_tile_address(const float* p, int ld, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % 32 || ld % 4 || ld <= 0)
+    fail(std::string("tf32x3::") + what + ": a tile at " + std::to_string(reinterpret_cast<uintptr_t>(p)) + " with row stride " +
+         std::to_string(ld) +
+         " floats: a tensor-core load or store needs a base on a 32-byte boundary and a stride a multiple of 4");
+}
 inline float to_tf32(float x) {  // cvt.rna.tf32.f32: keep 10 mantissa bits, round to nearest, ties away from zero
   uint32_t u;
   std::memcpy(&u, &x, 4);
@@ -76,6 +86,7 @@ inline float to_tf32(float x) {  // cvt.rna.tf32.f32: keep 10 mantissa bits, rou
 template <int R, int C> struct Tile {
   float big[R * C], small[R * C];  // (i, j) at i * C + j
   template <class L> void load(const float* p, int ld) {
+    check_tile_address(p, ld, "load");
     for (int i = 0; i < R; i++)
       for (int j = 0; j < C; j++) {
         const float x = std::is_same_v<L, Row> ? p[i * ld + j] : p[j * ld + i];
@@ -105,6 +116,7 @@ template <class La, class Lb> inline void mma(Acc& d, const A<La>& a, const B<Lb
   mma1(d, a.small, b.big), mma1(d, a.big, b.small), mma1(d, a.big, b.big);
 }
 inline void store(float* p, const Acc& d, int ld) {
+  check_tile_address(p, ld, "store");
   for (int i = 0; i < 16; i++)
     for (int j = 0; j < 16; j++) p[i * ld + j] = d.c[i * 16 + j];
 }
