@@ -42,10 +42,10 @@ template <class S, class F> __global__ void warp_kernel(F f, int64_t n) {
 
 template <class Exec> constexpr bool on_host_v = std::is_same_v<std::decay_t<Exec>, std::decay_t<decltype(thrust::cpp::par)>>;
 
-// f(w, scratch, lanes) for every warp w in [0, n), each with `count` elements of type S as scratch (32-byte aligned)
 // A block's dynamic shared memory without cudaFuncSetAttribute: a launch asking for more fails on the GPU.
 constexpr int64_t kWarpScratchBytes = 48 * 1024;
 
+// f(w, scratch, lanes) for every warp w in [0, n), each with `count` elements of type S as scratch (32-byte aligned)
 template <class S = float, class Exec, class F> void for_warps(const Exec&, int64_t n, int64_t count, F f) {
   if (n <= 0) return;
   if (count < 0 || count * (int64_t)sizeof(S) > kWarpScratchBytes)  // checked on the twin too, where nothing would fail
