@@ -306,7 +306,22 @@ Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t
   return p;
 }
 
-Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads) {
+namespace {
+// The column sums' order (bf16_pack_both's and bf16_column_sums'): rows in chunks of kSumRows from row 0, each chunk
+// summed in float32 one row at a time, the chunks' sums added in order in float64. Threads take whole chunks, so the
+// bits do not depend on how many there are.
+constexpr int64_t kSumRows = 256;  // even: a chunk is whole pairs of rows
+int64_t sum_chunks(int64_t R) { return (R + kSumRows - 1) / kSumRows; }
+void add_chunks(const std::vector<float>& part, int64_t chunks, int64_t C, float* out) {
+  for (int64_t j = 0; j < C; j++) {
+    double s = 0;
+    for (int64_t c = 0; c < chunks; c++) s += part[c * C + j];
+    out[j] = (float)s;
+  }
+}
+}  // namespace
+
+Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads, float* column_sums) {
   Bf16PackedBoth p;
   p.R = R, p.C = C;
   const int64_t Cp = (C + 1) / 2, Rp = (R + 1) / 2;
@@ -316,21 +331,48 @@ Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C,
   if (!bf16_gemm_usable()) fail("bf16_pack_both: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
   if (R <= 0 || C <= 0) {
     std::fill(p.across.words.get(), p.across.words.get() + std::max<int64_t>(Rp * p.across.Np, 1), 0u);
+    if (column_sums) std::fill(column_sums, column_sums + std::max<int64_t>(C, 0), 0.f);
     return p;
   }
   const int nt = threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {  // pairs of rows [p0, p1) per thread
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t p0 = Rp * t / n, p1 = Rp * (t + 1) / n;
+  const int64_t chunks = sum_chunks(R);
+  std::vector<float> part(column_sums ? (size_t)(chunks * C) : 0, 0.f);
+  auto pack = [&](int64_t p0, int64_t p1, float* sums) {  // pairs of rows [p0, p1)
     if (p1 > p0)
       bf16t::pairs_in_and_across_rows(X + 2 * p0 * ldx, ldx, std::min(R, 2 * p1) - 2 * p0, C, p.in_rows.get() + 2 * p0 * Cp, Cp,
-                                      Cp, p.across.words.get() + p0 * p.across.Np, p.across.Np, p.across.Np, p1 - p0);
+                                      Cp, p.across.words.get() + p0 * p.across.Np, p.across.Np, p.across.Np, p1 - p0, sums);
+  };
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    if (!column_sums) pack(Rp * t / n, Rp * (t + 1) / n, nullptr);
+    else  // whole chunks per thread
+      for (int64_t c = chunks * t / n; c < chunks * (t + 1) / n; c++)
+        pack(c * kSumRows / 2, std::min(Rp, (c + 1) * kSumRows / 2), part.data() + c * C);
   }
+  if (column_sums) add_chunks(part, chunks, C, column_sums);
 #else
+  (void)column_sums;
   fail("bf16_pack_both: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif
   return p;
+}
+
+void bf16_column_sums(const float* X, int64_t ldx, int64_t R, int64_t C, int threads, float* out) {
+  if (C <= 0) return;
+  const int64_t chunks = sum_chunks(std::max<int64_t>(R, 0));
+  std::vector<float> part((size_t)(chunks * C), 0.f);
+  const int nt = threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t c = 0; c < chunks; c++) {
+    float* s = part.data() + c * C;
+    for (int64_t r = c * kSumRows; r < std::min(R, (c + 1) * kSumRows); r++) {
+      const float* x = X + r * ldx;
+#pragma omp simd
+      for (int64_t j = 0; j < C; j++) s[j] += x[j];
+    }
+  }
+  add_chunks(part, chunks, C, out);
 }
 
 #if defined(DL_BF16_KERNEL)

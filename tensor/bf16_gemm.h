@@ -76,7 +76,11 @@ struct Bf16PackedBoth {
   std::shared_ptr<uint32_t> in_rows;  // (R, (C + 1) / 2)
   Bf16PackedB across;                 // (R + 1) / 2 x Np words
 };
-Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads = 1);
+// With column_sums (C floats), also column_sums[j] = the sum of X(r, j) over all rows, from the same read: a linear
+// layer's bias gradient beside the packing of its dy. The sum's order (chunks of 256 rows in float32, the chunks in
+// float64) is bf16_column_sums', bit for bit, and the same for any thread count.
+Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads = 1, float* column_sums = nullptr);
+void bf16_column_sums(const float* X, int64_t ldx, int64_t R, int64_t C, int threads, float* out);
 // C (M, N) = op(A) op(B), beta 0, with op(A) from a Bf16PackedBoth (ta false: A = X, M = R, K = C; ta true: A = X^T,
 // M = C, K = R) and op(B) as bf16_gemm's (float B, tb) or packed: bf16_gemm's panels and bits, without packing A.
 void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc,

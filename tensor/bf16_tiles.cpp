@@ -112,7 +112,7 @@ DL_BF16_TARGET inline __m512i across_words(__m512i lo, __m512i hi) {
 // the same rows 0.88-1.14; masked loads with plain stores ran as fast as plain ones).
 DL_BF16_TARGET DL_BF16_WIDE void pack_in_and_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* in_rows,
                                                          int64_t ld_in, int64_t words_in, uint32_t* across, int64_t ld_across,
-                                                         int64_t words_across, int64_t prows) {
+                                                         int64_t words_across, int64_t prows, float* sums) {
   alignas(64) static const uint16_t kHigh[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
                                                  33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
   const __m512i idx = _mm512_load_si512((const void*)kHigh);
@@ -128,8 +128,14 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_in_and_across_rows(const float* x, int64_t
     int64_t j = 0;
     if (has_hi)
       for (; j + 32 <= n; j += 32) {  // whole blocks of two rows: plain loads and stores
-        const __m512i a0 = rounded_high16(_mm512_loadu_ps(lo + j)), a1 = rounded_high16(_mm512_loadu_ps(lo + j + 16));
-        const __m512i b0 = rounded_high16(_mm512_loadu_ps(hi + j)), b1 = rounded_high16(_mm512_loadu_ps(hi + j + 16));
+        const __m512 l0 = _mm512_loadu_ps(lo + j), l1 = _mm512_loadu_ps(lo + j + 16);
+        const __m512 h0 = _mm512_loadu_ps(hi + j), h1 = _mm512_loadu_ps(hi + j + 16);
+        if (sums) {  // (s + x(r)) + x(r + 1), lane by lane: a row at a time, as column_sums adds them
+          _mm512_storeu_ps(sums + j, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(sums + j), l0), h0));
+          _mm512_storeu_ps(sums + j + 16, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(sums + j + 16), l1), h1));
+        }
+        const __m512i a0 = rounded_high16(l0), a1 = rounded_high16(l1);
+        const __m512i b0 = rounded_high16(h0), b1 = rounded_high16(h1);
         _mm512_storeu_si512((void*)(o + j), across_words(a0, b0));
         _mm512_storeu_si512((void*)(o + j + 16), across_words(a1, b1));
         _mm512_storeu_si512((void*)(ilo + j / 2), _mm512_permutex2var_epi16(a0, idx, a1));
@@ -139,10 +145,19 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_in_and_across_rows(const float* x, int64_t
       const int64_t left = std::min<int64_t>(32, n - j);
       const __mmask16 ma = (__mmask16)((1u << std::min<int64_t>(left, 16)) - 1);
       const __mmask16 mb = left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0;
-      const __m512i a0 = rounded_high16(_mm512_maskz_loadu_ps(ma, lo + j)),
-                    a1 = rounded_high16(_mm512_maskz_loadu_ps(mb, lo + j + 16));
-      const __m512i b0 = has_hi ? rounded_high16(_mm512_maskz_loadu_ps(ma, hi + j)) : _mm512_setzero_si512();
-      const __m512i b1 = has_hi ? rounded_high16(_mm512_maskz_loadu_ps(mb, hi + j + 16)) : _mm512_setzero_si512();
+      const __m512 l0 = _mm512_maskz_loadu_ps(ma, lo + j), l1 = _mm512_maskz_loadu_ps(mb, lo + j + 16);
+      const __m512 h0 = has_hi ? _mm512_maskz_loadu_ps(ma, hi + j) : _mm512_setzero_ps();
+      const __m512 h1 = has_hi ? _mm512_maskz_loadu_ps(mb, hi + j + 16) : _mm512_setzero_ps();
+      if (sums) {  // a missing partner row adds nothing (not even +0, which would turn a -0 sum into +0)
+        __m512 s0 = _mm512_add_ps(_mm512_maskz_loadu_ps(ma, sums + j), l0);
+        __m512 s1 = _mm512_add_ps(_mm512_maskz_loadu_ps(mb, sums + j + 16), l1);
+        if (has_hi) s0 = _mm512_add_ps(s0, h0), s1 = _mm512_add_ps(s1, h1);
+        _mm512_mask_storeu_ps(sums + j, ma, s0);
+        _mm512_mask_storeu_ps(sums + j + 16, mb, s1);
+      }
+      const __m512i a0 = rounded_high16(l0), a1 = rounded_high16(l1);
+      const __m512i b0 = has_hi ? rounded_high16(h0) : _mm512_setzero_si512();
+      const __m512i b1 = has_hi ? rounded_high16(h1) : _mm512_setzero_si512();
       _mm512_mask_storeu_epi32((void*)(o + j), ma, across_words(a0, b0));
       _mm512_mask_storeu_epi32((void*)(o + j + 16), mb, across_words(a1, b1));
       const __mmask16 mw = (__mmask16)((1u << ((left + 1) / 2)) - 1);
@@ -203,8 +218,9 @@ void pairs_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint
   pack_transposed(x, ldx, rows, n, dst, ldd, cols, words);
 }
 void pairs_in_and_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* in_rows, int64_t ld_in,
-                              int64_t words_in, uint32_t* across, int64_t ld_across, int64_t words_across, int64_t prows) {
-  pack_in_and_across_rows(x, ldx, rows, n, in_rows, ld_in, words_in, across, ld_across, words_across, prows);
+                              int64_t words_in, uint32_t* across, int64_t ld_across, int64_t words_across, int64_t prows,
+                              float* sums) {
+  pack_in_and_across_rows(x, ldx, rows, n, in_rows, ld_in, words_in, across, ld_across, words_across, prows, sums);
 }
 
 #else  // no bf16 kernel in this build: bf16_gemm_usable() is false, so nothing calls these
@@ -217,7 +233,7 @@ void pairs_in_rows(const float*, int64_t, int64_t, int64_t, float, uint32_t*, in
 void pairs_across_rows(const float*, int64_t, int64_t, int64_t, float, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
 void pairs_transposed(const float*, int64_t, int64_t, int64_t, uint32_t*, int64_t, int64_t, int64_t) { missing(); }
 void pairs_in_and_across_rows(const float*, int64_t, int64_t, int64_t, uint32_t*, int64_t, int64_t, uint32_t*, int64_t, int64_t,
-                              int64_t) {
+                              int64_t, float*) {
   missing();
 }
 

@@ -43,9 +43,11 @@ void pairs_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, flo
                        int64_t words, int64_t prows);
 // Both of the first two from one read of x (no scale): in_rows (rows, words_in) as pairs_in_rows with dst_rows = rows,
 // across (prows, words_across) as pairs_across_rows; the same words as the two calls (the backward's dS, packed for dQ
-// and for dK).
+// and for dK). With `sums`, also sums[j] += x(r, j) for r = 0, 1, ... in order, j < n (float32, one row at a time): a
+// linear layer's bias gradient from the read that packs its dy (bf16_pack_both).
 void pairs_in_and_across_rows(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* in_rows, int64_t ld_in,
-                              int64_t words_in, uint32_t* across, int64_t ld_across, int64_t words_across, int64_t prows);
+                              int64_t words_in, uint32_t* across, int64_t ld_across, int64_t words_across, int64_t prows,
+                              float* sums = nullptr);
 // (no scale: the transposed operands are K and V as they are)
 void pairs_transposed(const float* x, int64_t ldx, int64_t rows, int64_t n, uint32_t* dst, int64_t ldd, int64_t cols,
                       int64_t words);

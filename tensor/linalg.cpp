@@ -370,11 +370,16 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 }
 
 namespace {
-// db = dy^T 1 (a gemv over all rows)
+// db = dy^T 1 (a gemv over all rows). Under the bf16 products, in bf16_column_sums' order instead: the order in which the
+// kept-input backward sums db while it packs dy (bf16_pack_both), so both backwards give the same bits.
 Tensor bias_grad(const Tensor& dy, int64_t out) {
   Tensor dyc = dy.contiguous();
   int64_t R = dyc.numel() / std::max<int64_t>(out, 1);
   Tensor db = zeros({out}, dy.dtype());
+  if (dy.dtype() == DType::f32 && dy.device() == Device::cpu && bf16_products_active()) {
+    bf16_column_sums(dyc.data<float>(), out, R, out, omp_in_parallel() ? 1 : omp_get_max_threads(), db.data<float>());
+    return db;
+  }
   blas_single_threaded();
   if (R > 0 && out > 0) {
     dispatch_float(dy.dtype(), "linear_backward", [&]<class T>() {
@@ -469,12 +474,13 @@ LinearGrads linear_backward(const Bf16PackedB& x, const Shape& x_shape, const Te
   if (need_x && need_w && dy.dtype() == DType::f32 && w.dtype() == DType::f32) {
     // dy read once for both products: its in-row words are dx = dy w's A, its across-row words dw = dy^T x's
     const Tensor dyc = dy.contiguous(), wc = w.contiguous();
-    const Bf16PackedBoth dyb = bf16_pack_both(dyc.data<float>(), out, R, out, nt);
+    // and db summed from the same read (bias_grad's order under the bf16 products)
+    if (need_b) g.db = Tensor::empty({out}, DType::f32);
+    const Bf16PackedBoth dyb = bf16_pack_both(dyc.data<float>(), out, R, out, nt, need_b ? g.db.data<float>() : nullptr);
     g.dx = Tensor::empty(x_shape, DType::f32);
     bf16_gemm(false, dyb, false, in, wc.data<float>(), in, g.dx.data<float>(), in, nt);
     g.dw = Tensor::empty(w.shape(), DType::f32);
     bf16_gemm(true, dyb, x, g.dw.data<float>(), in, nt);
-    if (need_b) g.db = bias_grad(dy, out);
     return g;
   }
   if (need_x) g.dx = input_grad(x_shape, DType::f32, dy, w);

@@ -334,6 +334,37 @@ TEST(Bf16Gemm, PackedBothIsBf16Gemm) {
   EXPECT_THROW(bf16_gemm(true, both, bf16_pack_b(false, Y.data<float>(), 4, 12, 4), C.data(), 4, 1), std::exception);
 }
 
+// The column sums packed with X (a linear layer's db from the read that packs its dy): bf16_column_sums' bits for any
+// thread count (rows past one and several 256-row chunks, odd counts, ragged columns), within float32 rounding of the
+// float64 sums, and the packed words the same as without the sums.
+TEST(Bf16Gemm, PackedBothColumnSumsAreColumnSums) {
+  REQUIRE_BF16();
+  Generator g(13);
+  for (int64_t R : {1, 37, 256, 301, 1027})
+    for (int64_t C : {1, 21, 40, 72}) {
+      const std::string at = "R " + std::to_string(R) + " C " + std::to_string(C);
+      Tensor X = randn({R, C + 3}, g);  // row stride C + 3: the sums must not read past column C
+      const float* x = X.data<float>();
+      std::vector<float> want(C), plain2(C);
+      bf16_column_sums(x, C + 3, R, C, 1, want.data());
+      bf16_column_sums(x, C + 3, R, C, 2, plain2.data());
+      ASSERT_EQ(plain2, want) << at << ": two threads";
+      for (int64_t j = 0; j < C; j++) {
+        double s = 0;
+        for (int64_t r = 0; r < R; r++) s += x[r * (C + 3) + j];
+        ASSERT_NEAR(want[j], s, 1e-6 * R) << at << " column " << j;
+      }
+      const Bf16PackedBoth plain = bf16_pack_both(x, C + 3, R, C, 2);
+      for (int threads : {1, 2}) {
+        std::vector<float> got(C, -1.f);
+        const Bf16PackedBoth both = bf16_pack_both(x, C + 3, R, C, threads, got.data());
+        ASSERT_EQ(got, want) << at << " threads " << threads;
+        ASSERT_TRUE(std::equal(plain.across.data(), plain.across.data() + (R + 1) / 2 * plain.across.Np, both.across.data())) << at;
+        ASSERT_TRUE(std::equal(plain.in_rows.get(), plain.in_rows.get() + R * ((C + 1) / 2), both.in_rows.get())) << at;
+      }
+    }
+}
+
 // Products inside amx::TileHold scopes (the tiles configured once and kept between panels, as the blocked attention
 // runs its per-thread share), nested, and after the scopes close (configured again): the same bits as without.
 TEST(Bf16Gemm, TileHoldKeepsTheBits) {
