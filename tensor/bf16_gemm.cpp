@@ -27,7 +27,11 @@ namespace dl {
 
 namespace {
 
-constexpr int64_t kKc = 128;    // pairs per k chunk (256 k): a 64-column Bp chunk is 32 KiB
+// pairs per k chunk (512 k): a 64-column Bp chunk is 64 KiB. Each chunk stores and reloads C's tile; the bits do not
+// depend on it (one running sum per element either way). 128 -> 256 on the Zen 5 (bench_kernels_bf16 BM_Linear,
+// three interleaved rounds): y = x W^T 512 -> 128 and dx = dy W 128 -> 512 (K = 512) 3.80-4.14 -> 3.34-3.53 ms, the
+// others within noise; 64 was slower everywhere (K = 512: 5.9-6.2 ms).
+constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 96;     // rows per group: a multiple of the tiles' 6, 8 and 12 rows
 constexpr int64_t kPanel = 64;  // threads cut rows or columns at multiples of this (whole vectors)
 constexpr double kSplitWork = 1 << 20;
