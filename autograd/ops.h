@@ -13,3 +13,4 @@
 #include "autograd/fft.h"
 #include "autograd/conv.h"
 #include "autograd/device.h"
+#include "autograd/feed_forward.h"

@@ -85,7 +85,7 @@ struct EncoderLayer : Module {
   std::string type_name() const override { return "EncoderLayer"; }
   Var forward(const Var& x) {
     Var h = x + drop->forward(self_attn->forward(norm1->forward(x), Tensor()));
-    return h + drop->forward(linear2->forward(drop->forward(gelu(linear1->forward(norm2->forward(h))))));
+    return h + drop->forward(feed_forward(*linear1, *drop, *linear2, norm2->forward(h)));  // nn/layers.h
   }
   double forward_flops(int64_t B, int64_t L) const {
     return self_attn->forward_flops(B, L) + linear_flops(*linear1, (double)B * L) + linear_flops(*linear2, (double)B * L);
@@ -197,6 +197,10 @@ struct GPTBlock : Module {
     drop = register_module("drop", std::make_shared<Dropout>(p, g));
   }
   std::string type_name() const override { return "GPTBlock"; }
+  // mlp_proj(gelu(c_fc(x))): autograd/feed_forward.h with no dropout between (one node under the bf16 products)
+  Var mlp(const Var& x) const {
+    return dl::feed_forward(x, c_fc->weight, c_fc->bias, mlp_proj->weight, mlp_proj->bias, 0.0, false, *gen);
+  }
   Var forward(const Var& x) {
     const int64_t C = x.size(2);
     Var qkv = c_attn->forward(ln_1->forward(x));  // (B, T, 3C)
@@ -204,7 +208,7 @@ struct GPTBlock : Module {
       const bool flash = attn == Attn::best && x.size(1) >= kFlashFrom;
       Var y = flash ? flash_attention(qkv, heads, true, p, is_training(), *gen) : qkv_attention(qkv, heads, true, p, is_training(), *gen);
       Var h = x + drop->forward(c_proj->forward(y));
-      return h + drop->forward(mlp_proj->forward(gelu(c_fc->forward(ln_2->forward(h)))));
+      return h + drop->forward(mlp(ln_2->forward(h)));
     }
     Var q = split_heads(narrow(qkv, 2, 0, C), heads), k = split_heads(narrow(qkv, 2, C, C), heads),
         v = split_heads(narrow(qkv, 2, 2 * C, C), heads);  // (B, NH, T, HS)
@@ -220,7 +224,7 @@ struct GPTBlock : Module {
       y = scaled_dot_product_attention(q, k, v, o);
     }
     Var h = x + drop->forward(c_proj->forward(merge_heads(y)));
-    return h + drop->forward(mlp_proj->forward(gelu(c_fc->forward(ln_2->forward(h)))));
+    return h + drop->forward(mlp(ln_2->forward(h)));
   }
   // the linears, and the causal attention's T (T + 1) / 2 pairs at 4 C each (q.k and p v), as nn::GPT2Transformer
   double forward_flops(int64_t B, int64_t T) const {

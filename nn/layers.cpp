@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "autograd/feed_forward.h"
 #include "autograd/indexing.h"
 #include "autograd/linalg.h"
 #include "autograd/shape_ops.h"
@@ -20,10 +21,14 @@ std::string Linear::extra_repr() const {
 }
 
 Var Linear::forward(const Var& x) const {
+  check_input(x);
+  return linear(x, weight, bias);
+}
+
+void Linear::check_input(const Var& x) const {
   if (x.dim() < 1 || x.size(-1) != in_features)
     fail("Linear: input feature size mismatch: expected in_features = " + std::to_string(in_features) + ", found " +
          (x.dim() < 1 ? std::string("a scalar") : std::to_string(x.size(-1))) + " (input shape " + shape_str(x.shape()) + ")");
-  return linear(x, weight, bias);
 }
 
 Embedding::Embedding(int64_t n, int64_t d, Generator& g) : num_embeddings(n), dim(d) {
@@ -101,7 +106,12 @@ FeedForward::FeedForward(int64_t d, int64_t hidden, double p, Generator& g) {
   drop = register_module("drop", std::make_shared<Dropout>(p, g));
 }
 
-Var FeedForward::forward(const Var& x) const { return fc2->forward(drop->forward(gelu(fc1->forward(x)))); }
+Var feed_forward(const Linear& fc1, const Dropout& drop, const Linear& fc2, const Var& x) {
+  fc1.check_input(x);
+  return dl::feed_forward(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, drop.p, drop.is_training(), *drop.gen);
+}
+
+Var FeedForward::forward(const Var& x) const { return feed_forward(*fc1, *drop, *fc2, x); }
 
 Mlp::Mlp(int64_t in, int64_t hidden, int64_t out, Generator& g) {
   fc1 = register_module("fc1", std::make_shared<Linear>(in, hidden, g));

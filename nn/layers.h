@@ -31,6 +31,7 @@ class Linear : public Module {
   std::string type_name() const override { return "Linear"; }
   std::string extra_repr() const override;
   Var forward(const Var& x) const;  // x (..., in) -> (..., out)
+  void check_input(const Var& x) const;  // names a last dim other than in_features
   Var weight, bias;                 // bias undefined when bias = false
   int64_t in_features, out_features;
 };
@@ -106,6 +107,10 @@ class GLU : public Module {
   std::string type_name() const override { return "GLU"; }
   Var forward(const Var& x) const { return glu(x); }
 };
+
+// fc2(drop(gelu(fc1(x)))) (GELU's erf form) through autograd/feed_forward.h: one node under the bf16 products, whose
+// hidden activations are never written in float32; the four ops elsewhere, with the same numbers either way.
+Var feed_forward(const Linear& fc1, const Dropout& drop, const Linear& fc2, const Var& x);
 
 class FeedForward : public Module {
  public:

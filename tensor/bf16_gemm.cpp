@@ -315,6 +315,7 @@ namespace {
 // summed in float32 one row at a time, the chunks' sums added in order in float64. Threads take whole chunks, so the
 // bits do not depend on how many there are.
 constexpr int64_t kSumRows = 256;  // even: a chunk is whole pairs of rows
+static_assert(kSumRows % kPackRowsAtOnce == 0 && kPackRowsAtOnce % 2 == 0, "a block of bf16_pack_both_rows is whole pairs in one chunk");
 int64_t sum_chunks(int64_t R) { return (R + kSumRows - 1) / kSumRows; }
 void add_chunks(const std::vector<float>& part, int64_t chunks, int64_t C, float* out) {
   for (int64_t j = 0; j < C; j++) {
@@ -358,6 +359,43 @@ Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C,
 #else
   (void)column_sums;
   fail("bf16_pack_both: this build has no bf16 kernel (check bf16_gemm_usable first)");
+#endif
+  return p;
+}
+
+Bf16PackedBoth bf16_pack_both_rows(int64_t R, int64_t C, const std::function<void(int64_t, int64_t, float*)>& rows, int threads,
+                                   float* column_sums) {
+  Bf16PackedBoth p;
+  p.R = R, p.C = C;
+  const int64_t Cp = (C + 1) / 2, Rp = (R + 1) / 2;
+  p.across.K = R, p.across.N = C, p.across.Np = (C + 15) / 16 * 16;
+  p.in_rows = shared_words(R * Cp), p.across.words = shared_words(Rp * p.across.Np);
+#if defined(DL_BF16_KERNEL)
+  if (!bf16_gemm_usable()) fail("bf16_pack_both_rows: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
+  if (R <= 0 || C <= 0) {
+    std::fill(p.across.words.get(), p.across.words.get() + std::max<int64_t>(Rp * p.across.Np, 1), 0u);
+    if (column_sums) std::fill(column_sums, column_sums + std::max<int64_t>(C, 0), 0.f);
+    return p;
+  }
+  const int nt = threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+  const int64_t chunks = sum_chunks(R);
+  std::vector<float> part(column_sums ? (size_t)(chunks * C) : 0, 0.f);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    HostScratch<float> buf(kPackRowsAtOnce * C);
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    for (int64_t c = chunks * t / n; c < chunks * (t + 1) / n; c++)  // whole chunks per thread, as bf16_pack_both
+      for (int64_t r0 = c * kSumRows; r0 < std::min(R, (c + 1) * kSumRows); r0 += kPackRowsAtOnce) {
+        const int64_t m = std::min(kPackRowsAtOnce, R - r0);  // kSumRows is a multiple: no block crosses a chunk
+        rows(r0, m, buf.p);
+        bf16t::pairs_in_and_across_rows(buf.p, C, m, C, p.in_rows.get() + r0 * Cp, Cp, Cp, p.across.words.get() + r0 / 2 * p.across.Np,
+                                        p.across.Np, p.across.Np, (m + 1) / 2, column_sums ? part.data() + c * C : nullptr);
+      }
+  }
+  if (column_sums) add_chunks(part, chunks, C, column_sums);
+#else
+  (void)rows, (void)threads, (void)column_sums;
+  fail("bf16_pack_both_rows: this build has no bf16 kernel (check bf16_gemm_usable first)");
 #endif
   return p;
 }

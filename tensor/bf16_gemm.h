@@ -28,6 +28,7 @@
 // Checked against: a float64 product of the bf16-rounded operands (tests/tensor/test_bf16_gemm.cpp).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,14 @@ struct Bf16PackedBoth {
 // float64) is bf16_column_sums', bit for bit, and the same for any thread count.
 Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads = 1, float* column_sums = nullptr);
 void bf16_column_sums(const float* X, int64_t ldx, int64_t R, int64_t C, int threads, float* out);
+// bf16_pack_both of a matrix X (R, C) that is never stored whole in float32: rows(r0, n, buf) writes rows r0 .. r0 + n
+// of X into buf (n rows of C floats; r0 even, n <= kPackRowsAtOnce), on the packing threads (each with its own buf, the
+// rows of a 256-row chunk in order). The words and the column sums are bf16_pack_both's on the same X, bit for bit.
+// A fused op packs its elementwise result this way (autograd/feed_forward.cpp: GELU and dropout between two linear
+// layers), so the result is neither written to memory in float32 nor read back.
+constexpr int64_t kPackRowsAtOnce = 16;
+Bf16PackedBoth bf16_pack_both_rows(int64_t R, int64_t C, const std::function<void(int64_t, int64_t, float*)>& rows, int threads,
+                                   float* column_sums = nullptr);
 // C (M, N) = op(A) op(B), beta 0, with op(A) from a Bf16PackedBoth (ta false: A = X, M = R, K = C; ta true: A = X^T,
 // M = C, K = R) and op(B) as bf16_gemm's (float B, tb) or packed: bf16_gemm's panels and bits, without packing A.
 void bf16_gemm(bool ta, const Bf16PackedBoth& A, bool tb, int64_t N, const float* B, int64_t ldb, float* C, int64_t ldc,

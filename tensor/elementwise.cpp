@@ -303,22 +303,8 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
 }
 
 // ---- unary ----
-// erf_t: erf_fast for float32 (vectorises; tensor/nn_kernels.h), std::erf for float64 (the plain twin).
-template <class T> static inline T erf_t(T x) {
-  if constexpr (std::is_same_v<T, float>) return erf_fast(x);
-  else return std::erf(x);
-}
-// GELU's derivative d/dv [v Phi(v)] = Phi(v) + v phi(v), with the density phi(v) = exp(-v^2 / 2) / sqrt(2 pi) taken
-// from the exponential inside erf_fast (float32: one exponential a value; float64: std::erf and std::exp).
-template <class T> static inline T gelu_erf_grad(T v) {
-  const T x = v * (T)M_SQRT1_2;
-  T g;  // exp(-x^2) = exp(-v^2 / 2)
-  T erf;
-  if constexpr (std::is_same_v<T, float>) erf = erf_fast(x, g);
-  else erf = std::erf(x), g = std::exp(-x * x);
-  return (T)0.5 * ((T)1 + erf) + v * g * (T)0.3989422804014327;
-}
-template <class T> static T gelu_erf(T x) { return (T)0.5 * x * ((T)1 + erf_t(x * (T)M_SQRT1_2)); }
+// GELU's erf form and its derivative: gelu_erf_t and gelu_erf_grad_t (tensor/nn_kernels.h), shared with the fused
+// feed-forward (autograd/feed_forward.cpp).
 template <class T> static T gelu_tanh(T x) {
   const T k = (T)0.7978845608028654;  // sqrt(2/pi)
   return (T)0.5 * x * ((T)1 + std::tanh(k * (x + (T)0.044715 * x * x * x)));
@@ -349,11 +335,11 @@ Tensor unary(UnaryOp op, const Tensor& x) {
           T* py = y.data<T>();
           parallel_for(x.numel(), 32768, [&](int64_t i0, int64_t i1) {
 #pragma omp simd
-            for (int64_t i = i0; i < i1; i++) py[i] = (T)0.5 * px[i] * ((T)1 + erf_t(px[i] * (T)M_SQRT1_2));
+            for (int64_t i = i0; i < i1; i++) py[i] = gelu_erf_t(px[i]);
           });
           return y;
         }
-        return unary_map<T>(x, [](T v) { return gelu_erf(v); });
+        return unary_map<T>(x, [](T v) { return gelu_erf_t(v); });
       case UnaryOp::gelu_tanh: return unary_map<T>(x, [](T v) { return gelu_tanh(v); });
       case UnaryOp::silu: return unary_map<T>(x, [](T v) { return v * sigmoid_t(v); });
       case UnaryOp::softplus: return unary_map<T>(x, [](T v) { return softplus_f(v); });
@@ -432,11 +418,11 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor
           T* pd = dx.data<T>();
           parallel_for(x.numel(), 32768, [&](int64_t i0, int64_t i1) {
 #pragma omp simd
-            for (int64_t i = i0; i < i1; i++) pd[i] = pg[i] * gelu_erf_grad(px[i]);
+            for (int64_t i = i0; i < i1; i++) pd[i] = pg[i] * gelu_erf_grad_t(px[i]);
           });
           return dx;
         }
-        return with_x([](T v, T g) { return g * gelu_erf_grad(v); });
+        return with_x([](T v, T g) { return g * gelu_erf_grad_t(v); });
       case UnaryOp::gelu_tanh:  // u = k (x + c x^3): d = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) k (1 + 3 c x^2)
         return with_x([](T v, T g) {
           const T k = (T)0.7978845608028654, c = (T)0.044715;

@@ -120,6 +120,18 @@ Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, do
   return y;
 }
 
+void apply_dropout_bits_block(const float* x, float* y, const uint64_t* bits, int64_t e0, int64_t n, double p) {
+  const float s = (float)dropout_scale(p);
+  auto bit = [&](int64_t e) { return (bits[e / 64] >> (e % 64)) & 1u; };
+  int64_t i = 0;
+  for (; i < n && (e0 + i) % 32; i++) y[i] = x[i] * (bit(e0 + i) ? s : 0.f);  // up to a half word's start
+  for (; i + 32 <= n; i += 32) {  // whole half words, as apply_dropout_bits takes them
+    const int64_t e = e0 + i;
+    apply_half_word(x + i, y + i, (uint32_t)(bits[e / 64] >> (e % 64)), 32, s);
+  }
+  for (; i < n; i++) y[i] = x[i] * (bit(e0 + i) ? s : 0.f);
+}
+
 DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) {
   require_cpu_float(x, "dropout");
   if (!x.is_contiguous()) fail("dropout: dropout_one_pass needs a contiguous tensor");

@@ -52,7 +52,7 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d, int64_t heads, int64
 }
 
 Var TransformerDecoderLayer::forward(const Var& x0, const Var& mem, const Tensor& mem_mask) {
-  auto ff = [&](const Var& x) { return linear2->forward(dropout->forward(gelu(linear1->forward(x)))); };
+  auto ff = [&](const Var& x) { return feed_forward(*linear1, *dropout, *linear2, x); };
   Var x = x0;
   if (norm_first) {
     x = x + dropout1->forward(self_attn->forward(norm1->forward(x), Tensor()));

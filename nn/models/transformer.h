@@ -33,7 +33,7 @@ class TransformerEncoderLayer : public SequenceLayer {
   bool norm_first;
 
  private:
-  Var ff(const Var& x) const { return linear2->forward(dropout->forward(gelu(linear1->forward(x)))); }
+  Var ff(const Var& x) const { return feed_forward(*linear1, *dropout, *linear2, x); }  // nn/layers.h
 };
 
 class TransformerDecoderLayer : public Module {

@@ -365,6 +365,36 @@ TEST(Bf16Gemm, PackedBothColumnSumsAreColumnSums) {
     }
 }
 
+// bf16_pack_both_rows (a matrix made a block of rows at a time, the fused feed-forward's) gives bf16_pack_both's words
+// and column sums on the same matrix, bit for bit, for any thread count; each block it asks for is whole pairs of rows
+// within one 256-row chunk, asked for once.
+TEST(Bf16Gemm, PackedBothRowsIsPackedBoth) {
+  REQUIRE_BF16();
+  Generator g(14);
+  for (int64_t R : {1, 15, 37, 256, 301, 1027})
+    for (int64_t C : {1, 21, 40}) {
+      const std::string at = "R " + std::to_string(R) + " C " + std::to_string(C);
+      Tensor X = randn({R, C}, g);
+      const float* x = X.data<float>();
+      std::vector<float> want(C);
+      const Bf16PackedBoth plain = bf16_pack_both(x, C, R, C, 1, want.data());
+      for (int threads : {1, 2}) {
+        std::vector<int> asked(R, 0);
+        auto rows = [&](int64_t r0, int64_t n, float* buf) {
+          EXPECT_TRUE(r0 % 2 == 0 && n >= 1 && n <= kPackRowsAtOnce && r0 / 256 == (r0 + n - 1) / 256) << at << " r0 " << r0 << " n " << n;
+          for (int64_t r = r0; r < r0 + n; r++) asked[r]++;
+          std::copy(x + r0 * C, x + (r0 + n) * C, buf);
+        };
+        std::vector<float> got(C, -1.f);
+        const Bf16PackedBoth both = bf16_pack_both_rows(R, C, rows, threads, got.data());
+        ASSERT_EQ(got, want) << at << " threads " << threads;
+        ASSERT_EQ(std::count(asked.begin(), asked.end(), 1), R) << at << ": each row asked for once";
+        ASSERT_TRUE(std::equal(plain.across.data(), plain.across.data() + (R + 1) / 2 * plain.across.Np, both.across.data())) << at;
+        ASSERT_TRUE(std::equal(plain.in_rows.get(), plain.in_rows.get() + R * ((C + 1) / 2), both.in_rows.get())) << at;
+      }
+    }
+}
+
 // Products inside amx::TileHold scopes (the tiles configured once and kept between panels, as the blocked attention
 // runs its per-thread share), nested, and after the scopes close (configured again): the same bits as without.
 TEST(Bf16Gemm, TileHoldKeepsTheBits) {
