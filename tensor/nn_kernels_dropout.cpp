@@ -127,7 +127,14 @@ void apply_dropout_bits_block(const float* x, float* y, const uint64_t* bits, in
   for (; i < n && (e0 + i) % 32; i++) y[i] = x[i] * (bit(e0 + i) ? s : 0.f);  // up to a half word's start
   for (; i + 32 <= n; i += 32) {  // whole half words, as apply_dropout_bits takes them
     const int64_t e = e0 + i;
-    apply_half_word(x + i, y + i, (uint32_t)(bits[e / 64] >> (e % 64)), 32, s);
+    const uint32_t b = (uint32_t)(bits[e / 64] >> (e % 64));
+    if (x != y) {
+      apply_half_word(x + i, y + i, b, 32, s);
+    } else {  // in place: one pointer (with two that might overlap, clang took a scalar copy of the loop, 3% of a step)
+      float* z = y + i;
+#pragma omp simd
+      for (int j = 0; j < 32; j++) z[j] = z[j] * (((b >> j) & 1u) ? s : 0.f);
+    }
   }
   for (; i < n; i++) y[i] = x[i] * (bit(e0 + i) ? s : 0.f);
 }
