@@ -375,11 +375,12 @@ namespace {
 Tensor bias_grad(const Tensor& dy, int64_t out) {
   Tensor dyc = dy.contiguous();
   int64_t R = dyc.numel() / std::max<int64_t>(out, 1);
-  Tensor db = zeros({out}, dy.dtype());
   if (dy.dtype() == DType::f32 && dy.device() == Device::cpu && bf16_products_active()) {
+    Tensor db = Tensor::empty({out});  // bf16_column_sums writes every element (zeros for R = 0)
     bf16_column_sums(dyc.data<float>(), out, R, out, omp_in_parallel() ? 1 : omp_get_max_threads(), db.data<float>());
     return db;
   }
+  Tensor db = zeros({out}, dy.dtype());
   blas_single_threaded();
   if (R > 0 && out > 0) {
     dispatch_float(dy.dtype(), "linear_backward", [&]<class T>() {
