@@ -324,22 +324,35 @@ void add_chunks(const std::vector<float>& part, int64_t chunks, int64_t C, float
     out[j] = (float)s;
   }
 }
+// The two layouts' words of an (R, C) matrix, allocated, not written (bf16_pack_both and bf16_pack_both_rows).
+Bf16PackedBoth both_words(int64_t R, int64_t C) {
+  Bf16PackedBoth p;
+  p.R = R, p.C = C;
+  p.across.K = R, p.across.N = C, p.across.Np = (C + 15) / 16 * 16;
+  p.in_rows = shared_words(R * ((C + 1) / 2)), p.across.words = shared_words((R + 1) / 2 * p.across.Np);
+  return p;
+}
+#if defined(DL_BF16_KERNEL)
+// An empty matrix: the across words (at least one) and the sums zeroed, and true: nothing else to pack.
+bool nothing_to_pack(Bf16PackedBoth& p, float* column_sums) {
+  if (p.R > 0 && p.C > 0) return false;
+  std::fill(p.across.words.get(), p.across.words.get() + std::max<int64_t>((p.R + 1) / 2 * p.across.Np, 1), 0u);
+  if (column_sums) std::fill(column_sums, column_sums + std::max<int64_t>(p.C, 0), 0.f);
+  return true;
+}
+int pack_threads(int threads, int64_t R, int64_t C) {
+  return threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+}
+#endif
 }  // namespace
 
 Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C, int threads, float* column_sums) {
-  Bf16PackedBoth p;
-  p.R = R, p.C = C;
-  const int64_t Cp = (C + 1) / 2, Rp = (R + 1) / 2;
-  p.across.K = R, p.across.N = C, p.across.Np = (C + 15) / 16 * 16;
-  p.in_rows = shared_words(R * Cp), p.across.words = shared_words(Rp * p.across.Np);
+  Bf16PackedBoth p = both_words(R, C);
 #if defined(DL_BF16_KERNEL)
+  const int64_t Cp = (C + 1) / 2, Rp = (R + 1) / 2;
   if (!bf16_gemm_usable()) fail("bf16_pack_both: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
-  if (R <= 0 || C <= 0) {
-    std::fill(p.across.words.get(), p.across.words.get() + std::max<int64_t>(Rp * p.across.Np, 1), 0u);
-    if (column_sums) std::fill(column_sums, column_sums + std::max<int64_t>(C, 0), 0.f);
-    return p;
-  }
-  const int nt = threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+  if (nothing_to_pack(p, column_sums)) return p;
+  const int nt = pack_threads(threads, R, C);
   const int64_t chunks = sum_chunks(R);
   std::vector<float> part(column_sums ? (size_t)(chunks * C) : 0, 0.f);
   auto pack = [&](int64_t p0, int64_t p1, float* sums) {  // pairs of rows [p0, p1)
@@ -365,19 +378,12 @@ Bf16PackedBoth bf16_pack_both(const float* X, int64_t ldx, int64_t R, int64_t C,
 
 Bf16PackedBoth bf16_pack_both_rows(int64_t R, int64_t C, const std::function<void(int64_t, int64_t, float*)>& rows, int threads,
                                    float* column_sums) {
-  Bf16PackedBoth p;
-  p.R = R, p.C = C;
-  const int64_t Cp = (C + 1) / 2, Rp = (R + 1) / 2;
-  p.across.K = R, p.across.N = C, p.across.Np = (C + 15) / 16 * 16;
-  p.in_rows = shared_words(R * Cp), p.across.words = shared_words(Rp * p.across.Np);
+  Bf16PackedBoth p = both_words(R, C);
 #if defined(DL_BF16_KERNEL)
+  const int64_t Cp = (C + 1) / 2;
   if (!bf16_gemm_usable()) fail("bf16_pack_both_rows: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
-  if (R <= 0 || C <= 0) {
-    std::fill(p.across.words.get(), p.across.words.get() + std::max<int64_t>(Rp * p.across.Np, 1), 0u);
-    if (column_sums) std::fill(column_sums, column_sums + std::max<int64_t>(C, 0), 0.f);
-    return p;
-  }
-  const int nt = threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+  if (nothing_to_pack(p, column_sums)) return p;
+  const int nt = pack_threads(threads, R, C);
   const int64_t chunks = sum_chunks(R);
   std::vector<float> part(column_sums ? (size_t)(chunks * C) : 0, 0.f);
 #pragma omp parallel num_threads(nt) if (nt > 1)
