@@ -103,6 +103,22 @@ TEST(FeedForward, Bf16FusedFromOneAndTwoThreadsIsTheSame) {  // the packing's ch
   expect_same_bits(one.dw1, two.dw1, "dw1");
 }
 
+TEST(FeedForward, WithoutAGradientIsTheFourOps) {  // no_grad (evaluation): no node to keep, the composition runs
+  if (!bf16_gemm_usable()) GTEST_SKIP() << "no bf16 arithmetic on this CPU";
+  PrecisionScope bf16(Precision::bf16);
+  Generator g(8);
+  Var x(randn({2, 40, 16}, g), true), w1(randn({48, 16}, g), true), b1(randn({48}, g), true), w2(randn({16, 48}, g), true),
+      b2(randn({16}, g), true);
+  Tensor want, got;
+  {
+    NoGradGuard off;
+    Generator a(9), b(9);
+    got = feed_forward(x, w1, b1, w2, b2, 0.1, false, a).data();
+    want = linear(dropout(gelu(linear(x, w1, b1)), 0.1, false, b), w2, b2).data();
+  }
+  expect_same_bits(got, want, "y");
+}
+
 TEST(FeedForward, Float32IsTheFourOps) {  // no fusion without the bf16 products: the composition's nodes
   PrecisionScope fp32(Precision::fp32);
   Generator g(5);
