@@ -103,6 +103,27 @@ TEST(FeedForward, Bf16FusedFromOneAndTwoThreadsIsTheSame) {  // the packing's ch
   expect_same_bits(one.dw1, two.dw1, "dw1");
 }
 
+TEST(FeedForward, Bf16WithoutBiasesIsTheFourOps) {  // Linear(bias = false) on both sides
+  if (!bf16_gemm_usable()) GTEST_SKIP() << "no bf16 arithmetic on this CPU";
+  PrecisionScope bf16(Precision::bf16);
+  Generator g(10);
+  Tensor x = randn({3, 70, 24}, g), w1 = randn({40, 24}, g), w2 = randn({24, 40}, g), dy = randn({3, 70, 24}, g);
+  Tensor got[3], want[3];
+  for (int fused = 0; fused < 2; fused++) {
+    Var vx(x.clone(), true), vw1(w1.clone(), true), vw2(w2.clone(), true);
+    Generator d(11);
+    Var y = fused ? feed_forward(vx, vw1, Var(), vw2, Var(), 0.2, true, d)
+                  : linear(dropout(gelu(linear(vx, vw1, Var())), 0.2, true, d), vw2, Var());
+    if (fused) EXPECT_STREQ(y.grad_fn()->name(), "feed_forward");
+    y.backward(dy);
+    Tensor* out = fused ? got : want;
+    out[0] = y.data(), out[1] = vx.grad(), out[2] = vw1.grad();
+  }
+  expect_same_bits(got[0], want[0], "y");
+  expect_same_bits(got[1], want[1], "dx");
+  expect_same_bits(got[2], want[2], "dw1");
+}
+
 TEST(FeedForward, WithoutAGradientIsTheFourOps) {  // no_grad (evaluation): no node to keep, the composition runs
   if (!bf16_gemm_usable()) GTEST_SKIP() << "no bf16 arithmetic on this CPU";
   PrecisionScope bf16(Precision::bf16);
