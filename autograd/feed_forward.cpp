@@ -79,7 +79,7 @@ Var feed_forward(const Var& x, const Var& w1, const Var& b1, const Var& w2, cons
   n->p = p;
   float* ph = n->gp.data<float>();
   // d = dropout(gelu(h)) as the two ops compute it, and gelu'(h) written over h from the same erf (tensor/nn_kernels.h's
-  // gelu_erf_with_grad: the bits of gelu_erf_t and gelu_erf_grad_t), so the backward takes no exponential
+  // gelu_erf_with_grad, which the elementwise GELU and its backward also take), so the backward takes no exponential
   auto rows = [&](int64_t r0, int64_t m, float* buf) {
     float* hr = ph + r0 * H;
 #pragma omp simd

@@ -175,32 +175,28 @@ inline float erf_fast(float x) {
   return erf_fast(x, g);
 }
 
-// erf_t: erf_fast for float32 (vectorises), std::erf for float64 (the plain twin). GELU (the erf form) and its
-// derivative d/dv [v Phi(v)] = Phi(v) + v phi(v), with the density phi(v) = exp(-v^2 / 2) / sqrt(2 pi) taken from the
-// exponential inside erf_fast (float32: one exponential a value; float64: std::erf and std::exp). One definition for
-// the elementwise GELU (tensor/elementwise.cpp) and the fused feed-forward (autograd/feed_forward.cpp), so the two
-// give the same bits.
-template <class T> inline T erf_t(T x) {
-  if constexpr (std::is_same_v<T, float>) return erf_fast(x);
-  else return std::erf(x);
-}
-template <class T> inline T gelu_erf_t(T x) { return (T)0.5 * x * ((T)1 + erf_t(x * (T)M_SQRT1_2)); }
-template <class T> inline T gelu_erf_grad_t(T v) {
+// GELU (the erf form) v Phi(v) and its derivative Phi(v) + v phi(v) from one erf, with the density
+// phi(v) = exp(-v^2 / 2) / sqrt(2 pi) taken from the exponential inside erf_fast (float32: one exponential a value;
+// float64, the plain twin: std::erf and std::exp). One definition for the elementwise GELU and its backward
+// (tensor/elementwise.cpp) and the fused feed-forward, whose forward keeps the derivative (autograd/feed_forward.cpp),
+// so all of them give the same bits.
+template <class T> inline T gelu_erf_with_grad(T v, T& grad) {
   const T x = v * (T)M_SQRT1_2;
   T g;  // exp(-x^2) = exp(-v^2 / 2)
   T erf;
   if constexpr (std::is_same_v<T, float>) erf = erf_fast(x, g);
   else erf = std::erf(x), g = std::exp(-x * x);
-  return (T)0.5 * ((T)1 + erf) + v * g * (T)0.3989422804014327;
+  grad = (T)0.5 * ((T)1 + erf) + v * g * (T)0.3989422804014327;
+  return (T)0.5 * v * ((T)1 + erf);
 }
-// Both at once in float32, from one erf_fast: the bits of gelu_erf_t(v) and of gelu_erf_grad_t(v), which take erf_fast
-// of the same v / sqrt 2 (the fused feed-forward's forward keeps the derivative, so its backward takes no exponential).
-inline float gelu_erf_with_grad(float v, float& grad) {
-  const float x = v * (float)M_SQRT1_2;
-  float g;
-  const float erf = erf_fast(x, g);
-  grad = 0.5f * (1.0f + erf) + v * g * 0.3989422804014327f;
-  return 0.5f * v * (1.0f + erf);
+template <class T> inline T gelu_erf_t(T v) {
+  T grad;  // unused: in float32 the compiler drops its arithmetic
+  return gelu_erf_with_grad(v, grad);
+}
+template <class T> inline T gelu_erf_grad_t(T v) {
+  T grad;
+  gelu_erf_with_grad(v, grad);
+  return grad;
 }
 
 // sum over c < n of f(c) in kLanes independent partials, so the loop vectorises without reassociation
