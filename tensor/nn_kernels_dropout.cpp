@@ -122,21 +122,18 @@ Tensor apply_dropout_bits(const Tensor& x, const std::vector<uint64_t>& bits, do
 
 void apply_dropout_bits_block(const float* x, float* y, const uint64_t* bits, int64_t e0, int64_t n, double p) {
   const float s = (float)dropout_scale(p);
-  auto bit = [&](int64_t e) { return (bits[e / 64] >> (e % 64)) & 1u; };
-  int64_t i = 0;
-  for (; i < n && (e0 + i) % 32; i++) y[i] = x[i] * (bit(e0 + i) ? s : 0.f);  // up to a half word's start
-  for (; i + 32 <= n; i += 32) {  // whole half words, as apply_dropout_bits takes them
-    const int64_t e = e0 + i;
+  for (int64_t i = 0; i < n;) {  // by the mask's 32-bit half words, as apply_dropout_bits takes them
+    const int64_t e = e0 + i, m = std::min(n - i, 32 - e % 32);  // the rest of e's half word: within one 64-bit word
     const uint32_t b = (uint32_t)(bits[e / 64] >> (e % 64));
-    if (x != y) {
-      apply_half_word(x + i, y + i, b, 32, s);
+    if (m < 32 || x != y) {
+      apply_half_word(x + i, y + i, b, m, s);
     } else {  // in place: one pointer (with two that might overlap, clang took a scalar copy of the loop, 3% of a step)
       float* z = y + i;
 #pragma omp simd
       for (int j = 0; j < 32; j++) z[j] = z[j] * (((b >> j) & 1u) ? s : 0.f);
     }
+    i += m;
   }
-  for (; i < n; i++) y[i] = x[i] * (bit(e0 + i) ? s : 0.f);
 }
 
 DropoutOut dropout_one_pass(const Tensor& x, double p, Generator& g) {
