@@ -289,6 +289,11 @@ std::shared_ptr<uint32_t> shared_words(int64_t n) {
   const size_t bytes = (size_t)std::max<int64_t>(n, 1) * 4;
   return std::shared_ptr<uint32_t>((uint32_t*)host_alloc(bytes), [bytes](uint32_t* w) { host_free(w, bytes); });
 }
+// Threads for a pass over an (R, C) matrix (packing, column sums): one below kSplitWork / 64 elements or inside a
+// parallel region.
+int pack_threads(int threads, int64_t R, int64_t C) {
+  return threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+}
 }  // namespace
 
 Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t N, int threads) {
@@ -299,7 +304,7 @@ Bf16PackedB bf16_pack_b(bool tb, const float* B, int64_t ldb, int64_t K, int64_t
   if (K <= 0 || N <= 0) std::fill(p.words.get(), p.words.get() + n, 0u);  // else every word is written below
 #if defined(DL_BF16_KERNEL)
   if (!bf16_gemm_usable()) fail("bf16_pack_b: no bf16 arithmetic on this CPU or DL_BF16=off (check bf16_gemm_usable first)");
-  const int nt = threads > 1 && !omp_in_parallel() && (double)K * N >= kSplitWork / 64 ? threads : 1;
+  const int nt = pack_threads(threads, K, N);
   if (K > 0 && N > 0) {
 #pragma omp parallel num_threads(nt) if (nt > 1)
     pack_b(tb, B, ldb, K, N, p.Np, p.words.get(), omp_get_thread_num(), omp_get_num_threads());
@@ -339,9 +344,6 @@ bool nothing_to_pack(Bf16PackedBoth& p, float* column_sums) {
   std::fill(p.across.words.get(), p.across.words.get() + std::max<int64_t>((p.R + 1) / 2 * p.across.Np, 1), 0u);
   if (column_sums) std::fill(column_sums, column_sums + std::max<int64_t>(p.C, 0), 0.f);
   return true;
-}
-int pack_threads(int threads, int64_t R, int64_t C) {
-  return threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
 }
 #endif
 }  // namespace
@@ -410,7 +412,7 @@ void bf16_column_sums(const float* X, int64_t ldx, int64_t R, int64_t C, int thr
   if (C <= 0) return;
   const int64_t chunks = sum_chunks(std::max<int64_t>(R, 0));
   std::vector<float> part((size_t)(chunks * C), 0.f);
-  const int nt = threads > 1 && !omp_in_parallel() && (double)R * C >= kSplitWork / 64 ? threads : 1;
+  const int nt = pack_threads(threads, R, C);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t c = 0; c < chunks; c++) {
     float* s = part.data() + c * C;
