@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "bf16_kernels.h"
 #include "op_harness.h"
 
 #include "autograd/elementwise.h"
@@ -20,11 +21,7 @@
 namespace dl {
 namespace {
 
-struct PrecisionScope {
-  Precision was;
-  explicit PrecisionScope(Precision p) : was(set_matmul_precision(p)) {}
-  ~PrecisionScope() { set_matmul_precision(was); }
-};
+using test::PrecisionScope;  // tests/common/bf16_kernels.h
 
 struct Grads {
   Tensor y, dx, dw1, db1, dw2, db2;

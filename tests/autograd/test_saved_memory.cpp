@@ -5,6 +5,7 @@
 //     bit for bit, as linear_backward from the float32 input.
 #include <gtest/gtest.h>
 
+#include "bf16_kernels.h"
 #include "op_harness.h"
 
 #include "autograd/elementwise.h"
@@ -51,11 +52,7 @@ TEST(SavedMemory, SigmoidKeepsItsOutput) {  // the other side: its derivative y 
   EXPECT_TRUE(all_close(x.grad(), mul(y, add_scalar(neg(y), 1.0)), kOneRounding, "sigmoid dx"));
 }
 
-struct PrecisionScope {
-  Precision was;
-  explicit PrecisionScope(Precision p) : was(set_matmul_precision(p)) {}
-  ~PrecisionScope() { set_matmul_precision(was); }
-};
+using test::PrecisionScope;  // tests/common/bf16_kernels.h
 
 TEST(SavedMemory, Bf16LinearKeepsItsInputAsPairs) {
   if (!bf16_gemm_usable()) GTEST_SKIP() << "no bf16 arithmetic on this CPU: the linear keeps its float32 input";

@@ -1,10 +1,12 @@
 // tests/common/bf16_kernels.h - the bf16 product kernels this CPU runs, for tests that check each of them: the
 // VDPBF16PS register tiles wherever bf16 is usable, and the AMX tiles where amx::usable() (tensor/bf16_amx.h). The
 // CPUID choice takes AMX where it can, so without these loops an AMX machine would never test the VDPBF16PS tiles.
+// And a scope that sets the matmul precision (tensor/bf16.h) for a test.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "tensor/bf16.h"
 #include "tensor/bf16_amx.h"
 #include "tensor/bf16_gemm.h"
 
@@ -25,6 +27,15 @@ struct UseBf16Kernel {
   ~UseBf16Kernel() { set_bf16_tile(was); }
   UseBf16Kernel(const UseBf16Kernel&) = delete;
   UseBf16Kernel& operator=(const UseBf16Kernel&) = delete;
+};
+
+// The matmul precision for the scope, then the previous one back.
+struct PrecisionScope {
+  Precision was;
+  explicit PrecisionScope(Precision p) : was(set_matmul_precision(p)) {}
+  ~PrecisionScope() { set_matmul_precision(was); }
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
 };
 
 }  // namespace dl::test
