@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_kernels.h"  // PrecisionScope
 #include "tensor/bf16.h"
 #include "tensor/bf16_amx.h"
 #include "tensor/bf16_gemm.h"
@@ -99,9 +100,8 @@ TEST(Bf16Precision, ParseAndNames) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("expected fp32 or bf16"), std::string::npos) << e.what();
   }
-  const Precision was = set_matmul_precision(Precision::bf16);
+  const test::PrecisionScope precision(Precision::bf16);
   EXPECT_NE(precision_note().find("bf16"), std::string::npos);
-  set_matmul_precision(was);
 }
 
 namespace {
@@ -113,9 +113,8 @@ std::vector<float> product(Precision p) {
   std::vector<float> A(64 * 96), B(80 * 96), C(64 * 80);
   for (float& v : A) v = U(rng);
   for (float& v : B) v = U(rng);
-  const Precision was = set_matmul_precision(p);
+  const test::PrecisionScope precision(p);
   gemm<float>(false, true, 64, 80, 96, 1.f, A.data(), 96, B.data(), 96, 0.f, C.data(), 80);
-  set_matmul_precision(was);
   return C;
 }
 
@@ -142,10 +141,12 @@ TEST(Bf16ForcedOffChild, Float32PathAndSaysSo) {
   if (!e || std::string(e) != "off") GTEST_SKIP() << "runs in the child process of Bf16Precision.ForcedOffTakesFloat32Path";
   EXPECT_FALSE(bf16_gemm_usable());
   EXPECT_EQ(bf16_gemm_path(), "none");
-  const Precision was = set_matmul_precision(Precision::bf16);
-  EXPECT_FALSE(bf16_products_active());
-  const std::string note = precision_note();
-  set_matmul_precision(was);
+  std::string note;
+  {
+    const test::PrecisionScope precision(Precision::bf16);
+    EXPECT_FALSE(bf16_products_active());
+    note = precision_note();
+  }
   EXPECT_NE(note.find("DL_BF16=off"), std::string::npos) << note;
   EXPECT_NE(note.find("float32"), std::string::npos) << note;
   EXPECT_EQ(product(Precision::bf16), product(Precision::fp32)) << "DL_BF16=off must give the float32 bits";
@@ -161,9 +162,11 @@ TEST(Bf16AmxOffChild, Vdpbf16PathAndSaysSo) {
   EXPECT_EQ(amx::unusable_reason(), "DL_AMX=off in the environment");
   EXPECT_TRUE(bf16_gemm_usable());
   EXPECT_NE(bf16_gemm_path().find("VDPBF16PS"), std::string::npos) << bf16_gemm_path();
-  const Precision was = set_matmul_precision(Precision::bf16);
-  const std::string note = precision_note();
-  set_matmul_precision(was);
+  std::string note;
+  {
+    const test::PrecisionScope precision(Precision::bf16);
+    note = precision_note();
+  }
   if (cpu_info().vendor == "GenuineIntel")  // the one Intel measured runs VDPBF16PS at half its FMA rate
     EXPECT_NE(note.find("slower than fp32"), std::string::npos) << note;
 }

@@ -166,12 +166,13 @@ TEST(Bf16Gemm, DlGemmTakesItUnderTheMode) {
   const Case c{false, true, 150, 200, 64, 0.f};  // large enough for dl::gemm's two panels
   Operands o = make(c, 9);
   std::vector<float> C(c.M * o.ldc, 0.f);
-  const Precision was = set_matmul_precision(Precision::bf16);
-  const int nt = omp_get_max_threads();
-  omp_set_num_threads(2);
-  gemm<float>(c.ta, c.tb, c.M, c.N, c.K, 1.f, o.A.data(), o.lda, o.B.data(), o.ldb, 0.f, C.data(), o.ldc);
-  omp_set_num_threads(nt);
-  set_matmul_precision(was);
+  {
+    const test::PrecisionScope precision(Precision::bf16);
+    const int nt = omp_get_max_threads();
+    omp_set_num_threads(2);
+    gemm<float>(c.ta, c.tb, c.M, c.N, c.K, 1.f, o.A.data(), o.lda, o.B.data(), o.ldb, 0.f, C.data(), o.ldc);
+    omp_set_num_threads(nt);
+  }
   std::vector<float> want = run(c, o, 1);
   for (int64_t i = 0; i < c.M; i++)
     for (int64_t j = 0; j < c.N; j++) ASSERT_EQ(C[i * o.ldc + j], want[i * o.ldc + j]) << "(" << i << ", " << j << ")";
@@ -181,9 +182,11 @@ TEST(Bf16Gemm, LinearAndMatmulRoundTheirOperands) {
   REQUIRE_BF16();
   Generator g(5);
   Tensor x = randn({4, 9, 40}, g), w = randn({24, 40}, g), b = randn({24}, g);
-  const Precision was = set_matmul_precision(Precision::bf16);
-  Tensor y = linear(x, w, b), z = matmul(x, w.transpose(0, 1));
-  set_matmul_precision(was);
+  Tensor y, z;
+  {
+    const test::PrecisionScope precision(Precision::bf16);
+    y = linear(x, w, b), z = matmul(x, w.transpose(0, 1));
+  }
   const float *px = x.data<float>(), *pw = w.data<float>(), *pb = b.data<float>(), *py = y.data<float>(), *pz = z.data<float>();
   for (int64_t r = 0; r < 36; r++)
     for (int64_t o = 0; o < 24; o++) {
@@ -239,9 +242,11 @@ TEST(Bf16Gemm, BiasStartIsTheBiasCopiedWithBetaOne) {
 
   Generator g(6);
   Tensor x = randn({4, 9, 40}, g), w = randn({50, 40}, g), b = randn({50}, g);  // N = 50: a ragged last vector
-  const Precision was = set_matmul_precision(Precision::bf16);
-  Tensor y = linear(x, w, b);
-  set_matmul_precision(was);
+  Tensor y;
+  {
+    const test::PrecisionScope precision(Precision::bf16);
+    y = linear(x, w, b);
+  }
   std::vector<float> C(36 * 50);
   for (int64_t i = 0; i < 36; i++)
     for (int64_t j = 0; j < 50; j++) C[i * 50 + j] = b.data<float>()[j];

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "bf16_kernels.h"  // PrecisionScope
 #include "autograd/ops.h"
 #include "nn/layers.h"
 #include "optim/adam.h"
@@ -50,7 +51,7 @@ double train(Precision p, int steps) {
   optim::AdamOptions o;
   o.lr = 1e-2;
   optim::Adam opt(std::vector<Var>{l1.weight, l1.bias, l2.weight, l2.bias}, o);
-  const Precision was = set_matmul_precision(p);
+  const test::PrecisionScope precision(p);
   for (int s = 0; s < steps; s++) {
     const int64_t r0 = s * kBatch % kTrain;
     Var x(tr.x.narrow(0, r0, kBatch));  // (kBatch, kIn)
@@ -60,7 +61,6 @@ double train(Precision p, int steps) {
     opt.step();
   }
   Tensor logits = l2.forward(relu(l1.forward(Var(te.x)))).data();  // (kTest, kClasses)
-  set_matmul_precision(was);
   const float* pl = logits.data<float>();
   const int64_t* py = te.y.data<int64_t>();
   int64_t right = 0;

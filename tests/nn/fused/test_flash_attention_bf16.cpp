@@ -30,14 +30,13 @@ namespace {
 // Runs flash_attention with the given precision; returns out (B, T, C) and dqkv (B, T, 3C).
 std::pair<Tensor, Tensor> run(const Case& c, const Tensor& qkv0, const Tensor& dy, Precision p, double drop = 0,
                               int64_t window = 0) {
-  const Precision was = set_matmul_precision(p);
+  const test::PrecisionScope precision(p);
   Var qkv(qkv0, true);
   Tensor km = c.mask ? from_vector(key_mask(c.T), {kB, c.T}) : Tensor();
   Tensor pre = c.prefix ? from_vector(prefixes(c.T), {kB}) : Tensor();
   Generator g(7);
   Var y = flash_attention(qkv, kNH, c.causal, drop, true, g, km, pre, window);
   y.backward(dy);
-  set_matmul_precision(was);
   return {y.data().contiguous(), qkv.grad().contiguous()};
 }
 

@@ -5,6 +5,7 @@
 // threads' worth of units, one and two layers.
 #include <gtest/gtest.h>
 
+#include "bf16_kernels.h"  // PrecisionScope
 #include "nn/recurrent/lstm.h"
 #include "tensor/bf16.h"
 #include "op_harness.h"
@@ -55,12 +56,11 @@ TEST(LSTMFast, SequenceNodeAgreesWithPerStepGraph) {
 // rounding, about 2^-8 relative, and it compounds over the steps); a wrong column of the packed weights is off by O(1).
 TEST(LSTMFast, SequenceNodeAgreesWithPerStepGraphInBf16) {
   if (!bf16_gemm_usable()) GTEST_SKIP() << precision_note();
-  const Precision was = set_matmul_precision(Precision::bf16);
+  const test::PrecisionScope precision(Precision::bf16);
   const Tol tol{3e-2, 3e-2};
   expect_agree(64, 12, 8, 256, 1, tol);  // packed, two threads' units
   expect_agree(17, 10, 33, 48, 2, tol);  // packed, several vectors per thread, two layers
   expect_agree(3, 7, 5, 20, 1, tol);     // Hd not whole vectors: dl::gemm converts at each step
-  set_matmul_precision(was);
 }
 
 TEST(LSTMFast, NoGradForwardMatches) {

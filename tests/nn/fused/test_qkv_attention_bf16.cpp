@@ -31,7 +31,7 @@ namespace {
 
 // Runs the packed (or, with blocked, the blocked) primitive at precision p; returns out (B, T, C) and dqkv (B, T, 3C).
 std::pair<Tensor, Tensor> run(const Case& c, const Inputs& in, Precision p, double drop = 0, bool blocked = false) {
-  const Precision was = set_matmul_precision(p);
+  const test::PrecisionScope precision(p);
   Var qkv(in.qkv, true);
   Tensor km = c.mask ? from_vector(key_mask(c.T), {kB, c.T}) : Tensor();
   Tensor pre = c.prefix ? from_vector(prefixes(c.T), {kB}) : Tensor();
@@ -39,7 +39,6 @@ std::pair<Tensor, Tensor> run(const Case& c, const Inputs& in, Precision p, doub
   Var y = blocked ? flash_attention(qkv, kNH, c.causal, drop, true, g, km, pre)
                   : qkv_attention(qkv, kNH, c.causal, drop, true, g, km, pre);
   y.backward(in.dy);
-  set_matmul_precision(was);
   return {y.data().contiguous(), qkv.grad().contiguous()};
 }
 
