@@ -55,6 +55,17 @@ struct Result {
   std::string model;          // what was sampled from, and how (for the timing line)
 };
 
+// --export-onnx: the GPT-2 of --model as an ONNX file instead of sampling (GPT2Model::export_onnx, docs/onnx.md):
+// input_ids (batch, length) int64 -> logits (batch, length, V), the batch dynamic; beside it the check file
+// (nn/onnx/check_file.h) with `batch` rows of random ids (from Options::seed) and the framework's logits for them.
+struct ExportOptions {
+  std::string onnx;    // the .onnx file to write
+  int64_t length = 0;  // positions of the graph: 0 = the model's context (n_positions)
+  int64_t batch = 4;   // rows of the check file's example
+};
+// Returns the line to print; a bad option or file is named.
+std::string export_gpt2(const Options& o, const ExportOptions& e);
+
 // on_text: called first with the prompt's text, then with each generated token's text (bytes, possibly part of a UTF-8
 // character) as it comes
 Result generate(const Options& o, const std::function<void(const std::string&)>& on_text = {});

@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/generate/language_model.h"
+#include "autograd/variable.h"  // NoGradGuard
 #include "nn/models/gpt2.h"
+#include "nn/onnx/check_file.h"
+#include "nn/onnx/graph.h"
 #include "tasks/gpt2_bpe.h"
 #include "tasks/gpt2_tokenizer_json.h"
 #include "tensor/safetensors.h"
@@ -53,11 +56,22 @@ static std::shared_ptr<tasks::Gpt2Bpe> tokenizer_of(const Options& o) {
   return std::make_shared<tasks::Gpt2Bpe>(tasks::Gpt2Bpe::load(vocab, merges));
 }
 
-LanguageModel open_gpt2(const Options& o) {
+// The GPT-2 of --model with its weights, in eval mode (--heads or info.json for n_head).
+static std::shared_ptr<nn::GPT2Model> load_gpt2(const Options& o) {
   if (!fs::exists(o.model)) fail("generate: no model file " + o.model);
   nn::GPT2Config c = nn::gpt2_config_from_file(o.model, heads_of(o));
   if (c.n_embd % c.n_head != 0)
     fail("generate: n_embd " + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + " heads");
+  Generator init(0);
+  auto m = std::make_shared<nn::GPT2Model>(c, init);
+  nn::load_gpt2_hf(*m, o.model);
+  m->eval();
+  return m;
+}
+
+LanguageModel open_gpt2(const Options& o) {
+  const std::shared_ptr<nn::GPT2Model> m = load_gpt2(o);
+  const nn::GPT2Config& c = m->cfg;
   const std::shared_ptr<tasks::Gpt2Bpe> bpe = tokenizer_of(o);
   if (!bpe && c.vocab_size > 256)
     fail("generate: " + o.model + " has " + std::to_string(c.vocab_size) +
@@ -66,11 +80,6 @@ LanguageModel open_gpt2(const Options& o) {
   if (bpe && bpe->vocab_size() != c.vocab_size)
     fail("generate: the tokenizer has " + std::to_string(bpe->vocab_size()) + " tokens and " + o.model + " has " +
          std::to_string(c.vocab_size) + "; expected the same vocabulary");
-  Generator init(0);
-  auto m = std::make_shared<nn::GPT2Model>(c, init);
-  nn::load_gpt2_hf(*m, o.model);
-  m->eval();
-
   LanguageModel lm;
   lm.name = std::string("GPT-2, ") + (bpe ? "BPE tokens" : "bytes") + ", key/value cache";
   lm.vocab = c.vocab_size, lm.context = c.n_positions;
@@ -96,6 +105,31 @@ LanguageModel open_gpt2(const Options& o) {
     return all.narrow(1, T - 1, 1).reshape({V}).contiguous();
   };
   return lm;
+}
+
+std::string export_gpt2(const Options& o, const ExportOptions& e) {
+  if (o.model.empty()) fail("generate: --export-onnx exports a GPT-2 file (--model); an lra_benchmark cell exports with "
+                            "`lra_benchmark export --cell DIR --onnx FILE`");
+  if (e.batch < 1) fail("generate: --batch must be at least 1, found " + std::to_string(e.batch));
+  const std::shared_ptr<nn::GPT2Model> m = load_gpt2(o);
+  const int64_t T = e.length > 0 ? e.length : m->cfg.n_positions;
+  if (T > m->cfg.n_positions)
+    fail("generate: --length " + std::to_string(T) + " is past the model's " + std::to_string(m->cfg.n_positions) + " positions");
+  nn::onnx::Graph g("gpt2");
+  m->export_onnx(g, T);
+  g.save(e.onnx);
+  // the check file: a batch of random ids and the framework's logits for them (docs/onnx.md, "Checking a file")
+  Generator draw(o.seed);
+  const Tensor ids = randint(0, m->cfg.vocab_size, {e.batch, T}, draw);
+  Tensor logits;
+  {
+    NoGradGuard ng;
+    logits = m->forward(ids).data();
+  }
+  nn::onnx::write_check_file(e.onnx, {{"input_ids", ids}}, {{"logits", logits}});
+  return o.model + ": wrote " + e.onnx + " and " + nn::onnx::check_file_path(e.onnx) + " (input_ids (batch, " +
+         std::to_string(T) + ") -> logits (batch, " + std::to_string(T) + ", " + std::to_string(m->cfg.vocab_size) +
+         "), dynamic batch)";
 }
 
 }  // namespace gen

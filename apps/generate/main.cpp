@@ -4,6 +4,7 @@
 //                    --temperature 0.8 --top-k 40 --top-p 0.95 --seed 0
 //   ./build/generate --model gpt2/model.safetensors --heads 12 --tokenizer gpt2/ --prompt "Hello, I'm" --tokens 50
 //   ./build/generate --lra-cell runs/lra_benchmark/cells/<listops__s4d__spt-causal__seed0> --prompt "[MAX 2 9" --tokens 40
+//   ./build/generate --model <GPT-2 file> --export-onnx gpt2.onnx [--length T] [--batch 4] [--seed 0]   # ONNX + check file
 // Prints the text as it comes (a token's bytes as they are), then on stderr the tokens per second; --recompute: no
 // streaming state (the whole prefix at every token); GPT-2 stops at <|endoftext|> unless --no-stop-at-eos.
 #include <CLI/CLI.hpp>
@@ -39,9 +40,23 @@ int main(int argc, char** argv) {
                "stop at GPT-2's <|endoftext|> when its tokenizer has it (default on)");
   app.add_flag("--recompute", o.recompute, "run the whole prefix at every token (no key/value cache or recurrent state)");
   app.add_option("--threads", threads, "CPU threads")->check(dl::harness::at_least(1));
+  gen::ExportOptions e;
+  auto* onnx = app.add_option("--export-onnx", e.onnx,
+                              "write the GPT-2 of --model as ONNX (input_ids -> logits) and a check file beside it, "
+                              "instead of sampling");
+  app.add_option("--length", e.length, "--export-onnx: the graph's positions (default: the model's context)")
+      ->check(dl::harness::at_least(1))
+      ->needs(onnx);
+  app.add_option("--batch", e.batch, "--export-onnx: rows of the check file's example batch (random ids from --seed)")
+      ->check(dl::harness::at_least(1))
+      ->needs(onnx);
   CLI11_PARSE(app, argc, argv);
   try {
     dl::harness::set_threads(threads);
+    if (!e.onnx.empty()) {
+      std::cout << gen::export_gpt2(o, e) << std::endl;
+      return 0;
+    }
     gen::Result r = gen::generate(o, [](const std::string& piece) { std::cout << piece << std::flush; });
     std::cout << std::endl;  // the text before the timing line on a terminal
     if (!r.stopped.empty()) std::cerr << "generate: stopped early: " << r.stopped << "\n";

@@ -99,11 +99,16 @@ static std::string bytes_of(const std::string& path) {
 
 std::string check_cell_export(const std::string& exe, const std::string& cell, const std::string& dir, const std::string& what,
                               const std::function<void(const TensorFile&, int64_t batch)>& per_check) {
+  return check_export([&](const std::string& onnx) { return exe + " export --cell " + cell + " --onnx " + onnx; }, dir, what,
+                      per_check);
+}
+
+std::string check_export(const std::function<std::string(const std::string& onnx)>& command, const std::string& dir,
+                         const std::string& what, const std::function<void(const TensorFile&, int64_t batch)>& per_check) {
   auto sh = [](const std::string& cmd) { return std::system((cmd + " > /dev/null 2>&1").c_str()); };
   const std::string file = dir + "/model.onnx", file3 = dir + "/model_b3.onnx";
-  if (sh(exe + " export --cell " + cell + " --onnx " + file + " --batch 2") != 0 ||
-      sh(exe + " export --cell " + cell + " --onnx " + file3 + " --batch 3 --seed 1") != 0) {
-    ADD_FAILURE() << what << ": " << exe << " export failed";
+  if (sh(command(file) + " --batch 2") != 0 || sh(command(file3) + " --batch 3 --seed 1") != 0) {
+    ADD_FAILURE() << what << ": " << command(file) << " failed";
     return "";
   }
   EXPECT_TRUE(bytes_of(file) == bytes_of(file3)) << what << ": the graph depends on --batch or --seed";

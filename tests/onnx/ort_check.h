@@ -37,5 +37,9 @@ std::string fresh_temp_dir(const std::string& hint);
 // name `what`. Returns why a tool could not run ("" when both ran): the caller skips with it.
 std::string check_cell_export(const std::string& exe, const std::string& cell, const std::string& dir, const std::string& what,
                               const std::function<void(const TensorFile&, int64_t batch)>& per_check);
+// The same for any command that exports: command(onnx) writes the file `onnx` (and its check file) when given
+// " --batch N" and " --seed S" after it (the generate app's --export-onnx of a GPT-2 file).
+std::string check_export(const std::function<std::string(const std::string& onnx)>& command, const std::string& dir,
+                         const std::string& what, const std::function<void(const TensorFile&, int64_t batch)>& per_check);
 
 }  // namespace dl::test
