@@ -58,10 +58,15 @@ struct Result {
 // --export-onnx: the GPT-2 of --model as an ONNX file instead of sampling (GPT2Model::export_onnx, docs/onnx.md):
 // input_ids (batch, length) int64 -> logits (batch, length, V), the batch dynamic; beside it the check file
 // (nn/onnx/check_file.h) with `batch` rows of random ids (from Options::seed) and the framework's logits for them.
+// With kv_cache, the cached step instead (GPT2Model::export_onnx_with_past): input_ids (batch, new) and the keys and
+// values of the positions before -> logits (batch, new, V) and the keys and values with the new positions added, so a
+// runtime samples one token per call; its check file's example has length / 2 positions cached and the rest new.
 struct ExportOptions {
   std::string onnx;    // the .onnx file to write
-  int64_t length = 0;  // positions of the graph: 0 = the model's context (n_positions)
+  int64_t length = 0;  // positions of the graph: 0 = the model's context (n_positions); with kv_cache the check
+                       // example's, 0 = 8 (at most the context)
   int64_t batch = 4;   // rows of the check file's example
+  bool kv_cache = false;
 };
 // Returns the line to print; a bad option or file is named.
 std::string export_gpt2(const Options& o, const ExportOptions& e);

@@ -1,8 +1,10 @@
 // apps/generate/gpt2_source.cpp - a GPT-2 safetensors file as a LanguageModel (language_model.h): bytes as tokens when
 // its vocabulary has at most 256 entries, GPT-2's BPE (tasks/gpt2_bpe.h) from vocab.json + merges.txt or from Hugging
 // Face's tokenizer.json (tasks/gpt2_tokenizer_json.h) otherwise.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -107,14 +109,46 @@ LanguageModel open_gpt2(const Options& o) {
   return lm;
 }
 
+// --kv-cache: the cached step (GPT2Model::export_onnx_with_past); the check file's example is a call with T / 2 positions
+// in the cache (the framework's keys and values after stepping through T / 2 random ids) and T - T / 2 new ids.
+static std::string export_gpt2_step(nn::GPT2Model& m, const Options& o, const ExportOptions& e, int64_t T) {
+  if (T < 2) fail("generate: --kv-cache needs --length of at least 2 (the check's example: cached positions and new ones)");
+  nn::onnx::Graph g("gpt2_with_past");
+  m.export_onnx_with_past(g);
+  g.save(e.onnx);
+  const int64_t P = T / 2, B = e.batch, L = m.cfg.n_layer;
+  Generator draw(o.seed);
+  const Tensor ids = randint(0, m.cfg.vocab_size, {B, T}, draw);
+  NoGradGuard ng;
+  nn::StreamState s = m.start_stream(B);
+  std::map<std::string, Tensor> in, out;
+  for (int64_t t = 0; t < T; t++) {
+    if (t == P)
+      for (int64_t i = 0; i < L; i++)
+        in["past_key_values." + std::to_string(i) + ".key"] = s.t[2 * i], in["past_key_values." + std::to_string(i) + ".value"] = s.t[2 * i + 1];
+    m.step(ids.narrow(1, t, 1).reshape({B}).contiguous(), s);
+  }
+  in["input_ids"] = ids.narrow(1, P, T - P).contiguous();
+  out["logits"] = m.forward(ids).data().narrow(1, P, T - P).contiguous();  // (B, T - P, V)
+  for (int64_t i = 0; i < L; i++)
+    out["present." + std::to_string(i) + ".key"] = s.t[2 * i], out["present." + std::to_string(i) + ".value"] = s.t[2 * i + 1];
+  nn::onnx::write_check_file(e.onnx, in, out);
+  return o.model + ": wrote " + e.onnx + " and " + nn::onnx::check_file_path(e.onnx) +
+         " (the cached step: input_ids (batch, new) and past_key_values.<i>.key / .value (batch, " +
+         std::to_string(m.cfg.n_head) + ", past, " + std::to_string(m.cfg.n_embd / m.cfg.n_head) + ") -> logits (batch, new, " +
+         std::to_string(m.cfg.vocab_size) + ") and present.<i>.key / .value; the check file's example: " + std::to_string(P) +
+         " cached, " + std::to_string(T - P) + " new)";
+}
+
 std::string export_gpt2(const Options& o, const ExportOptions& e) {
   if (o.model.empty()) fail("generate: --export-onnx exports a GPT-2 file (--model); an lra_benchmark cell exports with "
                             "`lra_benchmark export --cell DIR --onnx FILE`");
   if (e.batch < 1) fail("generate: --batch must be at least 1, found " + std::to_string(e.batch));
   const std::shared_ptr<nn::GPT2Model> m = load_gpt2(o);
-  const int64_t T = e.length > 0 ? e.length : m->cfg.n_positions;
+  const int64_t T = e.length > 0 ? e.length : e.kv_cache ? std::min<int64_t>(8, m->cfg.n_positions) : m->cfg.n_positions;
   if (T > m->cfg.n_positions)
     fail("generate: --length " + std::to_string(T) + " is past the model's " + std::to_string(m->cfg.n_positions) + " positions");
+  if (e.kv_cache) return export_gpt2_step(*m, o, e, T);
   nn::onnx::Graph g("gpt2");
   m->export_onnx(g, T);
   g.save(e.onnx);

@@ -5,6 +5,7 @@
 //   ./build/generate --model gpt2/model.safetensors --heads 12 --tokenizer gpt2/ --prompt "Hello, I'm" --tokens 50
 //   ./build/generate --lra-cell runs/lra_benchmark/cells/<listops__s4d__spt-causal__seed0> --prompt "[MAX 2 9" --tokens 40
 //   ./build/generate --model <GPT-2 file> --export-onnx gpt2.onnx [--length T] [--batch 4] [--seed 0]   # ONNX + check file
+//   ./build/generate --model <GPT-2 file> --export-onnx gpt2_step.onnx --kv-cache   # the cached step (past keys / values)
 // Prints the text as it comes (a token's bytes as they are), then on stderr the tokens per second; --recompute: no
 // streaming state (the whole prefix at every token); GPT-2 stops at <|endoftext|> unless --no-stop-at-eos.
 #include <CLI/CLI.hpp>
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
       ->needs(onnx);
   app.add_option("--batch", e.batch, "--export-onnx: rows of the check file's example batch (random ids from --seed)")
       ->check(dl::harness::at_least(1))
+      ->needs(onnx);
+  app.add_flag("--kv-cache", e.kv_cache,
+               "--export-onnx: the cached step instead (input_ids and past keys / values -> logits and present keys / "
+               "values); --length is then the check example's positions (default 8), half of them cached")
       ->needs(onnx);
   CLI11_PARSE(app, argc, argv);
   try {

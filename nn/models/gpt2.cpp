@@ -253,4 +253,51 @@ void GPT2Model::export_onnx(onnx::Graph& g, int64_t T) {
   g.add_output("logits", ox::ElemType::f32, {ox::kBatch, T, V});
 }
 
+void GPT2Model::export_onnx_with_past(onnx::Graph& g) {
+  namespace ox = onnx;
+  const int64_t C = cfg.n_embd, NH = cfg.n_head, HS = C / NH, V = cfg.vocab_size;
+  auto past = [](int64_t i, const char* kv) { return "past_key_values." + std::to_string(i) + "." + kv; };
+  auto present = [](int64_t i, const char* kv) { return "present." + std::to_string(i) + "." + kv; };
+  g.add_input("input_ids", ox::ElemType::i64, {ox::kBatch, ox::kNew});
+  for (int64_t i = 0; i < cfg.n_layer; i++)
+    for (const char* kv : {"key", "value"}) g.add_input(past(i, kv), ox::ElemType::f32, {ox::kBatch, NH, ox::kPast, HS});
+  // P (cached positions) and S (new ones) from the inputs' shapes, as int64 scalars
+  auto scalar = [&](const std::string& v) { return g.node("Squeeze", {v, g.constant(std::vector<int64_t>{0})}); };
+  const std::string P = g.node("Shape", {past(0, "key")}, {ox::attr_int("start", 2), ox::attr_int("end", 3)});
+  const std::string S = g.node("Shape", {"input_ids"}, {ox::attr_int("start", 1), ox::attr_int("end", 2)});
+  const std::string p0 = scalar(P), p1 = scalar(ox::add(g, P, S));
+  const std::string zero = scalar(g.constant(std::vector<int64_t>{0})), one = scalar(g.constant(std::vector<int64_t>{1}));
+  const std::string qpos = g.node("Range", {p0, p1, one});    // (S): the new tokens' positions
+  const std::string kpos = g.node("Range", {zero, p1, one});  // (P + S): every key's
+  const std::string allowed =
+      g.node("LessOrEqual", {ox::unsqueeze(g, kpos, {0}), ox::unsqueeze(g, qpos, {1})});  // (S, P + S): key <= query
+  const std::string wte = g.add_initializer("transformer.wte.weight", transformer->wte->weight.data());  // (V, C)
+  const std::string wpe = g.add_initializer("transformer.wpe.weight", transformer->wpe->weight.data());  // (n_positions, C)
+  std::string x = ox::add(g, g.node("Gather", {wte, "input_ids"}), g.node("Gather", {wpe, qpos}));         // (B, S, C)
+  auto heads = [&](const std::string& t) { return ox::transpose(g, ox::reshape(g, t, {0, -1, NH, HS}), {0, 2, 1, 3}); };
+  for (int64_t i = 0; i < cfg.n_layer; i++) {
+    const GPT2Block& b = (*transformer->h)[i];
+    const std::string bp = "transformer.h." + std::to_string(i) + ".";
+    const std::string qkv = conv1d_onnx(g, *b.attn->c_attn, ox::layer_norm(g, *b.ln_1, x, bp + "ln_1."), bp + "attn.c_attn.");
+    std::string q = g.fresh("q"), k = g.fresh("k"), v = g.fresh("v");
+    g.add_node("Split", {qkv}, {q, k, v}, {ox::attr_int("axis", -1)});  // (B, S, C) each
+    g.add_node("Concat", {past(i, "key"), heads(k)}, {present(i, "key")}, {ox::attr_int("axis", 2)});  // (B, NH, P + S, HS)
+    g.add_node("Concat", {past(i, "value"), heads(v)}, {present(i, "value")}, {ox::attr_int("axis", 2)});
+    std::string scores = g.node("MatMul", {heads(q), ox::transpose(g, present(i, "key"), {0, 1, 3, 2})});  // (B, NH, S, P + S)
+    scores = ox::mul(g, scores, g.constant(float(1.0 / std::sqrt(double(HS)))));
+    scores = g.node("Where", {allowed, scores, g.constant(-1e9f)});
+    const std::string y = g.node("MatMul", {g.node("Softmax", {scores}, {ox::attr_int("axis", -1)}), present(i, "value")});
+    const std::string a = ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, -1, C});  // (B, S, C)
+    x = ox::add(g, x, conv1d_onnx(g, *b.attn->c_proj, a, bp + "attn.c_proj."));
+    const std::string m =
+        ox::gelu(g, conv1d_onnx(g, *b.mlp->c_fc, ox::layer_norm(g, *b.ln_2, x, bp + "ln_2."), bp + "mlp.c_fc."), true);
+    x = ox::add(g, x, conv1d_onnx(g, *b.mlp->c_proj, m, bp + "mlp.c_proj."));
+  }
+  x = ox::layer_norm(g, *transformer->ln_f, x, "transformer.ln_f.");
+  g.add_node("MatMul", {x, ox::transpose(g, wte, {1, 0})}, {"logits"});  // the tied lm_head
+  g.add_output("logits", ox::ElemType::f32, {ox::kBatch, ox::kNew, V});
+  for (int64_t i = 0; i < cfg.n_layer; i++)
+    for (const char* kv : {"key", "value"}) g.add_output(present(i, kv), ox::ElemType::f32, {ox::kBatch, NH, ox::kTotal, HS});
+}
+
 }  // namespace dl::nn

@@ -109,6 +109,13 @@ class GPT2Model : public Module {  // HF's GPT2LMHeadModel
   // output "logits" (batch, T, V), as forward(); weights under the state_dict's (HF's) names, the tied lm_head as
   // MatMul with wte transposed. T <= n_positions.
   void export_onnx(onnx::Graph& g, int64_t T);
+  // The cached step as ONNX (docs/onnx.md, "GPT-2 files"), what step() does for any number of new tokens: inputs
+  // "input_ids" (batch, new) int64 and per block i "past_key_values.<i>.key" / ".value" (batch, n_head, past, head
+  // size), the keys and values of the positions before (past 0 on the first call: empty tensors); outputs "logits"
+  // (batch, new, V) and "present.<i>.key" / ".value" (batch, n_head, past + new, head size), the next call's past.
+  // The new tokens take positions past .. past + new - 1 and see every earlier position and each other causally;
+  // past + new <= n_positions (ONNX Runtime fails on a position past wpe).
+  void export_onnx_with_past(onnx::Graph& g);
   std::shared_ptr<GPT2Transformer> transformer;
   GPT2Config cfg;
 };

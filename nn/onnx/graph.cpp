@@ -132,6 +132,10 @@ static ProtoWriter type_proto(ElemType type, const std::vector<int64_t>& dims) {
   for (int64_t d : dims) {
     ProtoWriter dim;
     if (d == kBatch) dim.bytes(2, "batch");
+    else if (d == kPast) dim.bytes(2, "past_length");
+    else if (d == kNew) dim.bytes(2, "new_length");
+    else if (d == kTotal) dim.bytes(2, "total_length");
+    else if (d < 0) fail("onnx: dimension " + std::to_string(d) + " is neither a size nor a symbolic dimension");
     else dim.int64(1, d);
     shape.message(1, dim);
   }

@@ -8,7 +8,9 @@
 //   initializers  named as in the model's state_dict ("blocks.0.mixer.in_proj_weight"), so the file maps back to the
 //                 checkpoint; tensors that are not in the state_dict (shapes, constants, an SSM's convolution kernel
 //                 computed at export time) are named "onnx::..." so nobody mistakes them for weights
-//   dimensions    fixed, except the batch: kBatch in a dims list is the symbolic dimension "batch"
+//   dimensions    fixed, except the batch: kBatch in a dims list is the symbolic dimension "batch"; a cached
+//                 decoding step (GPT2Model::export_onnx_with_past) also has kPast, kNew and kTotal, its positions
+//                 already cached, given now, and both
 // Field numbers are those of onnx/onnx.proto (github.com/onnx/onnx). What it is not: a reader, an optimiser, or a
 // checker of the graph (ONNX's checker and ONNX Runtime check the files: tests/onnx).
 #pragma once
@@ -24,6 +26,7 @@ namespace dl::nn::onnx {
 inline constexpr int kOpset = 17;
 inline constexpr int64_t kIrVersion = 8;
 inline constexpr int64_t kBatch = -1;  // in a dims list: the dynamic "batch" dimension
+inline constexpr int64_t kPast = -2, kNew = -3, kTotal = -4;  // "past_length", "new_length", "total_length"
 
 enum class ElemType : int { f32 = 1, i64 = 7, boolean = 9 };  // onnx.proto TensorProto.DataType
 

@@ -33,7 +33,7 @@ std::string fresh_temp_dir(const std::string& hint);
 // What an app's `export` subcommand must do with a trained cell (the fpt and pretrained_convs export tests): `exe export
 // --cell cell` into dir at --batch 2 and at --batch 3 --seed 1, the two files byte-identical (the batch is dynamic,
 // the seed draws only the check batch), onnx.checker accepting the file, and ONNX Runtime on the one file reproducing
-// each check file's "logits" (kFixtureLong). `per_check` looks at each check file too (its batch: 2, then 3); failures
+// each check file's "logits" and any other output it holds (kFixtureLong). `per_check` looks at each check file too (its batch: 2, then 3); failures
 // name `what`. Returns why a tool could not run ("" when both ran): the caller skips with it.
 std::string check_cell_export(const std::string& exe, const std::string& cell, const std::string& dir, const std::string& what,
                               const std::function<void(const TensorFile&, int64_t batch)>& per_check);

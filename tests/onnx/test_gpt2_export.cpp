@@ -10,6 +10,7 @@
 #include "nn/models/gpt2.h"
 #include "nn/onnx/check_file.h"
 #include "nn/onnx/graph.h"
+#include "tensor/safetensors.h"
 #include "ort_check.h"
 
 using namespace dl;
@@ -73,6 +74,65 @@ TEST(OnnxGpt2, ExportLongerThanPositionsFails) {
   EXPECT_THROW(m.export_onnx(graph, 9), std::exception);
 }
 
+// The cached step: from an empty cache (five tokens), then one token, then three at once, each call fed the presents
+// ONNX Runtime returned from the call before; logits against forward on the whole prefix, presents against step()'s
+// key/value cache after as many tokens.
+TEST(OnnxGpt2, CachedStepFromAnEmptyCacheReproducesTheFramework) {
+  GPT2Config c;
+  c.vocab_size = 50, c.n_positions = 32, c.n_embd = 32, c.n_layer = 2, c.n_head = 4;
+  Generator g(7);
+  GPT2Model m(c, g);
+  {
+    NoGradGuard ng;  // 5x the init scale, as above
+    for (auto& p : m.parameters()) p.mutable_data().copy_(mul_scalar(p.data(), 5.0));
+  }
+  m.eval();
+  onnx::Graph graph("gpt2_with_past");
+  m.export_onnx_with_past(graph);
+  const std::string dir = test::fresh_temp_dir("gpt2_past");
+  const std::string file = dir + "/gpt2_past.onnx";
+  graph.save(file);
+  std::string skipped;
+  test::ToolResult chk = test::onnx_checker(file);
+  if (!chk.available) skipped += chk.skip_reason + "; ";
+  EXPECT_EQ(chk.error, "") << "onnx.checker rejected " << file;
+
+  const int64_t B = 2, NH = 4, HS = 8, T = 9;
+  const Tensor ids = randint(0, c.vocab_size, {B, T}, g);
+  NoGradGuard ng;
+  StreamState s = m.start_stream(B);
+  std::map<std::string, Tensor> past;  // what the next call gets: ONNX Runtime's presents
+  for (int64_t i = 0; i < c.n_layer; i++)
+    for (const char* kv : {"key", "value"}) past["past_key_values." + std::to_string(i) + "." + kv] = zeros({B, NH, 0, HS});
+  int64_t done = 0;
+  for (int64_t n : {5, 1, 3}) {
+    const std::string what = "tokens " + std::to_string(done) + " .. " + std::to_string(done + n - 1);
+    std::map<std::string, Tensor> in = past;
+    in["input_ids"] = ids.narrow(1, done, n).contiguous();
+    const std::string in_file = dir + "/in_" + std::to_string(done) + ".safetensors";
+    save_safetensors(in_file, in);
+    std::map<std::string, Tensor> got;
+    test::ToolResult ort = test::run_onnx_runtime(file, in_file, &got);
+    if (!ort.available) {
+      skipped += ort.skip_reason;
+      break;
+    }
+    ASSERT_EQ(ort.error, "") << "ONNX Runtime failed on " << file << " (" << what << ")";
+    for (int64_t t = done; t < done + n; t++) m.step(ids.narrow(1, t, 1).reshape({B}).contiguous(), s);
+    done += n;
+    const Tensor want = m.forward(ids.narrow(1, 0, done).contiguous()).data().narrow(1, done - n, n);  // (B, n, V)
+    test::expect_close(what + ": logits", got.at("logits"), want, test::kFixtureLong);
+    for (int64_t i = 0; i < c.n_layer; i++)
+      for (int kv = 0; kv < 2; kv++) {
+        const std::string name = "present." + std::to_string(i) + "." + (kv ? "value" : "key");
+        test::expect_close(what + ": " + name, got.at(name), s.t[2 * i + kv], test::kFixtureLong);
+        past["past_key_values." + std::to_string(i) + "." + (kv ? "value" : "key")] = got.at(name);
+      }
+  }
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+  if (!skipped.empty()) GTEST_SKIP() << skipped;
+}
+
 namespace {
 
 // The executable's exit status and what it printed (stdout and stderr).
@@ -109,6 +169,15 @@ TEST(OnnxGpt2, GenerateExportsAGpt2FileThatTheRuntimeReproduces) {
                                                    test::expect_close("check file logits", check.at("logits"),
                                                                       m.forward(ids).data(), test::kFixtureLong);
                                                  });
+  // the cached step: the check file's example has 5 positions cached and 5 new; its presents are checked too
+  std::filesystem::create_directories(dir + "/kv");
+  const std::string skipped_kv = test::check_export(
+      [&](const std::string& onnx) { return exe + " --kv-cache --length 10 --export-onnx " + onnx; }, dir + "/kv",
+      "generate --export-onnx --kv-cache", [&](const TensorFile& check, int64_t batch) {
+        EXPECT_EQ(check.at("input_ids").shape(), (Shape{batch, 5}));
+        EXPECT_EQ(check.at("past_key_values.1.value").shape(), (Shape{batch, 2, 5, 8}));
+        EXPECT_EQ(check.at("present.1.value").shape(), (Shape{batch, 2, 10, 8}));
+      });
   // the default length is the model's context
   auto [rc, out] = run(exe + " --export-onnx " + dir + "/full.onnx --batch 1");
   EXPECT_EQ(rc, 0) << out;
@@ -124,6 +193,9 @@ TEST(OnnxGpt2, GenerateExportsAGpt2FileThatTheRuntimeReproduces) {
   std::tie(rc, out) = run(std::string(DL_BINARY_DIR) + "/generate --lra-cell " + dir + " --export-onnx " + dir + "/x.onnx");
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("lra_benchmark export --cell"), std::string::npos) << out;
+  std::tie(rc, out) = run(exe + " --export-onnx " + dir + "/one.onnx --kv-cache --length 1");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--kv-cache needs --length of at least 2"), std::string::npos) << out;
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
-  if (!skipped.empty()) GTEST_SKIP() << skipped;
+  if (!skipped.empty() || !skipped_kv.empty()) GTEST_SKIP() << skipped << skipped_kv;
 }
