@@ -36,6 +36,11 @@ Attr attr_str(const std::string& name, const std::string& v) {
   a.s = v;
   return a;
 }
+Attr attr_graph(const std::string& name, const Graph& body) {
+  Attr a = named(name, 5);
+  a.s = body.graph_proto();
+  return a;
+}
 
 static std::string dims_str(const std::vector<int64_t>& d) {
   std::string s = "[";
@@ -90,7 +95,7 @@ std::string Graph::node(const std::string& op, const std::vector<std::string>& i
   return out;
 }
 
-std::string Graph::fresh(const std::string& hint) { return hint + "_" + std::to_string(counter_++); }
+std::string Graph::fresh(const std::string& hint) { return hint + "_" + tag_ + std::to_string(counter_++); }
 
 std::vector<std::string> Graph::initializer_names() const {
   std::vector<std::string> out;
@@ -107,6 +112,7 @@ static ProtoWriter attribute_proto(const Attr& a) {
     case 1: w.float32(2, a.f); break;  // f = 2
     case 2: w.int64(3, a.i); break;    // i = 3
     case 3: w.bytes(4, a.s); break;    // s = 4
+    case 5: w.bytes(6, a.s); break;    // g = 6 (a GraphProto's bytes)
     case 7: w.ints(8, a.ints); break;  // ints = 8
     default: fail("onnx::Graph: attribute '" + a.name + "' has an unsupported type " + std::to_string(a.type));
   }
@@ -164,20 +170,24 @@ static ProtoWriter tensor_proto(const std::string& name, ElemType type, const st
   return w;
 }
 
-std::string Graph::serialize() const {
+std::string Graph::graph_proto() const {
   ProtoWriter g;
   for (auto& n : nodes_) g.message(1, node_proto(n.op, n.inputs, n.outputs, n.attrs));  // node = 1
   g.bytes(2, name_);                                                                    // name = 2
   for (auto& i : inits_) g.message(5, tensor_proto(i.name, i.type, i.dims, i.raw));     // initializer = 5
   for (auto& v : inputs_) g.message(11, value_info_proto(v.name, v.type, v.dims));      // input = 11
   for (auto& v : outputs_) g.message(12, value_info_proto(v.name, v.type, v.dims));     // output = 12
+  return g.str();
+}
+
+std::string Graph::serialize() const {
   ProtoWriter opset;
   opset.bytes(1, "");      // OperatorSetIdProto.domain = 1: the default ONNX domain
   opset.int64(2, kOpset);  // version = 2
   ProtoWriter m;
   m.int64(1, kIrVersion);  // ModelProto.ir_version = 1
   m.bytes(2, "dl");        // producer_name = 2
-  m.message(7, g);         // graph = 7
+  m.bytes(7, graph_proto());  // graph = 7
   m.message(8, opset);     // opset_import = 8
   return m.str();
 }

@@ -30,19 +30,21 @@ inline constexpr int64_t kPast = -2, kNew = -3, kTotal = -4;  // "past_length", 
 
 enum class ElemType : int { f32 = 1, i64 = 7, boolean = 9 };  // onnx.proto TensorProto.DataType
 
-// One AttributeProto; make them with attr_int / attr_float / attr_ints / attr_str.
+// One AttributeProto; make them with attr_int / attr_float / attr_ints / attr_str / attr_graph.
 struct Attr {
   std::string name;
-  int type = 0;  // onnx.proto AttributeProto.AttributeType: FLOAT 1, INT 2, STRING 3, INTS 7
+  int type = 0;  // onnx.proto AttributeProto.AttributeType: FLOAT 1, INT 2, STRING 3, GRAPH 5, INTS 7
   float f = 0;
   int64_t i = 0;
   std::vector<int64_t> ints;
-  std::string s;
+  std::string s;  // a STRING's bytes, or a GRAPH's serialized GraphProto
 };
 Attr attr_int(const std::string& name, int64_t v);
 Attr attr_float(const std::string& name, float v);
 Attr attr_ints(const std::string& name, const std::vector<int64_t>& v);
 Attr attr_str(const std::string& name, const std::string& v);
+class Graph;
+Attr attr_graph(const std::string& name, const Graph& body);  // a Scan's or Loop's body
 
 // A sequence flowing through an exported model: the value x (batch, length, channels) float, and the padding mask
 // (batch, length) float, 1 = real position, or "" when every position is real.
@@ -54,6 +56,13 @@ struct Sequence {
 class Graph {
  public:
   explicit Graph(std::string name) : name_(std::move(name)) {}
+  // A body graph (attr_graph) inside this one: its own inputs, outputs, nodes and initializers, and fresh names tagged
+  // with `tag` so that none repeats a name of the graph around it (ONNX keeps one namespace across the nesting).
+  Graph body(const std::string& name, const std::string& tag) const {
+    Graph b(name);
+    b.tag_ = tag_ + tag;
+    return b;
+  }
 
   void add_input(const std::string& name, ElemType type, const std::vector<int64_t>& dims);
   void add_output(const std::string& name, ElemType type, const std::vector<int64_t>& dims);
@@ -71,6 +80,7 @@ class Graph {
   std::string fresh(const std::string& hint);  // a value name not used before: "<hint>_<n>"
 
   std::string serialize() const;             // the ModelProto's bytes
+  std::string graph_proto() const;           // the GraphProto's bytes (what a ModelProto or a GRAPH attribute holds)
   void save(const std::string& path) const;  // atomic (temp file + rename)
   std::vector<std::string> initializer_names() const;
   size_t num_nodes() const { return nodes_.size(); }
@@ -98,6 +108,7 @@ class Graph {
   std::map<std::string, size_t> init_index_;
   std::vector<Node> nodes_;
   int64_t counter_ = 0;
+  std::string tag_;  // in every fresh name (a body graph's)
 };
 
 }  // namespace dl::nn::onnx

@@ -132,44 +132,50 @@ Var LSTM::step(const Var& x, StreamState& s) {
 }
 
 // ---- ONNX export ----
-// The layer-norm variant, unrolled: ONNX's LSTM has no norms inside its cell, so each of the L steps of a layer is
-// written out in standard operators, the forward's per-step graph line by line (L copies of the cell, their weights
-// one initializer each). States stay 3-D, (B, 1, Hd), so no step squeezes; they start as zeros of the input's batch.
+// The layer-norm variant: ONNX's LSTM has no norms inside its cell, so each layer is a Scan over the positions whose
+// body is the forward's per-step graph line by line (the recurrent weights and norms are the body's initializers,
+// under their state_dict names). Until 2026-12-07 the L steps were unrolled: FPT's bit_memory LSTM (3 layers, L = 60)
+// was 2732 nodes, about 23,000 per three layers at L = 512; a Scan is the same numbers at any length.
 //   xg    = LN_ih(x W_ih^T) + b_ih                                  (B, L, 4Hd), every step at once
-//   gates = xg[:, t] + LN_hh(h W_hh^T) + b_hh                        (B, 1, 4Hd)
-//   c     = f c + i g,   h = o tanh(LN_c(c))                         (B, 1, Hd)
+//   body: gates = xg[:, t] + LN_hh(h W_hh^T) + b_hh                  (B, 4Hd)
+//         c     = f c + i g,   h = o tanh(LN_c(c))                   (B, Hd); the states start as zeros
 static std::string export_layer_norm_lstm(onnx::Graph& g, const LSTM& m, const onnx::Sequence& in, const std::string& p) {
   namespace ox = onnx;
-  const int64_t L = in.length, Hd = m.hidden_size;
+  const int64_t Hd = m.hidden_size;
   std::string seq = ox::apply_mask(g, in.x, in.mask);                                                    // (B, L, I)
   const std::string batch = g.node("Shape", {seq}, {ox::attr_int("start", 0), ox::attr_int("end", 1)});  // [B]
-  const std::string zeros = g.node("ConstantOfShape", {g.node("Concat", {batch, g.constant(std::vector<int64_t>{1, Hd})},
-                                                              {ox::attr_int("axis", 0)})});  // (B, 1, Hd) of 0.f
+  const std::string zeros = g.node("ConstantOfShape", {g.node("Concat", {batch, g.constant(std::vector<int64_t>{Hd})},
+                                                              {ox::attr_int("axis", 0)})});  // (B, Hd) of 0.f
   for (size_t k = 0; k < m.layers.size(); k++) {
     const LSTM::Layer& l = m.layers[k];
     const std::string n = std::to_string(k);
     const std::string w_ih = ox::transpose(g, g.add_initializer(p + "weight_ih_l" + n, l.w_ih.data()), {1, 0});  // (I, 4Hd)
     std::string xg = ox::layer_norm(g, *l.ln_ih, g.node("MatMul", {seq, w_ih}), p + "ln_ih_l" + n + ".");
     xg = ox::add(g, xg, g.add_initializer(p + "bias_ih_l" + n, l.b_ih.data()));  // (B, L, 4Hd)
-    std::vector<std::string> xs(L);
-    for (auto& x : xs) x = g.fresh("lstm_x");
-    g.add_node("Split", {xg}, xs, {ox::attr_int("axis", 1)});  // L values (B, 1, 4Hd)
-    const std::string w_hh = ox::transpose(g, g.add_initializer(p + "weight_hh_l" + n, l.w_hh.data()), {1, 0});  // (Hd, 4Hd)
-    const std::string b_hh = g.add_initializer(p + "bias_hh_l" + n, l.b_hh.data());
-    std::string h = zeros, c = zeros;
-    std::vector<std::string> hs;
-    for (int64_t t = 0; t < L; t++) {
-      std::string rec = ox::layer_norm(g, *l.ln_hh, g.node("MatMul", {h, w_hh}), p + "ln_hh_l" + n + ".");
-      std::string gates = ox::add(g, ox::add(g, xs[t], rec), b_hh);  // (B, 1, 4Hd) in PyTorch's order (i, f, g, o)
-      std::vector<std::string> ifgo = {g.fresh("lstm_i"), g.fresh("lstm_f"), g.fresh("lstm_g"), g.fresh("lstm_o")};
-      g.add_node("Split", {gates}, ifgo, {ox::attr_int("axis", -1)});
-      std::string i = g.node("Sigmoid", {ifgo[0]}), f = g.node("Sigmoid", {ifgo[1]});
-      std::string gg = g.node("Tanh", {ifgo[2]}), o = g.node("Sigmoid", {ifgo[3]});
-      c = ox::add(g, ox::mul(g, f, c), ox::mul(g, i, gg));
-      h = ox::mul(g, o, g.node("Tanh", {ox::layer_norm(g, *l.ln_c, c, p + "ln_c_l" + n + ".")}));
-      hs.push_back(h);
-    }
-    seq = L == 1 ? hs[0] : g.node("Concat", hs, {ox::attr_int("axis", 1)});  // (B, L, Hd)
+    // one step: states h, c and the slice x of xg in, the new h and c and the step's output out
+    ox::Graph b = g.body(p + "cell_l" + n, "l" + n + "_" + std::to_string(g.num_nodes()) + "_");
+    const std::string h = b.fresh("h"), c = b.fresh("c"), x = b.fresh("x");
+    b.add_input(h, ox::ElemType::f32, {ox::kBatch, Hd});
+    b.add_input(c, ox::ElemType::f32, {ox::kBatch, Hd});
+    b.add_input(x, ox::ElemType::f32, {ox::kBatch, 4 * Hd});
+    const std::string w_hh = ox::transpose(b, b.add_initializer(p + "weight_hh_l" + n, l.w_hh.data()), {1, 0});  // (Hd, 4Hd)
+    const std::string rec = ox::layer_norm(b, *l.ln_hh, b.node("MatMul", {h, w_hh}), p + "ln_hh_l" + n + ".");
+    const std::string gates = ox::add(b, ox::add(b, x, rec), b.add_initializer(p + "bias_hh_l" + n, l.b_hh.data()));
+    std::vector<std::string> ifgo = {b.fresh("i"), b.fresh("f"), b.fresh("g"), b.fresh("o")};  // PyTorch's order
+    b.add_node("Split", {gates}, ifgo, {ox::attr_int("axis", -1)});
+    const std::string i = b.node("Sigmoid", {ifgo[0]}), f = b.node("Sigmoid", {ifgo[1]});
+    const std::string gg = b.node("Tanh", {ifgo[2]}), o = b.node("Sigmoid", {ifgo[3]});
+    const std::string c2 = ox::add(b, ox::mul(b, f, c), ox::mul(b, i, gg));
+    const std::string h2 = ox::mul(b, o, b.node("Tanh", {ox::layer_norm(b, *l.ln_c, c2, p + "ln_c_l" + n + ".")}));
+    const std::string out = b.node("Identity", {h2});  // the scan output: a name of its own
+    b.add_output(h2, ox::ElemType::f32, {ox::kBatch, Hd});
+    b.add_output(c2, ox::ElemType::f32, {ox::kBatch, Hd});
+    b.add_output(out, ox::ElemType::f32, {ox::kBatch, Hd});
+    const std::string h_last = g.fresh("lstm_h"), c_last = g.fresh("lstm_c"), ys = g.fresh("lstm_y");
+    g.add_node("Scan", {zeros, zeros, xg}, {h_last, c_last, ys},
+               {ox::attr_graph("body", b), ox::attr_int("num_scan_inputs", 1), ox::attr_ints("scan_input_axes", {1}),
+                ox::attr_ints("scan_output_axes", {1})});  // over axis 1 of xg; ys (B, L, Hd)
+    seq = ys;
   }
   return seq;
 }
