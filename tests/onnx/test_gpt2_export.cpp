@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sys/wait.h>
 
 #include "nn/models/gpt2.h"
 #include "nn/onnx/check_file.h"
@@ -198,4 +200,43 @@ TEST(OnnxGpt2, GenerateExportsAGpt2FileThatTheRuntimeReproduces) {
   EXPECT_NE(out.find("--kv-cache needs --length of at least 2"), std::string::npos) << out;
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
   if (!skipped.empty() || !skipped_kv.empty()) GTEST_SKIP() << skipped << skipped_kv;
+}
+
+// Greedy text from the exported cached step under ONNX Runtime (scripts/ort_generate.js: the prompt once with an empty
+// past, then a token per call on the presents) is generate's greedy text for the same file and prompt. The model is
+// a byte-level GPT-2 at 20x its init scale, so the next byte depends on the context (test_generate.cpp's reason).
+TEST(OnnxGpt2, RuntimeGreedyTextFromTheCachedStepIsGenerates) {
+  const std::string dir = test::fresh_temp_dir("gpt2_ort_generate");
+  GPT2Config c;
+  c.vocab_size = 256, c.n_positions = 24, c.n_embd = 16, c.n_layer = 2, c.n_head = 2;
+  Generator g(3);
+  GPT2Model m(c, g);
+  {
+    NoGradGuard ng;
+    for (auto& p : m.parameters()) p.mutable_data().copy_(mul_scalar(p.data(), 20.0));
+  }
+  const std::string model = dir + "/transformer.safetensors", step = dir + "/step.onnx";
+  m.save(model);
+  const std::string gen = std::string(DL_BINARY_DIR) + "/generate --model " + model + " --heads 2";
+  auto [rc, out] = run(gen + " --export-onnx " + step + " --kv-cache");
+  ASSERT_EQ(rc, 0) << out;
+  const std::string prompt = "ab";
+  auto stdout_of = [](const std::string& cmd) {  // exit status and stdout alone (the texts hold any byte, '\n' too)
+    FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
+    std::string out;
+    char buf[512];
+    while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+    const int st = pclose(f);
+    return std::pair<int, std::string>{WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  };
+  const auto [rc_ours, ours] = stdout_of(gen + " --prompt " + prompt + " --tokens 16 --temperature 0");  // prompt, 16 bytes, \n
+  ASSERT_EQ(rc_ours, 0) << ours;
+  const std::string script = std::string(DL_FIXTURE_DIR) + "/../../scripts/ort_generate.js";
+  const auto [rc_ort, theirs] = stdout_of("node " + script + " " + step + " --prompt " + prompt + " --tokens 16");  // 16 bytes, \n
+  if (rc_ort == 2 || rc_ort == 127) GTEST_SKIP() << "node or onnxruntime-node is not here (exit " << rc_ort << ")";
+  ASSERT_EQ(rc_ort, 0) << theirs;
+  EXPECT_EQ(prompt + theirs, ours);
+  std::set<char> distinct(theirs.begin(), theirs.end());  // (the final \n among them)
+  EXPECT_GE(distinct.size(), 3u) << "a text this uniform would not show a cache that lost the context: " << theirs;
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
