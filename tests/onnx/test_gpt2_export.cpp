@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sys/wait.h>
 
@@ -18,21 +19,40 @@
 using namespace dl;
 using namespace dl::nn;
 
-TEST(OnnxGpt2, CheckerAcceptsAndRuntimeReproducesLogits) {
+namespace {
+
+// A 2-layer GPT-2 with its weights `scale` times their init: at init the blocks barely change the residual stream, so
+// an attention that looked at the wrong positions (or a cache that lost the context) would hardly move the logits.
+std::unique_ptr<GPT2Model> scaled_gpt2(int64_t vocab, int64_t positions, int64_t width, int64_t heads, uint64_t seed,
+                                       double scale) {
   GPT2Config c;
-  c.vocab_size = 50, c.n_positions = 32, c.n_embd = 32, c.n_layer = 2, c.n_head = 4;
+  c.vocab_size = vocab, c.n_positions = positions, c.n_embd = width, c.n_layer = 2, c.n_head = heads;
+  Generator g(seed);
+  auto m = std::make_unique<GPT2Model>(c, g);
+  NoGradGuard ng;
+  for (auto& p : m->parameters()) p.mutable_data().copy_(mul_scalar(p.data(), scale));
+  m->eval();
+  return m;
+}
+
+// A command's exit status and its output: stdout and stderr, or stdout alone (the texts of a byte-level model hold
+// any byte, '\n' too).
+std::pair<int, std::string> run(const std::string& cmd, bool with_stderr = true) {
+  FILE* f = popen((cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int st = pclose(f);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+}  // namespace
+
+TEST(OnnxGpt2, CheckerAcceptsAndRuntimeReproducesLogits) {
+  const std::unique_ptr<GPT2Model> model = scaled_gpt2(50, 32, 32, 4, 3, 5.0);
+  GPT2Model& m = *model;
+  const GPT2Config& c = m.cfg;
   Generator g(3);
-  GPT2Model m(c, g);
-  // weights 5x their init scale: at init the blocks barely change the residual stream, and an attention that
-  // looked at the wrong positions would hardly move the logits
-  {
-    NoGradGuard ng;
-    for (auto& p : m.parameters()) {
-      Tensor d = p.data();
-      d.copy_(mul_scalar(d, 5.0));
-    }
-  }
-  m.eval();
   const int64_t T = 12;
   onnx::Graph graph("gpt2_test");
   m.export_onnx(graph, T);
@@ -80,15 +100,10 @@ TEST(OnnxGpt2, ExportLongerThanPositionsFails) {
 // ONNX Runtime returned from the call before; logits against forward on the whole prefix, presents against step()'s
 // key/value cache after as many tokens.
 TEST(OnnxGpt2, CachedStepFromAnEmptyCacheReproducesTheFramework) {
-  GPT2Config c;
-  c.vocab_size = 50, c.n_positions = 32, c.n_embd = 32, c.n_layer = 2, c.n_head = 4;
+  const std::unique_ptr<GPT2Model> model = scaled_gpt2(50, 32, 32, 4, 7, 5.0);
+  GPT2Model& m = *model;
+  const GPT2Config& c = m.cfg;
   Generator g(7);
-  GPT2Model m(c, g);
-  {
-    NoGradGuard ng;  // 5x the init scale, as above
-    for (auto& p : m.parameters()) p.mutable_data().copy_(mul_scalar(p.data(), 5.0));
-  }
-  m.eval();
   onnx::Graph graph("gpt2_with_past");
   m.export_onnx_with_past(graph);
   const std::string dir = test::fresh_temp_dir("gpt2_past");
@@ -135,29 +150,10 @@ TEST(OnnxGpt2, CachedStepFromAnEmptyCacheReproducesTheFramework) {
   if (!skipped.empty()) GTEST_SKIP() << skipped;
 }
 
-namespace {
-
-// The executable's exit status and what it printed (stdout and stderr).
-std::pair<int, std::string> run(const std::string& cmd) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  return {pclose(f), out};
-}
-
-}  // namespace
-
 TEST(OnnxGpt2, GenerateExportsAGpt2FileThatTheRuntimeReproduces) {
   const std::string dir = test::fresh_temp_dir("gpt2_generate");
-  GPT2Config c;
-  c.vocab_size = 40, c.n_positions = 16, c.n_embd = 16, c.n_layer = 2, c.n_head = 2;
-  Generator g(5);
-  GPT2Model m(c, g);
-  {
-    NoGradGuard ng;  // 5x the init scale, as above
-    for (auto& p : m.parameters()) p.mutable_data().copy_(mul_scalar(p.data(), 5.0));
-  }
+  const std::unique_ptr<GPT2Model> gpt = scaled_gpt2(40, 16, 16, 2, 5, 5.0);
+  GPT2Model& m = *gpt;
   const std::string model = dir + "/transformer.safetensors";
   m.save(model);
   const std::string exe = std::string(DL_BINARY_DIR) + "/generate --model " + model + " --heads 2";
@@ -207,32 +203,16 @@ TEST(OnnxGpt2, GenerateExportsAGpt2FileThatTheRuntimeReproduces) {
 // a byte-level GPT-2 at 20x its init scale, so the next byte depends on the context (test_generate.cpp's reason).
 TEST(OnnxGpt2, RuntimeGreedyTextFromTheCachedStepIsGenerates) {
   const std::string dir = test::fresh_temp_dir("gpt2_ort_generate");
-  GPT2Config c;
-  c.vocab_size = 256, c.n_positions = 24, c.n_embd = 16, c.n_layer = 2, c.n_head = 2;
-  Generator g(3);
-  GPT2Model m(c, g);
-  {
-    NoGradGuard ng;
-    for (auto& p : m.parameters()) p.mutable_data().copy_(mul_scalar(p.data(), 20.0));
-  }
   const std::string model = dir + "/transformer.safetensors", step = dir + "/step.onnx";
-  m.save(model);
+  scaled_gpt2(256, 24, 16, 2, 3, 20.0)->save(model);
   const std::string gen = std::string(DL_BINARY_DIR) + "/generate --model " + model + " --heads 2";
   auto [rc, out] = run(gen + " --export-onnx " + step + " --kv-cache");
   ASSERT_EQ(rc, 0) << out;
   const std::string prompt = "ab";
-  auto stdout_of = [](const std::string& cmd) {  // exit status and stdout alone (the texts hold any byte, '\n' too)
-    FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
-    std::string out;
-    char buf[512];
-    while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-    const int st = pclose(f);
-    return std::pair<int, std::string>{WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-  };
-  const auto [rc_ours, ours] = stdout_of(gen + " --prompt " + prompt + " --tokens 16 --temperature 0");  // prompt, 16 bytes, \n
+  const auto [rc_ours, ours] = run(gen + " --prompt " + prompt + " --tokens 16 --temperature 0", false);  // prompt, 16 bytes, \n
   ASSERT_EQ(rc_ours, 0) << ours;
   const std::string script = std::string(DL_FIXTURE_DIR) + "/../../scripts/ort_generate.js";
-  const auto [rc_ort, theirs] = stdout_of("node " + script + " " + step + " --prompt " + prompt + " --tokens 16");  // 16 bytes, \n
+  const auto [rc_ort, theirs] = run("node " + script + " " + step + " --prompt " + prompt + " --tokens 16", false);  // 16 bytes, \n
   if (rc_ort == 2 || rc_ort == 127) GTEST_SKIP() << "node or onnxruntime-node is not here (exit " << rc_ort << ")";
   ASSERT_EQ(rc_ort, 0) << theirs;
   EXPECT_EQ(prompt + theirs, ours);
