@@ -220,6 +220,16 @@ static std::string conv1d_onnx(onnx::Graph& g, const Conv1D& m, const std::strin
                    g.add_initializer(p + "bias", m.bias.data()));
 }
 
+// A block's residual stream x after its attention's heads a (B, T, C): x + c_proj(a), then the MLP's residual.
+static std::string block_after_attention(onnx::Graph& g, const GPT2Block& b, const std::string& x0, const std::string& a,
+                                         const std::string& bp) {
+  namespace ox = onnx;
+  const std::string x = ox::add(g, x0, conv1d_onnx(g, *b.attn->c_proj, a, bp + "attn.c_proj."));
+  const std::string m =
+      ox::gelu(g, conv1d_onnx(g, *b.mlp->c_fc, ox::layer_norm(g, *b.ln_2, x, bp + "ln_2."), bp + "mlp.c_fc."), true);
+  return ox::add(g, x, conv1d_onnx(g, *b.mlp->c_proj, m, bp + "mlp.c_proj."));
+}
+
 std::string GPT2Transformer::export_embeds(onnx::Graph& g, const std::string& embeds, int64_t T, const std::string& p) const {
   namespace ox = onnx;
   if (T < 1 || T > cfg.n_positions)
@@ -234,11 +244,7 @@ std::string GPT2Transformer::export_embeds(onnx::Graph& g, const std::string& em
     const GPT2Block& b = (*h)[i];
     const std::string bp = p + "h." + std::to_string(i) + ".";
     std::string qkv = conv1d_onnx(g, *b.attn->c_attn, ox::layer_norm(g, *b.ln_1, x, bp + "ln_1."), bp + "attn.c_attn.");
-    std::string a = ox::self_attention(g, qkv, T, C, cfg.n_head, causal);  // (B, T, C)
-    x = ox::add(g, x, conv1d_onnx(g, *b.attn->c_proj, a, bp + "attn.c_proj."));
-    std::string m =
-        ox::gelu(g, conv1d_onnx(g, *b.mlp->c_fc, ox::layer_norm(g, *b.ln_2, x, bp + "ln_2."), bp + "mlp.c_fc."), true);
-    x = ox::add(g, x, conv1d_onnx(g, *b.mlp->c_proj, m, bp + "mlp.c_proj."));
+    x = block_after_attention(g, b, x, ox::self_attention(g, qkv, T, C, cfg.n_head, causal), bp);
   }
   return ox::layer_norm(g, *ln_f, x, p + "ln_f.");
 }
@@ -287,11 +293,7 @@ void GPT2Model::export_onnx_with_past(onnx::Graph& g) {
     scores = ox::mul(g, scores, g.constant(float(1.0 / std::sqrt(double(HS)))));
     scores = g.node("Where", {allowed, scores, g.constant(-1e9f)});
     const std::string y = g.node("MatMul", {g.node("Softmax", {scores}, {ox::attr_int("axis", -1)}), present(i, "value")});
-    const std::string a = ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, -1, C});  // (B, S, C)
-    x = ox::add(g, x, conv1d_onnx(g, *b.attn->c_proj, a, bp + "attn.c_proj."));
-    const std::string m =
-        ox::gelu(g, conv1d_onnx(g, *b.mlp->c_fc, ox::layer_norm(g, *b.ln_2, x, bp + "ln_2."), bp + "mlp.c_fc."), true);
-    x = ox::add(g, x, conv1d_onnx(g, *b.mlp->c_proj, m, bp + "mlp.c_proj."));
+    x = block_after_attention(g, b, x, ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, -1, C}), bp);  // (B, S, C)
   }
   x = ox::layer_norm(g, *transformer->ln_f, x, "transformer.ln_f.");
   g.add_node("MatMul", {x, ox::transpose(g, wte, {1, 0})}, {"logits"});  // the tied lm_head
