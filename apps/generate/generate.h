@@ -17,7 +17,8 @@
 // End of text: a GPT-2 whose tokenizer has "<|endoftext|>" (id 50256 in GPT-2's own files) stops when it samples that
 // token (stop_at_eos, on by default; --no-stop-at-eos samples on past it, printing it as its text). The end token is
 // the last of Result::ids and is not printed. Byte-level models and LRA cells have no end token.
-// What it is not (yet): a server or batch generator (one sequence at a time); special tokens in a GPT-2 prompt are
+// Several samples (Options::samples) are one batch on the model's state: sample i is the text of seed + i alone.
+// What it is not (yet): a server, or a batch of different prompts; special tokens in a GPT-2 prompt are
 // encoded as text (no "<|endoftext|>" splitting); a tokenizer whose vocabulary differs in size from the model's
 // (nanoGPT's padded 50304) is refused.
 #pragma once
@@ -41,17 +42,26 @@ struct Options {
   int64_t tokens = 100;
   dl::nn::SamplingOptions sampling;
   uint64_t seed = 0;
+  int64_t samples = 1;  // sequences from the same prompt, stepped together as one batch; sample i draws from seed + i
   bool recompute = false;
   bool stop_at_eos = true;  // stop at the model's end-of-text token, when it has one
 };
 
+struct Sample {
+  std::string text;          // the generated tokens as printed (the prompt not included)
+  std::vector<int64_t> ids;  // the generated token ids (the end-of-text token last, when it stopped generation)
+  std::string stopped;       // why it stopped before `tokens`, or empty
+};
 struct Result {
-  std::string text;           // the generated tokens as printed (the prompt not included)
-  std::vector<int64_t> ids;   // the generated token ids (the end-of-text token last, when it stopped generation)
+  std::vector<Sample> samples;  // Options::samples of them; sample i is what samples = 1 with seed + i gives
+  // sample 0's, as before there were several
+  std::string text;
+  std::vector<int64_t> ids;
+  std::string stopped;
   std::string prompt_text;    // the prompt as the model read it (its tokens' text)
   int64_t prompt_tokens = 0;  // fed before the first sampled token
   double seconds = 0;         // the sampled tokens' time (the prompt's too with streaming: it is stepped through)
-  std::string stopped;        // why it stopped before `tokens`, or empty
+  int64_t generated = 0;      // tokens sampled, over all samples
   std::string model;          // what was sampled from, and how (for the timing line)
 };
 
@@ -72,7 +82,7 @@ struct ExportOptions {
 std::string export_gpt2(const Options& o, const ExportOptions& e);
 
 // on_text: called first with the prompt's text, then with each generated token's text (bytes, possibly part of a UTF-8
-// character) as it comes
+// character) as it comes; with several samples, not at all (Result::samples holds their texts)
 Result generate(const Options& o, const std::function<void(const std::string&)>& on_text = {});
 
 }  // namespace gen

@@ -97,14 +97,15 @@ LanguageModel open_gpt2(const Options& o) {
     lm.text = [](int64_t id) { return std::string(1, (char)id); };
   }
   const int64_t V = c.vocab_size;
-  auto s = std::make_shared<nn::StreamState>(m->start_stream(1));
-  lm.step = [m, s, V](int64_t id) {
-    return m->step(from_vector(std::vector<int64_t>{id}, {1}), *s).data().reshape({V});  // (1, V) -> (V)
+  auto s = std::make_shared<nn::StreamState>();
+  lm.start = [m, s](int64_t n) { *s = m->start_stream(n); };
+  lm.step = [m, s](const std::vector<int64_t>& ids) {
+    return m->step(from_vector(ids, {(int64_t)ids.size()}), *s).data();  // (n, V)
   };
-  lm.recompute = [m, V](const std::vector<int64_t>& ids) {
-    const int64_t T = (int64_t)ids.size();
-    Tensor all = m->forward(from_vector(ids, {1, T})).data();  // (1, T, V)
-    return all.narrow(1, T - 1, 1).reshape({V}).contiguous();
+  lm.recompute = [m, V](const std::vector<int64_t>& ids, int64_t n) {
+    const int64_t T = (int64_t)ids.size() / n;
+    Tensor all = m->forward(from_vector(ids, {n, T})).data();  // (n, T, V)
+    return all.narrow(1, T - 1, 1).reshape({n, V}).contiguous();
   };
   return lm;
 }

@@ -19,10 +19,13 @@ struct LanguageModel {
   int64_t context = 0;          // the most positions it reads (0: no limit)
   std::vector<int64_t> prompt;  // the encoded prompt (never empty)
   int64_t eos = -1;             // the end-of-text token (GPT-2's "<|endoftext|>"), or -1 when it has none
-  // one token in -> the next token's logits (V) f32 on the host; the state advances by one position
-  std::function<dl::Tensor(int64_t)> step;
-  // the whole prefix through forward (no state) -> the logits after its last token (V)
-  std::function<dl::Tensor(const std::vector<int64_t>&)> recompute;
+  // a fresh streaming state for n sequences (step's batch)
+  std::function<void(int64_t n)> start;
+  // one token per sequence in (n) -> each one's next-token logits (n, V); the state advances by one position
+  std::function<dl::Tensor(const std::vector<int64_t>&)> step;
+  // n prefixes of one length through forward (no state), ids row by row (n T) -> the logits after each one's last
+  // token (n, V)
+  std::function<dl::Tensor(const std::vector<int64_t>& ids, int64_t n)> recompute;
   std::function<std::string(int64_t)> text;  // a token as printed: its bytes
 };
 

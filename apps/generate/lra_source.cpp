@@ -103,17 +103,18 @@ LanguageModel open_lra_cell(const Options& o) {
   const std::string task = c.task;
   const int32_t V = shape.vocab;
   lm.text = [task, V](int64_t id) { return token_text(task, V, id); };
-  auto s = std::make_shared<nn::StreamState>(m->start_stream(1));
-  lm.step = [m, s, V](int64_t id) {
-    Var h = m->step(from_vector(std::vector<int64_t>{id}, {1}), *s);  // (1, D) after the final norm
-    return m->pretrain_logits(h).data().reshape({V});                 // (V)
+  auto s = std::make_shared<nn::StreamState>();
+  lm.start = [m, s](int64_t n) { *s = m->start_stream(n); };
+  lm.step = [m, s](const std::vector<int64_t>& ids) {
+    Var h = m->step(from_vector(ids, {(int64_t)ids.size()}), *s);  // (n, D) after the final norm
+    return m->pretrain_logits(h).data();                           // (n, V)
   };
-  lm.recompute = [m, V](const std::vector<int64_t>& ids) {
-    const int64_t T = (int64_t)ids.size();
+  lm.recompute = [m, V](const std::vector<int64_t>& ids, int64_t n) {
+    const int64_t T = (int64_t)ids.size() / n;
     lra::Inputs in;
-    in.tokens = from_vector(ids, {1, T}), in.mask = ones({1, T});
-    Tensor all = m->pretrain_logits(m->encode(in)).data();  // (1, T, V)
-    return all.narrow(1, T - 1, 1).reshape({V}).contiguous();
+    in.tokens = from_vector(ids, {n, T}), in.mask = ones({n, T});
+    Tensor all = m->pretrain_logits(m->encode(in)).data();  // (n, T, V)
+    return all.narrow(1, T - 1, 1).reshape({n, V}).contiguous();
   };
   return lm;
 }

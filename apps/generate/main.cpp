@@ -8,6 +8,7 @@
 //   ./build/generate --model <GPT-2 file> --export-onnx gpt2_step.onnx --kv-cache   # the cached step (past keys / values)
 // Prints the text as it comes (a token's bytes as they are), then on stderr the tokens per second; --recompute: no
 // streaming state (the whole prefix at every token); GPT-2 stops at <|endoftext|> unless --no-stop-at-eos.
+// --samples N: N texts stepped together as a batch, printed at the end, each after a line "--- sample i (seed S)".
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -37,6 +38,9 @@ int main(int argc, char** argv) {
   app.add_option("--top-p", o.sampling.top_p, "keep the smallest set reaching this probability mass")
       ->check(dl::harness::number_in(0, 1, true));
   app.add_option("--seed", o.seed, "the sampling seed: the same seed, the same text");
+  app.add_option("--samples", o.samples,
+                 "texts from the same prompt, stepped together as one batch; sample i is the text of --seed + i alone")
+      ->check(dl::harness::at_least(1));
   app.add_flag("--stop-at-eos,!--no-stop-at-eos", o.stop_at_eos,
                "stop at GPT-2's <|endoftext|> when its tokenizer has it (default on)");
   app.add_flag("--recompute", o.recompute, "run the whole prefix at every token (no key/value cache or recurrent state)");
@@ -63,9 +67,16 @@ int main(int argc, char** argv) {
       return 0;
     }
     gen::Result r = gen::generate(o, [](const std::string& piece) { std::cout << piece << std::flush; });
-    std::cout << std::endl;  // the text before the timing line on a terminal
-    if (!r.stopped.empty()) std::cerr << "generate: stopped early: " << r.stopped << "\n";
-    const int64_t n = (int64_t)r.ids.size();
+    if (o.samples == 1) {  // streamed as it came
+      std::cout << std::endl;  // the text before the timing line on a terminal
+      if (!r.stopped.empty()) std::cerr << "generate: stopped early: " << r.stopped << "\n";
+    } else {
+      for (size_t i = 0; i < r.samples.size(); i++) {
+        std::cout << "--- sample " << i << " (seed " << o.seed + i << ")\n" << r.prompt_text << r.samples[i].text << std::endl;
+        if (!r.samples[i].stopped.empty()) std::cerr << "generate: sample " << i << " stopped early: " << r.samples[i].stopped << "\n";
+      }
+    }
+    const int64_t n = r.generated;
     std::fprintf(stderr, "generate: %lld tokens in %.3f s: %.1f tokens/s (%s; prompt %lld tokens)\n", (long long)n, r.seconds,
                  r.seconds > 0 ? n / r.seconds : 0.0, r.model.c_str(), (long long)r.prompt_tokens);
   } catch (const std::exception& e) {

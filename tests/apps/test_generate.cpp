@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -116,6 +117,44 @@ TEST(Generate, SameSeedSameTextAndGreedyAgreesWithRecomputing) {
   for (size_t i = 1; i < streamed.size(); i++) joined += streamed[i];
   EXPECT_EQ(joined, cached.text);
   EXPECT_EQ(cached.prompt_tokens, 2);
+}
+
+// Several samples stepped as one batch: sample i is the text of seed + i alone, with the cache and by recomputing; on
+// the end-token model too, where samples stop at different rounds (a stopped one is fed its last token and not read).
+TEST(Generate, SamplesInABatchAreTheSingleRunsOfTheirSeeds) {
+  tiny_tokenizer(tmp("tok_batch"));
+  struct Setup {
+    std::string model, tokenizer, prompt;
+  };
+  for (const Setup& st : {Setup{tiny_model(tmp("batch")), "", "ab"},
+                          Setup{model_with_end_token(tmp("batch_eos"), 5.0), tmp("tok_batch"), "the"}})
+    for (bool recompute : {false, true}) {
+      gen::Options o;
+      o.model = st.model, o.tokenizer_dir = st.tokenizer, o.prompt = st.prompt, o.tokens = 12, o.seed = 3;
+      o.sampling.temperature = 1.0, o.recompute = recompute;
+      o.samples = 6;
+      const gen::Result batch = gen::generate(o);
+      ASSERT_EQ(batch.samples.size(), 6u);
+      int stopped = 0;
+      std::set<std::vector<int64_t>> distinct;
+      int64_t total = 0;
+      for (int64_t i = 0; i < 6; i++) {
+        gen::Options one = o;
+        one.samples = 1, one.seed = o.seed + i;
+        const gen::Result alone = gen::generate(one);
+        const std::string what = st.model + (recompute ? " recomputing" : " cached") + ", sample " + std::to_string(i);
+        EXPECT_EQ(batch.samples[i].ids, alone.ids) << what;
+        EXPECT_EQ(batch.samples[i].text, alone.text) << what;
+        EXPECT_EQ(batch.samples[i].stopped, alone.stopped) << what;
+        stopped += !alone.stopped.empty();
+        distinct.insert(alone.ids);
+        total += (int64_t)alone.ids.size();
+      }
+      EXPECT_EQ(batch.ids, batch.samples[0].ids);
+      EXPECT_EQ(batch.generated, total);
+      EXPECT_GE(distinct.size(), 5u) << "the seeds should give different texts";
+      if (!st.tokenizer.empty()) EXPECT_GE(stopped, 2) << "some samples should stop at the end token before the others";
+    }
 }
 
 // vocab 300: the prompt is encoded with the tokenizer (fewer tokens than bytes), the text is the tokens' bytes
@@ -267,4 +306,10 @@ TEST(Generate, ExecutablePrintsTheSameTextForASeedAndItsSpeed) {
       << harness::read_text(d + "/eos_err.txt");
   ASSERT_EQ(std::system((eos_cmd + " --no-stop-at-eos > " + d + "/eos.txt 2> " + d + "/eos_err.txt").c_str()), 0);
   EXPECT_EQ(harness::read_text(d + "/eos.txt"), "the<|endoftext|><|endoftext|>\n");
+  // --samples 2: each text after its header, the second the text of --seed 5 alone
+  ASSERT_EQ(std::system((cmd + " --samples 2 > " + d + "/two.txt 2> " + d + "/err.txt").c_str()), 0) << harness::read_text(d + "/err.txt");
+  const std::string seed5 = cmd.substr(0, cmd.find(" --seed 4")) + " --seed 5" + cmd.substr(cmd.find(" --seed 4") + 9);
+  ASSERT_EQ(std::system((seed5 + " > " + d + "/five.txt 2> " + d + "/err5.txt").c_str()), 0);
+  EXPECT_EQ(harness::read_text(d + "/two.txt"), "--- sample 0 (seed 4)\n" + out + "--- sample 1 (seed 5)\n" + harness::read_text(d + "/five.txt"));
+  EXPECT_NE(harness::read_text(d + "/err.txt").find("generate: 16 tokens in "), std::string::npos) << harness::read_text(d + "/err.txt");
 }

@@ -67,9 +67,10 @@ TEST(GenerateLra, SteppingGivesTheFullForwardsNextTokenLogits) {
     EXPECT_NE(lm.name.find(model == "s4d" ? "in constant memory per token" : "grows with the context"), std::string::npos)
         << lm.name;
     std::vector<int64_t> prefix;
+    lm.start(1);
     for (int64_t id : lm.prompt) {
       prefix.push_back(id);
-      const Tensor streamed = lm.step(id), full = lm.recompute(prefix);
+      const Tensor streamed = lm.step({id}), full = lm.recompute(prefix, 1);
       EXPECT_TRUE(test::all_close(streamed, full, test::kAgreeF32, model + " position " + std::to_string(prefix.size() - 1)));
     }
   }
@@ -96,6 +97,23 @@ TEST(GenerateLra, SameSeedSameTokensAndGreedyStreamsAsItRecomputes) {
   EXPECT_EQ(streamed.ids.size(), 40u);
   o.recompute = true;
   EXPECT_EQ(gen::generate(o).ids, streamed.ids);
+}
+
+// Several samples on one batched stream (S4D's recurrence and the Transformer's cache for 3 sequences): sample i is the
+// text of seed + i alone.
+TEST(GenerateLra, SamplesInABatchAreTheSingleRunsOfTheirSeeds) {
+  for (const std::string model : {"s4d", "transformer"}) {
+    gen::Options o;
+    o.lra_cell = trained_cell(model), o.tokens = 10, o.seed = 7, o.samples = 3;
+    const gen::Result batch = gen::generate(o);
+    ASSERT_EQ(batch.samples.size(), 3u);
+    for (int64_t i = 0; i < 3; i++) {
+      gen::Options one = o;
+      one.samples = 1, one.seed = o.seed + i;
+      EXPECT_EQ(batch.samples[i].ids, gen::generate(one).ids) << model << " sample " << i;
+    }
+    EXPECT_NE(batch.samples[0].ids, batch.samples[1].ids) << model;
+  }
 }
 
 TEST(GenerateLra, ACellThatCannotGenerateIsNamed) {
