@@ -28,6 +28,21 @@ namespace fs = std::filesystem;
 
 int32_t vocab_size() { return tasks::ByteTokenizer{kSentinels}.vocab_size(); }
 
+std::vector<int32_t> encode_input(const std::string& text, bool pair, int32_t max_src) {
+  if (!pair) return encode_text(text, max_src);
+  const size_t sep = text.find('\x01');
+  const int half = (max_src - 2) / 2;
+  std::vector<int32_t> a = tasks::ByteTokenizer{}.encode(text.substr(0, sep)),
+                       b = tasks::ByteTokenizer{}.encode(sep == std::string::npos ? std::string() : text.substr(sep + 1));
+  if ((int)a.size() > half) a.resize(half);
+  if ((int)b.size() > half) b.resize(half);
+  std::vector<int32_t> e = a;
+  e.push_back(kSeparator);
+  e.insert(e.end(), b.begin(), b.end());
+  e.push_back(tasks::special_ids::eos);
+  return e;
+}
+
 std::vector<int32_t> encode_text(const std::string& text, int32_t max_len) {
   std::vector<int32_t> ids = tasks::ByteTokenizer{}.encode(text);
   if ((int32_t)ids.size() > max_len - 1) ids.resize(std::max(0, max_len - 1));
@@ -359,20 +374,7 @@ static tasks::Dataset to_dataset(const std::vector<LabeledText>& xs, const std::
   for (size_t i : spread_indices(xs.size(), cap)) {
     const LabeledText& x = xs[i];
     tasks::Example e;
-    if (pair) {
-      const size_t sep = x.text.find('\x01');
-      const int half = (max_src - 2) / 2;
-      std::vector<int32_t> a = tasks::ByteTokenizer{}.encode(x.text.substr(0, sep)),
-                           b = tasks::ByteTokenizer{}.encode(x.text.substr(sep + 1));
-      if ((int)a.size() > half) a.resize(half);
-      if ((int)b.size() > half) b.resize(half);
-      e.tokens = a;
-      e.tokens.push_back(kSeparator);
-      e.tokens.insert(e.tokens.end(), b.begin(), b.end());
-      e.tokens.push_back(tasks::special_ids::eos);
-    } else {
-      e.tokens = encode_text(x.text, max_src);
-    }
+    e.tokens = encode_input(x.text, pair, max_src);
     e.label = x.label;
     e.tokens2 = encode_text(x.label >= 0 ? class_names.at(x.label) : x.id, 1 << 20);  // sequence tasks: the target in id
     d.max_len = std::max<int32_t>(d.max_len, (int32_t)e.tokens.size());

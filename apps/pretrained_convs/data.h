@@ -61,6 +61,9 @@ const Seq2SeqTask& seq2seq_task(const CellConfig& c);
 
 // ---- pieces, exposed for tests ----
 std::vector<int32_t> encode_text(const std::string& text, int32_t max_len);  // bytes + eos, cut to max_len
+// A model input as the task's examples are made: encode_text, or for a pair task "A\x01B" as A's and B's bytes (each
+// cut to (max_src - 2) / 2), the separator between them and eos.
+std::vector<int32_t> encode_input(const std::string& text, bool pair, int32_t max_src);
 std::string decode_bytes(const std::vector<int32_t>& ids);                   // up to the first eos; specials dropped
 // Which of n examples a split capped at `cap` keeps (cap 0 or >= n: all): cap indices spread evenly over the
 // whole list. The splits list their examples document by document (topic's chunks, pair_edit's sentences), so the

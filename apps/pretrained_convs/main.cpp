@@ -7,12 +7,14 @@
 //   pretrained_convs finetune --task sentiment --model lightconv ..   (= cell --regime pretrained)
 //   pretrained_convs pretrain --model lightconv [--preset ..] [--set k=v]..   rebuild the cached pretraining
 //   pretrained_convs eval     --cell DIR [--split val|test|ood]
+//   pretrained_convs predict  --cell DIR (--text TEXT.. | --file FILE)   greedy outputs for your own inputs, a line each
 //   pretrained_convs export   --cell DIR --onnx FILE [--batch 4] [--seed 0]   the model as ONNX + check file (export.h)
 //   pretrained_convs speed    [--preset ..] [--lengths 64,..,4096] [--models ..] [--tokens 8192] [--out DIR]
 //   pretrained_convs list
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "app.h"
 #include "apps/common/experiment.h"
@@ -24,6 +26,7 @@
 #include "model.h"
 #include "pretrain.h"
 #include "speed.h"
+#include "tasks/tokenizer.h"  // special_ids
 #include "tensor/safetensors.h"
 
 using namespace pconv;
@@ -57,6 +60,61 @@ static void eval_cell(const std::string& cell_path, const std::string& split) {
             << " (not a label: " << 100.0 * n.not_a_label / n.n << "%)\n";
 }
 
+// The greedy output of a finished cell's model for the user's own inputs (--text, repeatable, or --file: one input a
+// line), one line each in order; a pair task's input is its two sentences separated by a tab. Inputs are encoded as the
+// task's examples are (encode_input), batched as eval batches them.
+static void predict_cell(const std::string& cell_path, std::vector<std::string> texts, const std::string& file) {
+  const std::string path = dl::harness::cell_model_file(cell_path);
+  dl::TensorFile f = dl::load_safetensors(path);
+  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "pretrained_convs");
+  if (!file.empty()) {
+    std::istringstream in(harness::read_text(file));
+    for (std::string line; std::getline(in, line);) texts.push_back(line);
+  }
+  if (texts.empty()) throw ConfigError("predict: no input: give --text TEXT (repeatable) or --file FILE (one input a line)");
+  const Seq2SeqTask& t = seq2seq_task(c);
+  dl::tasks::Dataset d;
+  d.name = "predict", d.vocab_size = vocab_size(), d.pad_id = dl::tasks::special_ids::pad;
+  for (size_t i = 0; i < texts.size(); i++) {
+    std::string x = texts[i];
+    if (t.pair) {
+      const size_t tab = x.find('\t');
+      if (tab == std::string::npos || x.find('\t', tab + 1) != std::string::npos)
+        throw ConfigError("predict: input " + std::to_string(i + 1) + (file.empty() ? "" : " (" + file + " line " +
+                          std::to_string(i + 1) + ")") + ": " + c.task + " takes a pair of sentences, separated by one tab");
+      x[tab] = '\x01';
+    }
+    dl::tasks::Example e;
+    e.tokens = encode_input(x, t.pair, c.max_src), e.tokens2 = {dl::tasks::special_ids::eos}, e.label = -1;
+    d.max_len = std::max<int32_t>(d.max_len, (int32_t)e.tokens.size());
+    d.examples.push_back(std::move(e));
+  }
+  dl::Generator g(0);
+  dl::nn::Seq2SeqModel m(plan_model(c).cfg, g);
+  m.load(path);
+  dl::NoGradGuard ng;
+  dl::tasks::Batcher bt(d, {c.batch, 0, false});
+  const dl::harness::BatchLimits limits = batch_limits(m.cfg, d);
+  int64_t not_a_label = 0, printed = 0;
+  for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
+    const dl::tasks::Batch b = bt.next();
+    dl::harness::check_batch(b, limits, path + ": prediction batch " + std::to_string(i));
+    const Seq2SeqBatch x = to_batch(b, t.pair);
+    const dl::Tensor out = m.greedy(x.ids, x.mask, t.max_target, dl::tasks::special_ids::eos, x.segments);
+    for (int64_t r = 0; r < b.batch_size; r++, printed++) {
+      std::vector<int32_t> ids(out.size(1));
+      for (int64_t s = 0; s < out.size(1); s++) ids[s] = (int32_t)out.data<int64_t>()[r * out.size(1) + s];
+      const std::string got = decode_bytes(ids);
+      if (!t.class_names.empty() && decode_label(got, t.class_names) < 0) not_a_label++;
+      std::cout << got << "\n";
+    }
+  }
+  std::cout << std::flush;
+  std::cerr << c.key() << ": " << printed << " inputs";
+  if (!t.class_names.empty()) std::cerr << ", " << not_a_label << " outputs not a label of " << c.task;
+  std::cerr << "\n";
+}
+
 int main(int argc, char** argv) {
   // finetune = cell --regime pretrained
   std::vector<std::string> args(argv, argv + argc);
@@ -66,7 +124,8 @@ int main(int argc, char** argv) {
 
   harness::Experiment e = experiment();
   std::string preset = "tiny", model = "lightconv", cell_path, split = "test", lengths, models, device = "cpu";
-  std::vector<std::string> sets;
+  std::vector<std::string> sets, texts;
+  std::string text_file;
   SpeedOptions so;
   int threads = 2;
   bool quiet = false;
@@ -87,6 +146,10 @@ int main(int argc, char** argv) {
     CLI::App* ev = app.add_subcommand("eval", "greedy-decoding accuracy of a finished cell's model.safetensors");
     ev->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
     ev->add_option("--split", split, "val, test or ood (compositional)")->capture_default_str();
+    CLI::App* pr = app.add_subcommand("predict", "greedy outputs of a finished cell's model for your own inputs");
+    pr->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
+    pr->add_option("--text", texts, "an input (repeatable); a pair task's two sentences separated by a tab");
+    pr->add_option("--file", text_file, "a file of inputs, one a line");
     harness::Command exporter = harness::export_command(app, export_opts, export_cell, "encoder-decoder");
     CLI::App* sp = app.add_subcommand("speed", "training steps/s and FLOPs of each model against the input length");
     sp->add_option("--preset,--config", preset, "the preset whose model sizes are timed")->capture_default_str();
@@ -109,6 +172,7 @@ int main(int argc, char** argv) {
                                                       << p.info.value("seconds", 0.0) << " s)\n";
                                           }},
                                          {ev, [&] { eval_cell(cell_path, split); }},
+                                         {pr, [&] { predict_cell(cell_path, texts, text_file); }},
                                          exporter,
                                          {sp, [&] {
                                             harness::set_threads(threads);

@@ -343,3 +343,65 @@ TEST(PconvCli, EverySubcommandRuns) {
   EXPECT_EQ(sp.at("rows").size(), 4u);
   EXPECT_NE(std::system((exe + " eval --cell " + d + "/nowhere > /dev/null 2>&1").c_str()), 0);
 }
+
+// `predict`: the user's inputs (a file, one a line; a pair task's two sentences split by a tab) give the greedy outputs
+// the model gives the task's own examples of those texts, one line each in order; an untabbed pair input is named.
+TEST(PconvCli, PredictGivesTheModelsOutputsForTheTasksOwnTexts) {
+  const std::string d = dl::test::app_temp_dir("pconv_predict"), exe = std::string(DL_BINARY_DIR) + "/pretrained_convs";
+  std::string sets;
+  for (auto& s : kSmall) sets += " --set " + s;
+  for (const std::string task : {"sentiment", "pair_edit"}) {
+    const std::string model = task == "pair_edit" ? "lightconv_xattn" : "lightconv";
+    const std::string cell = d + "/run/cells/" + task + "__" + model + "__scratch__seed0";
+    ASSERT_EQ(std::system((exe + " cell --task " + task + " --model " + model + " --regime scratch --seed 0 --quiet --out " + d +
+                           "/run" + sets + " > " + d + "/cell.log 2>&1")
+                              .c_str()),
+              0)
+        << harness::read_text(d + "/cell.log");
+    const CellConfig c = harness::checked_config_in_metadata<CellConfig>(
+        load_safetensors(cell + "/model.safetensors").metadata, cell + "/model.safetensors", "pretrained_convs");
+    const Seq2SeqTask& t = seq2seq_task(c);
+    // the test split's inputs as text (a pair: the bytes before and after the separator, with a tab between)
+    std::string lines;
+    for (const tasks::Example& e : t.data.test.examples) {
+      auto sep = std::find(e.tokens.begin(), e.tokens.end(), kSeparator);
+      std::string text = decode_bytes(std::vector<int32_t>(e.tokens.begin(), sep));
+      if (t.pair) text += "\t" + decode_bytes(std::vector<int32_t>(sep + 1, e.tokens.end()));
+      lines += text + "\n";
+    }
+    write(d + "/inputs.txt", lines);
+    ASSERT_EQ(std::system((exe + " predict --cell " + cell + " --file " + d + "/inputs.txt > " + d + "/out.txt 2> " + d +
+                           "/err.txt")
+                              .c_str()),
+              0)
+        << harness::read_text(d + "/err.txt");
+    // the same model on the task's examples, batched as eval batches them
+    Generator g(0);
+    nn::Seq2SeqModel m(plan_model(c).cfg, g);
+    m.load(cell + "/model.safetensors");
+    NoGradGuard ng;
+    tasks::Batcher bt(t.data.test, {c.batch, 0, false});
+    std::string want;
+    std::set<std::string> distinct;
+    for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
+      const tasks::Batch b = bt.next();
+      const Seq2SeqBatch x = to_batch(b, t.pair);
+      const Tensor out = m.greedy(x.ids, x.mask, t.max_target, tasks::special_ids::eos, x.segments);
+      for (int64_t r = 0; r < b.batch_size; r++) {
+        std::vector<int32_t> ids(out.size(1));
+        for (int64_t s = 0; s < out.size(1); s++) ids[s] = (int32_t)out.data<int64_t>()[r * out.size(1) + s];
+        want += decode_bytes(ids) + "\n";
+        distinct.insert(decode_bytes(ids));
+      }
+    }
+    EXPECT_EQ(harness::read_text(d + "/out.txt"), want) << task;
+    EXPECT_GE(distinct.size(), 2u) << task << ": outputs that do not depend on the input would not show the encoding";
+    EXPECT_NE(harness::read_text(d + "/err.txt").find(std::to_string(t.data.test.examples.size()) + " inputs"), std::string::npos)
+        << harness::read_text(d + "/err.txt");
+    if (t.pair) {
+      EXPECT_NE(std::system((exe + " predict --cell " + cell + " --text 'no tab here' > /dev/null 2> " + d + "/err.txt").c_str()), 0);
+      EXPECT_NE(harness::read_text(d + "/err.txt").find("takes a pair of sentences, separated by one tab"), std::string::npos)
+          << harness::read_text(d + "/err.txt");
+    }
+  }
+}
