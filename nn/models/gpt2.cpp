@@ -275,8 +275,10 @@ void GPT2Model::export_onnx_with_past(onnx::Graph& g) {
   const std::string zero = scalar(g.constant(std::vector<int64_t>{0})), one = scalar(g.constant(std::vector<int64_t>{1}));
   const std::string qpos = g.node("Range", {p0, p1, one});    // (S): the new tokens' positions
   const std::string kpos = g.node("Range", {zero, p1, one});  // (P + S): every key's
-  const std::string allowed =
-      g.node("LessOrEqual", {ox::unsqueeze(g, kpos, {0}), ox::unsqueeze(g, qpos, {1})});  // (S, P + S): key <= query
+  ox::AttentionShape a;  // allowed: key <= query, (S, P + S) as 0/1 floats, as attention_heads takes it
+  a.NH = NH, a.HS = HS;
+  a.allowed = g.node("Cast", {g.node("LessOrEqual", {ox::unsqueeze(g, kpos, {0}), ox::unsqueeze(g, qpos, {1})})},
+                     {ox::attr_int("to", int64_t(ox::ElemType::f32))});
   const std::string wte = g.add_initializer("transformer.wte.weight", transformer->wte->weight.data());  // (V, C)
   const std::string wpe = g.add_initializer("transformer.wpe.weight", transformer->wpe->weight.data());  // (n_positions, C)
   std::string x = ox::add(g, g.node("Gather", {wte, "input_ids"}), g.node("Gather", {wpe, qpos}));         // (B, S, C)
@@ -289,10 +291,7 @@ void GPT2Model::export_onnx_with_past(onnx::Graph& g) {
     g.add_node("Split", {qkv}, {q, k, v}, {ox::attr_int("axis", -1)});  // (B, S, C) each
     g.add_node("Concat", {past(i, "key"), heads(k)}, {present(i, "key")}, {ox::attr_int("axis", 2)});  // (B, NH, P + S, HS)
     g.add_node("Concat", {past(i, "value"), heads(v)}, {present(i, "value")}, {ox::attr_int("axis", 2)});
-    std::string scores = g.node("MatMul", {heads(q), ox::transpose(g, present(i, "key"), {0, 1, 3, 2})});  // (B, NH, S, P + S)
-    scores = ox::mul(g, scores, g.constant(float(1.0 / std::sqrt(double(HS)))));
-    scores = g.node("Where", {allowed, scores, g.constant(-1e9f)});
-    const std::string y = g.node("MatMul", {g.node("Softmax", {scores}, {ox::attr_int("axis", -1)}), present(i, "value")});
+    const std::string y = ox::attention_heads(g, heads(q), present(i, "key"), present(i, "value"), a);  // (B, NH, S, HS)
     x = block_after_attention(g, b, x, ox::reshape(g, ox::transpose(g, y, {0, 2, 1, 3}), {0, -1, C}), bp);  // (B, S, C)
   }
   x = ox::layer_norm(g, *transformer->ln_f, x, "transformer.ln_f.");

@@ -84,7 +84,11 @@ std::string apply_mask(Graph& g, const std::string& x, const std::string& mask) 
 std::string attention(Graph& g, const std::string& q, const std::string& k, const std::string& v, const AttentionShape& a) {
   const int64_t C = a.NH * a.HS;
   auto heads = [&](const std::string& t, int64_t T) { return transpose(g, reshape(g, t, {0, T, a.NH, a.HS}), {0, 2, 1, 3}); };
-  std::string qh = heads(q, a.Tq), kh = heads(k, a.Tk);  // (B, NH, Tq, HS), (B, NH, Tk, HS)
+  const std::string y = attention_heads(g, heads(q, a.Tq), heads(k, a.Tk), heads(v, a.Tk), a);  // (B, NH, Tq, HS)
+  return reshape(g, transpose(g, y, {0, 2, 1, 3}), {0, a.Tq, C});                              // (B, Tq, C)
+}
+
+std::string attention_heads(Graph& g, std::string qh, std::string kh, const std::string& vh, const AttentionShape& a) {
   if (a.rotate) qh = a.rotate(qh), kh = a.rotate(kh);
   std::string scores = g.node("MatMul", {qh, transpose(g, kh, {0, 1, 3, 2})});  // (B, NH, Tq, Tk)
   if (a.scale) scores = mul(g, scores, g.constant(float(1.0 / std::sqrt(double(a.HS)))));
@@ -93,8 +97,7 @@ std::string attention(Graph& g, const std::string& q, const std::string& k, cons
     scores =
         g.node("Where", {g.node("Cast", {a.allowed}, {attr_int("to", int64_t(ElemType::boolean))}), scores, g.constant(-1e9f)});
   std::string w = g.node("Softmax", {scores}, {attr_int("axis", -1)});
-  std::string y = g.node("MatMul", {w, heads(v, a.Tk)});           // (B, NH, Tq, HS)
-  return reshape(g, transpose(g, y, {0, 2, 1, 3}), {0, a.Tq, C});  // (B, Tq, C)
+  return g.node("MatMul", {w, vh});  // (B, NH, Tq, HS)
 }
 
 std::string self_attention(Graph& g, const std::string& qkv, int64_t T, int64_t C, int64_t NH, const std::string& allowed,

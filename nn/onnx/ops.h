@@ -43,6 +43,10 @@ struct AttentionShape {
   Rotate rotate;
 };
 std::string attention(Graph& g, const std::string& q, const std::string& k, const std::string& v, const AttentionShape& a);
+// The same after the split into heads and before their merge: qh (B, NH, Tq, HS), kh and vh (B, NH, Tk, HS) ->
+// (B, NH, Tq, HS); a's Tq and Tk are not read, so the lengths may be dynamic (GPT-2's cached step, whose keys and
+// values are the past's with the new ones concatenated).
+std::string attention_heads(Graph& g, std::string qh, std::string kh, const std::string& vh, const AttentionShape& a);
 // A padding mask (B, S) as `allowed` for attention: (B, 1, 1, S), every query may see the real keys.
 std::string key_mask_allowed(Graph& g, const std::string& mask);
 // Self-attention after the input projection: qkv (B, T, 3C) = [q | k | v] -> split into NH heads of HS = C / NH,

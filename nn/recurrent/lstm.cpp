@@ -153,7 +153,7 @@ static std::string export_layer_norm_lstm(onnx::Graph& g, const LSTM& m, const o
     std::string xg = ox::layer_norm(g, *l.ln_ih, g.node("MatMul", {seq, w_ih}), p + "ln_ih_l" + n + ".");
     xg = ox::add(g, xg, g.add_initializer(p + "bias_ih_l" + n, l.b_ih.data()));  // (B, L, 4Hd)
     // one step: states h, c and the slice x of xg in, the new h and c and the step's output out
-    ox::Graph b = g.body(p + "cell_l" + n, "l" + n + "_" + std::to_string(g.num_nodes()) + "_");
+    ox::Graph b = g.body(p + "cell_l" + n, g.fresh("scan") + "_");  // a fresh name of g: a tag no other body has
     const std::string h = b.fresh("h"), c = b.fresh("c"), x = b.fresh("x");
     b.add_input(h, ox::ElemType::f32, {ox::kBatch, Hd});
     b.add_input(c, ox::ElemType::f32, {ox::kBatch, Hd});
