@@ -67,7 +67,9 @@ Var feed_forward(const Var& x, const Var& w1, const Var& b1, const Var& w2, cons
   const bool fused = any_requires_grad({x, w1, b1, w2, b2}) && w1.requires_grad() && w2.requires_grad() &&
                      linear_keeps_bf16_input(x.data()) && is_f32_cpu(w1) &&
                      is_f32_cpu(w2) && is_f32_cpu(b1) && is_f32_cpu(b2) && w1.dim() == 2 && w2.dim() == 2 &&
-                     w2.size(1) == w1.size(0) && x.size(-1) == w1.size(1) && p >= 0.0 && p <= 1.0;
+                     w2.size(1) == w1.size(0) && x.size(-1) == w1.size(1) && p >= 0.0 && p <= 1.0 &&
+                     (!b1.defined() || b1.data().shape() == Shape{w1.size(0)}) &&
+                     (!b2.defined() || b2.data().shape() == Shape{w2.size(0)});
   if (!fused)  // the four ops (they name any bad shape or p)
     return linear(dropout(gelu(linear(x, w1, b1)), p, training, g), w2, b2);
   const int64_t H = w1.size(0), O = w2.size(0);

@@ -156,8 +156,10 @@ TEST(FeedForward, BadShapesAndPAreNamed) {  // the four ops' own errors, in eith
     PrecisionScope scope(pr);
     Generator g(6);
     Var x(randn({4, 8}, g), true), w1(randn({16, 8}, g), true), b1(randn({16}, g), true), w2(randn({8, 16}, g), true),
-        b2(randn({8}, g), true), w2bad(randn({8, 15}, g), true);
+        b2(randn({8}, g), true), w2bad(randn({8, 15}, g), true), b1bad(randn({15}, g), true), b2bad(randn({7}, g), true);
     EXPECT_THROW(feed_forward(x, w1, b1, w2bad, b2, 0.1, true, g), std::exception);
+    EXPECT_THROW(feed_forward(x, w1, b1bad, w2, b2, 0.1, true, g), std::exception);
+    EXPECT_THROW(feed_forward(x, w1, b1, w2, b2bad, 0.1, true, g), std::exception);  // the fused path read past b2
     try {
       feed_forward(x, w1, b1, w2, b2, 1.5, true, g);
       ADD_FAILURE() << "p = 1.5 was taken";
