@@ -72,11 +72,9 @@ void export_onnx(nn::Seq2SeqModel& m, const std::string& onnx_path, int64_t S, i
 }
 
 std::string export_cell(const std::string& path, const harness::ExportOptions& o) {
-  TensorFile f = load_safetensors(path);
-  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "pretrained_convs");
-  Generator g(0);
-  nn::Seq2SeqModel m(plan_model(c).cfg, g);
-  m.load(path);
+  const CellModel cm = load_cell_model(path);
+  const CellConfig& c = cm.config;
+  nn::Seq2SeqModel& m = *cm.model;
   const int64_t S = c.max_src, T = seq2seq_task(c).max_target;
   export_onnx(m, o.onnx, S, T, o.batch, o.seed);
   return c.key() + ": wrote " + o.onnx + " and " + ox::check_file_path(o.onnx) + " (source length " + std::to_string(S) +

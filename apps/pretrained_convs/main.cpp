@@ -34,8 +34,9 @@ namespace harness = dl::harness;
 
 static void eval_cell(const std::string& cell_path, const std::string& split) {
   const std::string path = dl::harness::cell_model_file(cell_path);
-  dl::TensorFile f = dl::load_safetensors(path);
-  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "pretrained_convs");
+  const CellModel cm = load_cell_model(path);
+  const CellConfig& c = cm.config;
+  dl::nn::Seq2SeqModel& m = *cm.model;
   const Seq2SeqTask& t = seq2seq_task(c);
   const dl::tasks::Dataset* d = split == "val"    ? &t.data.val
                                 : split == "test" ? &t.data.test
@@ -43,9 +44,6 @@ static void eval_cell(const std::string& cell_path, const std::string& split) {
                                                   : nullptr;
   if (!d || d->examples.empty())
     throw ConfigError("--split " + split + ": " + c.task + " has val, test" + (t.ood_test.examples.empty() ? "" : ", ood"));
-  dl::Generator g(0);
-  dl::nn::Seq2SeqModel m(plan_model(c).cfg, g);
-  m.load(path);
   dl::NoGradGuard ng;
   dl::tasks::Batcher bt(*d, {c.batch, 0, false});
   const dl::harness::BatchLimits limits = batch_limits(m.cfg, *d);
@@ -65,8 +63,9 @@ static void eval_cell(const std::string& cell_path, const std::string& split) {
 // task's examples are (encode_input), batched as eval batches them.
 static void predict_cell(const std::string& cell_path, std::vector<std::string> texts, const std::string& file) {
   const std::string path = dl::harness::cell_model_file(cell_path);
-  dl::TensorFile f = dl::load_safetensors(path);
-  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "pretrained_convs");
+  const CellModel cm = load_cell_model(path);
+  const CellConfig& c = cm.config;
+  dl::nn::Seq2SeqModel& m = *cm.model;
   if (!file.empty()) {
     std::istringstream in(harness::read_text(file));
     for (std::string line; std::getline(in, line);) texts.push_back(line);
@@ -89,9 +88,6 @@ static void predict_cell(const std::string& cell_path, std::vector<std::string> 
     d.max_len = std::max<int32_t>(d.max_len, (int32_t)e.tokens.size());
     d.examples.push_back(std::move(e));
   }
-  dl::Generator g(0);
-  dl::nn::Seq2SeqModel m(plan_model(c).cfg, g);
-  m.load(path);
   dl::NoGradGuard ng;
   dl::tasks::Batcher bt(d, {c.batch, 0, false});
   const dl::harness::BatchLimits limits = batch_limits(m.cfg, d);
@@ -99,14 +95,10 @@ static void predict_cell(const std::string& cell_path, std::vector<std::string> 
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
     const dl::tasks::Batch b = bt.next();
     dl::harness::check_batch(b, limits, path + ": prediction batch " + std::to_string(i));
-    const Seq2SeqBatch x = to_batch(b, t.pair);
-    const dl::Tensor out = m.greedy(x.ids, x.mask, t.max_target, dl::tasks::special_ids::eos, x.segments);
-    for (int64_t r = 0; r < b.batch_size; r++, printed++) {
-      std::vector<int32_t> ids(out.size(1));
-      for (int64_t s = 0; s < out.size(1); s++) ids[s] = (int32_t)out.data<int64_t>()[r * out.size(1) + s];
-      const std::string got = decode_bytes(ids);
+    for (const std::string& got : greedy_texts(m, b, t)) {
       if (!t.class_names.empty() && decode_label(got, t.class_names) < 0) not_a_label++;
       std::cout << got << "\n";
+      printed++;
     }
   }
   std::cout << std::flush;

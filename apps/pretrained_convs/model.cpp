@@ -6,6 +6,8 @@
 #include <mutex>
 
 #include "apps/common/batch_tensors.h"
+#include "apps/common/config.h"  // checked_config_in_metadata
+#include "tensor/safetensors.h"
 #include "tasks/objectives.h"
 #include "tasks/tokenizer.h"
 
@@ -75,17 +77,39 @@ Seq2SeqBatch to_batch(const tasks::Batch& b, bool pair) {
   return o;
 }
 
-DecodeCount decode_and_count(nn::Seq2SeqModel& m, const tasks::Batch& b, const Seq2SeqTask& t) {
-  Seq2SeqBatch x = to_batch(b, t.pair);
-  Tensor out = m.greedy(x.ids, x.mask, t.max_target, tasks::special_ids::eos, x.segments);
-  DecodeCount c;
-  const int64_t n = out.size(1), T = b.seq_len2;
+CellModel load_cell_model(const std::string& model_file) {
+  const TensorFile f = load_safetensors(model_file);
+  CellModel cm;
+  cm.config = harness::checked_config_in_metadata<CellConfig>(f.metadata, model_file, "pretrained_convs");
+  Generator g(0);
+  cm.model = std::make_unique<nn::Seq2SeqModel>(plan_model(cm.config).cfg, g);
+  cm.model->load(model_file);
+  return cm;
+}
+
+std::vector<std::string> greedy_texts(nn::Seq2SeqModel& m, const tasks::Batch& b, const Seq2SeqTask& t) {
+  const Seq2SeqBatch x = to_batch(b, t.pair);
+  const Tensor out = m.greedy(x.ids, x.mask, t.max_target, tasks::special_ids::eos, x.segments);
+  const int64_t n = out.size(1);
+  std::vector<std::string> texts;
   for (int64_t r = 0; r < b.batch_size; r++) {
-    std::vector<int32_t> ids(n), target;
+    std::vector<int32_t> ids(n);
     for (int64_t s = 0; s < n; s++) ids[s] = (int32_t)out.data<int64_t>()[r * n + s];
+    texts.push_back(decode_bytes(ids));
+  }
+  return texts;
+}
+
+DecodeCount decode_and_count(nn::Seq2SeqModel& m, const tasks::Batch& b, const Seq2SeqTask& t) {
+  const std::vector<std::string> outputs = greedy_texts(m, b, t);
+  DecodeCount c;
+  const int64_t T = b.seq_len2;
+  for (int64_t r = 0; r < b.batch_size; r++) {
+    std::vector<int32_t> target;
     for (int64_t s = 0; s < T; s++)
       if (b.mask2[r * T + s]) target.push_back(b.tokens2[r * T + s]);
-    const std::string got = decode_bytes(ids), want = decode_bytes(target);
+    const std::string& got = outputs[r];
+    const std::string want = decode_bytes(target);
     if (!t.class_names.empty() && decode_label(got, t.class_names) < 0) c.not_a_label++;
     c.right += got == want;
     c.n++;

@@ -33,6 +33,17 @@ struct Seq2SeqBatch {
 };
 Seq2SeqBatch to_batch(const dl::tasks::Batch& b, bool pair);
 
+// A finished cell's encoder-decoder from its model file (the cell's config is read from the file's metadata):
+// eval, predict and export rebuild it this way.
+struct CellModel {
+  CellConfig config;
+  std::unique_ptr<dl::nn::Seq2SeqModel> model;
+};
+CellModel load_cell_model(const std::string& model_file);
+
+// The greedy outputs of a batch, decoded to text (decode_bytes), one a row.
+std::vector<std::string> greedy_texts(dl::nn::Seq2SeqModel& m, const dl::tasks::Batch& b, const Seq2SeqTask& t);
+
 // Greedy-decodes a batch; counts the outputs equal to their target (class tasks: the decoded word is the label's)
 // and those that are no label's word. Returns the number of rows.
 struct DecodeCount {

@@ -358,9 +358,8 @@ TEST(PconvCli, PredictGivesTheModelsOutputsForTheTasksOwnTexts) {
                               .c_str()),
               0)
         << harness::read_text(d + "/cell.log");
-    const CellConfig c = harness::checked_config_in_metadata<CellConfig>(
-        load_safetensors(cell + "/model.safetensors").metadata, cell + "/model.safetensors", "pretrained_convs");
-    const Seq2SeqTask& t = seq2seq_task(c);
+    const CellModel cm = load_cell_model(cell + "/model.safetensors");
+    const Seq2SeqTask& t = seq2seq_task(cm.config);
     // the test split's inputs as text (a pair: the bytes before and after the separator, with a tab between)
     std::string lines;
     for (const tasks::Example& e : t.data.test.examples) {
@@ -375,25 +374,13 @@ TEST(PconvCli, PredictGivesTheModelsOutputsForTheTasksOwnTexts) {
                               .c_str()),
               0)
         << harness::read_text(d + "/err.txt");
-    // the same model on the task's examples, batched as eval batches them
-    Generator g(0);
-    nn::Seq2SeqModel m(plan_model(c).cfg, g);
-    m.load(cell + "/model.safetensors");
+    // the same model on the task's examples, batched and decoded as eval decodes them
     NoGradGuard ng;
-    tasks::Batcher bt(t.data.test, {c.batch, 0, false});
+    tasks::Batcher bt(t.data.test, {cm.config.batch, 0, false});
     std::string want;
     std::set<std::string> distinct;
-    for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
-      const tasks::Batch b = bt.next();
-      const Seq2SeqBatch x = to_batch(b, t.pair);
-      const Tensor out = m.greedy(x.ids, x.mask, t.max_target, tasks::special_ids::eos, x.segments);
-      for (int64_t r = 0; r < b.batch_size; r++) {
-        std::vector<int32_t> ids(out.size(1));
-        for (int64_t s = 0; s < out.size(1); s++) ids[s] = (int32_t)out.data<int64_t>()[r * out.size(1) + s];
-        want += decode_bytes(ids) + "\n";
-        distinct.insert(decode_bytes(ids));
-      }
-    }
+    for (int64_t i = 0; i < bt.batches_per_epoch(); i++)
+      for (const std::string& out : greedy_texts(*cm.model, bt.next(), t)) want += out + "\n", distinct.insert(out);
     EXPECT_EQ(harness::read_text(d + "/out.txt"), want) << task;
     EXPECT_GE(distinct.size(), 2u) << task << ": outputs that do not depend on the input would not show the encoding";
     EXPECT_NE(harness::read_text(d + "/err.txt").find(std::to_string(t.data.test.examples.size()) + " inputs"), std::string::npos)
