@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "nn/attention/attention_ops.h"  // prefix_lengths
 #include "nn/fused/flash_products.h"    // the tile products, float32 and bf16
 #include "nn/fused/qkv_attention.h"     // check_packed_qkv
+#include "nn/fused/softmax_exp.h"       // the bf16 products' exponential
 #include "tensor/backend.h"             // the device primitive
 #include "tensor/bf16.h"                // bf16_products_active
 #include "tensor/bf16_amx.h"            // TileHold
@@ -17,6 +19,12 @@
 #include "tensor/nn_kernels.h"           // exp_fast, row_key / row_draw (the dropout hash), lane_sum
 
 namespace dl::nn {
+
+namespace flash {
+bool hardware_rounding_on = true;
+bool hardware_rounding() { return hardware_rounding_on; }
+}  // namespace flash
+bool flash_attention_hardware_rounding(bool on) { return std::exchange(flash::hardware_rounding_on, on); }
 
 namespace {
 
@@ -67,6 +75,8 @@ template <class F> DL_WIDE_VECTORS inline float tree(Lanes v, F f) {
 }
 constexpr auto vsum = [](auto x, auto y) { return x + y; };
 constexpr auto vmax = [](auto x, auto y) { return x < y ? y : x; };  // std::max's rule, lane by lane
+// kShort: the bf16 products' exponential (nn/fused/softmax_exp.h) instead of exp_fast.
+template <bool kShort>
 DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, float* pm, int64_t n, int64_t nv, float shift,
                                                                     const Drop& dr, uint64_t row, int64_t s0) {
   constexpr int kLanes = 16;
@@ -75,7 +85,15 @@ DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, fl
   const float r = keep_scale(dr.thr, dr.r);
   auto block = [&](int64_t j0, int left) DL_WIDE_VECTORS {  // lanes j < left are keys the row sees
     float* x = s + j0;
-    if (left == kLanes) {
+    if constexpr (kShort) {
+#if defined(__AVX512F__)
+      const __m512 e = softmax_exp::exp_short16(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(shift)));
+      _mm512_storeu_ps(x, left == kLanes ? e : _mm512_maskz_mov_ps((__mmask16)((1u << left) - 1), e));
+#else
+      DL_VECTORIZE_WIDE
+      for (int j = 0; j < kLanes; j++) x[j] = j < left ? softmax_exp::exp_short(x[j] - shift) : 0.f;
+#endif
+    } else if (left == kLanes) {
       DL_VECTORIZE_WIDE
       for (int j = 0; j < kLanes; j++) x[j] = exp_fast(x[j] - shift);
     } else {
@@ -100,6 +118,39 @@ DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, fl
   }
   return tree(lane, vsum);
 }
+
+#if defined(__AVX512BF16__)
+// The bf16 forward's exp_row: the same P (M) and the same sum, but taken straight to P's pair words for the P V product
+// (Bf16Forward::words) instead of stored as floats for a packing pass to read back and round. Two 16-lane blocks at a
+// time become one vector of 16 words by VCVTNE2PS2BF16 (round to nearest even, as float_to_bf16; a denormal becomes 0
+// there and stays a denormal word in the software packing, and VDPBF16PS reads a denormal word as 0: the products are
+// the same). Words past the row's keys are 0, up to nv rounded up to 32 keys (the row of words is Bc / 2 long).
+// A software rounding of 16 lanes here was slower than the packing pass (docs/performance.md, 2026-12-07): the
+// instruction is one for 32 floats.
+DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row_words(const float* s, int64_t n, int64_t nv, float shift,
+                                                                          const Drop& dr, uint64_t row, int64_t s0,
+                                                                          uint32_t* words) {
+  const uint32_t key = dr.on ? row_key(dr.seed, row) : 0, t = keep_threshold32(dr.thr);
+  const float r = keep_scale(dr.thr, dr.r);
+  Lanes lane = {};
+  auto value = [&](int64_t j0) DL_WIDE_VECTORS {  // P (M) on keys j0 .. j0 + 16, 0 past n; P summed into lane
+    if (j0 >= n) return _mm512_setzero_ps();
+    __m512 e = softmax_exp::exp_short16(_mm512_sub_ps(_mm512_loadu_ps(s + j0), _mm512_set1_ps(shift)));
+    if (n - j0 < 16) e = _mm512_maskz_mov_ps((__mmask16)((1u << (n - j0)) - 1), e);
+    lane += (Lanes)e;
+    if (!dr.on) return e;
+    float keep[16];
+    DL_VECTORIZE_WIDE
+    for (int j = 0; j < 16; j++) keep[j] = row_draw(key, (uint32_t)(s0 + j0 + j)) >= t ? r : 0.f;
+    return _mm512_mul_ps(_mm512_loadu_ps(keep), e);
+  };
+  for (int64_t j0 = 0; j0 < nv; j0 += 32) {
+    const __m512 lo = value(j0), hi = value(j0 + 16);
+    _mm512_storeu_si512((void*)(words + j0 / 2), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+  return tree(lane, vsum);
+}
+#endif
 
 // max_j x[j] over j < n (n >= 1) in 16 lanes held in a register; a row's ragged end is the row's last 16 elements
 // again, overlapping the ones already seen (a max does not mind seeing an element twice).
@@ -195,12 +246,24 @@ template <class Products> DL_WIDE_VECTORS void forward_pair(const Problem& pr, i
       }
 #pragma omp simd
       for (int64_t r = 0; r < rows; r++)  // e^(m - m'): 0 on the row's first tile (m = -inf), 1 where the max stays
-        alpha[r] = mx[r] == m[r] ? 1.f : exp_fast(m[r] - mx[r]);
+        alpha[r] = mx[r] == m[r]         ? 1.f
+                   : Products::kShortExp ? softmax_exp::exp_short(m[r] - mx[r])
+                                         : exp_fast(m[r] - mx[r]);
       for (int64_t r = 0; r < rows; r++) {  // P = e^(S - m') and the running sums (with dropout the row ends as P M)
         int64_t a, n;
         keys(r, a, n);
-        if (n > a) l[r] = alpha[r] * l[r] + exp_row(S + r * Bc, S + r * Bc, n, nv, mx[r], pr.drop, bh * T + t0 + r, s0);
+        const uint64_t row = bh * T + t0 + r;
         m[r] = mx[r];
+#if defined(__AVX512BF16__)
+        if constexpr (Products::kWordsP)
+          if (mul.words) {  // P M as pair words for P V (the row of words is 0 where it sees no key)
+            uint32_t* w = mul.p_words(r);
+            if (n > a) l[r] = alpha[r] * l[r] + exp_row_words(S + r * Bc, n, nv, m[r], pr.drop, row, s0, w);
+            else std::fill(w, w + round_up(nv, 32) / 2, 0u);
+            continue;
+          }
+#endif
+        if (n > a) l[r] = alpha[r] * l[r] + exp_row<Products::kShortExp>(S + r * Bc, S + r * Bc, n, nv, m[r], pr.drop, row, s0);
       }
       for (int64_t r = 0; r < rows; r++)
         if (alpha[r] != 1.f)
@@ -276,7 +339,7 @@ DL_WIDE_VECTORS void backward_pair(const Problem& pr, int64_t bh, const float* o
 #pragma omp simd
             for (int64_t j = a; j < n; j++) p[j] = km[s0 + j] != 0.f ? p[j] : kPadScore;
           }
-          exp_row(p, pm, n, nv, Lt, pr.drop, bh * T + t, s0);  // P, and P M with dropout
+          exp_row<Products::kShortExp>(p, pm, n, nv, Lt, pr.drop, bh * T + t, s0);  // P, and P M with dropout
         }
         if (pr.drop.on && none[t]) {
           mask_tile_row(pr.drop, bh * T + t, s0, pm, n);

@@ -24,8 +24,9 @@
 // DL_BF16=off) the five products take bf16 operands with float32 sums instead, on VDPBF16PS tiles, as PyTorch's CPU
 // autocast runs attention's bmm: c q, k, v, dO and the tiles P, P M and dS are rounded to bf16; the softmax statistics,
 // L, D, the output and gradient accumulators stay float32 (nn/fused/flash_products.h lists each operand and when it is
-// rounded). The choice is made in the forward and kept for its backward; in float32 mode the bits are the same as
-// before the bf16 path existed. One (b, h) pair runs on one OpenMP thread from start to end, so dQ, dK and dV are
+// rounded), and the exponentials are nn/fused/softmax_exp.h's, good to 1e-5 where P is then rounded to 2^-8. The
+// choice is made in the forward and kept for its backward; in float32 mode the bits are the same as before the bf16
+// path existed. One (b, h) pair runs on one OpenMP thread from start to end, so dQ, dK and dV are
 // summed in one fixed order and the result does not depend on the thread count. Memory per thread O(T HS): the
 // packed copies of one head's q, k, v, dO and the dQ accumulator. Causal: key blocks above the diagonal are skipped,
 // and a tile is computed only over the rows that exist (T need not fill the last block) and the keys its last row
@@ -54,5 +55,10 @@ inline constexpr int64_t kDeviceFlashMaxHead = 128;
 // (attention_allowed); the key blocks outside a query block's band are skipped, so the work is O(T window).
 Var flash_attention(const Var& qkv, int64_t heads, bool causal, double p, bool training, Generator& g,
                     const Tensor& key_mask = Tensor(), const Tensor& prefix = Tensor(), int64_t window = 0);
+
+// For tests: whether the bf16 products round their in-kernel tiles (P, P M, dS) with VCVTNE2PS2BF16 where the build has
+// AVX512_BF16 (the default; flash_products.h) or with tensor/bf16_tiles.h's integer packings, the plain twin. Returns the
+// setting before; the products' bits are the same either way (tests/nn/fused/test_flash_attention_bf16.cpp).
+bool flash_attention_hardware_rounding(bool on);
 
 }  // namespace dl::nn

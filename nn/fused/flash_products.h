@@ -18,16 +18,22 @@
 //                            its two products need)
 //   once per key block       backward: K_j, K_j^T, V_j^T (each key block is visited once: key blocks are the outer loop)
 //   once per query block     forward: Q'_i (Q' = c Q in float32, then rounded)
-//   once per tile            P (forward P V; with dropout P M), Pd (backward dV), dS (backward dQ and dK)
+//   once per tile            P (forward P V; with dropout P M), Pd (backward dV), dS (backward dQ and dK): where the
+//                            build has AVX512_BF16, by VCVTNE2PS2BF16 (ne:: below; P's words straight from the
+//                            exponentials' pass, flash_attention.cpp's exp_row_words), else by bf16t's packings
 // Not rounded: the scores S and everything computed from them in float32 - the softmax statistics m and l (so l sums
 // the float32 P, not the rounded one), L, D = dO . O (from the float32 dO and output), the output accumulator O, the
-// dQ / dK / dV accumulators and every sum.
+// dQ / dK / dV accumulators and every sum. The exponentials are nn/fused/softmax_exp.h's (kShortExp): relative error
+// below 1e-5 where P is then rounded to 2^-8.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
 #include "tensor/bf16_tiles.h"
 #include "tensor/microkernel.h"  // micro::gemm
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
 
 namespace dl::nn::flash {
 
@@ -86,6 +92,9 @@ inline void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const D
 
 // ---- float32 ----------------------------------------------------------------------------------------------------
 struct F32Forward {
+  static constexpr bool kShortExp = false;  // the softmax's exponentials: exp_fast
+  static constexpr bool kWordsP = false;    // P stays float32 (the exponentials' pass writes it; add_pv reads it)
+  static constexpr bool words = false;
   static int64_t floats(const Dims& d) { return 2 * d.Tk * d.HSp + d.Br * d.HSp; }
   const Dims& d;
   float* Kt;  // (Tk / Bc) blocks of (HSp, Bc): K^T block by block
@@ -110,6 +119,7 @@ struct F32Forward {
 };
 
 struct F32Backward {
+  static constexpr bool kShortExp = false;
   static constexpr bool kKeysInColumns = false;  // dK_j, dV_j (Bc, HSp): a key per row
   static int64_t floats(const Dims& d) { return 2 * d.Tq * d.HSp + 3 * kKeyBlock * d.HSp; }
   const Dims& d;
@@ -148,9 +158,62 @@ struct F32Backward {
 };
 
 // ---- bfloat16 (pair words as tensor/bf16_tiles.h; one uint32 word takes the room of one float) -------------------
+// The tiles' rounding by VCVTNE2PS2BF16 (below) or by bf16t's packings: flash_attention_hardware_rounding's setting.
+bool hardware_rounding();
+#if defined(__AVX512BF16__)
+// The backward's tiles Pd and dS as pair words by VCVTNE2PS2BF16: one instruction rounds 32 floats to nearest even, as
+// float_to_bf16 does, where bf16t's packings take about 14 integer operations (they run on CPUs and builds without the
+// instruction, and keep a denormal as a denormal word; the instruction makes it 0, and VDPBF16PS reads a denormal
+// word as 0, so the products are the same). These tiles are in L1 and were 4-5% of the bf16 Transformer step's samples
+// with the integer rounding. x is a (rows, Bc) tile whose rows are 0 from the block's keys up to nv (a multiple of 16);
+// rows past `rows` read as 0.
+namespace ne {
+// word j of the pair-row p: [x(2p, j) | x(2p + 1, j)]: the two rows' bf16 values interleaved (VPERMW)
+inline __m512i interleave(__m512 lo, __m512 hi) {
+  alignas(64) static const uint16_t kIdx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512((const void*)kIdx), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+// across (rp, ldc): word (p, j) = [x(2p, j) | x(2p + 1, j)], j < nv
+inline void across_rows(const float* x, int64_t rows, int64_t nv, uint32_t* across, int64_t ldc) {
+  for (int64_t r = 0; r < rows; r += 2) {
+    const float *lo = x + r * kKeyBlock, *hi = lo + kKeyBlock;
+    for (int64_t j = 0; j < nv; j += 16)
+      _mm512_storeu_si512((void*)(across + r / 2 * ldc + j),
+                          interleave(_mm512_loadu_ps(lo + j), r + 1 < rows ? _mm512_loadu_ps(hi + j) : _mm512_setzero_ps()));
+  }
+}
+// The same, and in_rows (rows, Bc / 2): word (r, p) = [x(r, 2p) | x(r, 2p + 1)], p < nv / 2 (rounded up to 16 words)
+inline void in_and_across_rows(const float* x, int64_t rows, int64_t nv, uint32_t* in_rows, uint32_t* across, int64_t ldc) {
+  const __m512 z = _mm512_setzero_ps();
+  for (int64_t r = 0; r < rows; r += 2) {
+    const bool two = r + 1 < rows;
+    const float *lo = x + r * kKeyBlock, *hi = lo + kKeyBlock;
+    uint32_t *wlo = in_rows + r * (kKeyBlock / 2), *whi = wlo + kKeyBlock / 2, *o = across + r / 2 * ldc;
+    for (int64_t j = 0; j < nv; j += 32) {
+      const bool second = j + 16 < nv;
+      const __m512 a0 = _mm512_loadu_ps(lo + j), a1 = second ? _mm512_loadu_ps(lo + j + 16) : z;
+      const __m512 b0 = two ? _mm512_loadu_ps(hi + j) : z, b1 = two && second ? _mm512_loadu_ps(hi + j + 16) : z;
+      _mm512_storeu_si512((void*)(wlo + j / 2), (__m512i)_mm512_cvtne2ps_pbh(a1, a0));
+      if (two) _mm512_storeu_si512((void*)(whi + j / 2), (__m512i)_mm512_cvtne2ps_pbh(b1, b0));
+      _mm512_storeu_si512((void*)(o + j), interleave(a0, b0));
+      if (second) _mm512_storeu_si512((void*)(o + j + 16), interleave(a1, b1));
+    }
+  }
+}
+}  // namespace ne
+#endif
+
 // A product's column count goes up to whole 16-float vectors (nv is whole micro-kernel vectors: 8 floats in an AVX2
 // build); the extra columns exist in the Bc-wide tiles and are never read.
 struct Bf16Forward {
+  static constexpr bool kShortExp = true;  // P is rounded to bf16: nn/fused/softmax_exp.h's exponential
+#if defined(__AVX512BF16__)
+  static constexpr bool kWordsP = true;  // where `words`, the exponentials' pass writes P's pair words (p_words)
+#else
+  static constexpr bool kWordsP = false;  // add_pv packs the float32 P the exponentials' pass wrote
+#endif
+  const bool words;  // kWordsP and hardware_rounding(): add_pv finds P's words written
   static int64_t floats(const Dims& d) { return d.Tk * d.HSp + d.Br * d.HSp / 2 + d.Br * kKeyBlock / 2; }
   const Dims& d;
   const int64_t hp;  // HSp / 2: pair words along a head
@@ -159,7 +222,8 @@ struct Bf16Forward {
   uint32_t* Qb;      // (Br, hp): Q'_i, pairs along the head
   uint32_t* Pb;      // (Br, Bc / 2): P, pairs of keys
   Bf16Forward(const Dims& dims, float* ws)
-      : d(dims), hp(d.HSp / 2), Kt((uint32_t*)ws), Vp(Kt + d.Tk * hp), Qb(Vp + d.Tk * hp), Pb(Qb + d.Br * hp) {}
+      : words(kWordsP && hardware_rounding()), d(dims), hp(d.HSp / 2), Kt((uint32_t*)ws), Vp(Kt + d.Tk * hp), Qb(Vp + d.Tk * hp),
+        Pb(Qb + d.Br * hp) {}
   void head(const float* K, const float* V, int64_t ld) {
     for (int64_t s0 = 0; s0 < d.T; s0 += kKeyBlock) {
       const int64_t n = std::min(kKeyBlock, d.T - s0);
@@ -173,9 +237,10 @@ struct Bf16Forward {
   void scores(int64_t rows, int64_t nv, int64_t s0, float* S) const {
     bf16t::tile_gemm(false, rows, round_up(nv, 16), hp, Qb, hp, 1, Kt + s0 * hp, kKeyBlock, S, kKeyBlock);
   }
+  uint32_t* p_words(int64_t r) const { return Pb + r * (kKeyBlock / 2); }  // row r of P's words (kWordsP)
   void add_pv(int64_t rows, int64_t nb, int64_t s0, const float* P, float* O) const {
     const int64_t kp = (nb + 1) / 2;
-    bf16t::pairs_in_rows(P, kKeyBlock, rows, nb, 1.f, Pb, kKeyBlock / 2, kp, rows);
+    if (!words) bf16t::pairs_in_rows(P, kKeyBlock, rows, nb, 1.f, Pb, kKeyBlock / 2, kp, rows);
     bf16t::tile_gemm(true, rows, d.HSp, kp, Pb, kKeyBlock / 2, 1, Vp + s0 * hp, d.HSp, O, d.HSp);
   }
 };
@@ -187,6 +252,7 @@ struct Bf16Forward {
 // form. On the Intel VM with AMX a (128 x 32, 32 pairs) product with A transposed took 2500-2700 TSC cycles a call,
 // the (32 x 128) one with A in rows ~1700.
 struct Bf16Backward {
+  static constexpr bool kShortExp = true;
   static constexpr bool kKeysInColumns = true;
   static int64_t floats(const Dims& d) { return 5 * d.Tq * d.HSp / 2 + 3 * kKeyBlock * d.HSp / 2 + 3 * d.Br * kKeyBlock / 2; }
   const Dims& d;
@@ -196,6 +262,7 @@ struct Bf16Backward {
   uint32_t* rows2;         // (tp, HSp): pairs of query rows before they are turned over into Qt or Gt
   uint32_t *Kt, *Vt, *Kc;  // K_j^T and V_j^T (hp, Bc), pairs along the head; K_j (Bc / 2, HSp), pairs of keys
   uint32_t *Pc, *Xr, *Xc;  // Pd (Br / 2, Bc) pairs of rows; dS (Br, Bc / 2) pairs of keys and (Br / 2, Bc) of rows
+  const bool hw = hardware_rounding();  // Pd and dS by ne:: (where the build has AVX512_BF16), else bf16t's packings
   Bf16Backward(const Dims& dims, float* ws) : d(dims), hp(d.HSp / 2), tp(d.Tq / 2) {
     const int64_t head = d.Tq * hp, block = kKeyBlock * hp, tile = d.Br * kKeyBlock / 2;
     Qr = (uint32_t*)ws, Qt = Qr + head, Gr = Qt + head, Gt = Gr + head, rows2 = Gt + head;
@@ -224,7 +291,11 @@ struct Bf16Backward {
   }
   void add_dv(int64_t t0, int64_t rows, int64_t nb, const float* Pd, float* dVt) {  // dV^T (HSp, Bc) += dO_i^T Pd
     const int64_t rp = (rows + 1) / 2, nv = round_up(nb, 16);  // B = Pd: pairs of query rows, zero past the keys
-    bf16t::pairs_across_rows(Pd, kKeyBlock, rows, nb, 1.f, Pc, kKeyBlock, nv, rp);
+#if defined(__AVX512BF16__)
+    if (hw) ne::across_rows(Pd, rows, nv, Pc, kKeyBlock);
+    else
+#endif
+      bf16t::pairs_across_rows(Pd, kKeyBlock, rows, nb, 1.f, Pc, kKeyBlock, nv, rp);
     bf16t::tile_gemm(true, d.HSp, nv, rp, Gt + t0 / 2, tp, 1, Pc, kKeyBlock, dVt, kKeyBlock);
   }
   void dpd(int64_t t0, int64_t rows, int64_t nv, float* X) const {
@@ -233,7 +304,11 @@ struct Bf16Backward {
   // dQ_i (rows, HSp) += dS K_j (times c later), dK_j^T (HSp, Bc) += Q'_i^T dS
   void add_dq_dk(int64_t t0, int64_t rows, int64_t nb, const float* dS, float* dQ, float* dKt) {
     const int64_t kp = (nb + 1) / 2, rp = (rows + 1) / 2, nv = round_up(nb, 16);  // dS in both layouts from one read
-    bf16t::pairs_in_and_across_rows(dS, kKeyBlock, rows, nb, Xr, kKeyBlock / 2, kp, Xc, kKeyBlock, nv, rp);
+#if defined(__AVX512BF16__)
+    if (hw) ne::in_and_across_rows(dS, rows, nv, Xr, Xc, kKeyBlock);
+    else
+#endif
+      bf16t::pairs_in_and_across_rows(dS, kKeyBlock, rows, nb, Xr, kKeyBlock / 2, kp, Xc, kKeyBlock, nv, rp);
     bf16t::tile_gemm(true, rows, d.HSp, kp, Xr, kKeyBlock / 2, 1, Kc, d.HSp, dQ, d.HSp);
     bf16t::tile_gemm(true, d.HSp, nv, rp, Qt + t0 / 2, tp, 1, Xc, kKeyBlock, dKt, kKeyBlock);
   }

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "nn/attention/attention_ops.h"  // prefix_lengths
+#include "nn/fused/softmax_exp.h"        // the bf16 products' exponential
 #include "tensor/bf16.h"                 // bf16_products_active
 #include "tensor/bf16_gemm.h"            // the bf16 products
 #include "tensor/nn_kernels.h"
@@ -150,6 +151,18 @@ inline int64_t row_keys(int64_t t, int64_t T, bool causal, int64_t prefix_b) {
   return causal ? t + 1 : T;
 }
 
+// x[j] = e^(x[j] - shift) for j < n: exp_fast, or under the bf16 products the shorter exponential that the blocked
+// path takes too (nn/fused/softmax_exp.h: P is rounded to bf16 for P V).
+inline void exp_shifted(bool bf16, float* x, int64_t n, float shift) {
+  if (bf16) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) x[j] = softmax_exp::exp_short(x[j] - shift);
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) x[j] = exp_fast(x[j] - shift);
+  }
+}
+
 // Forward of one (b, h): S = c Q K^T, P = softmax rows, Pd = P M, O = Pd V; L_t saved. key_mask (B, T) or null.
 // Scratch: S (T, T), M (T), Qs (T, HS) (used in bf16).
 void forward_pair(const float* qkv, const float* key_mask, float* out, float* L, float* S, float* M, float* Qs, const Dims& d,
@@ -170,8 +183,7 @@ void forward_pair(const float* qkv, const float* key_mask, float* out, float* L,
     float m = s[0];
 #pragma omp simd reduction(max : m)
     for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
-#pragma omp simd
-    for (int64_t j = 0; j < n; j++) s[j] = exp_fast(s[j] - m);
+    exp_shifted(bf16, s, n, m);
     const float sum = lane_sum<float>(n, [&](int64_t j) { return s[j]; });
     const float inv = 1.f / sum;
     L[bh * T + t] = m + std::log(sum);
@@ -212,8 +224,7 @@ void backward_pair(const float* qkv, const float* key_mask, const float* L, cons
     if (first >= n) {
       std::fill(p, p + n, 1.f / (float)n);  // all keys padding: uniform, as in the forward
     } else {
-#pragma omp simd
-      for (int64_t j = 0; j < n; j++) p[j] = exp_fast(p[j] - Lt);
+      exp_shifted(bf16, p, n, Lt);
     }
     for (int64_t j = n; j < T; j++) p[j] = 0.f;
     if (dr.on) {

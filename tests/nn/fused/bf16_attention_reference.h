@@ -10,7 +10,9 @@
 // The tolerance is a first-order bound, element by element, of what the kernel's float32 arithmetic and these three
 // roundings may add (u = 2^-8, bf16's unit roundoff: half an ulp of an 8-bit significand, relative; float32's eps = 2^-24):
 //   S      |dS_ts| <= (HS + 1) eps sum_e |q'_te k_se| = s_t             float32 sums of exact bf16 products
-//   P      relative rho_t = 2 s_t + (T + 16) eps                        S's error through the softmax, exp_fast, l
+//   P      relative rho_t = 2 s_t + (T + 16) eps + 2 x_t                S's error through the softmax, l, and the
+//          x_t = 2.9e-6 + 7.5e-8 (max_s (m_t - S_ts) + log T)         bf16 path's exponential (nn/fused/softmax_exp.h:
+//                                                                     its bound at the row's widest argument)
 //   O      |dO_te| <= (u + rho_t) sum_s p_ts |v_se|                     P rounded once, relative <= u
 //   dV     |.| <= (u + rho_t + T eps) sum_t p_ts |dO_te|
 //   dS     E_ts = p_ts ((HS + 1) eps sum_e |dO_te v_se| + |dD_t| + rho_t |dP_ts - D_t|) + u |dS_ts|
@@ -85,7 +87,10 @@ inline void check_head(const Case& c, const Inputs& in, const Tensor& out, const
       S[s] = dot, st = std::max(st, (double)(HS + 1) * eps * mag);
       if (!any || km.empty() || km[b * T + s] != 0.f) mx = std::max(mx, S[s]);
     }
-    rho[t] = 2 * st + (double)(T + 16) * eps;
+    double spread = 0;  // the widest argument the row's exponentials take: S - m (forward), S - L (backward)
+    for (int64_t s = 0; s < nt; s++)
+      if (any && (km.empty() || km[b * T + s] != 0.f)) spread = std::max(spread, mx - S[s]);
+    rho[t] = 2 * st + (double)(T + 16) * eps + 2 * (2.9e-6 + 7.5e-8 * (spread + std::log((double)T)));
     none_real[t] = !any;
     double l = 0;
     for (int64_t s = 0; s < nt; s++) {
