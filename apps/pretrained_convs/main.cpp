@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
     ev->add_option("--split", split, "val, test or ood (compositional)")->capture_default_str();
     CLI::App* pr = app.add_subcommand("predict", "greedy outputs of a finished cell's model for your own inputs");
     pr->add_option("--cell", cell_path, "the cell folder (or its model.safetensors)")->required();
-    pr->add_option("--text", texts, "an input (repeatable); a pair task's two sentences separated by a tab");
+    pr->add_option("--text", texts, "an input (repeatable); a pair task's two sentences separated by a tab")
+        ->allow_extra_args(false);  // taken as it is: CLI11 would split an input in [ ] as a bracketed list
     pr->add_option("--file", text_file, "a file of inputs, one a line");
     harness::Command exporter = harness::export_command(app, export_opts, export_cell, "encoder-decoder");
     CLI::App* sp = app.add_subcommand("speed", "training steps/s and FLOPs of each model against the input length");

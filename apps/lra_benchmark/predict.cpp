@@ -1,0 +1,123 @@
+// apps/lra_benchmark/predict.cpp - a finished cell's predictions for the user's own inputs (see predict.h).
+#include "predict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "apps/common/batch_check.h"
+#include "apps/common/phase.h"    // cell_model_file
+#include "apps/common/results.h"  // read_text
+#include "data.h"
+#include "tasks/listops.h"
+#include "tasks/tokenizer.h"
+#include "tensor/safetensors.h"
+
+namespace lra {
+
+using namespace dl;
+namespace harness = dl::harness;
+
+// Input i as the task's examples are made: ListOps tokens, or byte tokens (two towers: the texts either side of a tab).
+static tasks::Example encode(const CellConfig& c, const TaskShape& s, const std::string& in, const std::string& where) {
+  tasks::Example e;
+  const int32_t bytes = tasks::ByteTokenizer{}.vocab_size();
+  if (s.features > 0 || (c.task != "listops" && s.vocab != bytes))
+    throw ConfigError(where + ": predict reads text (a ListOps expression, or text for the byte tasks: text, retrieval, "
+                      "brown_genre, spam_assassin, wordnet_supersense), and task " + c.task + " reads " +
+                      (s.features > 0 ? "continuous signals" : "pixel or signal tokens") +
+                      "; `lra_benchmark eval --cell` runs a cell on its task's own splits");
+  if (c.task == "listops") {
+    e.tokens = tasks::tokenize_listops(in, where);
+  } else if (s.two_tower) {
+    const size_t tab = in.find('\t');
+    if (tab == std::string::npos || in.find('\t', tab + 1) != std::string::npos)
+      throw ConfigError(where + ": " + c.task + " compares two texts: give them separated by one tab");
+    e.tokens = tasks::ByteTokenizer{}.encode(std::string_view(in).substr(0, tab));
+    e.tokens2 = tasks::ByteTokenizer{}.encode(std::string_view(in).substr(tab + 1));
+  } else {
+    e.tokens = tasks::ByteTokenizer{}.encode(in);
+  }
+  for (const auto* t : {&e.tokens, &e.tokens2}) {
+    if (t->empty() && (t == &e.tokens || s.two_tower)) throw ConfigError(where + ": the input is empty");
+    if ((int64_t)t->size() > s.max_len)
+      throw ConfigError(where + ": " + std::to_string(t->size()) + " tokens, and the model reads at most " +
+                        std::to_string(s.max_len) + " (the longest sequence of its task, " + c.task + ")");
+  }
+  e.label = 0;  // read by no one: the batch's labels are checked against the classes
+  if (s.regression) e.label = -1, e.target_features = {0.f};
+  return e;
+}
+
+std::vector<Prediction> predict_inputs(const CellConfig& c, const std::string& model_path, const std::vector<std::string>& inputs,
+                                       const std::vector<std::string>& where) {
+  const tasks::TaskData& data = task_data(c);
+  const TaskShape s = shape_of(data);
+  tasks::Dataset d = data.test;  // the task's vocabulary, classes and names; the examples are the inputs
+  d.name = "predict", d.examples.clear();
+  for (size_t i = 0; i < inputs.size(); i++) d.examples.push_back(encode(c, s, inputs[i], where[i]));
+  Generator g((uint64_t)c.seed);
+  LraModel m(c, s, c.regime == "spt-causal", g);
+  m.load(model_path);
+  NoGradGuard ng;
+  m.eval();
+  tasks::BatcherConfig bc;
+  bc.batch_size = c.batch, bc.shuffle = false;
+  tasks::Batcher bt(d, bc);
+  const harness::BatchLimits limits = batch_limits(false, m, d);
+  std::vector<Prediction> out;
+  for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
+    const tasks::Batch b = bt.next();
+    harness::check_batch(b, limits, model_path + ": prediction batch " + std::to_string(i));
+    Inputs a = to_inputs(b), a2;
+    if (s.two_tower) a2 = to_inputs(b, true);
+    const Tensor y = m.classify(a, s.two_tower ? &a2 : nullptr).data().to(Device::cpu).contiguous();  // (B, classes)
+    const float* py = y.data<float>();
+    for (int j = 0; j < b.batch_size; j++) {
+      Prediction p;
+      const float* row = py + (int64_t)j * s.classes;
+      if (s.regression) {
+        p.value = row[0] * s.target_scale + s.target_mean;
+      } else {  // the softmax's largest probability, computed in float64 from the logits
+        p.label = (int)(std::max_element(row, row + s.classes) - row);
+        double z = 0;
+        for (int k = 0; k < s.classes; k++) z += std::exp((double)row[k] - row[p.label]);
+        p.prob = 1 / z;
+        p.name = (size_t)p.label < d.class_names.size() ? d.class_names[p.label] : std::to_string(p.label);
+      }
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+void predict_cell(const std::string& cell_path, const std::vector<std::string>& texts, const std::string& file) {
+  std::vector<std::string> inputs, where;
+  for (size_t i = 0; i < texts.size(); i++) inputs.push_back(texts[i]), where.push_back("--text " + std::to_string(i + 1));
+  if (!file.empty()) {
+    std::istringstream in(harness::read_text(file));
+    int line = 0;
+    for (std::string s; std::getline(in, s);) {
+      line++;
+      if (!s.empty() && s.back() == '\r') s.pop_back();
+      if (!s.empty()) inputs.push_back(s), where.push_back(file + ":" + std::to_string(line));
+    }
+  }
+  if (inputs.empty()) throw ConfigError("predict: no input: give --text INPUT (repeatable) or --file FILE (one input a line)");
+  const std::string path = harness::cell_model_file(cell_path);
+  dl::TensorFile f = dl::load_safetensors(path);
+  const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "lra_benchmark");
+  const std::vector<Prediction> ps = predict_inputs(c, path, inputs, where);
+  for (size_t i = 0; i < ps.size(); i++) {
+    std::string head = inputs[i].substr(0, 60);
+    std::replace(head.begin(), head.end(), '\t', ' ');
+    if (ps[i].label < 0) std::cout << std::setprecision(6) << ps[i].value;
+    else std::cout << ps[i].name << "\t" << std::fixed << std::setprecision(3) << ps[i].prob << std::defaultfloat;
+    std::cout << "\t" << head << (inputs[i].size() > 60 ? "..." : "") << "\n";
+  }
+  std::cerr << c.key() << ": " << ps.size() << " inputs\n";
+}
+
+}  // namespace lra
