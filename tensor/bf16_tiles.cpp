@@ -20,6 +20,7 @@
 #define DL_SCALAR_LOOP
 #endif
 #include "tensor/bf16_tile_kernel.h"  // the register tile (shared with bf16_gemm.cpp)
+#include "tensor/transpose16.h"       // K^T and V^T's runs of 16 words
 #endif
 
 namespace dl::bf16t {
@@ -170,28 +171,6 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_in_and_across_rows(const float* x, int64_t
   }
 }
 
-// The 16 x 16 words at b (rows kStride words apart) turned over: out[j * ldo + i] = b[i * kStride + j]. Four rounds of
-// in-lane interleaves and lane shuffles (64 instructions): 32-bit pairs of rows, then 64-bit, leave lane L of c[g][k]
-// holding column 4 L + k of rows 4 g .. 4 g + 3; two rounds of shuffle_i32x4 gather each column's four lanes.
-template <int64_t kStride> DL_BF16_TARGET inline void transpose16(const uint32_t* b, uint32_t* out, int64_t ldo) {
-  __m512i r[16], t[16];
-  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512((const void*)(b + i * kStride));
-  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  for (int g = 0; g < 4; g++) {  // c[g][k] into r[4 g + k]
-    const __m512i *u = t + 4 * g;
-    r[4 * g + 0] = _mm512_unpacklo_epi64(u[0], u[2]), r[4 * g + 1] = _mm512_unpackhi_epi64(u[0], u[2]);
-    r[4 * g + 2] = _mm512_unpacklo_epi64(u[1], u[3]), r[4 * g + 3] = _mm512_unpackhi_epi64(u[1], u[3]);
-  }
-  for (int k = 0; k < 4; k++) {
-    const __m512i x = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88), y = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xDD);
-    const __m512i z = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88), w = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xDD);
-    _mm512_storeu_si512((void*)(out + k * ldo), _mm512_shuffle_i32x4(x, z, 0x88));         // column k
-    _mm512_storeu_si512((void*)(out + (4 + k) * ldo), _mm512_shuffle_i32x4(y, w, 0x88));   // 4 + k
-    _mm512_storeu_si512((void*)(out + (8 + k) * ldo), _mm512_shuffle_i32x4(x, z, 0xDD));   // 8 + k
-    _mm512_storeu_si512((void*)(out + (12 + k) * ldo), _mm512_shuffle_i32x4(y, w, 0xDD));  // 12 + k
-  }
-}
-
 // 16 rows at a time: converted row by row into a (16, words) block, then written as runs of 16 words per pair (16
 // pairs at a time turned over in registers where the run is whole: on the Zen 5 the word-by-word copy was most of this
 // packing's time).
@@ -217,7 +196,7 @@ DL_BF16_TARGET DL_BF16_WIDE void pack_transposed(const float* x, int64_t ldx, in
     }
     int64_t p = 0;
     if (m == kRun)
-      for (; p + 16 <= used; p += 16) transpose16<kMaxWords>(block + p, dst + p * ldd + r0, ldd);
+      for (; p + 16 <= used; p += 16) simd::transpose16<kMaxWords>(block + p, dst + p * ldd + r0, ldd);
     for (; p < used; p++) {
       // one run of up to 16 words; vectorized, this would be a gather per run, slower on Zen 4 than plain loads
       DL_SCALAR_LOOP
