@@ -5,7 +5,7 @@
 //                       [--seeds 0,1,2] [--resume]
 //   lra_benchmark cell  --task listops --model s4d --regime spt-masked [--preset ..] [--set k=v]..
 //   lra_benchmark eval  --cell runs/lra_benchmark/cells/listops__s4d__scratch__seed0 [--split test]
-//   lra_benchmark predict --cell DIR (--text INPUT.. | --file FILE)   (a cell's classes for your own inputs, predict.h)
+//   lra_benchmark predict --cell DIR (--text INPUT.. | --file FILE | --image PGM..)   (classes for your inputs, predict.h)
 //   lra_benchmark list
 //   lra_benchmark export --cell DIR --onnx FILE [--batch 4]   (the model as ONNX with a check file, export.h)
 //   lra_benchmark speed [--preset ..] [--tasks ..] [--models ..] [--set k=v].. [--steps 5]   (steps/s, speed.h)
@@ -42,7 +42,7 @@ static void eval_cell(const std::string& cell_path, const std::string& split) {
 int main(int argc, char** argv) {
   harness::Experiment e = experiment();
   std::string cell_path, split = "test", predict_file;
-  std::vector<std::string> predict_texts;
+  std::vector<std::string> predict_texts, predict_images;
   std::unique_ptr<SpeedCommand> speed;
   std::unique_ptr<DataScaleCommand> data_scale;
   harness::ExportOptions export_opts;
@@ -55,10 +55,11 @@ int main(int argc, char** argv) {
     pr->add_option("--text", predict_texts, "an input (repeatable): a ListOps expression, a text, two texts and a tab")
         ->allow_extra_args(false);  // taken as it is: CLI11 would split "[MAX 2 9 ]" as a bracketed list
     pr->add_option("--file", predict_file, "a file of inputs, one a line");
+    pr->add_option("--image", predict_images, "an image (repeatable) for the pixel tasks: PGM or PPM")->allow_extra_args(false);
     speed = std::make_unique<SpeedCommand>(app);            // training steps/s per cell (speed.h)
     data_scale = std::make_unique<DataScaleCommand>(app);  // the SPT gain against the training-set size (data_scale.h)
     return std::vector<harness::Command>{{eval, [&] { eval_cell(cell_path, split); }},
-                                         {pr, [&] { predict_cell(cell_path, predict_texts, predict_file); }},
+                                         {pr, [&] { predict_cell(cell_path, predict_texts, predict_file, predict_images); }},
                                          {speed->command(), [&] { speed->run(); }},
                                          {data_scale->command(), [&] { data_scale->run(e); }},
                                          harness::export_command(app, export_opts, export_cell)};  // ONNX (export.h)

@@ -2,6 +2,7 @@
 #include "predict.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "apps/common/phase.h"    // cell_model_file
 #include "apps/common/results.h"  // read_text
 #include "data.h"
+#include "tasks/image.h"
 #include "tasks/listops.h"
 #include "tasks/tokenizer.h"
 #include "tensor/safetensors.h"
@@ -19,6 +21,80 @@ namespace lra {
 
 using namespace dl;
 namespace harness = dl::harness;
+
+// The pixel-token tasks: a grayscale image, row-major, one token per pixel value 0..255 (tasks/image.h, pathfinder.h).
+static bool pixel_task(const std::string& task) {
+  for (const char* t : {"image", "image14", "cifar10", "pathfinder", "pathfinder64", "pathx", "pathx256"})
+    if (task == t) return true;
+  return false;
+}
+
+// A Netpbm image as 8-bit gray: P5 or P2 (gray), P6 (RGB, made gray by LRA's CIFAR rule, tasks/image.h); a maxval other
+// than 255 is scaled to 255 (rounded). Anything else, or fewer pixel bytes than the header promises, names the file.
+static tasks::ImageSet read_netpbm(const std::string& path) {
+  const std::string b = harness::read_text(path);
+  size_t at = 0;
+  auto bad = [&](const std::string& why) { return tasks::DataError(path + ": " + why); };
+  auto number = [&](const char* what) {
+    for (;;) {  // whitespace and comments ('#' to the end of the line) before it
+      while (at < b.size() && std::isspace((unsigned char)b[at])) at++;
+      if (at < b.size() && b[at] == '#') at = b.find('\n', at) == std::string::npos ? b.size() : b.find('\n', at);
+      else break;
+    }
+    size_t n = 0;
+    int64_t v = 0;
+    while (at < b.size() && std::isdigit((unsigned char)b[at]) && n < 9) v = 10 * v + (b[at++] - '0'), n++;
+    if (n == 0) throw bad(std::string("expected ") + what + " at byte " + std::to_string(at));
+    return v;
+  };
+  const std::string magic = b.substr(0, 2);
+  if (magic != "P5" && magic != "P2" && magic != "P6")
+    throw bad("not a PGM or PPM image (found '" + magic + "', expected P5, P2 or P6)");
+  at = 2;
+  tasks::ImageSet img;
+  img.cols = (int32_t)number("the width"), img.rows = (int32_t)number("the height");
+  const int64_t maxval = number("the maximum value"), ch = magic == "P6" ? 3 : 1;
+  if (img.cols < 1 || img.rows < 1 || img.cols > 4096 || img.rows > 4096 || maxval < 1 || maxval > 65535)
+    throw bad("a " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " image of maximum value " + std::to_string(maxval) +
+              " (expected 1-4096 pixels a side, a maximum of 1-65535)");
+  const int64_t n = (int64_t)img.rows * img.cols * ch, wide = magic != "P2" && maxval > 255 ? 2 : 1;
+  std::vector<int64_t> v((size_t)n);
+  if (magic == "P2") {
+    for (auto& x : v) x = number("a pixel value");
+  } else {
+    at++;  // the one whitespace byte after the maximum
+    if ((int64_t)(b.size() - std::min(at, b.size())) < n * wide)
+      throw bad(std::to_string(b.size() - std::min(at, b.size())) + " bytes of pixels, expected " + std::to_string(n * wide));
+    for (int64_t i = 0; i < n; i++)
+      v[i] = wide == 1 ? (unsigned char)b[at + i] : 256 * (unsigned char)b[at + 2 * i] + (unsigned char)b[at + 2 * i + 1];
+  }
+  auto byte = [&](int64_t x) {
+    if (x > maxval) throw bad("a pixel value " + std::to_string(x) + " above the maximum " + std::to_string(maxval));
+    return (uint8_t)((x * 255 + maxval / 2) / maxval);
+  };
+  img.labels = {0};
+  for (int64_t i = 0; i < n; i += ch)
+    img.pixels.push_back(ch == 1 ? byte(v[i]) : tasks::tf_rgb_to_grayscale(byte(v[i]), byte(v[i + 1]), byte(v[i + 2])));
+  return img;
+}
+
+// An image file as a pixel task's tokens: its side as the task's (the square root of its sequence length), or an integer
+// multiple of it, average-pooled as the task pools (image14 is Fashion-MNIST's 28 x 28 pooled by 2).
+static tasks::Example image_example(const CellConfig& c, const TaskShape& s, const std::string& path) {
+  if (!pixel_task(c.task))
+    throw ConfigError(path + ": --image is for the pixel tasks (image, image14, cifar10, pathfinder, pathx); task " + c.task +
+                      " reads " + (s.features > 0 ? "continuous signals" : "tokens: give --text"));
+  const int32_t side = (int32_t)std::lround(std::sqrt((double)s.max_len));
+  tasks::ImageSet img = read_netpbm(path);
+  if (img.rows != img.cols || img.rows % side != 0)
+    throw ConfigError(path + ": a " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " image, and task " + c.task +
+                      " reads " + std::to_string(side) + "x" + std::to_string(side) + " (or a square whose side is a multiple)");
+  if (img.rows > side) img = tasks::average_pool(img, img.rows / side, path);
+  tasks::Example e;
+  e.tokens.assign(img.pixels.begin(), img.pixels.end());
+  e.label = 0;
+  return e;
+}
 
 // Input i as the task's examples are made: ListOps tokens, or byte tokens (two towers: the texts either side of a tab).
 static tasks::Example encode(const CellConfig& c, const TaskShape& s, const std::string& in, const std::string& where) {
@@ -51,13 +127,12 @@ static tasks::Example encode(const CellConfig& c, const TaskShape& s, const std:
   return e;
 }
 
-std::vector<Prediction> predict_inputs(const CellConfig& c, const std::string& model_path, const std::vector<std::string>& inputs,
-                                       const std::vector<std::string>& where) {
+// The model on the examples `make(s)` gives, batched as eval batches a split.
+template <class Make> static std::vector<Prediction> predict_examples(const CellConfig& c, const std::string& model_path, Make make) {
   const tasks::TaskData& data = task_data(c);
   const TaskShape s = shape_of(data);
   tasks::Dataset d = data.test;  // the task's vocabulary, classes and names; the examples are the inputs
-  d.name = "predict", d.examples.clear();
-  for (size_t i = 0; i < inputs.size(); i++) d.examples.push_back(encode(c, s, inputs[i], where[i]));
+  d.name = "predict", d.examples = make(s);
   Generator g((uint64_t)c.seed);
   LraModel m(c, s, c.regime == "spt-causal", g);
   m.load(model_path);
@@ -93,7 +168,25 @@ std::vector<Prediction> predict_inputs(const CellConfig& c, const std::string& m
   return out;
 }
 
-void predict_cell(const std::string& cell_path, const std::vector<std::string>& texts, const std::string& file) {
+std::vector<Prediction> predict_inputs(const CellConfig& c, const std::string& model_path, const std::vector<std::string>& inputs,
+                                       const std::vector<std::string>& where) {
+  return predict_examples(c, model_path, [&](const TaskShape& s) {
+    std::vector<tasks::Example> ex;
+    for (size_t i = 0; i < inputs.size(); i++) ex.push_back(encode(c, s, inputs[i], where[i]));
+    return ex;
+  });
+}
+
+std::vector<Prediction> predict_images(const CellConfig& c, const std::string& model_path, const std::vector<std::string>& files) {
+  return predict_examples(c, model_path, [&](const TaskShape& s) {
+    std::vector<tasks::Example> ex;
+    for (const std::string& f : files) ex.push_back(image_example(c, s, f));
+    return ex;
+  });
+}
+
+void predict_cell(const std::string& cell_path, const std::vector<std::string>& texts, const std::string& file,
+                  const std::vector<std::string>& images) {
   std::vector<std::string> inputs, where;
   for (size_t i = 0; i < texts.size(); i++) inputs.push_back(texts[i]), where.push_back("--text " + std::to_string(i + 1));
   if (!file.empty()) {
@@ -105,11 +198,15 @@ void predict_cell(const std::string& cell_path, const std::vector<std::string>& 
       if (!s.empty()) inputs.push_back(s), where.push_back(file + ":" + std::to_string(line));
     }
   }
-  if (inputs.empty()) throw ConfigError("predict: no input: give --text INPUT (repeatable) or --file FILE (one input a line)");
+  if (inputs.empty() == images.empty())
+    throw ConfigError(images.empty() ? "predict: no input: give --text INPUT (repeatable), --file FILE (one input a line) or "
+                                       "--image FILE (repeatable; PGM or PPM)"
+                                     : "predict: give --image files or text inputs, not both");
   const std::string path = harness::cell_model_file(cell_path);
   dl::TensorFile f = dl::load_safetensors(path);
   const CellConfig c = harness::checked_config_in_metadata<CellConfig>(f.metadata, path, "lra_benchmark");
-  const std::vector<Prediction> ps = predict_inputs(c, path, inputs, where);
+  if (!images.empty()) inputs = images;
+  const std::vector<Prediction> ps = images.empty() ? predict_inputs(c, path, inputs, where) : predict_images(c, path, images);
   for (size_t i = 0; i < ps.size(); i++) {
     std::string head = inputs[i].substr(0, 60);
     std::replace(head.begin(), head.end(), '\t', ' ');

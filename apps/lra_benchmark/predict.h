@@ -7,8 +7,11 @@
 // brown_genre, spam_assassin, wordnet_supersense) as byte tokens, a retrieval pair as its two texts separated by one
 // tab. Each is checked before the model reads it: a token ListOps does not know, a pair without its tab, an input
 // longer than the longest sequence of the cell's task (the model's position table) are errors naming the input
-// (`--text` number or file and line). Tasks whose inputs are pixels or signals (image, pathfinder, speech, bidmc, the
-// FPT tasks) are refused with that reason: `eval` runs a cell on its task's own splits.
+// (`--text` number or file and line). The pixel tasks (image, image14, cifar10, pathfinder, pathx) take `--image FILE`:
+// a Netpbm image (P5 or P2 gray, P6 colour made gray by LRA's CIFAR rule; `convert x.png x.pgm` makes one) of the
+// task's side, or of a multiple of it, average-pooled as the task pools (a 28 x 28 Fashion-MNIST picture for image14).
+// Tasks whose inputs are signals (speech, bidmc, the FPT tasks) are refused with that reason: `eval` runs a cell on its
+// task's own splits.
 #pragma once
 #include <string>
 #include <vector>
@@ -29,7 +32,11 @@ struct Prediction {
 std::vector<Prediction> predict_inputs(const CellConfig& c, const std::string& model_path, const std::vector<std::string>& inputs,
                                        const std::vector<std::string>& where);
 
-// The command: --text inputs (repeatable) and --file's lines, printed one line each.
-void predict_cell(const std::string& cell_path, const std::vector<std::string>& texts, const std::string& file);
+// The same for image files (PGM or PPM) of a pixel task.
+std::vector<Prediction> predict_images(const CellConfig& c, const std::string& model_path, const std::vector<std::string>& files);
+
+// The command: --text inputs (repeatable) and --file's lines, or --image files, printed one line each.
+void predict_cell(const std::string& cell_path, const std::vector<std::string>& texts, const std::string& file,
+                  const std::vector<std::string>& images);
 
 }  // namespace lra
