@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
   std::string cifar;
   for (int r = 0; r < 2; r++) cifar += (char)(r * 7), cifar += std::string(3072, (char)(40 + r));
   seed("idx", cifar);
+  seed("idx", std::string("P5\n# gray\n3 2\n255\n") + std::string("\x01\x80\xff\x00\x10\x20", 6));
+  seed("idx", "P2 2 2 15\n0 15\n7 8\n");
+  seed("idx", std::string("P6 1 2 65535\n") + std::string(12, '\x7f'));
 
   // ListOps and AAN TSV
   seed("tsv", "Source\tTarget\n( ( [MAX 2 9 ( [MIN 4 7 ] ) 0 ] ) )\t9\n[SM 3 4 ]\t7\r\n");

@@ -2,6 +2,7 @@
 #include "tasks/image.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -172,6 +173,54 @@ ImageSet parse_cifar10_batch(const uint8_t* bytes, size_t size, const std::strin
 ImageSet read_cifar10_batch(const std::string& path) {
   const std::string bytes = read_file(path, "CIFAR-10 batch");
   return parse_cifar10_batch(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
+}
+
+// Netpbm (see the header): the header's four numbers between whitespace and comments, then the pixels.
+ImageSet parse_netpbm(const uint8_t* bytes, size_t size, const std::string& source_name) {
+  const std::string b((const char*)bytes, size);
+  size_t at = 0;
+  auto bad = [&](const std::string& why) { return DataError(source_name + ": " + why); };
+  auto number = [&](const char* what) {
+    for (;;) {  // whitespace and comments ('#' to the end of the line) before it
+      while (at < b.size() && std::isspace((unsigned char)b[at])) at++;
+      if (at < b.size() && b[at] == '#') at = b.find('\n', at) == std::string::npos ? b.size() : b.find('\n', at);
+      else break;
+    }
+    size_t n = 0;
+    int64_t v = 0;
+    while (at < b.size() && std::isdigit((unsigned char)b[at]) && n < 9) v = 10 * v + (b[at++] - '0'), n++;
+    if (n == 0) throw bad(std::string("expected ") + what + " at byte " + std::to_string(at));
+    return v;
+  };
+  const std::string magic = b.substr(0, 2);
+  if (magic != "P5" && magic != "P2" && magic != "P6")
+    throw bad("not a PGM or PPM image (found '" + magic + "', expected P5, P2 or P6)");
+  at = 2;
+  ImageSet img;
+  img.cols = (int32_t)number("the width"), img.rows = (int32_t)number("the height");
+  const int64_t maxval = number("the maximum value"), ch = magic == "P6" ? 3 : 1;
+  if (img.cols < 1 || img.rows < 1 || img.cols > 2048 || img.rows > 2048 || maxval < 1 || maxval > 65535)
+    throw bad("a " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " image of maximum value " + std::to_string(maxval) +
+              " (expected 1-2048 pixels a side, a maximum of 1-65535)");
+  const int64_t n = (int64_t)img.rows * img.cols * ch, wide = magic != "P2" && maxval > 255 ? 2 : 1;
+  std::vector<int64_t> v((size_t)n);
+  if (magic == "P2") {
+    for (auto& x : v) x = number("a pixel value");
+  } else {
+    at++;  // the one whitespace byte after the maximum
+    if ((int64_t)(b.size() - std::min(at, b.size())) < n * wide)
+      throw bad(std::to_string(b.size() - std::min(at, b.size())) + " bytes of pixels, expected " + std::to_string(n * wide));
+    for (int64_t i = 0; i < n; i++)
+      v[i] = wide == 1 ? (unsigned char)b[at + i] : 256 * (unsigned char)b[at + 2 * i] + (unsigned char)b[at + 2 * i + 1];
+  }
+  auto byte = [&](int64_t x) {
+    if (x > maxval) throw bad("a pixel value " + std::to_string(x) + " above the maximum " + std::to_string(maxval));
+    return (uint8_t)((x * 255 + maxval / 2) / maxval);
+  };
+  img.labels = {0};
+  for (int64_t i = 0; i < n; i += ch)
+    img.pixels.push_back(ch == 1 ? byte(v[i]) : tf_rgb_to_grayscale(byte(v[i]), byte(v[i + 1]), byte(v[i + 2])));
+  return img;
 }
 
 ImageSet average_pool(const ImageSet& s, int32_t k, const std::string& name) {

@@ -60,6 +60,11 @@ ImageSet load_mnist_idx_split(const std::string& dir, const std::string& prefix)
 // One CIFAR-10 batch file held in memory, converted to grayscale (channels = 1).
 ImageSet parse_cifar10_batch(const uint8_t* bytes, size_t size, const std::string& source_name);
 ImageSet read_cifar10_batch(const std::string& path);
+// One Netpbm image held in memory as 8-bit gray (channels 1, one label 0): P5 or P2 (gray) or P6 (RGB, made gray by
+// tf_rgb_to_grayscale, as CIFAR-10); a maximum value other than 255 is scaled to 255 (rounded); at most 2048 pixels a
+// side. A bad magic, header number or pixel value, or fewer pixel bytes than the header asks, is a DataError naming
+// source_name and what was found (`lra_benchmark predict --image` reads pictures with it).
+ImageSet parse_netpbm(const uint8_t* bytes, size_t size, const std::string& source_name);
 // k x k average pooling of every image and channel (k must divide rows and cols): mean rounded to nearest.
 ImageSet average_pool(const ImageSet& images, int32_t k, const std::string& name);
 uint8_t tf_rgb_to_grayscale(uint8_t r, uint8_t g, uint8_t b);

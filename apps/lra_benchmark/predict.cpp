@@ -2,7 +2,6 @@
 #include "predict.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -29,55 +28,6 @@ static bool pixel_task(const std::string& task) {
   return false;
 }
 
-// A Netpbm image as 8-bit gray: P5 or P2 (gray), P6 (RGB, made gray by LRA's CIFAR rule, tasks/image.h); a maxval other
-// than 255 is scaled to 255 (rounded). Anything else, or fewer pixel bytes than the header promises, names the file.
-static tasks::ImageSet read_netpbm(const std::string& path) {
-  const std::string b = harness::read_text(path);
-  size_t at = 0;
-  auto bad = [&](const std::string& why) { return tasks::DataError(path + ": " + why); };
-  auto number = [&](const char* what) {
-    for (;;) {  // whitespace and comments ('#' to the end of the line) before it
-      while (at < b.size() && std::isspace((unsigned char)b[at])) at++;
-      if (at < b.size() && b[at] == '#') at = b.find('\n', at) == std::string::npos ? b.size() : b.find('\n', at);
-      else break;
-    }
-    size_t n = 0;
-    int64_t v = 0;
-    while (at < b.size() && std::isdigit((unsigned char)b[at]) && n < 9) v = 10 * v + (b[at++] - '0'), n++;
-    if (n == 0) throw bad(std::string("expected ") + what + " at byte " + std::to_string(at));
-    return v;
-  };
-  const std::string magic = b.substr(0, 2);
-  if (magic != "P5" && magic != "P2" && magic != "P6")
-    throw bad("not a PGM or PPM image (found '" + magic + "', expected P5, P2 or P6)");
-  at = 2;
-  tasks::ImageSet img;
-  img.cols = (int32_t)number("the width"), img.rows = (int32_t)number("the height");
-  const int64_t maxval = number("the maximum value"), ch = magic == "P6" ? 3 : 1;
-  if (img.cols < 1 || img.rows < 1 || img.cols > 2048 || img.rows > 2048 || maxval < 1 || maxval > 65535)
-    throw bad("a " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " image of maximum value " + std::to_string(maxval) +
-              " (expected 1-2048 pixels a side, a maximum of 1-65535)");
-  const int64_t n = (int64_t)img.rows * img.cols * ch, wide = magic != "P2" && maxval > 255 ? 2 : 1;
-  std::vector<int64_t> v((size_t)n);
-  if (magic == "P2") {
-    for (auto& x : v) x = number("a pixel value");
-  } else {
-    at++;  // the one whitespace byte after the maximum
-    if ((int64_t)(b.size() - std::min(at, b.size())) < n * wide)
-      throw bad(std::to_string(b.size() - std::min(at, b.size())) + " bytes of pixels, expected " + std::to_string(n * wide));
-    for (int64_t i = 0; i < n; i++)
-      v[i] = wide == 1 ? (unsigned char)b[at + i] : 256 * (unsigned char)b[at + 2 * i] + (unsigned char)b[at + 2 * i + 1];
-  }
-  auto byte = [&](int64_t x) {
-    if (x > maxval) throw bad("a pixel value " + std::to_string(x) + " above the maximum " + std::to_string(maxval));
-    return (uint8_t)((x * 255 + maxval / 2) / maxval);
-  };
-  img.labels = {0};
-  for (int64_t i = 0; i < n; i += ch)
-    img.pixels.push_back(ch == 1 ? byte(v[i]) : tasks::tf_rgb_to_grayscale(byte(v[i]), byte(v[i + 1]), byte(v[i + 2])));
-  return img;
-}
-
 // An image file as a pixel task's tokens: its side as the task's (the square root of its sequence length), or an integer
 // multiple of it, average-pooled as the task pools (image14 is Fashion-MNIST's 28 x 28 pooled by 2).
 static tasks::Example image_example(const CellConfig& c, const TaskShape& s, const std::string& path) {
@@ -85,7 +35,8 @@ static tasks::Example image_example(const CellConfig& c, const TaskShape& s, con
     throw ConfigError(path + ": --image is for the pixel tasks (image, image14, cifar10, pathfinder, pathx); task " + c.task +
                       " reads " + (s.features > 0 ? "continuous signals" : "tokens: give --text"));
   const int32_t side = (int32_t)std::lround(std::sqrt((double)s.max_len));
-  tasks::ImageSet img = read_netpbm(path);
+  const std::string bytes = harness::read_text(path);
+  tasks::ImageSet img = tasks::parse_netpbm((const uint8_t*)bytes.data(), bytes.size(), path);
   if (img.rows != img.cols || img.rows % side != 0)
     throw ConfigError(path + ": a " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " image, and task " + c.task +
                       " reads " + std::to_string(side) + "x" + std::to_string(side) + " (or a square whose side is a multiple)");
