@@ -200,8 +200,8 @@ ImageSet parse_netpbm(const uint8_t* bytes, size_t size, const std::string& sour
   img.cols = (int32_t)number("the width"), img.rows = (int32_t)number("the height");
   const int64_t maxval = number("the maximum value"), ch = magic == "P6" ? 3 : 1;
   if (img.cols < 1 || img.rows < 1 || img.cols > 2048 || img.rows > 2048 || maxval < 1 || maxval > 65535)
-    throw bad("a " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " image of maximum value " + std::to_string(maxval) +
-              " (expected 1-2048 pixels a side, a maximum of 1-65535)");
+    throw bad("a " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " image of maximum value " +
+              std::to_string(maxval) + " (expected 1-2048 pixels a side, a maximum of 1-65535)");
   const int64_t n = (int64_t)img.rows * img.cols * ch, wide = magic != "P2" && maxval > 255 ? 2 : 1;
   std::vector<int64_t> v((size_t)n);
   if (magic == "P2") {

@@ -79,7 +79,8 @@ static tasks::Example encode(const CellConfig& c, const TaskShape& s, const std:
 }
 
 // The model on the examples `make(s)` gives, batched as eval batches a split.
-template <class Make> static std::vector<Prediction> predict_examples(const CellConfig& c, const std::string& model_path, Make make) {
+template <class Make>
+static std::vector<Prediction> predict_examples(const CellConfig& c, const std::string& model_path, Make make) {
   const tasks::TaskData& data = task_data(c);
   const TaskShape s = shape_of(data);
   tasks::Dataset d = data.test;  // the task's vocabulary, classes and names; the examples are the inputs
@@ -128,7 +129,8 @@ std::vector<Prediction> predict_inputs(const CellConfig& c, const std::string& m
   });
 }
 
-std::vector<Prediction> predict_images(const CellConfig& c, const std::string& model_path, const std::vector<std::string>& files) {
+std::vector<Prediction> predict_images(const CellConfig& c, const std::string& model_path,
+                                       const std::vector<std::string>& files) {
   return predict_examples(c, model_path, [&](const TaskShape& s) {
     std::vector<tasks::Example> ex;
     for (const std::string& f : files) ex.push_back(image_example(c, s, f));

@@ -152,8 +152,8 @@ TEST(LraPredict, ImageFilesGiveTheModelsOutputsOnTheTasksOwnImages) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(error("P5 20 20 255\n" + std::string(400, 'a')).find("a 20x20 image, and task image14 reads 14x14"), std::string::npos)
-      << error("P5 20 20 255\n" + std::string(400, 'a'));
+  const std::string wrong_size = "P5 20 20 255\n" + std::string(400, 'a');
+  EXPECT_NE(error(wrong_size).find("a 20x20 image, and task image14 reads 14x14"), std::string::npos) << error(wrong_size);
   EXPECT_NE(error("P5 14 14 255\n" + std::string(100, 'a')).find("100 bytes of pixels, expected 196"), std::string::npos);
   EXPECT_NE(error("GIF89a").find("not a PGM or PPM image"), std::string::npos);
   std::string ascii = "P2 14 14 9\n10";
