@@ -55,7 +55,8 @@ static tasks::Example encode(const CellConfig& c, const TaskShape& s, const std:
     throw ConfigError(where + ": predict reads text (a ListOps expression, or text for the byte tasks: text, retrieval, "
                       "brown_genre, spam_assassin, wordnet_supersense), and task " + c.task + " reads " +
                       (s.features > 0 ? "continuous signals" : "pixel or signal tokens") +
-                      "; `lra_benchmark eval --cell` runs a cell on its task's own splits");
+                      (pixel_task(c.task) ? ": give its images with --image FILE (PGM or PPM)"
+                                          : "; `lra_benchmark eval --cell` runs a cell on its task's own splits"));
   if (c.task == "listops") {
     e.tokens = tasks::tokenize_listops(in, where);
   } else if (s.two_tower) {
