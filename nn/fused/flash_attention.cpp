@@ -50,13 +50,6 @@ struct Drop {
   uint64_t seed = 0, thr = 0;
   float r = 1;  // 1 / (1 - p)
 };
-// m[j] = keep(row, s0 + j) ? r : 0 for j < n
-inline void mask_tile_row(const Drop& dr, uint64_t row, int64_t s0, float* m, int64_t n) {
-  const uint32_t key = row_key(dr.seed, row), t = keep_threshold32(dr.thr);
-  const float r = keep_scale(dr.thr, dr.r);
-#pragma omp simd
-  for (int64_t j = 0; j < n; j++) m[j] = row_draw(key, (uint32_t)(s0 + j)) >= t ? r : 0.f;
-}
 
 // s[j] = e^(s[j] - shift) for j < n and 0 for n <= j < nv (nv a whole number of 16-float vectors), returning the sum;
 // with dropout on, pm[j] = s[j] M(row, s0 + j) in the same pass (one read of the row instead of three: exponentials,
@@ -80,20 +73,48 @@ template <class F> DL_WIDE_VECTORS inline float tree(Lanes v, F f) {
 }
 constexpr auto vsum = [](auto x, auto y) { return x + y; };
 constexpr auto vmax = [](auto x, auto y) { return x < y ? y : x; };  // std::max's rule, lane by lane
+// One row's dropout scale M(row, s) = keep ? r : 0 (Drop's rule), from the row's hash key.
+struct RowKeep {
+  uint32_t key, t;
+  float r;
+  RowKeep(const Drop& dr, uint64_t row)
+      : key(dr.on ? row_key(dr.seed, row) : 0), t(keep_threshold32(dr.thr)), r(keep_scale(dr.thr, dr.r)) {}
+  float at(int64_t s) const { return row_draw(key, (uint32_t)s) >= t ? r : 0.f; }
+  // keys s .. s + 16, through a local array: with pm possibly s, exp_row's loop writing pm from x stayed scalar
+  DL_WIDE_VECTORS Lanes at16(int64_t s) const {
+    float keep[16];
+    DL_VECTORIZE_WIDE
+    for (int j = 0; j < 16; j++) keep[j] = at(s + j);
+    return *(const Lanes*)keep;
+  }
+};
+// m[j] = M(row, s0 + j) for j < n
+inline void mask_tile_row(const Drop& dr, uint64_t row, int64_t s0, float* m, int64_t n) {
+  const RowKeep keep(dr, row);
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) m[j] = keep.at(s0 + j);
+}
+
+#if defined(__AVX512F__)
+// e^(x - shift) on the 16 lanes at x by the bf16 products' exponential, 0 in the lanes j >= left
+DL_WIDE_VECTORS inline __m512 exp_short_block(const float* x, float shift, int64_t left) {
+  const __m512 e = softmax_exp::exp_short16(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(shift)));
+  return left >= 16 ? e : _mm512_maskz_mov_ps((__mmask16)((1u << left) - 1), e);
+}
+#endif
+
 // kShort: the bf16 products' exponential (nn/fused/softmax_exp.h) instead of exp_fast.
 template <bool kShort>
 DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, float* pm, int64_t n, int64_t nv, float shift,
                                                                     const Drop& dr, uint64_t row, int64_t s0) {
   constexpr int kLanes = 16;
   Lanes lane = {};
-  const uint32_t key = dr.on ? row_key(dr.seed, row) : 0, t = keep_threshold32(dr.thr);
-  const float r = keep_scale(dr.thr, dr.r);
+  const RowKeep keep(dr, row);
   auto block = [&](int64_t j0, int left) DL_WIDE_VECTORS {  // lanes j < left are keys the row sees
     float* x = s + j0;
     if constexpr (kShort) {
 #if defined(__AVX512F__)
-      const __m512 e = softmax_exp::exp_short16(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(shift)));
-      _mm512_storeu_ps(x, left == kLanes ? e : _mm512_maskz_mov_ps((__mmask16)((1u << left) - 1), e));
+      _mm512_storeu_ps(x, exp_short_block(x, shift, left));
 #else
       DL_VECTORIZE_WIDE
       for (int j = 0; j < kLanes; j++) x[j] = j < left ? softmax_exp::exp_short(x[j] - shift) : 0.f;
@@ -107,12 +128,7 @@ DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, fl
     }
     const Lanes e = *(const Lanes*)x;
     lane += e;
-    if (dr.on) {  // the mask into a local first: with pm possibly s, a loop writing pm from x stayed scalar
-      float keep[kLanes];
-      DL_VECTORIZE_WIDE
-      for (int j = 0; j < kLanes; j++) keep[j] = row_draw(key, (uint32_t)(s0 + j0 + j)) >= t ? r : 0.f;
-      *(Lanes*)(pm + j0) = *(const Lanes*)keep * e;
-    }
+    if (dr.on) *(Lanes*)(pm + j0) = keep.at16(s0 + j0) * e;
   };
   int64_t j0 = 0;
   for (; j0 + kLanes <= n; j0 += kLanes) block(j0, kLanes);
@@ -135,19 +151,13 @@ DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row(float* s, fl
 DL_WIDE_VECTORS __attribute__((always_inline)) inline float exp_row_words(const float* s, int64_t n, int64_t nv, float shift,
                                                                           const Drop& dr, uint64_t row, int64_t s0,
                                                                           uint32_t* words) {
-  const uint32_t key = dr.on ? row_key(dr.seed, row) : 0, t = keep_threshold32(dr.thr);
-  const float r = keep_scale(dr.thr, dr.r);
+  const RowKeep keep(dr, row);
   Lanes lane = {};
   auto value = [&](int64_t j0) DL_WIDE_VECTORS {  // P (M) on keys j0 .. j0 + 16, 0 past n; P summed into lane
     if (j0 >= n) return _mm512_setzero_ps();
-    __m512 e = softmax_exp::exp_short16(_mm512_sub_ps(_mm512_loadu_ps(s + j0), _mm512_set1_ps(shift)));
-    if (n - j0 < 16) e = _mm512_maskz_mov_ps((__mmask16)((1u << (n - j0)) - 1), e);
+    const __m512 e = exp_short_block(s + j0, shift, n - j0);
     lane += (Lanes)e;
-    if (!dr.on) return e;
-    float keep[16];
-    DL_VECTORIZE_WIDE
-    for (int j = 0; j < 16; j++) keep[j] = row_draw(key, (uint32_t)(s0 + j0 + j)) >= t ? r : 0.f;
-    return _mm512_mul_ps(_mm512_loadu_ps(keep), e);
+    return dr.on ? (__m512)(keep.at16(s0 + j0) * (Lanes)e) : e;
   };
   for (int64_t j0 = 0; j0 < nv; j0 += 32) {
     const __m512 lo = value(j0), hi = value(j0 + 16);

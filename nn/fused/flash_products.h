@@ -94,7 +94,6 @@ inline void pack_cols(const float* x, int64_t ld, int64_t t0, int64_t n, const D
 struct F32Forward {
   static constexpr bool kShortExp = false;  // the softmax's exponentials: exp_fast
   static constexpr bool kWordsP = false;    // P stays float32 (the exponentials' pass writes it; add_pv reads it)
-  static constexpr bool words = false;
   static int64_t floats(const Dims& d) { return 2 * d.Tk * d.HSp + d.Br * d.HSp; }
   const Dims& d;
   float* Kt;  // (Tk / Bc) blocks of (HSp, Bc): K^T block by block
@@ -174,28 +173,23 @@ inline __m512i interleave(__m512 lo, __m512 hi) {
                                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   return _mm512_permutexvar_epi16(_mm512_load_si512((const void*)kIdx), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
 }
-// across (rp, ldc): word (p, j) = [x(2p, j) | x(2p + 1, j)], j < nv
-inline void across_rows(const float* x, int64_t rows, int64_t nv, uint32_t* across, int64_t ldc) {
-  for (int64_t r = 0; r < rows; r += 2) {
-    const float *lo = x + r * kKeyBlock, *hi = lo + kKeyBlock;
-    for (int64_t j = 0; j < nv; j += 16)
-      _mm512_storeu_si512((void*)(across + r / 2 * ldc + j),
-                          interleave(_mm512_loadu_ps(lo + j), r + 1 < rows ? _mm512_loadu_ps(hi + j) : _mm512_setzero_ps()));
-  }
-}
-// The same, and in_rows (rows, Bc / 2): word (r, p) = [x(r, 2p) | x(r, 2p + 1)], p < nv / 2 (rounded up to 16 words)
-inline void in_and_across_rows(const float* x, int64_t rows, int64_t nv, uint32_t* in_rows, uint32_t* across, int64_t ldc) {
+// across (rp, ldc): word (p, j) = [x(2p, j) | x(2p + 1, j)], j < nv; and where in_rows is given, in_rows (rows, Bc / 2):
+// word (r, p) = [x(r, 2p) | x(r, 2p + 1)], p < nv / 2 (rounded up to 16 words), from the same read
+inline void across_rows(const float* x, int64_t rows, int64_t nv, uint32_t* across, int64_t ldc, uint32_t* in_rows = nullptr) {
   const __m512 z = _mm512_setzero_ps();
   for (int64_t r = 0; r < rows; r += 2) {
     const bool two = r + 1 < rows;
     const float *lo = x + r * kKeyBlock, *hi = lo + kKeyBlock;
-    uint32_t *wlo = in_rows + r * (kKeyBlock / 2), *whi = wlo + kKeyBlock / 2, *o = across + r / 2 * ldc;
+    uint32_t* o = across + r / 2 * ldc;
     for (int64_t j = 0; j < nv; j += 32) {
       const bool second = j + 16 < nv;
       const __m512 a0 = _mm512_loadu_ps(lo + j), a1 = second ? _mm512_loadu_ps(lo + j + 16) : z;
       const __m512 b0 = two ? _mm512_loadu_ps(hi + j) : z, b1 = two && second ? _mm512_loadu_ps(hi + j + 16) : z;
-      _mm512_storeu_si512((void*)(wlo + j / 2), (__m512i)_mm512_cvtne2ps_pbh(a1, a0));
-      if (two) _mm512_storeu_si512((void*)(whi + j / 2), (__m512i)_mm512_cvtne2ps_pbh(b1, b0));
+      if (in_rows) {
+        uint32_t* w = in_rows + r * (kKeyBlock / 2) + j / 2;  // row r's words, then row r + 1's
+        _mm512_storeu_si512((void*)w, (__m512i)_mm512_cvtne2ps_pbh(a1, a0));
+        if (two) _mm512_storeu_si512((void*)(w + kKeyBlock / 2), (__m512i)_mm512_cvtne2ps_pbh(b1, b0));
+      }
       _mm512_storeu_si512((void*)(o + j), interleave(a0, b0));
       if (second) _mm512_storeu_si512((void*)(o + j + 16), interleave(a1, b1));
     }
@@ -305,7 +299,7 @@ struct Bf16Backward {
   void add_dq_dk(int64_t t0, int64_t rows, int64_t nb, const float* dS, float* dQ, float* dKt) {
     const int64_t kp = (nb + 1) / 2, rp = (rows + 1) / 2, nv = round_up(nb, 16);  // dS in both layouts from one read
 #if defined(__AVX512BF16__)
-    if (hw) ne::in_and_across_rows(dS, rows, nv, Xr, Xc, kKeyBlock);
+    if (hw) ne::across_rows(dS, rows, nv, Xc, kKeyBlock, Xr);
     else
 #endif
       bf16t::pairs_in_and_across_rows(dS, kKeyBlock, rows, nb, Xr, kKeyBlock / 2, kp, Xc, kKeyBlock, nv, rp);
