@@ -183,7 +183,7 @@ ImageSet parse_netpbm(const uint8_t* bytes, size_t size, const std::string& sour
   auto number = [&](const char* what) {
     for (;;) {  // whitespace and comments ('#' to the end of the line) before it
       while (at < b.size() && std::isspace((unsigned char)b[at])) at++;
-      if (at < b.size() && b[at] == '#') at = b.find('\n', at) == std::string::npos ? b.size() : b.find('\n', at);
+      if (at < b.size() && b[at] == '#') at = std::min(b.find('\n', at), b.size());
       else break;
     }
     size_t n = 0;
