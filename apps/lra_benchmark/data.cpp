@@ -148,11 +148,15 @@ static Inputs inputs_of(const harness::BatchTensors& t, const tasks::Batch& b, b
 
 Inputs to_inputs(const tasks::Batch& b, bool second) { return inputs_of(harness::to_tensors(b), b, second); }
 
-Var classification_loss(LraModel& m, const tasks::Batch& b) {
-  const harness::BatchTensors t = harness::to_tensors(b);
+Var classify_batch(LraModel& m, const harness::BatchTensors& t, const tasks::Batch& b) {
   Inputs a = inputs_of(t, b, false), a2;
   if (m.shape.two_tower) a2 = inputs_of(t, b, true);
-  return cross_entropy(m.classify(a, m.shape.two_tower ? &a2 : nullptr), t.labels);
+  return m.classify(a, m.shape.two_tower ? &a2 : nullptr);
+}
+
+Var classification_loss(LraModel& m, const tasks::Batch& b) {
+  const harness::BatchTensors t = harness::to_tensors(b);
+  return cross_entropy(classify_batch(m, t, b), t.labels);
 }
 
 // The batch's targets standardised with the training split's statistics: (B, 1) on the model's device.
@@ -250,7 +254,7 @@ Var pretrain_loss(LraModel& m, const tasks::Batch& b, const CellConfig& c, int p
 
 // ---------------------------------------------------------------------------------------------
 // evaluation over a split, in dataset order
-static tasks::Batcher in_order(const tasks::Dataset& d, int batch) {
+tasks::Batcher in_order(const tasks::Dataset& d, int batch) {
   tasks::BatcherConfig bc;
   bc.batch_size = batch;
   bc.shuffle = false;
@@ -288,9 +292,7 @@ SplitEval evaluate_split(LraModel& m, const tasks::Dataset& d, int batch, int ma
       continue;
     }
     const harness::BatchTensors t = harness::to_tensors(b);
-    Inputs a = inputs_of(t, b, false), c2;
-    if (m.shape.two_tower) c2 = inputs_of(t, b, true);
-    Var logits = m.classify(a, m.shape.two_tower ? &c2 : nullptr);  // (B, classes)
+    Var logits = classify_batch(m, t, b);  // (B, classes)
     Tensor pred = argmax(logits, 1).to(Device::cpu);  // read on the host (a no-op on the CPU)
     for (int j = 0; j < b.batch_size; j++) sums[0] += pred.data<int64_t>()[j] == b.labels[j];
     sums[1] += cross_entropy(logits, t.labels).item() * b.batch_size;

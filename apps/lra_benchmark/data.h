@@ -13,6 +13,7 @@
 #include <string>
 
 #include "apps/common/batch_check.h"
+#include "apps/common/batch_tensors.h"
 #include "apps/common/comm.h"
 #include "config.h"
 #include "model.h"
@@ -43,6 +44,11 @@ TaskShape shape_of(const dl::tasks::TaskData& d);
 // Batch -> tensors. `second` picks tokens2 (the other tower of a retrieval pair). Continuous inputs get the
 // (zero) mask channel the masked objective uses.
 Inputs to_inputs(const dl::tasks::Batch& b, bool second = false);
+
+// The model's output on a batch (B, classes; a regression task's (B, 1)), both towers where the task has two.
+dl::Var classify_batch(LraModel& m, const dl::harness::BatchTensors& t, const dl::tasks::Batch& b);
+// A split's batches in its order, `batch` examples each (the last may be smaller): how evaluation reads a split.
+dl::tasks::Batcher in_order(const dl::tasks::Dataset& d, int batch);
 
 // The fine-tuning loss of a batch: cross-entropy of classify() with the labels.
 dl::Var classification_loss(LraModel& m, const dl::tasks::Batch& b);

@@ -91,17 +91,13 @@ static std::vector<Prediction> predict_examples(const CellConfig& c, const std::
   m.load(model_path);
   NoGradGuard ng;
   m.eval();
-  tasks::BatcherConfig bc;
-  bc.batch_size = c.batch, bc.shuffle = false;
-  tasks::Batcher bt(d, bc);
+  tasks::Batcher bt = in_order(d, c.batch);
   const harness::BatchLimits limits = batch_limits(false, m, d);
   std::vector<Prediction> out;
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
     const tasks::Batch b = bt.next();
     harness::check_batch(b, limits, model_path + ": prediction batch " + std::to_string(i));
-    Inputs a = to_inputs(b), a2;
-    if (s.two_tower) a2 = to_inputs(b, true);
-    const Tensor y = m.classify(a, s.two_tower ? &a2 : nullptr).data().to(Device::cpu).contiguous();  // (B, classes)
+    const Tensor y = classify_batch(m, harness::to_tensors(b), b).data().to(Device::cpu).contiguous();  // (B, classes)
     const float* py = y.data<float>();
     for (int j = 0; j < b.batch_size; j++) {
       Prediction p;

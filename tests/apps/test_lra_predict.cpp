@@ -68,15 +68,11 @@ std::vector<Prediction> on_the_split(const CellConfig& c, const std::string& pat
   m.load(path);
   dl::NoGradGuard ng;
   m.eval();
-  dl::tasks::BatcherConfig bc;
-  bc.batch_size = c.batch, bc.shuffle = false;
-  dl::tasks::Batcher bt(data.test, bc);
+  dl::tasks::Batcher bt = in_order(data.test, c.batch);
   std::vector<Prediction> out;
   for (int64_t i = 0; i < bt.batches_per_epoch(); i++) {
     const dl::tasks::Batch b = bt.next();
-    Inputs a = to_inputs(b), a2;
-    if (s.two_tower) a2 = to_inputs(b, true);
-    dl::Tensor y = dl::softmax(m.classify(a, s.two_tower ? &a2 : nullptr), 1).data().contiguous();
+    dl::Tensor y = dl::softmax(classify_batch(m, harness::to_tensors(b), b), 1).data().contiguous();
     for (int j = 0; j < b.batch_size; j++) {
       const float* row = y.data<float>() + (int64_t)j * s.classes;
       Prediction p;
