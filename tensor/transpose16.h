@@ -8,6 +8,14 @@
 
 namespace dl::simd {
 
+// GCC 12's AVX-512 headers start the unpack and shuffle intrinsics from a self-initialised "undefined" vector and, once
+// this is inlined, warn that it is used uninitialised (a false report: the instructions do not read it).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 // out[j * ldo + i] = b[i * kStride + j] for i, j < 16. Four rounds of in-lane interleaves and lane shuffles (64
 // instructions): 32-bit pairs of rows, then 64-bit, leave lane L of c[g][k] holding column 4 L + k of rows 4 g ..
 // 4 g + 3; two rounds of shuffle_i32x4 gather each column's four lanes.
@@ -29,5 +37,9 @@ template <int64_t kStride> DL_BF16_TARGET inline void transpose16(const uint32_t
     _mm512_storeu_si512((void*)(out + (12 + k) * ldo), _mm512_shuffle_i32x4(y, w, 0xDD));  // 12 + k
   }
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace dl::simd
